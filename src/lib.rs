@@ -1,1 +1,20 @@
-//! kiln
+//! kiln: a JIT compiler for tensor expressions.
+//!
+//! Users build typed expression graphs ([`tensor`]), which a
+//! [`graph::FunctionGraph`] imports; the rewriting framework ([`rewriting`])
+//! and the rewrite library ([`rewrites`]) transform them, and the linker
+//! lowers the result to Cranelift IR for the host CPU. The reference
+//! evaluator ([`eval`]) is the oracle for every test.
+//!
+//! See `ARCHITECTURE.md` for the folders in processing order.
+
+pub mod error;
+pub mod eval;
+pub mod graph;
+pub mod ops;
+pub mod tensor;
+
+pub use error::{Error, Result};
+pub use graph::{DType, FunctionGraph, TensorType, Value};
+pub use ops::{Op, ReduceOp, ScalarOp};
+pub use tensor::*;

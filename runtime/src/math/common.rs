@@ -1,0 +1,140 @@
+//! Branch-free scalar building blocks shared by every math kernel: rounding
+//! with the 1.5·2^52 trick, exact power-of-two scaling, error-free
+//! transformations (Dekker products, Knuth sums) and Horner evaluation.
+//!
+//! Everything here is exact (error-free transformations, scaling by powers of
+//! two away from the subnormal range) or documented at the item. All helpers
+//! are `#[inline(always)]` and use only operations that SSE2 / AVX2 / AVX-512
+//! vectorise (no float <-> i64 conversions, no calls into the C library), so a
+//! loop over a slice of kernel calls auto-vectorises.
+
+/// 1.5 · 2^52: adding it rounds any |x| < 2^51 to the nearest integer and
+/// leaves that integer in the low mantissa bits.
+pub(crate) const MAGIC: f64 = 6_755_399_441_055_744.0;
+
+/// ln 2 split so that `k * LN2_HI` is exact for |k| < 2^21.
+pub(crate) const LN2_HI: f64 = 0.693_147_180_601_954_5;
+/// ln 2 - LN2_HI.
+pub(crate) const LN2_LO: f64 = -4.200_915_072_681_084_6e-11;
+/// Dekker's splitting constant 2^27 + 1.
+const SPLITTER: f64 = 134_217_729.0;
+
+/// Rounds `x` (|x| < 2^51) to the nearest integer, ties to even: returns
+/// the integer as f64 and as i64.
+#[inline(always)]
+pub(crate) fn round_k(x: f64) -> (f64, i64) {
+    let t = x + MAGIC;
+    let kf = t - MAGIC;
+    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+    (kf, k)
+}
+
+/// 2^k for k in [-1022, 1023], built from bits.
+#[inline(always)]
+pub(crate) fn pow2i(k: i64) -> f64 {
+    f64::from_bits((k.wrapping_add(1023) as u64) << 52)
+}
+
+/// p · 2^k for k in [-2044, 2046] with a single rounding (the first product
+/// stays in the normal range and is exact): overflows to inf and underflows
+/// through the subnormals to 0 exactly like a correctly rounded ldexp.
+#[inline(always)]
+pub(crate) fn scale(p: f64, k: i64) -> f64 {
+    let k1 = k >> 1;
+    let k2 = k - k1;
+    p * pow2i(k1) * pow2i(k2)
+}
+
+/// Branch-free select (compiles to a blend).
+#[inline(always)]
+pub(crate) fn sel(c: bool, a: f64, b: f64) -> f64 {
+    if c {
+        a
+    } else {
+        b
+    }
+}
+
+/// |x| with the sign bit of `s`.
+#[inline(always)]
+pub(crate) fn copysign(x: f64, s: f64) -> f64 {
+    const SIGN: u64 = 1 << 63;
+    f64::from_bits((x.to_bits() & !SIGN) | (s.to_bits() & SIGN))
+}
+
+/// Clamps `x` to [lo, hi] keeping NaN (comparisons with NaN are false).
+#[inline(always)]
+pub(crate) fn clamp_keep_nan(x: f64, lo: f64, hi: f64) -> f64 {
+    let y = sel(x > hi, hi, x);
+    sel(y < lo, lo, y)
+}
+
+/// Splits `a` (|a| < 2^996) into two halves of 26 bits: a = hi + lo exactly.
+#[inline(always)]
+fn split(a: f64) -> (f64, f64) {
+    let c = SPLITTER * a;
+    let hi = c - (c - a);
+    (hi, a - hi)
+}
+
+/// Dekker's product: a·b = p + e exactly (no FMA needed; inputs < 2^996).
+#[inline(always)]
+pub(crate) fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    let (ah, al) = split(a);
+    let (bh, bl) = split(b);
+    let e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    (p, e)
+}
+
+/// Knuth's sum: a + b = s + e exactly.
+#[inline(always)]
+pub(crate) fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, e)
+}
+
+/// Fast two-sum for |a| >= |b|: a + b = s + e exactly.
+#[inline(always)]
+pub(crate) fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    (s, b - (s - a))
+}
+
+/// Horner evaluation c[0] + x·(c[1] + x·(...)).
+#[inline(always)]
+pub(crate) fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
+    let mut acc = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        acc = acc * x + c[i];
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_and_scale() {
+        assert_eq!(round_k(2.5), (2.0, 2));
+        assert_eq!(round_k(-3.6), (-4.0, -4));
+        assert_eq!(scale(1.0, -1074), f64::from_bits(1));
+        assert_eq!(scale(1.5, 1023), 1.5 * 2f64.powi(1023));
+        assert_eq!(scale(1.0, 1024), f64::INFINITY);
+        assert_eq!(scale(1.0, -1080), 0.0);
+    }
+
+    #[test]
+    fn error_free_transforms() {
+        let (p, e) = two_prod(0.1, 0.3);
+        assert_eq!(p, 0.1 * 0.3);
+        assert!(e != 0.0 && e.abs() < 1e-17);
+        let (s, e) = two_sum(1.0, 1e-20);
+        assert_eq!((s, e), (1.0, 1e-20));
+    }
+}

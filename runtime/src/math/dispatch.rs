@@ -1,0 +1,181 @@
+//! Block drivers and run-time CPU dispatch for the math kernels.
+//!
+//! A driver copies up to [`BLOCK`] inputs into a stack buffer, maps the
+//! (inlined, branch-free) scalar kernel over the whole fixed-size buffer —
+//! a loop rustc auto-vectorises — and copies the results out. Because the
+//! input block is copied before any output is written, `out` may be the
+//! same pointer as `x` (in place); partially overlapping buffers are not
+//! supported. f32 drivers widen to f64, run the f64 kernel and round once.
+//!
+//! The drivers are instantiated three times per function (AVX-512, AVX2+FMA
+//! and baseline, see `math::mod`); [`isa`] picks one with
+//! `is_x86_feature_detected!` on first use and caches the choice in an
+//! atomic. Accuracy is that of the kernels: the variants give bitwise
+//! identical results (no FMA contraction is performed by rustc).
+
+use std::ptr;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Elements processed per block (the stack buffers hold this many).
+pub(crate) const BLOCK: usize = 64;
+
+/// Instruction-set variant used by the vectorised math functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// Baseline code of the target (SSE2 on x86_64).
+    Baseline,
+    /// AVX2 + FMA (256-bit vectors).
+    Avx2,
+    /// AVX-512F/DQ + AVX2 + FMA (512-bit vectors).
+    Avx512,
+}
+
+static ISA: AtomicU8 = AtomicU8::new(0);
+
+fn detect() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Isa::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Isa::Avx2;
+        }
+    }
+    Isa::Baseline
+}
+
+/// The variant the math functions use on this CPU (detected once, then
+/// cached).
+#[inline]
+pub fn isa() -> Isa {
+    match ISA.load(Ordering::Relaxed) {
+        1 => Isa::Baseline,
+        2 => Isa::Avx2,
+        3 => Isa::Avx512,
+        _ => {
+            let d = detect();
+            let code = match d {
+                Isa::Baseline => 1,
+                Isa::Avx2 => 2,
+                Isa::Avx512 => 3,
+            };
+            ISA.store(code, Ordering::Relaxed);
+            d
+        }
+    }
+}
+
+/// Maps `f` over `n` f64 values from `x` into `out`, block by block.
+///
+/// # Safety
+/// `x` must be valid for `n` reads and `out` for `n` writes; they are either
+/// identical or do not overlap.
+#[inline(always)]
+pub(crate) unsafe fn unary_f64(x: *const f64, out: *mut f64, n: usize, f: impl Fn(f64) -> f64) {
+    let mut buf = [0.0f64; BLOCK];
+    let mut i = 0;
+    while i < n {
+        let len = (n - i).min(BLOCK);
+        // SAFETY: x[i..i+len] is readable (caller contract); buf is a local
+        // array of BLOCK >= len elements.
+        unsafe { ptr::copy_nonoverlapping(x.add(i), buf.as_mut_ptr(), len) };
+        for v in buf.iter_mut() {
+            *v = f(*v);
+        }
+        // SAFETY: out[i..i+len] is writable (caller contract); the input of
+        // this block has already been read, so in-place use is fine.
+        unsafe { ptr::copy_nonoverlapping(buf.as_ptr(), out.add(i), len) };
+        i += len;
+    }
+}
+
+/// f32 version of [`unary_f64`]: widens, applies the f64 kernel, rounds.
+///
+/// # Safety
+/// As for [`unary_f64`].
+#[inline(always)]
+pub(crate) unsafe fn unary_f32(x: *const f32, out: *mut f32, n: usize, f: impl Fn(f64) -> f64) {
+    let mut buf = [0.0f32; BLOCK];
+    let mut i = 0;
+    while i < n {
+        let len = (n - i).min(BLOCK);
+        // SAFETY: see `unary_f64`.
+        unsafe { ptr::copy_nonoverlapping(x.add(i), buf.as_mut_ptr(), len) };
+        for v in buf.iter_mut() {
+            *v = f(f64::from(*v)) as f32;
+        }
+        // SAFETY: see `unary_f64`.
+        unsafe { ptr::copy_nonoverlapping(buf.as_ptr(), out.add(i), len) };
+        i += len;
+    }
+}
+
+/// Maps a binary kernel over `n` f64 pairs.
+///
+/// # Safety
+/// `x`, `y` valid for `n` reads, `out` for `n` writes; `out` may be
+/// identical to `x` and/or `y` but must not partially overlap them.
+#[inline(always)]
+pub(crate) unsafe fn binary_f64(
+    x: *const f64,
+    y: *const f64,
+    out: *mut f64,
+    n: usize,
+    f: impl Fn(f64, f64) -> f64,
+) {
+    let mut bx = [0.0f64; BLOCK];
+    let mut by = [0.0f64; BLOCK];
+    let mut i = 0;
+    while i < n {
+        let len = (n - i).min(BLOCK);
+        // SAFETY: see `unary_f64`.
+        unsafe {
+            ptr::copy_nonoverlapping(x.add(i), bx.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(y.add(i), by.as_mut_ptr(), len);
+        }
+        for (a, b) in bx.iter_mut().zip(by.iter()) {
+            *a = f(*a, *b);
+        }
+        // SAFETY: see `unary_f64`.
+        unsafe { ptr::copy_nonoverlapping(bx.as_ptr(), out.add(i), len) };
+        i += len;
+    }
+}
+
+/// f32 version of [`binary_f64`].
+///
+/// # Safety
+/// As for [`binary_f64`].
+#[inline(always)]
+pub(crate) unsafe fn binary_f32(
+    x: *const f32,
+    y: *const f32,
+    out: *mut f32,
+    n: usize,
+    f: impl Fn(f64, f64) -> f64,
+) {
+    let mut bx = [0.0f32; BLOCK];
+    let mut by = [0.0f32; BLOCK];
+    let mut i = 0;
+    while i < n {
+        let len = (n - i).min(BLOCK);
+        // SAFETY: see `unary_f64`.
+        unsafe {
+            ptr::copy_nonoverlapping(x.add(i), bx.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(y.add(i), by.as_mut_ptr(), len);
+        }
+        for (a, b) in bx.iter_mut().zip(by.iter()) {
+            *a = f(f64::from(*a), f64::from(*b)) as f32;
+        }
+        // SAFETY: see `unary_f64`.
+        unsafe { ptr::copy_nonoverlapping(bx.as_ptr(), out.add(i), len) };
+        i += len;
+    }
+}

@@ -1,0 +1,395 @@
+//! Block-wise vectorised elementwise math for JIT-compiled kernels.
+//!
+//! Every function exists for f64 and f32 in three forms:
+//! - an `extern "C"` entry point for JIT code, `kiln_<name>_<dtype>(x, out, n)`
+//!   (`kiln_pow_<dtype>(x, y, out, n)` for the binary `pow`);
+//! - a safe slice API, `<name>_<dtype>(x, out)`;
+//! - an entry in [`math_symbols`] (symbol name and address for
+//!   `JITBuilder::symbol`).
+//!
+//! In-place use is allowed: `out` may be the same pointer as `x` (or `y`),
+//! but buffers must not partially overlap.
+//!
+//! The kernels are pure-Rust, branch-free approximations (one module per
+//! family, each documents its method and accuracy); each is compiled for
+//! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
+//! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
+//! round once, so they are within 1 ULP (measured maxima in ACCURACY.md).
+
+mod activation;
+mod common;
+mod dispatch;
+mod erf;
+mod exp;
+mod hyperbolic;
+mod inverse_trig;
+mod log;
+mod pow;
+mod trig;
+
+pub use dispatch::{isa, Isa};
+
+macro_rules! math_functions {
+    (
+        unary: [$(($name:literal, $m:ident, $kernel:path, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
+            $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
+        binary: [$(($bname:literal, $bm:ident, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
+            $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
+    ) => {
+        $(
+            mod $m {
+                use super::dispatch::{unary_f32, unary_f64};
+                #[allow(unused_imports)]
+                use super::{activation, erf, exp, hyperbolic, inverse_trig, log, trig};
+
+                /// AVX-512 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `unary_f64`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                pub(super) unsafe fn f64_avx512(x: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f64(x, out, n, $kernel) }
+                }
+                /// AVX2 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `unary_f64`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn f64_avx2(x: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f64(x, out, n, $kernel) }
+                }
+                /// Baseline variant.
+                ///
+                /// # Safety
+                /// Pointer contract of `unary_f64`.
+                pub(super) unsafe fn f64_base(x: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f64(x, out, n, $kernel) }
+                }
+                /// AVX-512 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `unary_f32`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f32(x, out, n, $kernel) }
+                }
+                /// AVX2 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `unary_f32`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f32(x, out, n, $kernel) }
+                }
+                /// Baseline variant.
+                ///
+                /// # Safety
+                /// Pointer contract of `unary_f32`.
+                pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f32(x, out, n, $kernel) }
+                }
+            }
+
+            #[doc = concat!("Computes `", $desc, "` elementwise for `n` f64 values: `out[i] = ", $name, "(x[i])`.\n\n",
+                "Measured max error: ", $ulp64, " ULP (see `ACCURACY.md`).\n\n",
+                "# Safety\n`x` must be valid for `n` reads and `out` for `n` writes (both may be null when `n == 0`); ",
+                "`out` may equal `x` (in place) but must not partially overlap it.")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $c64(x: *const f64, out: *mut f64, n: usize) {
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: the pointer contract is the caller's; the AVX
+                // variants are only called when `isa()` detected the features.
+                unsafe {
+                    match isa() {
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx512 => $m::f64_avx512(x, out, n),
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx2 => $m::f64_avx2(x, out, n),
+                        _ => $m::f64_base(x, out, n),
+                    }
+                }
+            }
+
+            #[doc = concat!("Computes `", $desc, "` elementwise for `n` f32 values (evaluated in f64, rounded once).\n\n",
+                "Measured max error: ", $ulp32, " ULP (see `ACCURACY.md`).\n\n",
+                "# Safety\nAs for the f64 version: `x` valid for `n` reads, `out` for `n` writes, `out == x` allowed.")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $c32(x: *const f32, out: *mut f32, n: usize) {
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: as in the f64 version.
+                unsafe {
+                    match isa() {
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx512 => $m::f32_avx512(x, out, n),
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx2 => $m::f32_avx2(x, out, n),
+                        _ => $m::f32_base(x, out, n),
+                    }
+                }
+            }
+
+            #[doc = concat!("Safe slice form: `out[i] = ", $name, "(x[i])` (", $desc, "), max error ", $ulp64, " ULP.\n\n",
+                "# Panics\nIf `x.len() != out.len()`.")]
+            pub fn $s64(x: &[f64], out: &mut [f64]) {
+                assert_eq!(x.len(), out.len(), "input and output lengths differ");
+                // SAFETY: both slices have `x.len()` elements and cannot overlap
+                // (shared vs. exclusive borrow).
+                unsafe { $c64(x.as_ptr(), out.as_mut_ptr(), x.len()) }
+            }
+
+            #[doc = concat!("Safe slice form: `out[i] = ", $name, "(x[i])` (", $desc, "), max error ", $ulp32, " ULP.\n\n",
+                "# Panics\nIf `x.len() != out.len()`.")]
+            pub fn $s32(x: &[f32], out: &mut [f32]) {
+                assert_eq!(x.len(), out.len(), "input and output lengths differ");
+                // SAFETY: as for the f64 slice form.
+                unsafe { $c32(x.as_ptr(), out.as_mut_ptr(), x.len()) }
+            }
+        )*
+
+        $(
+            mod $bm {
+                use super::dispatch::{binary_f32, binary_f64};
+                use super::pow;
+
+                /// AVX-512 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `binary_f64`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                pub(super) unsafe fn f64_avx512(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                }
+                /// AVX2 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `binary_f64`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn f64_avx2(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                }
+                /// Baseline variant.
+                ///
+                /// # Safety
+                /// Pointer contract of `binary_f64`.
+                pub(super) unsafe fn f64_base(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                }
+                /// AVX-512 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `binary_f32`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                pub(super) unsafe fn f32_avx512(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                }
+                /// AVX2 variant.
+                ///
+                /// # Safety
+                /// CPU supports the features; pointer contract of `binary_f32`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn f32_avx2(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                }
+                /// Baseline variant.
+                ///
+                /// # Safety
+                /// Pointer contract of `binary_f32`.
+                pub(super) unsafe fn f32_base(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                }
+            }
+
+            #[doc = concat!("Computes `", $bdesc, "` elementwise for `n` f64 pairs: `out[i] = ", $bname, "(x[i], y[i])`.\n\n",
+                "Measured max error: ", $bulp64, " ULP (see `ACCURACY.md`).\n\n",
+                "# Safety\n`x`, `y` must be valid for `n` reads and `out` for `n` writes; ",
+                "`out` may equal `x` and/or `y` but must not partially overlap them.")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $bc64(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: the pointer contract is the caller's; the AVX
+                // variants are only called when `isa()` detected the features.
+                unsafe {
+                    match isa() {
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx512 => $bm::f64_avx512(x, y, out, n),
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx2 => $bm::f64_avx2(x, y, out, n),
+                        _ => $bm::f64_base(x, y, out, n),
+                    }
+                }
+            }
+
+            #[doc = concat!("Computes `", $bdesc, "` elementwise for `n` f32 pairs (evaluated in f64, rounded once).\n\n",
+                "Measured max error: ", $bulp32, " ULP (see `ACCURACY.md`).\n\n",
+                "# Safety\nAs for the f64 version.")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $bc32(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: as in the f64 version.
+                unsafe {
+                    match isa() {
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx512 => $bm::f32_avx512(x, y, out, n),
+                        #[cfg(target_arch = "x86_64")]
+                        Isa::Avx2 => $bm::f32_avx2(x, y, out, n),
+                        _ => $bm::f32_base(x, y, out, n),
+                    }
+                }
+            }
+
+            #[doc = concat!("Safe slice form: `out[i] = ", $bname, "(x[i], y[i])`, max error ", $bulp64, " ULP.\n\n",
+                "# Panics\nIf the lengths differ.")]
+            pub fn $bs64(x: &[f64], y: &[f64], out: &mut [f64]) {
+                assert!(x.len() == out.len() && y.len() == out.len(), "lengths differ");
+                // SAFETY: all three slices have `out.len()` elements; `out` is
+                // exclusively borrowed so it cannot overlap the inputs.
+                unsafe { $bc64(x.as_ptr(), y.as_ptr(), out.as_mut_ptr(), out.len()) }
+            }
+
+            #[doc = concat!("Safe slice form: `out[i] = ", $bname, "(x[i], y[i])`, max error ", $bulp32, " ULP.\n\n",
+                "# Panics\nIf the lengths differ.")]
+            pub fn $bs32(x: &[f32], y: &[f32], out: &mut [f32]) {
+                assert!(x.len() == out.len() && y.len() == out.len(), "lengths differ");
+                // SAFETY: as for the f64 slice form.
+                unsafe { $bc32(x.as_ptr(), y.as_ptr(), out.as_mut_ptr(), out.len()) }
+            }
+        )*
+
+        /// Every exported math entry point as (symbol name, address), for
+        /// `JITBuilder::symbol`. Unary functions have the C signature
+        /// `void(const T* x, T* out, size_t n)`, `pow` has
+        /// `void(const T* x, const T* y, T* out, size_t n)`.
+        pub fn math_symbols() -> Vec<(&'static str, *const u8)> {
+            vec![
+                $(
+                    (stringify!($c64), $c64 as *const u8),
+                    (stringify!($c32), $c32 as *const u8),
+                )*
+                $(
+                    (stringify!($bc64), $bc64 as *const u8),
+                    (stringify!($bc32), $bc32 as *const u8),
+                )*
+            ]
+        }
+
+        /// Test hook: runs every unary function with each ISA variant the CPU
+        /// supports and returns, per function name, the results of each.
+        #[cfg(test)]
+        pub(crate) fn all_variants_unary(x: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
+            let mut res = Vec::new();
+            $(
+                {
+                    let mut outs = Vec::new();
+                    let mut o = vec![0.0; x.len()];
+                    // SAFETY: slices of equal length.
+                    unsafe { $m::f64_base(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                    outs.push(o.clone());
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                            // SAFETY: features checked; slices of equal length.
+                            unsafe { $m::f64_avx2(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                            outs.push(o.clone());
+                        }
+                        if isa() == Isa::Avx512 {
+                            // SAFETY: features checked; slices of equal length.
+                            unsafe { $m::f64_avx512(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                            outs.push(o.clone());
+                        }
+                    }
+                    res.push(($name, outs));
+                }
+            )*
+            res
+        }
+    };
+}
+
+math_functions! {
+    unary: [
+        ("exp", v_exp, exp::exp, kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "1"),
+        ("exp2", v_exp2, exp::exp2, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "1"),
+        ("expm1", v_expm1, exp::expm1, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "1"),
+        ("log", v_log, log::log, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "1"),
+        ("log2", v_log2, log::log2, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "1", "1"),
+        ("log10", v_log10, log::log10, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "1", "1"),
+        ("log1p", v_log1p, log::log1p, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "1"),
+        ("tanh", v_tanh, hyperbolic::tanh, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "1", "1"),
+        ("sigmoid", v_sigmoid, activation::sigmoid, kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
+            "1 / (1 + e^-x)", "1", "1"),
+        ("softplus", v_softplus, activation::softplus, kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+            "ln(1 + e^x)", "1", "1"),
+        ("log1mexp", v_log1mexp, activation::log1mexp, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
+            "ln(1 - e^x) (x <= 0, NaN for x > 0)", "1", "1"),
+        ("sin", v_sin, trig::sin, kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1", "1"),
+        ("cos", v_cos, trig::cos, kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1", "1"),
+        ("tan", v_tan, trig::tan, kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "1", "1"),
+        ("arcsin", v_asin, inverse_trig::asin, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "1", "1"),
+        ("arccos", v_acos, inverse_trig::acos, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "1", "1"),
+        ("arctan", v_atan, inverse_trig::atan, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "1", "1"),
+        ("sinh", v_sinh, hyperbolic::sinh, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "1", "1"),
+        ("cosh", v_cosh, hyperbolic::cosh, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "1", "1"),
+        ("arctanh", v_atanh, hyperbolic::atanh, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "1", "1"),
+        ("arcsinh", v_asinh, hyperbolic::asinh, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "1", "1"),
+        ("arccosh", v_acosh, hyperbolic::acosh, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "1", "1"),
+        ("erf", v_erf, erf::erf, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "1", "1"),
+        ("erfc", v_erfc, erf::erfc, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "1", "1"),
+    ]
+    binary: [
+        ("pow", v_pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "1"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_agree_bitwise() {
+        let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) * 0.037).collect();
+        x.extend([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-310, 700.0, -0.5]);
+        for (name, outs) in all_variants_unary(&x) {
+            for o in &outs[1..] {
+                for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
+                    assert!(a.to_bits() == b.to_bits(), "{name}({}) differs: {a} vs {b}", x[i]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn symbols_listed() {
+        let s = math_symbols();
+        assert_eq!(s.len(), 50);
+        assert!(s.iter().any(|(n, _)| *n == "kiln_pow_f32"));
+        assert!(s.iter().all(|(_, p)| !p.is_null()));
+    }
+}

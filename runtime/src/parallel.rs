@@ -1,0 +1,221 @@
+//! The parallel launcher: `parallel_for` splits [0, n) into contiguous
+//! chunks of at least `grain` elements and runs them on a rayon thread pool
+//! whose size is set with [`set_num_threads`] (default: the number of
+//! available cores). Ranges of at most `grain` elements, and any call when
+//! the thread count is 1, run inline on the calling thread.
+//!
+//! [`kiln_parallel_for`] is the `extern "C"` form for JIT code: it catches
+//! every panic of the runtime and reports it as a non-zero return code, so
+//! no unwinding ever crosses into JIT frames.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+/// Chunks per thread: a little over-decomposition lets work stealing even
+/// out noisy neighbours without paying much per-chunk overhead.
+const CHUNKS_PER_THREAD: usize = 4;
+
+static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
+static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+
+/// Sets the number of worker threads used by [`parallel_for`]; `0` restores
+/// the default (the number of available cores). Takes effect for the next
+/// launch; launches already running finish on the old pool.
+pub fn set_num_threads(n: usize) {
+    NUM_THREADS.store(n, Ordering::Relaxed);
+}
+
+/// The number of worker threads [`parallel_for`] uses.
+pub fn num_threads() -> usize {
+    match NUM_THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// The pool for `threads` workers, rebuilt when the count changed; `None`
+/// if the operating system refused to create threads.
+fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((t, p)) = guard.as_ref() {
+        if *t == threads {
+            return Some(p.clone());
+        }
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("kiln-worker-{i}"))
+            .build()
+            .ok()?,
+    );
+    *guard = Some((threads, p.clone()));
+    Some(p)
+}
+
+/// Calls `f(start, end)` on contiguous chunks covering [0, n) exactly once,
+/// in parallel. Each chunk has at least `grain` elements (`grain == 0` is
+/// treated as 1) except possibly when `n < grain`; when `n <= grain` or one
+/// thread is configured, `f(0, n)` runs inline. A panic in `f` is
+/// propagated to the caller after all chunks have finished or stopped. If
+/// the thread pool cannot be created, the range runs inline.
+pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
+    if n == 0 {
+        return;
+    }
+    let grain = grain.max(1);
+    let threads = num_threads();
+    if n <= grain || threads <= 1 {
+        f(0, n);
+        return;
+    }
+    let chunks = n.div_ceil(grain).min(threads * CHUNKS_PER_THREAD);
+    let Some(pool) = pool(threads) else {
+        f(0, n);
+        return;
+    };
+    // Chunk c covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at most 1
+    // and are >= grain because chunks <= n/grain (rounded up... checked below).
+    let bound = |c: usize| ((c as u128 * n as u128) / chunks as u128) as usize;
+    pool.install(|| {
+        (0..chunks).into_par_iter().for_each(|c| {
+            let (s, e) = (bound(c), bound(c + 1));
+            if s < e {
+                f(s, e);
+            }
+        })
+    });
+}
+
+/// Signature of a JIT kernel launched by [`kiln_parallel_for`]: it
+/// processes elements [start, end) of the work described by `ctx`.
+pub type KernelFn = extern "C" fn(ctx: *const u8, start: usize, end: usize);
+
+/// `extern "C"` form of [`parallel_for`] for JIT code: calls
+/// `kernel(ctx, start, end)` on contiguous chunks covering [0, n).
+///
+/// Returns 0 on success and 1 if the runtime panicked (the panic is caught
+/// here and never unwinds into the caller; the chunks may then be partly
+/// done). `kernel` itself must not unwind: a Rust `extern "C"` function that
+/// panics aborts the process at its own boundary.
+///
+/// # Safety
+/// `kernel` must be safe to call concurrently from several threads with
+/// `ctx` and disjoint ranges, and `ctx` must stay valid until this returns.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kiln_parallel_for(
+    n: usize,
+    grain: usize,
+    kernel: KernelFn,
+    ctx: *const u8,
+) -> i32 {
+    // The pointer is passed across threads as an address; the caller
+    // guarantees it is valid and shareable for the duration of the call.
+    let addr = ctx as usize;
+    let run = || parallel_for(n, grain, &|s, e| kernel(addr as *const u8, s, e));
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// The parallel launcher's `extern "C"` entry points as (symbol, address).
+pub fn parallel_symbols() -> Vec<(&'static str, *const u8)> {
+    vec![("kiln_parallel_for", kiln_parallel_for as *const u8)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Mutex as StdMutex;
+
+    /// Serialises tests that change the global thread count.
+    static LOCK: StdMutex<()> = StdMutex::new(());
+
+    fn check_cover(n: usize, grain: usize) {
+        let seen: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        let chunks = StdMutex::new(Vec::new());
+        parallel_for(n, grain, &|s, e| {
+            chunks.lock().unwrap().push((s, e));
+            for v in &seen[s..e] {
+                v.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert!(seen.iter().all(|v| v.load(Ordering::Relaxed) == 1));
+        let chunks = chunks.into_inner().unwrap();
+        if n > grain.max(1) {
+            assert!(chunks.iter().all(|(s, e)| e - s >= grain.max(1)), "{chunks:?}");
+        } else {
+            assert_eq!(chunks, vec![(0, n)].into_iter().filter(|_| n > 0).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn covers_range_exactly_once() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(3);
+        for (n, grain) in [(0, 4), (1, 4), (4, 4), (5, 4), (1000, 1), (1000, 7), (12345, 100), (10, 0)] {
+            check_cover(n, grain);
+        }
+        set_num_threads(0);
+    }
+
+    #[test]
+    fn below_grain_runs_inline() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let me = std::thread::current().id();
+        parallel_for(10, 100, &|_, _| assert_eq!(std::thread::current().id(), me));
+        set_num_threads(1);
+        parallel_for(1000, 1, &|_, _| assert_eq!(std::thread::current().id(), me));
+        set_num_threads(0);
+    }
+
+    #[test]
+    fn thread_count_is_settable() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(2);
+        assert_eq!(num_threads(), 2);
+        let ids = StdMutex::new(std::collections::HashSet::new());
+        parallel_for(64, 1, &|_, _| {
+            ids.lock().unwrap().insert(std::thread::current().id());
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        });
+        assert!(ids.into_inner().unwrap().len() <= 2);
+        set_num_threads(0);
+        assert!(num_threads() >= 1);
+    }
+
+    #[test]
+    fn panics_propagate_to_rust_callers() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(2);
+        let r = catch_unwind(|| parallel_for(100, 10, &|s, _| assert!(s != 50, "boom")));
+        assert!(r.is_err());
+        set_num_threads(0);
+    }
+
+    extern "C" fn add_kernel(ctx: *const u8, start: usize, end: usize) {
+        // SAFETY: the test passes a pointer to a live slice of AtomicU64
+        // covering every index.
+        let v = unsafe { &*(ctx as *const Vec<AtomicU64>) };
+        for x in &v[start..end] {
+            x.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn extern_c_launcher() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let v: Vec<AtomicU64> = (0..5000).map(|_| AtomicU64::new(0)).collect();
+        // SAFETY: add_kernel only touches disjoint indices of `v`, which
+        // outlives the call.
+        let rc = unsafe { kiln_parallel_for(v.len(), 64, add_kernel, &v as *const _ as *const u8) };
+        assert_eq!(rc, 0);
+        assert!(v.iter().all(|x| x.load(Ordering::Relaxed) == 1));
+        assert_eq!(parallel_symbols()[0].0, "kiln_parallel_for");
+    }
+}

@@ -1,0 +1,317 @@
+//! Shared accuracy-measurement code for `tests/accuracy.rs` and
+//! `examples/accuracy.rs`: input generators, references and ULP metrics.
+#![allow(dead_code)]
+
+use kiln_runtime::math as m;
+
+/// Deterministic 64-bit LCG.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// Uniform in [0, 1).
+    pub fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// How to sample one segment of a domain.
+#[derive(Clone, Copy)]
+pub enum Seg {
+    /// Uniform in [lo, hi].
+    Uni(f64, f64),
+    /// Log-uniform magnitude in [lo, hi] (0 < lo), random sign if the flag.
+    Log(f64, f64, bool),
+    /// Log-uniform negative values in [-hi, -lo].
+    NegLog(f64, f64),
+}
+
+/// Number of sample points per function.
+pub fn points() -> usize {
+    if cfg!(debug_assertions) {
+        20_000
+    } else {
+        1_000_000
+    }
+}
+
+/// Samples `n` points over the segments (equal share each).
+pub fn sample(segs: &[Seg], n: usize, seed: u64) -> Vec<f64> {
+    let mut r = Rng(seed);
+    (0..n)
+        .map(|i| match segs[i % segs.len()] {
+            Seg::Uni(lo, hi) => lo + (hi - lo) * r.next(),
+            Seg::Log(lo, hi, signed) => {
+                let v = (lo.ln() + (hi.ln() - lo.ln()) * r.next()).exp();
+                if signed && r.next() < 0.5 {
+                    -v
+                } else {
+                    v
+                }
+            }
+            Seg::NegLog(lo, hi) => -(lo.ln() + (hi.ln() - lo.ln()) * r.next()).exp(),
+        })
+        .collect()
+}
+
+/// Error of `got` in ULPs of `want` (f64). Mismatched NaN / inf / zero
+/// sign counts as infinite.
+pub fn ulp64(got: f64, want: f64) -> f64 {
+    if want.is_nan() || got.is_nan() {
+        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return if got == want { 0.0 } else { f64::INFINITY };
+    }
+    if want == 0.0 && got == 0.0 {
+        return if want.is_sign_negative() == got.is_sign_negative() { 0.0 } else { f64::INFINITY };
+    }
+    let e = ((want.to_bits() >> 52) & 0x7ff) as i64;
+    let ulp = if e <= 1 {
+        f64::from_bits(1)
+    } else if e - 52 >= 1 {
+        f64::from_bits(((e - 52) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (e - 1))
+    };
+    (got - want).abs() / ulp
+}
+
+/// Error of `got` in ULPs of `want` (f32).
+pub fn ulp32(got: f32, want: f32) -> f64 {
+    if want.is_nan() || got.is_nan() {
+        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return if got == want { 0.0 } else { f64::INFINITY };
+    }
+    if want == 0.0 && got == 0.0 {
+        return if want.is_sign_negative() == got.is_sign_negative() { 0.0 } else { f64::INFINITY };
+    }
+    let e = ((want.to_bits() >> 23) & 0xff) as i32;
+    let ulp = if e <= 1 { f64::from(f32::from_bits(1)) } else { 2f64.powi(e - 127 - 23) };
+    (f64::from(got) - f64::from(want)).abs() / ulp
+}
+
+/// One unary function under test.
+pub struct Unary {
+    /// Name.
+    pub name: &'static str,
+    /// Our f64 slice function.
+    pub f64: fn(&[f64], &mut [f64]),
+    /// Our f32 slice function.
+    pub f32: fn(&[f32], &mut [f32]),
+    /// f64 reference.
+    pub reference: fn(f64) -> f64,
+    /// Domain sampled.
+    pub domain: &'static [Seg],
+    /// Asserted bounds (f64, f32) in ULP.
+    pub bound: (f64, f64),
+    /// Reference used (for the table).
+    pub ref_name: &'static str,
+}
+
+fn sigmoid_ref(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+fn softplus_ref(x: f64) -> f64 {
+    x.max(0.0) + (-x.abs()).exp().ln_1p()
+}
+fn log1mexp_ref(x: f64) -> f64 {
+    if x > 0.0 {
+        f64::NAN
+    } else if x > -std::f64::consts::LN_2 {
+        (-x.exp_m1()).ln()
+    } else {
+        (-x.exp()).ln_1p() + 0.0
+    }
+}
+
+const BIG: f64 = 1e300;
+const TINY: f64 = 1e-300;
+
+/// Every unary function with its reference and domain.
+pub fn unary_table() -> Vec<Unary> {
+    use Seg::*;
+    macro_rules! u {
+        ($n:literal, $a:path, $b:path, $r:expr, $rn:literal, $d:expr, $b64:expr) => {
+            Unary { name: $n, f64: $a, f32: $b, reference: $r, domain: $d, bound: ($b64, 1.0), ref_name: $rn }
+        };
+    }
+    vec![
+        u!("exp", m::exp_f64, m::exp_f32, f64::exp, "std", &[Uni(-745.2, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
+        u!("exp2", m::exp2_f64, m::exp2_f32, f64::exp2, "std", &[Uni(-1075.0, 1024.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
+        u!("expm1", m::expm1_f64, m::expm1_f32, f64::exp_m1, "std", &[Uni(-40.0, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
+        u!("log", m::log_f64, m::log_f32, f64::ln, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
+        u!("log2", m::log2_f64, m::log2_f32, f64::log2, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
+        u!("log10", m::log10_f64, m::log10_f32, f64::log10, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
+        u!("log1p", m::log1p_f64, m::log1p_f32, f64::ln_1p, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true), Log(1.0, 1.7e308, false)], 2.0),
+        u!("tanh", m::tanh_f64, m::tanh_f32, f64::tanh, "std", &[Uni(-20.0, 20.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
+        u!("sigmoid", m::sigmoid_f64, m::sigmoid_f32, sigmoid_ref, "1/(1+exp(-x)) from std exp", &[Uni(-745.0, 40.0), Uni(-10.0, 10.0)], 4.0),
+        u!("softplus", m::softplus_f64, m::softplus_f32, softplus_ref, "max(x,0)+ln_1p(exp(-|x|)) from std", &[Uni(-745.0, 800.0), Uni(-20.0, 20.0)], 4.0),
+        u!("log1mexp", m::log1mexp_f64, m::log1mexp_f32, log1mexp_ref, "Maechler formula from std", &[Uni(-50.0, 0.0), NegLog(TINY, 700.0)], 4.0),
+        u!("sin", m::sin_f64, m::sin_f32, f64::sin, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 2.0),
+        u!("cos", m::cos_f64, m::cos_f32, f64::cos, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 2.0),
+        u!("tan", m::tan_f64, m::tan_f32, f64::tan, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 4.0),
+        u!("arcsin", m::arcsin_f64, m::arcsin_f32, f64::asin, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
+        u!("arccos", m::arccos_f64, m::arccos_f32, f64::acos, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
+        u!("arctan", m::arctan_f64, m::arctan_f32, f64::atan, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 3.0),
+        u!("sinh", m::sinh_f64, m::sinh_f32, f64::sinh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
+        u!("cosh", m::cosh_f64, m::cosh_f32, f64::cosh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
+        u!("arctanh", m::arctanh_f64, m::arctanh_f32, f64::atanh, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
+        u!("arcsinh", m::arcsinh_f64, m::arcsinh_f32, f64::asinh, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 4.0),
+        u!("arccosh", m::arccosh_f64, m::arccosh_f32, f64::acosh, "std", &[Uni(1.0, 3.0), Log(1.0, BIG, false)], 4.0),
+        u!("erf", m::erf_f64, m::erf_f32, libm::erf, "libm crate", &[Uni(-6.0, 6.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
+        u!("erfc", m::erfc_f64, m::erfc_f32, libm::erfc, "libm crate", &[Uni(-6.0, 27.3), Uni(0.0, 1.0), Uni(-1.0, 0.0)], 4.0),
+    ]
+}
+
+/// Special inputs every function is checked on.
+pub const SPECIALS: [f64; 22] = [
+    0.0,
+    -0.0,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    -2.2250738585072014e-308,
+    1e-310,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    2.0,
+    709.78,
+    710.0,
+    -745.2,
+    -746.0,
+    1e300,
+    -1e300,
+    f64::MAX,
+];
+
+/// Result of measuring one function.
+pub struct Measured {
+    /// Max f64 error in ULP and where.
+    pub max64: (f64, f64),
+    /// Max f32 error in ULP and where.
+    pub max32: (f64, f32),
+}
+
+/// Measures f64 and f32 max ULP error over the domain (`seed` varies the
+/// sample).
+pub fn measure(u: &Unary, seed: u64) -> Measured {
+    let xs = sample(u.domain, points(), seed);
+    let mut out = vec![0.0; xs.len()];
+    (u.f64)(&xs, &mut out);
+    let mut max64 = (0.0, 0.0);
+    for (&x, &y) in xs.iter().zip(&out) {
+        let e = ulp64(y, (u.reference)(x));
+        if e > max64.0 || e.is_nan() {
+            max64 = (e, x);
+        }
+    }
+    let xs32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+    let mut out32 = vec![0.0f32; xs.len()];
+    (u.f32)(&xs32, &mut out32);
+    let mut max32 = (0.0, 0.0);
+    for (&x, &y) in xs32.iter().zip(&out32) {
+        let e = ulp32(y, (u.reference)(f64::from(x)) as f32);
+        if e > max32.0 || e.is_nan() {
+            max32 = (e, x);
+        }
+    }
+    Measured { max64, max32 }
+}
+
+/// Max f64 error on the special inputs (trig functions skip |x| >= 2^50,
+/// where they return NaN by design).
+pub fn measure_specials(u: &Unary) -> (f64, f64) {
+    let trig = matches!(u.name, "sin" | "cos" | "tan");
+    let xs: Vec<f64> = SPECIALS.iter().copied().filter(|x| !(trig && x.abs() >= 1.2e15)).collect();
+    let mut out = vec![0.0; xs.len()];
+    (u.f64)(&xs, &mut out);
+    let mut worst = (0.0, 0.0);
+    for (&x, &y) in xs.iter().zip(&out) {
+        let e = ulp64(y, (u.reference)(x));
+        if e > worst.0 {
+            worst = (e, x);
+        }
+    }
+    worst
+}
+
+fn pow_inputs(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = Rng(seed);
+    let mut xs = Vec::with_capacity(n);
+    let mut ys = Vec::with_capacity(n);
+    for i in 0..n {
+        let (x, y) = match i % 4 {
+            0 => ((-23.0 + 46.0 * r.next()).exp(), -30.0 + 60.0 * r.next()),
+            1 => (0.5 + 1.5 * r.next(), -1000.0 + 2000.0 * r.next()),
+            2 => (-(0.1 + 10.0 * r.next()), (-40.0 + 80.0 * r.next()).round()),
+            _ => ((-700.0 + 1400.0 * r.next()).exp(), -2.0 + 4.0 * r.next()),
+        };
+        xs.push(x);
+        ys.push(y);
+    }
+    (xs, ys)
+}
+
+/// Measures pow: (f64 max ULP, at (x, y)), (f32 max ULP, at (x, y)).
+pub fn measure_pow(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
+    let (xs, ys) = pow_inputs(points(), seed);
+    let mut out = vec![0.0; xs.len()];
+    m::pow_f64(&xs, &ys, &mut out);
+    let mut w64 = (0.0, 0.0, 0.0);
+    for i in 0..xs.len() {
+        let e = ulp64(out[i], xs[i].powf(ys[i]));
+        if e > w64.0 {
+            w64 = (e, xs[i], ys[i]);
+        }
+    }
+    let x32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
+    let y32: Vec<f32> = ys.iter().map(|&y| (y as f32) * 0.1).collect();
+    let mut o32 = vec![0.0f32; xs.len()];
+    m::pow_f32(&x32, &y32, &mut o32);
+    let mut w32 = (0.0, 0.0, 0.0);
+    for i in 0..xs.len() {
+        let want = f64::from(x32[i]).powf(f64::from(y32[i])) as f32;
+        let e = ulp32(o32[i], want);
+        if e > w32.0 {
+            w32 = (e, x32[i], y32[i]);
+        }
+    }
+    (w64, w32)
+}
+
+/// Worst pow error over all pairs of special values (against std powf).
+pub fn measure_pow_specials() -> (f64, f64, f64) {
+    let mut sp: Vec<f64> = SPECIALS.to_vec();
+    sp.extend([3.0, -3.0, 0.25, -2.0, 1e-5, 4503599627370497.0, 9007199254740994.0, -1.5]);
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for &x in &sp {
+        for &y in &sp {
+            xs.push(x);
+            ys.push(y);
+        }
+    }
+    let mut out = vec![0.0; xs.len()];
+    m::pow_f64(&xs, &ys, &mut out);
+    let mut w = (0.0, 0.0, 0.0);
+    for i in 0..xs.len() {
+        let e = ulp64(out[i], xs[i].powf(ys[i]));
+        if e > w.0 {
+            w = (e, xs[i], ys[i]);
+        }
+    }
+    w
+}

@@ -1,0 +1,83 @@
+//! The reference evaluator: every op's `perform` on ndarray, and the
+//! evaluation of a whole FunctionGraph.
+//!
+//! It is the oracle of every test and of constant folding, so it favours
+//! clarity over speed: element-wise ops run in the `f64` or `i64` domain of
+//! `ops::scalar` and round to the output dtype; reductions accumulate in
+//! `f64` / `i64`. Broadcasting follows the static types (PyTensor's rule): a
+//! dimension broadcasts only when it is statically 1; other sizes must agree
+//! at run time, and a mismatch is an error naming the op and the sizes.
+
+mod perform;
+
+pub use perform::perform;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::{Error, Result};
+use crate::graph::{DType, FunctionGraph, TensorType, Value, VarId};
+
+/// Checks one call argument against the declared input type; the message
+/// names the input by position and name.
+pub fn check_input(index: usize, name: Option<&str>, ty: &TensorType, dtype: DType, shape: &[usize]) -> Result<()> {
+    let who = match name {
+        Some(n) => format!("input {index} ('{n}')"),
+        None => format!("input {index}"),
+    };
+    if dtype != ty.dtype {
+        return Err(Error::Input(format!("{who} has dtype {dtype}, expected {}", ty.dtype)));
+    }
+    if shape.len() != ty.ndim() {
+        return Err(Error::Input(format!(
+            "{who} has {} dimension(s) (shape {shape:?}), expected {} (type {ty})",
+            shape.len(),
+            ty.ndim()
+        )));
+    }
+    for (d, (&got, want)) in shape.iter().zip(&ty.shape).enumerate() {
+        if let Some(w) = want {
+            if got != *w {
+                return Err(Error::Input(format!(
+                    "{who} has size {got} in dimension {d}, but its type {ty} requires {w}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Evaluates the graph's outputs on `inputs` with the reference `perform` of every node.
+pub fn evaluate(fg: &FunctionGraph, inputs: &[Value]) -> Result<Vec<Value>> {
+    if inputs.len() != fg.inputs().len() {
+        return Err(Error::Input(format!("expected {} inputs, got {}", fg.inputs().len(), inputs.len())));
+    }
+    let mut vals: FxHashMap<VarId, Value> = FxHashMap::default();
+    for (k, (&v, x)) in fg.inputs().iter().zip(inputs).enumerate() {
+        check_input(k, fg.var(v).name.as_deref(), fg.ty(v), x.dtype(), x.shape())?;
+        vals.insert(v, x.clone());
+    }
+    for n in fg.toposort() {
+        let node = fg.node(n);
+        for &i in &node.inputs {
+            if !vals.contains_key(&i) {
+                let c = fg
+                    .constant_value(i)
+                    .ok_or_else(|| Error::Graph(format!("{i} has no value during evaluation")))?;
+                vals.insert(i, c.clone());
+            }
+        }
+        let args: Vec<&Value> = node.inputs.iter().map(|i| &vals[i]).collect();
+        let types: Vec<&TensorType> = node.inputs.iter().map(|&i| fg.ty(i)).collect();
+        let outs = perform(&node.op, &args, &types)?;
+        for (&o, val) in node.outputs.iter().zip(outs) {
+            vals.insert(o, val);
+        }
+    }
+    fg.outputs()
+        .iter()
+        .map(|&o| match vals.get(&o) {
+            Some(v) => Ok(v.clone()),
+            None => fg.constant_value(o).cloned().ok_or_else(|| Error::Graph(format!("output {o} has no value"))),
+        })
+        .collect()
+}

@@ -1,0 +1,275 @@
+//! Reference `perform` of every op.
+
+use ndarray::{ArrayD, Axis, IxDyn};
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::graph::{DType, TensorType, Value};
+use crate::ops::composite::round_to;
+use crate::ops::scalar::{nan_max, nan_min};
+use crate::ops::{Composite, Op, ReduceOp, ScalarOp};
+
+/// Computes the outputs of `op` on `inputs`, whose static types are `types`.
+pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<Value>> {
+    let name = op.name();
+    match op {
+        Op::Elemwise { scalar, .. } => Ok(vec![elemwise(&name, *scalar, inputs, types)?]),
+        Op::Composite { composite, .. } => composite_perform(&name, composite, inputs, types),
+        Op::DimShuffle { new_order, .. } => Ok(vec![dimshuffle(&name, new_order, inputs[0])?]),
+        Op::CAReduce { op: r, axes } => Ok(vec![reduce(&name, *r, axes.as_deref(), inputs[0])?]),
+        Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
+        Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
+        Op::Reshape { .. } => Ok(vec![reshape(&name, inputs[0], inputs[1])?]),
+        Op::Shape => {
+            let s: Vec<i64> = inputs[0].shape().iter().map(|&d| d as i64).collect();
+            Ok(vec![Value::I64(ArrayD::from_shape_vec(IxDyn(&[s.len()]), s).expect("1-d"))])
+        }
+        Op::ShapeI(i) => Ok(vec![Value::scalar_i64(DType::I64, inputs[0].shape()[*i] as i64)]),
+        Op::Custom(c) => c.perform(inputs),
+    }
+}
+
+/// The run-time output shape of an element-wise op under the static broadcasting rule.
+pub fn elemwise_shape(name: &str, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<usize>> {
+    let ndim = inputs.first().map_or(0, |v| v.ndim());
+    let mut shape = vec![1usize; ndim];
+    for d in 0..ndim {
+        let mut size: Option<usize> = None;
+        for (k, (v, t)) in inputs.iter().zip(types).enumerate() {
+            if v.ndim() != ndim {
+                return Err(Error::eval(name, format!("input {k} has {} dimensions, expected {ndim}", v.ndim())));
+            }
+            let s = v.shape()[d];
+            if t.is_broadcastable(d) {
+                if s != 1 {
+                    return Err(Error::eval(name, format!("input {k} is broadcastable in dimension {d} but has size {s}")));
+                }
+                continue;
+            }
+            match size {
+                None => size = Some(s),
+                Some(prev) if prev != s => {
+                    return Err(Error::eval(
+                        name,
+                        format!(
+                            "shape mismatch in dimension {d}: sizes {prev} and {s} (input {k}); only dimensions of static size 1 broadcast"
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        shape[d] = size.unwrap_or(1);
+    }
+    Ok(shape)
+}
+
+fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) -> Result<Value> {
+    let shape = elemwise_shape(name, inputs, types)?;
+    let in_dtypes: SmallVec<[DType; 3]> = inputs.iter().map(|v| v.dtype()).collect();
+    let out_dtype = op.output_dtype(&in_dtypes)?;
+    let n: usize = shape.iter().product();
+    if op.computes_in_float(&in_dtypes, out_dtype) {
+        let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
+        let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
+        let mut out = Vec::with_capacity(n);
+        let mut args: SmallVec<[f64; 3]> = SmallVec::new();
+        for _ in 0..n {
+            args.clear();
+            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
+            out.push(round_to(op.eval_f64(&args), out_dtype));
+        }
+        Ok(Value::from_f64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+    } else {
+        let arrays: Vec<ArrayD<i64>> = inputs.iter().map(|v| v.to_i64_array()).collect();
+        let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
+        let mut out = Vec::with_capacity(n);
+        let mut args: SmallVec<[i64; 3]> = SmallVec::new();
+        for _ in 0..n {
+            args.clear();
+            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
+            out.push(op.eval_i64(&args, out_dtype));
+        }
+        Ok(Value::from_i64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+    }
+}
+
+fn composite_perform(name: &str, c: &Composite, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<Value>> {
+    let shape = elemwise_shape(name, inputs, types)?;
+    let n: usize = shape.iter().product();
+    let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
+    let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+    let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
+    let mut outs: Vec<Vec<f64>> = vec![Vec::with_capacity(n); c.outputs.len()];
+    let mut args: Vec<f64> = Vec::with_capacity(inputs.len());
+    for _ in 0..n {
+        args.clear();
+        args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
+        for (o, v) in outs.iter_mut().zip(c.eval(&args)) {
+            o.push(v);
+        }
+    }
+    Ok(outs
+        .into_iter()
+        .zip(c.output_dtypes())
+        .map(|(o, d)| Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized")))
+        .collect())
+}
+
+fn dimshuffle(name: &str, new_order: &[Option<usize>], x: &Value) -> Result<Value> {
+    let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
+    for d in 0..x.ndim() {
+        if !kept.contains(&d) && x.shape()[d] != 1 {
+            return Err(Error::eval(name, format!("dropped dimension {d} has size {}", x.shape()[d])));
+        }
+    }
+    Ok(crate::map_value!(x, a => {
+        let mut v = a.view();
+        // Drop the unlisted (size-1) dimensions, highest first.
+        for d in (0..a.ndim()).rev() {
+            if !kept.contains(&d) {
+                v = v.index_axis_move(Axis(d), 0);
+            }
+        }
+        // Renumber the kept dimensions after the drops, then permute.
+        let mut sorted = kept.clone();
+        sorted.sort_unstable();
+        let perm: Vec<usize> = kept.iter().map(|k| sorted.iter().position(|s| s == k).expect("kept")).collect();
+        let mut v = v.permuted_axes(IxDyn(&perm));
+        for (pos, d) in new_order.iter().enumerate() {
+            if d.is_none() {
+                v = v.insert_axis(Axis(pos));
+            }
+        }
+        v.to_owned()
+    }))
+}
+
+fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result<Value> {
+    let all: Vec<usize> = (0..x.ndim()).collect();
+    let axes = axes.unwrap_or(&all);
+    let out_dtype = op.output_dtype(x.dtype());
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        if let Some(&a) = axes.iter().find(|&&a| x.shape()[a] == 0) {
+            return Err(Error::eval(
+                name,
+                format!("zero-size reduction along axis {a}: {} has no identity", op.name().to_lowercase()),
+            ));
+        }
+    }
+    let float = x.dtype().is_float();
+    if float || matches!(op, ReduceOp::All | ReduceOp::Any) {
+        let mut a = x.to_f64_array();
+        for &ax in axes.iter().rev() {
+            a = match op {
+                ReduceOp::Sum => a.fold_axis(Axis(ax), 0.0, |s, &v| s + v),
+                ReduceOp::Prod => a.fold_axis(Axis(ax), 1.0, |s, &v| s * v),
+                ReduceOp::Max => a.fold_axis(Axis(ax), f64::NEG_INFINITY, |s, &v| nan_max(*s, v)),
+                ReduceOp::Min => a.fold_axis(Axis(ax), f64::INFINITY, |s, &v| nan_min(*s, v)),
+                ReduceOp::All => a.fold_axis(Axis(ax), 1.0, |s, &v| ((*s != 0.0) && (v != 0.0)) as i64 as f64),
+                ReduceOp::Any => a.fold_axis(Axis(ax), 0.0, |s, &v| ((*s != 0.0) || (v != 0.0)) as i64 as f64),
+            };
+        }
+        Ok(Value::from_f64_array(out_dtype, a.mapv(|v| round_to(v, out_dtype))))
+    } else {
+        let mut a = x.to_i64_array();
+        for &ax in axes.iter().rev() {
+            a = match op {
+                ReduceOp::Sum => a.fold_axis(Axis(ax), 0i64, |s, &v| s.wrapping_add(v)),
+                ReduceOp::Prod => a.fold_axis(Axis(ax), 1i64, |s, &v| s.wrapping_mul(v)),
+                ReduceOp::Max => a.fold_axis(Axis(ax), i64::MIN, |s, &v| (*s).max(v)),
+                ReduceOp::Min => a.fold_axis(Axis(ax), i64::MAX, |s, &v| (*s).min(v)),
+                ReduceOp::All | ReduceOp::Any => unreachable!("handled in the float branch"),
+            };
+        }
+        Ok(Value::from_i64_array(out_dtype, a))
+    }
+}
+
+fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    let ka = sa[sa.len() - 1];
+    let kb = sb[0];
+    if ka != kb {
+        return Err(Error::eval(name, format!("shapes {sa:?} and {sb:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)", sa.len() - 1)));
+    }
+    let mut dtype = DType::upcast(a.dtype(), b.dtype());
+    if dtype == DType::Bool {
+        dtype = DType::I64;
+    }
+    let m = if sa.len() == 2 { sa[0] } else { 1 };
+    let n = if sb.len() == 2 { sb[1] } else { 1 };
+    let mut out_shape = Vec::new();
+    if sa.len() == 2 {
+        out_shape.push(m);
+    }
+    if sb.len() == 2 {
+        out_shape.push(n);
+    }
+    if dtype.is_float() {
+        let a2 = a.to_f64_array().into_shape_with_order((m, ka)).map_err(|e| Error::eval(name, e.to_string()))?;
+        let b2 = b.to_f64_array().into_shape_with_order((kb, n)).map_err(|e| Error::eval(name, e.to_string()))?;
+        let c = a2.dot(&b2).into_dyn().into_shape_with_order(IxDyn(&out_shape)).expect("same size");
+        Ok(Value::from_f64_array(dtype, c.mapv(|v| round_to(v, dtype))))
+    } else {
+        let a2 = a.to_i64_array().into_shape_with_order((m, ka)).map_err(|e| Error::eval(name, e.to_string()))?;
+        let b2 = b.to_i64_array().into_shape_with_order((kb, n)).map_err(|e| Error::eval(name, e.to_string()))?;
+        let mut c = ndarray::Array2::<i64>::zeros((m, n));
+        for i in 0..m {
+            for j in 0..n {
+                c[[i, j]] = (0..ka).fold(0i64, |s, k| s.wrapping_add(a2[[i, k]].wrapping_mul(b2[[k, j]])));
+            }
+        }
+        Ok(Value::from_i64_array(dtype, c.into_dyn().into_shape_with_order(IxDyn(&out_shape)).expect("same size")))
+    }
+}
+
+fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
+    let (v, dims) = inputs.split_first().expect("typed");
+    let mut shape = Vec::with_capacity(dims.len());
+    for (k, d) in dims.iter().enumerate() {
+        let s = d.to_i64_array().iter().next().copied().unwrap_or(0);
+        if s < 0 {
+            return Err(Error::eval(name, format!("negative size {s} for dimension {k}")));
+        }
+        shape.push(s as usize);
+    }
+    let total = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
+    if total.is_none_or(|t| t.checked_mul(v.dtype().size_of()).is_none_or(|b| b > isize::MAX as usize)) {
+        return Err(Error::eval(name, format!("shape {shape:?} is too large to allocate")));
+    }
+    crate::with_value!(v, a => {
+        match a.broadcast(IxDyn(&shape)) {
+            Some(b) => Ok(<_ as crate::graph::Element>::wrap(b.to_owned())),
+            None => Err(Error::eval(name, format!("value of shape {:?} cannot broadcast to {shape:?}", a.shape()))),
+        }
+    })
+}
+
+fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
+    let target: Vec<i64> = s.to_i64_array().iter().copied().collect();
+    let size = x.len();
+    let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+    let mut shape = Vec::with_capacity(target.len());
+    for &d in &target {
+        if d == -1 {
+            if known == 0 || size as i64 % known != 0 {
+                return Err(Error::eval(name, format!("cannot reshape size {size} into {target:?}")));
+            }
+            shape.push((size as i64 / known) as usize);
+        } else if d < 0 {
+            return Err(Error::eval(name, format!("invalid size {d} in {target:?}")));
+        } else {
+            shape.push(d as usize);
+        }
+    }
+    if shape.iter().product::<usize>() != size || target.iter().filter(|&&d| d == -1).count() > 1 {
+        return Err(Error::eval(name, format!("cannot reshape array of shape {:?} into {target:?}", x.shape())));
+    }
+    Ok(crate::map_value!(x, a => {
+        let std = a.as_standard_layout().into_owned();
+        std.into_shape_with_order(IxDyn(&shape)).expect("sizes checked")
+    }))
+}

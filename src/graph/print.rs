@@ -1,0 +1,340 @@
+//! Printers: the seed documents' `FunctionGraph(...)` display, `dprint`
+//! trees with `[id A]` tags, `pprint` infix text and Graphviz DOT.
+//!
+//! All printers walk the graph without recursion, so very deep graphs print
+//! without overflowing the stack (the text of a deep expression can still be
+//! large: shared sub-expressions are expanded at every use by `pprint`).
+
+use std::fmt::{self, Write};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::fgraph::FunctionGraph;
+use super::ids::VarId;
+use crate::ops::{Op, ReduceOp, ScalarOp};
+
+impl FunctionGraph {
+    /// How a leaf variable (input or constant) prints.
+    pub fn leaf_name(&self, v: VarId) -> String {
+        let var = self.var(v);
+        if let Some(c) = &var.constant {
+            return c.summary();
+        }
+        match &var.name {
+            Some(n) => n.clone(),
+            None => format!("<{}>", var.ty),
+        }
+    }
+
+    fn output_suffix(&self, v: VarId) -> String {
+        match self.var(v).owner {
+            Some((n, k)) if self.node(n).outputs.len() > 1 => format!(".{k}"),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The seed documents' rendering: `FunctionGraph(add(z, mul(x, y)))`, with a
+/// variable used more than once shown as `*1 -> add(y, z)` at its first use and
+/// `*1` afterwards.
+impl fmt::Display for FunctionGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Variables computed by nodes and used more than once get a tag.
+        let mut uses: FxHashMap<VarId, usize> = FxHashMap::default();
+        for n in self.node_ids() {
+            for &i in &self.node(n).inputs {
+                *uses.entry(i).or_default() += 1;
+            }
+        }
+        for &o in self.outputs() {
+            *uses.entry(o).or_default() += 1;
+        }
+        let mut tags: FxHashMap<VarId, usize> = FxHashMap::default();
+        let mut out = String::new();
+        // Explicit stack of work items: a variable to render, or literal text.
+        enum Item {
+            Var(VarId),
+            Text(String),
+        }
+        let mut stack: Vec<Item> = Vec::new();
+        for (k, &o) in self.outputs().iter().enumerate().rev() {
+            stack.push(Item::Var(o));
+            if k > 0 {
+                stack.push(Item::Text(", ".into()));
+            }
+        }
+        while let Some(item) = stack.pop() {
+            let v = match item {
+                Item::Text(t) => {
+                    out.push_str(&t);
+                    continue;
+                }
+                Item::Var(v) => v,
+            };
+            let Some(n) = self.owner(v) else {
+                out.push_str(&self.leaf_name(v));
+                continue;
+            };
+            if let Some(t) = tags.get(&v) {
+                write!(out, "*{t}")?;
+                continue;
+            }
+            if uses.get(&v).copied().unwrap_or(0) > 1 {
+                let t = tags.len() + 1;
+                tags.insert(v, t);
+                write!(out, "*{t} -> ")?;
+            }
+            let node = self.node(n);
+            write!(out, "{}(", node.op.name())?;
+            // The suffix of a multi-output node's output follows the closing parenthesis.
+            stack.push(Item::Text(format!("){}", self.output_suffix(v))));
+            for (k, &i) in node.inputs.iter().enumerate().rev() {
+                stack.push(Item::Var(i));
+                if k > 0 {
+                    stack.push(Item::Text(", ".into()));
+                }
+            }
+        }
+        write!(f, "FunctionGraph({out})")
+    }
+}
+
+/// PyTensor-style ids: `A`..`Z`, `BA`, `BB`, ...
+fn id_name(mut k: usize) -> String {
+    let mut s = Vec::new();
+    loop {
+        s.push(b'A' + (k % 26) as u8);
+        k /= 26;
+        if k == 0 {
+            break;
+        }
+    }
+    s.reverse();
+    String::from_utf8(s).expect("ASCII")
+}
+
+/// A debug tree of the graph's outputs, one line per variable:
+/// ```text
+/// add [id A] ''
+///  |y [id B]
+///  |y [id B]
+/// ```
+/// A node shown before is printed again without its inputs.
+pub fn dprint(fg: &FunctionGraph) -> String {
+    dprint_vars(fg, fg.outputs())
+}
+
+/// [`dprint`] of chosen variables.
+pub fn dprint_vars(fg: &FunctionGraph, roots: &[VarId]) -> String {
+    let mut ids: FxHashMap<VarId, String> = FxHashMap::default();
+    let mut expanded: FxHashSet<VarId> = FxHashSet::default();
+    let mut out = String::new();
+    for &root in roots {
+        let mut stack: Vec<(VarId, usize)> = vec![(root, 0)];
+        while let Some((v, depth)) = stack.pop() {
+            let next = ids.len();
+            let id = ids.entry(v).or_insert_with(|| id_name(next)).clone();
+            let prefix = if depth == 0 { String::new() } else { format!("{}|", " |".repeat(depth - 1) + " ") };
+            match fg.owner(v) {
+                None => {
+                    let name = match fg.constant_value(v) {
+                        Some(c) => format!("TensorConstant{{{}}}", c.summary()),
+                        None => fg.leaf_name(v),
+                    };
+                    let _ = writeln!(out, "{prefix}{name} [id {id}]");
+                }
+                Some(n) => {
+                    let node = fg.node(n);
+                    let name = fg.var(v).name.clone().unwrap_or_default();
+                    let suffix = fg.output_suffix(v);
+                    let _ = writeln!(out, "{prefix}{}{suffix} [id {id}] '{name}'", node.op.name());
+                    if expanded.insert(v) {
+                        for &i in node.inputs.iter().rev() {
+                            stack.push((i, depth + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Infix rendering of `v`, parenthesised as the seed documents show:
+/// `((A @ x) + (A @ y))`, `exp((-x))`, `sum(X, axis=1)`, `u[:, None]`, `X.T`.
+pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
+    let mut memo: FxHashMap<VarId, String> = FxHashMap::default();
+    let mut stack: Vec<(VarId, bool)> = vec![(v, false)];
+    while let Some((x, ready)) = stack.pop() {
+        if memo.contains_key(&x) {
+            continue;
+        }
+        let Some(n) = fg.owner(x) else {
+            memo.insert(x, fg.leaf_name(x));
+            continue;
+        };
+        let node = fg.node(n);
+        if !ready {
+            stack.push((x, true));
+            stack.extend(node.inputs.iter().map(|&i| (i, false)));
+            continue;
+        }
+        let args: Vec<&str> = node.inputs.iter().map(|i| memo[i].as_str()).collect();
+        let text = render_op(fg, &node.op, &args) + &fg.output_suffix(x);
+        memo.insert(x, text);
+    }
+    memo.remove(&v).unwrap_or_default()
+}
+
+/// [`pprint`] of every output, one per line.
+pub fn pprint_outputs(fg: &FunctionGraph) -> String {
+    fg.outputs().iter().map(|&o| pprint(fg, o)).collect::<Vec<_>>().join("\n")
+}
+
+fn infix(op: ScalarOp) -> Option<&'static str> {
+    use ScalarOp::*;
+    Some(match op {
+        Add => "+",
+        Sub => "-",
+        Mul => "*",
+        TrueDiv => "/",
+        IntDiv => "//",
+        Mod => "%",
+        Pow => "**",
+        Lt => "<",
+        Le => "<=",
+        Gt => ">",
+        Ge => ">=",
+        Eq => "==",
+        Neq => "!=",
+        And => "&",
+        Or => "|",
+        Xor => "^",
+        _ => return None,
+    })
+}
+
+fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
+    match op {
+        Op::Elemwise { scalar, .. } => {
+            if let Some(sym) = infix(*scalar) {
+                if args.len() >= 2 {
+                    return format!("({})", args.join(&format!(" {sym} ")));
+                }
+            }
+            match scalar {
+                ScalarOp::Neg => format!("(-{})", args[0]),
+                ScalarOp::Invert => format!("(~{})", args[0]),
+                ScalarOp::Cast(d) => format!("cast({}, \"{d}\")", args[0]),
+                ScalarOp::Switch => format!("where({})", args.join(", ")),
+                s => format!("{}({})", s.name(), args.join(", ")),
+            }
+        }
+        Op::Dot => format!("({} @ {})", args[0], args[1]),
+        Op::DimShuffle { input_ndim, new_order } => {
+            let is_transpose = new_order.len() == *input_ndim
+                && *input_ndim >= 2
+                && new_order.iter().rev().enumerate().all(|(k, d)| *d == Some(k));
+            let only_inserts = {
+                let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
+                kept.len() == *input_ndim && kept.windows(2).all(|w| w[0] < w[1])
+            };
+            if is_transpose {
+                format!("{}.T", args[0])
+            } else if only_inserts {
+                let idx: Vec<&str> = new_order.iter().map(|d| if d.is_some() { ":" } else { "None" }).collect();
+                format!("{}[{}]", args[0], idx.join(", "))
+            } else {
+                format!("{}({})", op.name(), args[0])
+            }
+        }
+        Op::CAReduce { op: r, axes } => {
+            let f = match r {
+                ReduceOp::Sum => "sum",
+                ReduceOp::Prod => "prod",
+                ReduceOp::Max => "max",
+                ReduceOp::Min => "min",
+                ReduceOp::All => "all",
+                ReduceOp::Any => "any",
+            };
+            match axes {
+                None => format!("{f}({})", args[0]),
+                Some(a) if a.len() == 1 => format!("{f}({}, axis={})", args[0], a[0]),
+                Some(a) => {
+                    let list: Vec<String> = a.iter().map(|x| x.to_string()).collect();
+                    let tail = if a.len() == 1 { "," } else { "" };
+                    format!("{f}({}, axis=({}{tail}))", args[0], list.join(", "))
+                }
+            }
+        }
+        _ => format!("{}({})", op.name(), args.join(", ")),
+    }
+}
+
+/// Graphviz DOT: variables as ellipses (inputs green, constants grey,
+/// outputs blue), Apply nodes as boxes, edges labelled with the input index
+/// when a node has several inputs.
+pub fn to_dot(fg: &FunctionGraph) -> String {
+    let mut s = String::from("digraph G {\n  rankdir=TB;\n");
+    let mut vars: Vec<VarId> = Vec::new();
+    let mut seen = FxHashSet::default();
+    let order = fg.toposort();
+    for &n in &order {
+        for &v in fg.node(n).inputs.iter().chain(fg.node(n).outputs.iter()) {
+            if seen.insert(v) {
+                vars.push(v);
+            }
+        }
+    }
+    for &v in fg.inputs().iter().chain(fg.outputs()) {
+        if seen.insert(v) {
+            vars.push(v);
+        }
+    }
+    for v in vars {
+        let var = fg.var(v);
+        let (label, color) = if var.owner.is_none() {
+            let c = if var.constant.is_some() { "lightgrey" } else { "palegreen" };
+            (fg.leaf_name(v), c)
+        } else if fg.outputs().contains(&v) {
+            (var.name.clone().unwrap_or_else(|| format!("out {}", var.ty)), "lightblue")
+        } else {
+            (var.ty.to_string(), "white")
+        };
+        let _ = writeln!(s, "  {v} [shape=ellipse, style=filled, fillcolor={color}, label=\"{}\"];", escape(&label));
+    }
+    for n in order {
+        let node = fg.node(n);
+        let _ = writeln!(s, "  {n} [shape=box, label=\"{}\"];", escape(&node.op.name()));
+        let many = node.inputs.len() > 1;
+        for (k, &i) in node.inputs.iter().enumerate() {
+            if many {
+                let _ = writeln!(s, "  {i} -> {n} [label=\"{k}\"];");
+            } else {
+                let _ = writeln!(s, "  {i} -> {n};");
+            }
+        }
+        for &o in &node.outputs {
+            let _ = writeln!(s, "  {n} -> {o};");
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_name;
+
+    #[test]
+    fn ids_count_like_pytensor() {
+        assert_eq!(id_name(0), "A");
+        assert_eq!(id_name(25), "Z");
+        assert_eq!(id_name(26), "BA");
+        assert_eq!(id_name(27), "BB");
+    }
+}

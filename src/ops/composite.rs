@@ -1,0 +1,264 @@
+//! `Composite`: a fused scalar sub-graph, possibly with several outputs.
+//!
+//! Elemwise fusion builds one; the code generator lowers it to a single loop
+//! and the reference evaluator interprets it node by node. Invariants: nodes
+//! are in topological order (a node refers only to inputs, constants and
+//! earlier nodes), every node's dtype is what its op infers from its
+//! arguments, and every output refers to an input, a constant or a node.
+
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use super::scalar::ScalarOp;
+use crate::error::{Error, Result};
+use crate::graph::DType;
+
+/// A scalar constant inlined into a Composite: its dtype and value bits
+/// (`f64::to_bits` for floats, the `i64` value for integers and bools).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScalarConst {
+    /// The constant's dtype.
+    pub dtype: DType,
+    /// The value as raw bits (see the type's docs).
+    pub bits: u64,
+}
+
+impl ScalarConst {
+    /// A constant of dtype `dtype` holding `v`, converted like numpy's `astype`.
+    pub fn new(dtype: DType, v: f64) -> Self {
+        let bits = if dtype.is_float() {
+            let v = if dtype == DType::F32 { v as f32 as f64 } else { v };
+            v.to_bits()
+        } else {
+            crate::graph::Value::scalar_f64(dtype, v).to_i64_array().iter().next().copied().unwrap_or(0) as u64
+        };
+        ScalarConst { dtype, bits }
+    }
+    /// The value as `f64`.
+    pub fn as_f64(self) -> f64 {
+        if self.dtype.is_float() {
+            f64::from_bits(self.bits)
+        } else {
+            self.bits as i64 as f64
+        }
+    }
+    /// The value as `i64` (floats truncate).
+    pub fn as_i64(self) -> i64 {
+        if self.dtype.is_float() {
+            f64::from_bits(self.bits) as i64
+        } else {
+            self.bits as i64
+        }
+    }
+}
+
+/// A reference to a scalar value inside a Composite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CRef {
+    /// The i-th input of the Composite.
+    Input(u32),
+    /// The result of the i-th node.
+    Node(u32),
+    /// An inlined constant.
+    Const(ScalarConst),
+}
+
+/// One scalar operation inside a Composite.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CNode {
+    /// The scalar op.
+    pub op: ScalarOp,
+    /// Its arguments.
+    pub args: SmallVec<[CRef; 3]>,
+    /// Its output dtype.
+    pub dtype: DType,
+}
+
+/// A scalar sub-graph with `inputs.len()` inputs and `outputs.len()` outputs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Composite {
+    /// Dtypes of the inputs.
+    pub inputs: Vec<DType>,
+    /// Nodes in topological order.
+    pub nodes: Vec<CNode>,
+    /// The outputs.
+    pub outputs: Vec<CRef>,
+}
+
+impl Composite {
+    /// An empty composite over inputs of the given dtypes; add nodes with
+    /// [`Composite::push`] and set [`Composite::outputs`].
+    pub fn new(inputs: Vec<DType>) -> Self {
+        Composite { inputs, nodes: Vec::new(), outputs: Vec::new() }
+    }
+
+    /// The dtype of a reference.
+    pub fn dtype_of(&self, r: CRef) -> DType {
+        match r {
+            CRef::Input(i) => self.inputs[i as usize],
+            CRef::Node(i) => self.nodes[i as usize].dtype,
+            CRef::Const(c) => c.dtype,
+        }
+    }
+
+    /// Appends a node, inferring its dtype; returns a reference to its result.
+    pub fn push(&mut self, op: ScalarOp, args: &[CRef]) -> Result<CRef> {
+        for a in args {
+            let ok = match *a {
+                CRef::Input(i) => (i as usize) < self.inputs.len(),
+                CRef::Node(i) => (i as usize) < self.nodes.len(),
+                CRef::Const(_) => true,
+            };
+            if !ok {
+                return Err(Error::ty("Composite", format!("dangling reference {a:?}")));
+            }
+        }
+        let dtypes: Vec<DType> = args.iter().map(|&a| self.dtype_of(a)).collect();
+        let dtype = op.output_dtype(&dtypes)?;
+        self.nodes.push(CNode { op, args: args.iter().copied().collect(), dtype });
+        Ok(CRef::Node(self.nodes.len() as u32 - 1))
+    }
+
+    /// Output dtypes.
+    pub fn output_dtypes(&self) -> Vec<DType> {
+        self.outputs.iter().map(|&r| self.dtype_of(r)).collect()
+    }
+
+    /// Checks the invariants in the module docs.
+    pub fn check(&self) -> Result<()> {
+        let mut probe = Composite::new(self.inputs.clone());
+        for n in &self.nodes {
+            probe.push(n.op, &n.args)?;
+            if probe.nodes.last().map(|p| p.dtype) != Some(n.dtype) {
+                return Err(Error::ty("Composite", format!("node {} has an inconsistent dtype", n.op)));
+            }
+        }
+        for &o in &self.outputs {
+            if let CRef::Node(i) = o {
+                if i as usize >= self.nodes.len() {
+                    return Err(Error::ty("Composite", "dangling output".to_string()));
+                }
+            }
+        }
+        if self.outputs.is_empty() {
+            return Err(Error::ty("Composite", "has no outputs".to_string()));
+        }
+        Ok(())
+    }
+
+    /// Evaluates on scalar inputs in the domains of the reference evaluator;
+    /// each value is carried as `f64` and rounded to its dtype after every node,
+    /// exactly as evaluating the unfused graph node by node would.
+    pub fn eval(&self, inputs: &[f64]) -> Vec<f64> {
+        let mut vals: Vec<f64> = Vec::with_capacity(self.nodes.len());
+        let get = |vals: &Vec<f64>, r: CRef| match r {
+            CRef::Input(i) => inputs[i as usize],
+            CRef::Node(i) => vals[i as usize],
+            CRef::Const(c) => c.as_f64(),
+        };
+        for n in &self.nodes {
+            let args: SmallVec<[f64; 3]> = n.args.iter().map(|&a| get(&vals, a)).collect();
+            let dts: SmallVec<[DType; 3]> = n.args.iter().map(|&a| self.dtype_of(a)).collect();
+            vals.push(eval_scalar(n.op, &args, &dts, n.dtype));
+        }
+        self.outputs.iter().map(|&o| get(&vals, o)).collect()
+    }
+
+    fn render(&self, r: CRef, out: &mut String) {
+        match r {
+            CRef::Input(i) => out.push_str(&format!("i{i}")),
+            CRef::Const(c) => out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype)),
+            CRef::Node(i) => {
+                let n = &self.nodes[i as usize];
+                out.push_str(&n.op.name());
+                out.push('(');
+                for (k, a) in n.args.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    self.render(*a, out);
+                }
+                out.push(')');
+            }
+        }
+    }
+}
+
+/// Evaluates one scalar op on values carried as `f64`, in the domain the
+/// reference evaluator uses for these dtypes, and rounds the result to `out`.
+pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> f64 {
+    if op.computes_in_float(dtypes, out) {
+        round_to(op.eval_f64(args), out)
+    } else {
+        let ints: SmallVec<[i64; 3]> = args.iter().map(|&a| a as i64).collect();
+        round_to(op.eval_i64(&ints, out) as f64, out)
+    }
+}
+
+/// Rounds an `f64` to the values representable in `dtype` (Rust `as` semantics,
+/// integers wrap); note that `i64` values beyond 2^53 lose precision when carried as `f64`.
+pub fn round_to(v: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => v,
+        DType::F32 => v as f32 as f64,
+        DType::Bool => (v != 0.0) as i64 as f64,
+        DType::U8 => (v as i64 as u8) as f64,
+        DType::I8 => (v as i64 as i8) as f64,
+        DType::I16 => (v as i64 as i16) as f64,
+        DType::I32 => (v as i64 as i32) as f64,
+        DType::I64 => v as i64 as f64,
+    }
+}
+
+impl fmt::Display for Composite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        for (k, &o) in self.outputs.iter().enumerate() {
+            if k > 0 {
+                s.push_str(", ");
+            }
+            self.render(o, &mut s);
+        }
+        write!(f, "Composite{{{s}}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_evaluates_and_prints() {
+        let mut c = Composite::new(vec![DType::F64, DType::F64]);
+        let e = c.push(ScalarOp::Exp, &[CRef::Input(0)]).unwrap();
+        let one = CRef::Const(ScalarConst::new(DType::F64, 1.0));
+        let s = c.push(ScalarOp::Add, &[one, e]).unwrap();
+        let l = c.push(ScalarOp::Log, &[s]).unwrap();
+        let m = c.push(ScalarOp::Mul, &[l, CRef::Input(1)]).unwrap();
+        c.outputs = vec![m, e];
+        c.check().unwrap();
+        assert_eq!(c.to_string(), "Composite{mul(log(add(1.0, exp(i0))), i1), exp(i0)}");
+        let r = c.eval(&[0.0, 2.0]);
+        assert!((r[0] - 2.0 * 2f64.ln()).abs() < 1e-15);
+        assert_eq!(r[1], 1.0);
+        assert_eq!(c.output_dtypes(), vec![DType::F64, DType::F64]);
+    }
+
+    #[test]
+    fn rejects_dangling_references() {
+        let mut c = Composite::new(vec![DType::F64]);
+        assert!(c.push(ScalarOp::Exp, &[CRef::Node(3)]).is_err());
+        assert!(c.push(ScalarOp::Exp, &[CRef::Input(1)]).is_err());
+        assert!(c.check().is_err(), "no outputs");
+    }
+
+    #[test]
+    fn rounds_like_the_unfused_graph() {
+        let mut c = Composite::new(vec![DType::F32]);
+        let big = CRef::Const(ScalarConst::new(DType::F32, 16777216.0));
+        let s = c.push(ScalarOp::Add, &[CRef::Input(0), big]).unwrap();
+        c.outputs = vec![s];
+        assert_eq!(c.eval(&[1.0])[0], 16777216.0, "f32 addition rounds");
+    }
+}

@@ -1,0 +1,530 @@
+//! The op set: what an Apply node computes.
+//!
+//! [`Op`] is a closed enum, so adding an op makes the compiler list every
+//! place (type inference, reference evaluation, printing, lowering) that must
+//! handle it; [`Op::Custom`] is the escape hatch for user-defined ops. Every op
+//! has structural equality and hashing (merging relies on them), a short
+//! display name as in the seed documents, and type inference
+//! ([`Op::infer_types`]) that rejects bad inputs with an error naming the op
+//! and the offending types. Reference semantics live in `crate::eval`.
+
+pub mod composite;
+pub mod scalar;
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+pub use composite::{CNode, CRef, Composite, ScalarConst};
+pub use scalar::{Arity, ScalarOp};
+
+use crate::error::{Error, Result};
+use crate::graph::{DType, TensorType, Value};
+
+/// Which outputs overwrite which inputs: pairs `(output, input)`.
+pub type InplacePattern = SmallVec<[(u8, u8); 2]>;
+
+/// The commutative-associative operation of a [`Op::CAReduce`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum (`add`).
+    Sum,
+    /// Product (`mul`).
+    Prod,
+    /// Maximum (NaN-propagating).
+    Max,
+    /// Minimum (NaN-propagating).
+    Min,
+    /// Logical and.
+    All,
+    /// Logical or.
+    Any,
+}
+
+impl ReduceOp {
+    /// The scalar op that combines two partial results.
+    pub fn scalar_op(self) -> ScalarOp {
+        match self {
+            ReduceOp::Sum => ScalarOp::Add,
+            ReduceOp::Prod => ScalarOp::Mul,
+            ReduceOp::Max => ScalarOp::Maximum,
+            ReduceOp::Min => ScalarOp::Minimum,
+            ReduceOp::All => ScalarOp::And,
+            ReduceOp::Any => ScalarOp::Or,
+        }
+    }
+    /// Display name (`Sum`, `Prod`, `Max`, `Min`, `All`, `Any`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "Sum",
+            ReduceOp::Prod => "Prod",
+            ReduceOp::Max => "Max",
+            ReduceOp::Min => "Min",
+            ReduceOp::All => "All",
+            ReduceOp::Any => "Any",
+        }
+    }
+    /// The output dtype for an input of dtype `d`: sums and products of
+    /// `bool` and integers accumulate in `i64`, max/min keep the dtype,
+    /// all/any give `bool`.
+    pub fn output_dtype(self, d: DType) -> DType {
+        match self {
+            ReduceOp::Sum | ReduceOp::Prod => {
+                if d.is_float() {
+                    d
+                } else {
+                    DType::I64
+                }
+            }
+            ReduceOp::Max | ReduceOp::Min => d,
+            ReduceOp::All | ReduceOp::Any => DType::Bool,
+        }
+    }
+    /// The value of a reduction over zero elements, if it has one
+    /// (max and min of an empty axis are errors, as in numpy).
+    pub fn empty_value(self, dtype: DType) -> Option<f64> {
+        match self {
+            ReduceOp::Sum | ReduceOp::Any => Some(0.0),
+            ReduceOp::Prod | ReduceOp::All => Some(1.0),
+            ReduceOp::Max | ReduceOp::Min => {
+                let _ = dtype;
+                None
+            }
+        }
+    }
+}
+
+/// A user-defined op: reference semantics and typing supplied by the user.
+/// Custom ops are never JIT-compiled unless a lowering is registered; the
+/// linker reports them as falling back to the reference evaluator.
+pub trait CustomOp: Send + Sync + fmt::Debug {
+    /// Display name; two custom ops are equal when their names and params are equal.
+    fn name(&self) -> String;
+    /// A string of the op's parameters, part of its identity.
+    fn params(&self) -> String {
+        String::new()
+    }
+    /// Output types for the given input types.
+    fn infer_types(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>>;
+    /// Reference implementation.
+    fn perform(&self, inputs: &[&Value]) -> Result<Vec<Value>>;
+}
+
+/// What an Apply node computes.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// A scalar op applied element-wise with broadcasting.
+    Elemwise {
+        /// The scalar op.
+        scalar: ScalarOp,
+        /// Outputs that overwrite inputs (set by the inplace passes).
+        inplace: InplacePattern,
+    },
+    /// A fused scalar sub-graph applied element-wise (one output per Composite output).
+    Composite {
+        /// The scalar sub-graph.
+        composite: Arc<Composite>,
+        /// Outputs that overwrite inputs.
+        inplace: InplacePattern,
+    },
+    /// Permutes dimensions, drops broadcastable ones, inserts new broadcastable
+    /// ones (`None` entries, PyTensor's `'x'`). Always a view of its input.
+    DimShuffle {
+        /// The input's number of dimensions.
+        input_ndim: usize,
+        /// For each output dimension: the input dimension, or `None` for a new one.
+        new_order: Vec<Option<usize>>,
+    },
+    /// A commutative-associative reduction over axes (`None`: all axes).
+    CAReduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// Sorted, distinct axes, or `None` for all.
+        axes: Option<Vec<usize>>,
+    },
+    /// numpy `dot` of 1-d and 2-d operands.
+    Dot,
+    /// Broadcasts a value to a shape given by scalar integer inputs.
+    Alloc,
+    /// Reshapes to `ndim` dimensions given by a 1-d integer input (-1 inferred).
+    Reshape {
+        /// The output's number of dimensions.
+        ndim: usize,
+    },
+    /// The shape of its input, as a 1-d `i64` vector.
+    Shape,
+    /// One dimension of its input's shape, as a 0-d `i64`.
+    ShapeI(usize),
+    /// A user-defined op.
+    Custom(Arc<dyn CustomOp>),
+}
+
+/// What type inference knows about one input: its type and, for constants, its value.
+#[derive(Debug, Clone, Copy)]
+pub struct InputInfo<'a> {
+    /// The input's type.
+    pub ty: &'a TensorType,
+    /// The input's value when it is a constant.
+    pub value: Option<&'a Value>,
+}
+
+impl Op {
+    /// An Elemwise of `scalar` with no inplace outputs.
+    pub fn elemwise(scalar: ScalarOp) -> Op {
+        Op::Elemwise { scalar, inplace: InplacePattern::new() }
+    }
+
+    /// A Composite with no inplace outputs.
+    pub fn composite(c: Composite) -> Op {
+        Op::Composite { composite: Arc::new(c), inplace: InplacePattern::new() }
+    }
+
+    /// The scalar op of a plain Elemwise.
+    pub fn scalar_op(&self) -> Option<ScalarOp> {
+        match self {
+            Op::Elemwise { scalar, .. } => Some(*scalar),
+            _ => None,
+        }
+    }
+
+    /// True for a plain Elemwise of `s`.
+    pub fn is_elemwise(&self, s: ScalarOp) -> bool {
+        self.scalar_op() == Some(s)
+    }
+
+    /// True for Elemwise and Composite (element-wise ops with broadcasting).
+    pub fn is_elementwise(&self) -> bool {
+        matches!(self, Op::Elemwise { .. } | Op::Composite { .. })
+    }
+
+    /// A coarse kind used to dispatch node rewriters (`tracks`).
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Elemwise { scalar, .. } => OpKind::Elemwise(*scalar),
+            Op::Composite { .. } => OpKind::Composite,
+            Op::DimShuffle { .. } => OpKind::DimShuffle,
+            Op::CAReduce { .. } => OpKind::CAReduce,
+            Op::Dot => OpKind::Dot,
+            Op::Alloc => OpKind::Alloc,
+            Op::Reshape { .. } => OpKind::Reshape,
+            Op::Shape => OpKind::Shape,
+            Op::ShapeI(_) => OpKind::ShapeI,
+            Op::Custom(_) => OpKind::Custom,
+        }
+    }
+
+    /// The display name used by printers (`add`, `Sum{axes=[1]}`, `DimShuffle{1,0}`).
+    pub fn name(&self) -> String {
+        let inplace_suffix = |p: &InplacePattern| if p.is_empty() { String::new() } else { "{inplace}".to_string() };
+        match self {
+            Op::Elemwise { scalar, inplace } => format!("{}{}", scalar.name(), inplace_suffix(inplace)),
+            Op::Composite { composite, inplace } => format!("{composite}{}", inplace_suffix(inplace)),
+            Op::DimShuffle { new_order, .. } => {
+                let parts: Vec<String> =
+                    new_order.iter().map(|d| d.map_or_else(|| "x".to_string(), |d| d.to_string())).collect();
+                format!("DimShuffle{{{}}}", parts.join(","))
+            }
+            Op::CAReduce { op, axes } => match axes {
+                None => format!("{}{{axes=None}}", op.name()),
+                Some(a) => format!("{}{{axes={a:?}}}", op.name()),
+            },
+            Op::Dot => "dot".to_string(),
+            Op::Alloc => "Alloc".to_string(),
+            Op::Reshape { ndim } => format!("Reshape{{{ndim}}}"),
+            Op::Shape => "Shape".to_string(),
+            Op::ShapeI(i) => format!("Shape_i{{{i}}}"),
+            Op::Custom(c) => c.name(),
+        }
+    }
+
+    /// `(output, input)` pairs where the output overwrites the input.
+    pub fn destroy_map(&self) -> InplacePattern {
+        match self {
+            Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.clone(),
+            _ => InplacePattern::new(),
+        }
+    }
+
+    /// `(output, input)` pairs where the output is a view of (aliases) the input.
+    pub fn view_map(&self) -> InplacePattern {
+        match self {
+            Op::DimShuffle { .. } | Op::Reshape { .. } => smallvec::smallvec![(0, 0)],
+            _ => InplacePattern::new(),
+        }
+    }
+
+    /// Checks the inputs and computes the output types.
+    pub fn infer_types(&self, inputs: &[InputInfo<'_>]) -> Result<Vec<TensorType>> {
+        let name = self.name();
+        let err = |msg: String| Error::ty(name.clone(), msg);
+        let types = || inputs.iter().map(|i| i.ty.to_string()).collect::<Vec<_>>().join(", ");
+        match self {
+            Op::Elemwise { scalar, .. } => {
+                let dtypes: Vec<DType> = inputs.iter().map(|i| i.ty.dtype).collect();
+                let dtype = scalar.output_dtype(&dtypes)?;
+                Ok(vec![TensorType::new(dtype, broadcast_shapes(&name, inputs)?)])
+            }
+            Op::Composite { composite, .. } => {
+                if inputs.len() != composite.inputs.len() {
+                    return Err(err(format!("expects {} inputs, got {}", composite.inputs.len(), inputs.len())));
+                }
+                for (k, (i, d)) in inputs.iter().zip(&composite.inputs).enumerate() {
+                    if i.ty.dtype != *d {
+                        return Err(err(format!("input {k} has dtype {} but the composite expects {d}", i.ty.dtype)));
+                    }
+                }
+                let shape = broadcast_shapes(&name, inputs)?;
+                Ok(composite.output_dtypes().into_iter().map(|d| TensorType::new(d, shape.clone())).collect())
+            }
+            Op::DimShuffle { input_ndim, new_order } => {
+                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                if x.ty.ndim() != *input_ndim {
+                    return Err(err(format!("expects a {input_ndim}-d input, got {}", x.ty)));
+                }
+                let mut seen = vec![false; *input_ndim];
+                for d in new_order.iter().flatten() {
+                    if *d >= *input_ndim || seen[*d] {
+                        return Err(err(format!("invalid order {new_order:?} for input {}", x.ty)));
+                    }
+                    seen[*d] = true;
+                }
+                for (d, kept) in seen.iter().enumerate() {
+                    if !kept && !x.ty.is_broadcastable(d) {
+                        return Err(err(format!(
+                            "cannot drop dimension {d} of {}: it is not broadcastable (size 1)",
+                            x.ty
+                        )));
+                    }
+                }
+                let shape = new_order.iter().map(|d| d.map_or(Some(1), |d| x.ty.shape[d])).collect();
+                Ok(vec![TensorType::new(x.ty.dtype, shape)])
+            }
+            Op::CAReduce { op, axes } => {
+                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                if let Some(axes) = axes {
+                    if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= x.ty.ndim()) {
+                        return Err(err(format!("invalid axes {axes:?} for input {}", x.ty)));
+                    }
+                }
+                let keep = |d: usize| axes.as_ref().is_some_and(|a| !a.contains(&d));
+                let shape = (0..x.ty.ndim()).filter(|&d| keep(d)).map(|d| x.ty.shape[d]).collect();
+                Ok(vec![TensorType::new(op.output_dtype(x.ty.dtype), shape)])
+            }
+            Op::Dot => {
+                let [a, b] = inputs else { return Err(err(format!("expects 2 inputs, got {}", inputs.len()))) };
+                let (na, nb) = (a.ty.ndim(), b.ty.ndim());
+                if !(1..=2).contains(&na) || !(1..=2).contains(&nb) {
+                    return Err(err(format!("expects 1-d or 2-d operands, got {}", types())));
+                }
+                let ka = a.ty.shape[na - 1];
+                let kb = b.ty.shape[if nb == 2 { 0 } else { 0 }];
+                if let (Some(x), Some(y)) = (ka, kb) {
+                    if x != y {
+                        return Err(err(format!("inner dimensions differ: {} and {}", a.ty, b.ty)));
+                    }
+                }
+                let mut shape = Vec::new();
+                if na == 2 {
+                    shape.push(a.ty.shape[0]);
+                }
+                if nb == 2 {
+                    shape.push(b.ty.shape[1]);
+                }
+                let mut dtype = DType::upcast(a.ty.dtype, b.ty.dtype);
+                if dtype == DType::Bool {
+                    dtype = DType::I64;
+                }
+                Ok(vec![TensorType::new(dtype, shape)])
+            }
+            Op::Alloc => {
+                let Some((v, dims)) = inputs.split_first() else {
+                    return Err(err("expects a value and one scalar per dimension".to_string()));
+                };
+                let mut shape = Vec::with_capacity(dims.len());
+                for (k, d) in dims.iter().enumerate() {
+                    if d.ty.ndim() != 0 || !(d.ty.dtype.is_int()) {
+                        return Err(err(format!("shape input {k} must be a 0-d integer, got {}", d.ty)));
+                    }
+                    shape.push(d.value.and_then(|v| v.scalar_as_f64()).map(|n| n.max(0.0) as usize));
+                }
+                if v.ty.ndim() > dims.len() {
+                    return Err(err(format!("value {} has more dimensions than the shape ({})", v.ty, dims.len())));
+                }
+                let off = dims.len() - v.ty.ndim();
+                for (k, vd) in v.ty.shape.iter().enumerate() {
+                    match (vd, shape[off + k]) {
+                        (Some(1), _) => {}
+                        (Some(a), Some(b)) if *a != b => {
+                            return Err(err(format!("value {} cannot broadcast to dimension {} of size {b}", v.ty, off + k)))
+                        }
+                        (Some(a), None) => shape[off + k] = Some(*a),
+                        _ => {}
+                    }
+                }
+                Ok(vec![TensorType::new(v.ty.dtype, shape)])
+            }
+            Op::Reshape { ndim } => {
+                let [x, s] = inputs else { return Err(err(format!("expects 2 inputs, got {}", inputs.len()))) };
+                if s.ty.ndim() != 1 || !s.ty.dtype.is_int() || s.ty.shape[0].is_some_and(|n| n != *ndim) {
+                    return Err(err(format!("the shape must be a 1-d integer vector of length {ndim}, got {}", s.ty)));
+                }
+                let shape = match s.value {
+                    Some(v) => static_reshape(&name, x.ty, &v.to_i64_array().iter().copied().collect::<Vec<_>>())?,
+                    None => vec![None; *ndim],
+                };
+                Ok(vec![TensorType::new(x.ty.dtype, shape)])
+            }
+            Op::Shape => {
+                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                Ok(vec![TensorType::new(DType::I64, vec![Some(x.ty.ndim())])])
+            }
+            Op::ShapeI(i) => {
+                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                if *i >= x.ty.ndim() {
+                    return Err(err(format!("dimension {i} out of range for {}", x.ty)));
+                }
+                Ok(vec![TensorType::scalar(DType::I64)])
+            }
+            Op::Custom(c) => c.infer_types(&inputs.iter().map(|i| i.ty.clone()).collect::<Vec<_>>()),
+        }
+    }
+}
+
+/// A coarse classification of ops, used by rewriters' `tracks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum OpKind {
+    Elemwise(ScalarOp),
+    Composite,
+    DimShuffle,
+    CAReduce,
+    Dot,
+    Alloc,
+    Reshape,
+    Shape,
+    ShapeI,
+    Custom,
+}
+
+/// The static output shape of an element-wise op: inputs must have the same
+/// ndim; per dimension, known sizes other than 1 must agree.
+pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option<usize>>> {
+    let Some(first) = inputs.first() else {
+        return Err(Error::ty(op, "expects at least one input"));
+    };
+    let ndim = first.ty.ndim();
+    if let Some(bad) = inputs.iter().find(|i| i.ty.ndim() != ndim) {
+        return Err(Error::ty(
+            op,
+            format!("inputs have different numbers of dimensions: {} and {}", first.ty, bad.ty),
+        ));
+    }
+    let mut shape = Vec::with_capacity(ndim);
+    for d in 0..ndim {
+        let mut out: Option<usize> = Some(1);
+        let mut unknown = false;
+        for i in inputs {
+            match i.ty.shape[d] {
+                Some(1) => {}
+                None => unknown = true,
+                Some(n) => match out {
+                    Some(1) => out = Some(n),
+                    Some(m) if m != n => {
+                        let types: Vec<String> = inputs.iter().map(|i| i.ty.to_string()).collect();
+                        return Err(Error::ty(
+                            op,
+                            format!("shapes do not broadcast in dimension {d}: {}", types.join(", ")),
+                        ));
+                    }
+                    _ => {}
+                },
+            }
+        }
+        if unknown && out == Some(1) {
+            out = None;
+        }
+        shape.push(out);
+    }
+    Ok(shape)
+}
+
+fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option<usize>>> {
+    if target.iter().filter(|&&d| d == -1).count() > 1 || target.iter().any(|&d| d < -1) {
+        return Err(Error::ty(op, format!("invalid target shape {target:?}")));
+    }
+    let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+    let mut shape: Vec<Option<usize>> = target.iter().map(|&d| (d >= 0).then_some(d as usize)).collect();
+    if let Some(size) = x.static_size() {
+        let size = size as i64;
+        if let Some(pos) = target.iter().position(|&d| d == -1) {
+            if known == 0 || size % known != 0 {
+                return Err(Error::ty(op, format!("cannot reshape {x} to {target:?}")));
+            }
+            shape[pos] = Some((size / known) as usize);
+        } else if known != size {
+            return Err(Error::ty(op, format!("cannot reshape {x} (size {size}) to {target:?}")));
+        }
+    }
+    Ok(shape)
+}
+
+impl PartialEq for Op {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Op::Elemwise { scalar: a, inplace: p }, Op::Elemwise { scalar: b, inplace: q }) => a == b && p == q,
+            (Op::Composite { composite: a, inplace: p }, Op::Composite { composite: b, inplace: q }) => {
+                (Arc::ptr_eq(a, b) || a == b) && p == q
+            }
+            (Op::DimShuffle { input_ndim: a, new_order: x }, Op::DimShuffle { input_ndim: b, new_order: y }) => {
+                a == b && x == y
+            }
+            (Op::CAReduce { op: a, axes: x }, Op::CAReduce { op: b, axes: y }) => a == b && x == y,
+            (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
+            (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
+            (Op::ShapeI(a), Op::ShapeI(b)) => a == b,
+            (Op::Custom(a), Op::Custom(b)) => a.name() == b.name() && a.params() == b.params(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Op {}
+
+impl Hash for Op {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Op::Elemwise { scalar, inplace } => {
+                scalar.hash(state);
+                inplace.hash(state);
+            }
+            Op::Composite { composite, inplace } => {
+                composite.hash(state);
+                inplace.hash(state);
+            }
+            Op::DimShuffle { input_ndim, new_order } => {
+                input_ndim.hash(state);
+                new_order.hash(state);
+            }
+            Op::CAReduce { op, axes } => {
+                op.hash(state);
+                axes.hash(state);
+            }
+            Op::Reshape { ndim } => ndim.hash(state),
+            Op::ShapeI(i) => i.hash(state),
+            Op::Custom(c) => {
+                c.name().hash(state);
+                c.params().hash(state);
+            }
+            Op::Dot | Op::Alloc | Op::Shape => {}
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}

@@ -1,0 +1,660 @@
+//! Scalar operations: the element-wise vocabulary shared by `Elemwise`,
+//! `Composite`, the rewrite library and the code generator.
+//!
+//! A [`ScalarOp`] knows its arity, its display name (`add`, `true_div`, ... as
+//! in the seed documents), its algebraic properties (commutative, associative,
+//! identity element), its output dtype for given input dtypes, and its
+//! reference semantics in two computation domains: `f64` for any op that
+//! touches a float, `i64` (wrapping, numpy floor semantics, no trap on division
+//! by zero) for integer and boolean ops. The JIT reproduces these semantics.
+//!
+//! Dtype rules (see `graph::types` for promotion): arithmetic ops give the
+//! upcast of their inputs (an all-`bool` arithmetic op gives `i64`); `true_div`
+//! of integers gives `f64`; float-valued functions (`exp`, `log`, `sqrt`,
+//! `sigmoid`, `floor`, ...) of integers give [`DType::upgrade_to_float`];
+//! comparisons and `invert` of `bool` give `bool`; `switch` gives the upcast of
+//! its two branches; `second(a, b)` gives `b`'s dtype; `cast{d}` gives `d`.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::graph::DType;
+
+/// An element-wise scalar operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(missing_docs)] // each variant is named after the function it computes
+pub enum ScalarOp {
+    // Arithmetic.
+    Add,
+    Sub,
+    Mul,
+    TrueDiv,
+    IntDiv,
+    Mod,
+    Pow,
+    Neg,
+    Reciprocal,
+    Abs,
+    Sign,
+    Sqr,
+    Maximum,
+    Minimum,
+    Clip,
+    // Exponentials and logarithms.
+    Exp,
+    Exp2,
+    Expm1,
+    Log,
+    Log2,
+    Log10,
+    Log1p,
+    Sqrt,
+    Sigmoid,
+    Softplus,
+    Log1mexp,
+    // Trigonometric and hyperbolic.
+    Sin,
+    Cos,
+    Tan,
+    ArcSin,
+    ArcCos,
+    ArcTan,
+    Sinh,
+    Cosh,
+    Tanh,
+    ArcSinh,
+    ArcCosh,
+    ArcTanh,
+    // Special functions and rounding.
+    Erf,
+    Erfc,
+    Floor,
+    Ceil,
+    Round,
+    // Comparisons.
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Neq,
+    // Logical / bitwise.
+    And,
+    Or,
+    Xor,
+    Invert,
+    // Structural.
+    Switch,
+    Second,
+    Identity,
+    Cast(DType),
+}
+
+/// How many inputs a scalar op takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arity {
+    /// Exactly this many.
+    Fixed(usize),
+    /// At least one (variadic associative ops such as `add` and `mul`).
+    Variadic,
+}
+
+impl ScalarOp {
+    /// Every scalar op (with `cast` to each dtype), for exhaustive tests and parsing.
+    pub fn all() -> Vec<ScalarOp> {
+        use ScalarOp::*;
+        let mut v = vec![
+            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum, Minimum, Clip,
+            Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus, Log1mexp, Sin, Cos, Tan, ArcSin,
+            ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le,
+            Gt, Ge, Eq, Neq, And, Or, Xor, Invert, Switch, Second, Identity,
+        ];
+        v.extend(DType::ALL.iter().map(|&d| Cast(d)));
+        v
+    }
+
+    /// The display name used by printers and patterns (`add`, `true_div`, `cast{f32}`).
+    pub fn name(self) -> String {
+        use ScalarOp::*;
+        let s = match self {
+            Add => "add",
+            Sub => "sub",
+            Mul => "mul",
+            TrueDiv => "true_div",
+            IntDiv => "int_div",
+            Mod => "mod",
+            Pow => "pow",
+            Neg => "neg",
+            Reciprocal => "reciprocal",
+            Abs => "abs",
+            Sign => "sign",
+            Sqr => "sqr",
+            Maximum => "maximum",
+            Minimum => "minimum",
+            Clip => "clip",
+            Exp => "exp",
+            Exp2 => "exp2",
+            Expm1 => "expm1",
+            Log => "log",
+            Log2 => "log2",
+            Log10 => "log10",
+            Log1p => "log1p",
+            Sqrt => "sqrt",
+            Sigmoid => "sigmoid",
+            Softplus => "softplus",
+            Log1mexp => "log1mexp",
+            Sin => "sin",
+            Cos => "cos",
+            Tan => "tan",
+            ArcSin => "arcsin",
+            ArcCos => "arccos",
+            ArcTan => "arctan",
+            Sinh => "sinh",
+            Cosh => "cosh",
+            Tanh => "tanh",
+            ArcSinh => "arcsinh",
+            ArcCosh => "arccosh",
+            ArcTanh => "arctanh",
+            Erf => "erf",
+            Erfc => "erfc",
+            Floor => "floor",
+            Ceil => "ceil",
+            Round => "round",
+            Lt => "lt",
+            Le => "le",
+            Gt => "gt",
+            Ge => "ge",
+            Eq => "eq",
+            Neq => "neq",
+            And => "and",
+            Or => "or",
+            Xor => "xor",
+            Invert => "invert",
+            Switch => "switch",
+            Second => "second",
+            Identity => "identity",
+            Cast(d) => return format!("cast{{{d}}}"),
+        };
+        s.to_string()
+    }
+
+    /// The op with this display name, if any.
+    pub fn from_name(name: &str) -> Option<ScalarOp> {
+        ScalarOp::all().into_iter().find(|op| op.name() == name)
+    }
+
+    /// Number of inputs.
+    pub fn arity(self) -> Arity {
+        use ScalarOp::*;
+        match self {
+            Add | Mul => Arity::Variadic,
+            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq | Neq | And | Or
+            | Xor | Second => Arity::Fixed(2),
+            Clip | Switch => Arity::Fixed(3),
+            _ => Arity::Fixed(1),
+        }
+    }
+
+    /// True when the order of the inputs does not matter.
+    pub fn is_commutative(self) -> bool {
+        use ScalarOp::*;
+        matches!(self, Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor)
+    }
+
+    /// True when nested applications can be flattened (`add(add(a, b), c) = add(a, b, c)`).
+    pub fn is_associative(self) -> bool {
+        use ScalarOp::*;
+        matches!(self, Add | Mul | Maximum | Minimum | And | Or | Xor)
+    }
+
+    /// The identity element, as an `f64`, for ops that have one
+    /// (`add`: 0, `mul`: 1, `maximum`: -inf, `minimum`: +inf, `and`: 1, `or`/`xor`: 0).
+    pub fn identity(self) -> Option<f64> {
+        use ScalarOp::*;
+        match self {
+            Add | Or | Xor => Some(0.0),
+            Mul | And => Some(1.0),
+            Maximum => Some(f64::NEG_INFINITY),
+            Minimum => Some(f64::INFINITY),
+            _ => None,
+        }
+    }
+
+    /// True for ops that compute an `f64`-valued function even of integers.
+    pub fn is_float_function(self) -> bool {
+        use ScalarOp::*;
+        matches!(
+            self,
+            Reciprocal
+                | Exp
+                | Exp2
+                | Expm1
+                | Log
+                | Log2
+                | Log10
+                | Log1p
+                | Sqrt
+                | Sigmoid
+                | Softplus
+                | Log1mexp
+                | Sin
+                | Cos
+                | Tan
+                | ArcSin
+                | ArcCos
+                | ArcTan
+                | Sinh
+                | Cosh
+                | Tanh
+                | ArcSinh
+                | ArcCosh
+                | ArcTanh
+                | Erf
+                | Erfc
+                | Floor
+                | Ceil
+                | Round
+        )
+    }
+
+    /// True for comparisons (output `bool`).
+    pub fn is_comparison(self) -> bool {
+        use ScalarOp::*;
+        matches!(self, Lt | Le | Gt | Ge | Eq | Neq)
+    }
+
+    /// True for ops whose result is exact (correctly rounded) in IEEE arithmetic,
+    /// so that the JIT must match the reference bit for bit.
+    pub fn is_exact(self) -> bool {
+        !self.is_float_function() || matches!(self, ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round)
+    }
+
+    /// Checks the arity and computes the output dtype for the given input dtypes.
+    pub fn output_dtype(self, inputs: &[DType]) -> Result<DType> {
+        use ScalarOp::*;
+        let err = |msg: String| Error::ty(self.name(), msg);
+        match self.arity() {
+            Arity::Fixed(n) if inputs.len() != n => {
+                return Err(err(format!("expects {n} input(s), got {}", inputs.len())))
+            }
+            Arity::Variadic if inputs.is_empty() => return Err(err("expects at least one input".into())),
+            _ => {}
+        }
+        let up = DType::upcast_all(inputs.iter().copied()).expect("non-empty inputs");
+        let arith = |d: DType| if d == DType::Bool { DType::I64 } else { d };
+        Ok(match self {
+            Add | Sub | Mul | IntDiv | Mod | Pow | Neg | Abs | Sign | Sqr => arith(up),
+            Maximum | Minimum | Clip | Identity => up,
+            TrueDiv => {
+                if up.is_float() {
+                    up
+                } else {
+                    DType::F64
+                }
+            }
+            op if op.is_float_function() => up.upgrade_to_float(),
+            Lt | Le | Gt | Ge | Eq | Neq => DType::Bool,
+            And | Or | Xor | Invert => {
+                if up.is_float() {
+                    return Err(err(format!(
+                        "is defined for bool and integer inputs only, got {}",
+                        dtype_list(inputs)
+                    )));
+                }
+                up
+            }
+            Switch => DType::upcast(inputs[1], inputs[2]),
+            Second => inputs[1],
+            Cast(d) => d,
+            _ => unreachable!("every op is covered above"),
+        })
+    }
+
+    /// Whether `self` with these input dtypes and this output dtype is evaluated
+    /// in the float domain (`f64`) rather than the integer domain (`i64`).
+    pub fn computes_in_float(self, inputs: &[DType], output: DType) -> bool {
+        match self {
+            ScalarOp::Switch => inputs[1].is_float() || inputs[2].is_float() || output.is_float(),
+            ScalarOp::Second => inputs[1].is_float(),
+            ScalarOp::Cast(_) => inputs[0].is_float(),
+            _ => output.is_float() || inputs.iter().any(|d| d.is_float()),
+        }
+    }
+
+    /// Reference semantics in the float domain. `args.len()` is the op's arity.
+    pub fn eval_f64(self, args: &[f64]) -> f64 {
+        use ScalarOp::*;
+        let a = args[0];
+        let b = || args[1];
+        let bool_f = |c: bool| if c { 1.0 } else { 0.0 };
+        match self {
+            Add => args.iter().sum(),
+            Mul => args.iter().product(),
+            Sub => a - b(),
+            TrueDiv => a / b(),
+            IntDiv => (a / b()).floor(),
+            Mod => float_mod(a, b()),
+            Pow => a.powf(b()),
+            Neg => -a,
+            Reciprocal => 1.0 / a,
+            Abs => a.abs(),
+            Sign => {
+                if a.is_nan() {
+                    a
+                } else if a > 0.0 {
+                    1.0
+                } else if a < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            }
+            Sqr => a * a,
+            Maximum => nan_max(a, b()),
+            Minimum => nan_min(a, b()),
+            Clip => nan_min(nan_max(a, args[1]), args[2]),
+            Exp => a.exp(),
+            Exp2 => a.exp2(),
+            Expm1 => a.exp_m1(),
+            Log => a.ln(),
+            Log2 => a.log2(),
+            Log10 => a.log10(),
+            Log1p => a.ln_1p(),
+            Sqrt => a.sqrt(),
+            Sigmoid => sigmoid(a),
+            Softplus => softplus(a),
+            Log1mexp => log1mexp(a),
+            Sin => a.sin(),
+            Cos => a.cos(),
+            Tan => a.tan(),
+            ArcSin => a.asin(),
+            ArcCos => a.acos(),
+            ArcTan => a.atan(),
+            Sinh => a.sinh(),
+            Cosh => a.cosh(),
+            Tanh => a.tanh(),
+            ArcSinh => a.asinh(),
+            ArcCosh => a.acosh(),
+            ArcTanh => a.atanh(),
+            Erf => libm::erf(a),
+            Erfc => libm::erfc(a),
+            Floor => a.floor(),
+            Ceil => a.ceil(),
+            Round => a.round_ties_even(),
+            Lt => bool_f(a < b()),
+            Le => bool_f(a <= b()),
+            Gt => bool_f(a > b()),
+            Ge => bool_f(a >= b()),
+            Eq => bool_f(a == b()),
+            Neq => bool_f(a != b()),
+            And => bool_f(a != 0.0 && b() != 0.0),
+            Or => bool_f(a != 0.0 || b() != 0.0),
+            Xor => bool_f((a != 0.0) != (b() != 0.0)),
+            Invert => bool_f(a == 0.0),
+            Switch => {
+                if a != 0.0 {
+                    args[1]
+                } else {
+                    args[2]
+                }
+            }
+            Second => b(),
+            Identity | Cast(_) => a,
+        }
+    }
+
+    /// Reference semantics in the integer domain (wrapping arithmetic, numpy
+    /// floor division and modulo, `x // 0 == 0` and `x % 0 == 0`).
+    /// `out` is the output dtype (for `bool` results of logical ops).
+    pub fn eval_i64(self, args: &[i64], out: DType) -> i64 {
+        use ScalarOp::*;
+        let a = args[0];
+        let b = || args[1];
+        let bi = |c: bool| c as i64;
+        match self {
+            Add => args.iter().fold(0i64, |s, &x| s.wrapping_add(x)),
+            Mul => args.iter().fold(1i64, |s, &x| s.wrapping_mul(x)),
+            Sub => a.wrapping_sub(b()),
+            IntDiv => int_floor_div(a, b()),
+            Mod => int_mod(a, b()),
+            Pow => int_pow(a, b()),
+            Neg => a.wrapping_neg(),
+            Abs => a.wrapping_abs(),
+            Sign => a.signum(),
+            Sqr => a.wrapping_mul(a),
+            Maximum => a.max(b()),
+            Minimum => a.min(b()),
+            Clip => a.max(args[1]).min(args[2]),
+            Lt => bi(a < b()),
+            Le => bi(a <= b()),
+            Gt => bi(a > b()),
+            Ge => bi(a >= b()),
+            Eq => bi(a == b()),
+            Neq => bi(a != b()),
+            And if out == DType::Bool => bi(a != 0 && b() != 0),
+            Or if out == DType::Bool => bi(a != 0 || b() != 0),
+            Xor if out == DType::Bool => bi((a != 0) != (b() != 0)),
+            And => a & b(),
+            Or => a | b(),
+            Xor => a ^ b(),
+            Invert if out == DType::Bool => bi(a == 0),
+            Invert => !a,
+            Switch => {
+                if a != 0 {
+                    args[1]
+                } else {
+                    args[2]
+                }
+            }
+            Second => b(),
+            Identity | Cast(_) => a,
+            // Float-valued ops never run in the integer domain (their output is a float).
+            op => op.eval_f64(&args.iter().map(|&x| x as f64).collect::<Vec<_>>()) as i64,
+        }
+    }
+}
+
+impl fmt::Display for ScalarOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+fn dtype_list(d: &[DType]) -> String {
+    d.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// numpy `maximum`: NaN in either input gives NaN.
+pub fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// numpy `minimum`: NaN in either input gives NaN.
+pub fn nan_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a <= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// numpy float `mod`: the result has the sign of the divisor.
+pub fn float_mod(a: f64, b: f64) -> f64 {
+    let r = a % b;
+    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// numpy integer floor division; division by zero gives 0, `MIN // -1` wraps.
+pub fn int_floor_div(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.wrapping_div(b);
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// numpy integer modulo (sign of the divisor); modulo by zero gives 0.
+pub fn int_mod(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let r = a.wrapping_rem(b);
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// Integer power by squaring with wrapping; a negative exponent gives
+/// `1 / a**-b` truncated toward zero (1 for a = 1, ±1 for a = -1, else 0; 0 for a = 0).
+pub fn int_pow(a: i64, b: i64) -> i64 {
+    if b < 0 {
+        return match a {
+            1 => 1,
+            -1 => {
+                if b % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
+            _ => 0,
+        };
+    }
+    let (mut base, mut e, mut acc) = (a, b as u64, 1i64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    acc
+}
+
+/// The logistic function, accurate for large |x|.
+pub fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `log(1 + exp(x))` without overflow or cancellation.
+pub fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `log(1 - exp(x))` for `x <= 0`, accurate near 0 and for very negative x; NaN for x > 0.
+pub fn log1mexp(x: f64) -> f64 {
+    if x > 0.0 {
+        f64::NAN
+    } else if x > -std::f64::consts::LN_2 {
+        (-x.exp_m1()).ln()
+    } else {
+        (-x.exp()).ln_1p()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+    use ScalarOp::*;
+
+    #[test]
+    fn names_round_trip() {
+        for op in ScalarOp::all() {
+            assert_eq!(ScalarOp::from_name(&op.name()), Some(op), "{op}");
+        }
+        assert_eq!(TrueDiv.name(), "true_div");
+        assert_eq!(Cast(F32).name(), "cast{f32}");
+    }
+
+    #[test]
+    fn output_dtypes() {
+        assert_eq!(Add.output_dtype(&[F32, F64]).unwrap(), F64);
+        assert_eq!(Add.output_dtype(&[I32, I32, I32]).unwrap(), I32);
+        assert_eq!(Add.output_dtype(&[Bool, Bool]).unwrap(), I64);
+        assert_eq!(TrueDiv.output_dtype(&[I64, I64]).unwrap(), F64);
+        assert_eq!(TrueDiv.output_dtype(&[F32, I8]).unwrap(), F32);
+        assert_eq!(Exp.output_dtype(&[I64]).unwrap(), F64);
+        assert_eq!(Exp.output_dtype(&[I16]).unwrap(), F32);
+        assert_eq!(Lt.output_dtype(&[F64, I64]).unwrap(), Bool);
+        assert_eq!(Switch.output_dtype(&[Bool, I32, F32]).unwrap(), F32);
+        assert_eq!(Second.output_dtype(&[F64, I8]).unwrap(), I8);
+        assert_eq!(Cast(I8).output_dtype(&[F64]).unwrap(), I8);
+    }
+
+    #[test]
+    fn rejected_inputs_name_the_op() {
+        let e = Sub.output_dtype(&[F64]).unwrap_err();
+        assert_eq!(e.to_string(), "type error in sub: expects 2 input(s), got 1");
+        let e = And.output_dtype(&[F64, Bool]).unwrap_err();
+        assert_eq!(e.to_string(), "type error in and: is defined for bool and integer inputs only, got f64, bool");
+        assert!(Add.output_dtype(&[]).is_err());
+    }
+
+    #[test]
+    fn integer_semantics_follow_numpy() {
+        assert_eq!(IntDiv.eval_i64(&[-7, 2], I64), -4);
+        assert_eq!(Mod.eval_i64(&[-7, 2], I64), 1);
+        assert_eq!(Mod.eval_i64(&[7, -2], I64), -1);
+        assert_eq!(IntDiv.eval_i64(&[7, 0], I64), 0);
+        assert_eq!(Mod.eval_i64(&[7, 0], I64), 0);
+        assert_eq!(IntDiv.eval_i64(&[i64::MIN, -1], I64), i64::MIN);
+        assert_eq!(Pow.eval_i64(&[3, 4], I64), 81);
+        assert_eq!(Pow.eval_i64(&[2, -1], I64), 0);
+        assert_eq!(Invert.eval_i64(&[0], Bool), 1);
+        assert_eq!(Invert.eval_i64(&[5], I64), -6);
+    }
+
+    #[test]
+    fn float_semantics_follow_numpy() {
+        assert_eq!(Mod.eval_f64(&[-7.5, 2.0]), 0.5);
+        assert_eq!(IntDiv.eval_f64(&[-7.0, 2.0]), -4.0);
+        assert!(Maximum.eval_f64(&[f64::NAN, 1.0]).is_nan());
+        assert!(Minimum.eval_f64(&[1.0, f64::NAN]).is_nan());
+        assert_eq!(Round.eval_f64(&[2.5]), 2.0);
+        assert_eq!(Round.eval_f64(&[-1.5]), -2.0);
+        assert_eq!(Softplus.eval_f64(&[800.0]), 800.0);
+        assert_eq!(Softplus.eval_f64(&[-800.0]), 0.0);
+        assert_eq!(Sigmoid.eval_f64(&[-800.0]), 0.0);
+        assert_eq!(Sigmoid.eval_f64(&[800.0]), 1.0);
+        assert!((Log1mexp.eval_f64(&[-1e-20]) - (1e-20f64).ln()).abs() < 1e-12);
+        assert!(Sign.eval_f64(&[f64::NAN]).is_nan());
+        assert_eq!(Clip.eval_f64(&[5.0, 0.0, 1.0]), 1.0);
+    }
+
+    #[test]
+    fn properties() {
+        assert!(Add.is_commutative() && Add.is_associative());
+        assert!(!Sub.is_commutative());
+        assert_eq!(Mul.identity(), Some(1.0));
+        assert_eq!(Maximum.identity(), Some(f64::NEG_INFINITY));
+        assert_eq!(Sub.identity(), None);
+    }
+}

@@ -1,0 +1,306 @@
+//! Builder functions: constructors and one function per op, each returning
+//! `Result<Tensor>` with type errors that name the op and the types.
+
+use super::Tensor;
+use crate::error::{Error, Result};
+use crate::graph::{DType, TensorType, Value};
+use crate::ops::{Op, ReduceOp, ScalarOp};
+
+/// A 0-d input.
+pub fn scalar(name: &str, dtype: DType) -> Tensor {
+    Tensor::input(name, TensorType::scalar(dtype))
+}
+
+/// A 1-d input of unknown length.
+pub fn vector(name: &str, dtype: DType) -> Tensor {
+    Tensor::input(name, TensorType::unknown(dtype, 1))
+}
+
+/// A 2-d input of unknown shape.
+pub fn matrix(name: &str, dtype: DType) -> Tensor {
+    Tensor::input(name, TensorType::unknown(dtype, 2))
+}
+
+/// An input with a static shape (`None` = unknown size, `Some(1)` = broadcastable).
+pub fn tensor(name: &str, dtype: DType, shape: &[Option<usize>]) -> Tensor {
+    Tensor::input(name, TensorType::new(dtype, shape.to_vec()))
+}
+
+/// A constant from a value.
+pub fn constant(value: impl Into<Value>) -> Tensor {
+    Tensor::constant(value.into())
+}
+
+/// Applies a scalar op element-wise, aligning ndims numpy-style.
+pub fn elemwise(op: ScalarOp, inputs: &[&Tensor]) -> Result<Tensor> {
+    let ndim = inputs.iter().map(|t| t.ndim()).max().unwrap_or(0);
+    let padded: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| if t.ndim() == ndim { Ok((*t).clone()) } else { pad_left(t, ndim) })
+        .collect::<Result<_>>()?;
+    let refs: Vec<&Tensor> = padded.iter().collect();
+    Tensor::apply(Op::elemwise(op), &refs)
+}
+
+fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
+    let extra = ndim - t.ndim();
+    if let Some(v) = t.constant_value() {
+        // Constants are padded in place rather than through a DimShuffle node.
+        let mut shape = vec![1usize; extra];
+        shape.extend_from_slice(v.shape());
+        let padded = crate::map_value!(v, a => a.clone().into_shape_with_order(ndarray::IxDyn(&shape)).expect("same size"));
+        return Ok(Tensor::constant(padded));
+    }
+    let order: Vec<Option<usize>> = (0..extra).map(|_| None).chain((0..t.ndim()).map(Some)).collect();
+    t.dimshuffle(&order)
+}
+
+/// A weak constant for a Rust number next to `like` (see `graph::types`).
+pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
+    Tensor::scalar_constant(DType::weak_scalar(like.dtype(), is_float), v)
+}
+
+macro_rules! binary_fns {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+                elemwise(ScalarOp::$op, &[a, b])
+            }
+        )*
+    };
+}
+
+binary_fns! {
+    /// `a + b`.
+    add => Add;
+    /// `a - b`.
+    sub => Sub;
+    /// `a * b`.
+    mul => Mul;
+    /// `a / b` (true division).
+    true_div => TrueDiv;
+    /// `a // b` (floor division).
+    int_div => IntDiv;
+    /// `a % b` (sign of the divisor).
+    modulo => Mod;
+    /// `a ** b`.
+    pow => Pow;
+    /// Element-wise maximum (NaN-propagating).
+    maximum => Maximum;
+    /// Element-wise minimum (NaN-propagating).
+    minimum => Minimum;
+    /// `a < b`.
+    lt => Lt;
+    /// `a <= b`.
+    le => Le;
+    /// `a > b`.
+    gt => Gt;
+    /// `a >= b`.
+    ge => Ge;
+    /// `a == b`.
+    eq => Eq;
+    /// `a != b`.
+    neq => Neq;
+    /// Logical (bool) or bitwise (int) and.
+    and => And;
+    /// Logical or bitwise or.
+    or => Or;
+    /// Logical or bitwise xor.
+    xor => Xor;
+    /// `b` broadcast to the shape of `a` (PyTensor's `second` / `fill`).
+    second => Second;
+}
+
+/// `cond ? a : b` element-wise (numpy `where`).
+pub fn switch(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    elemwise(ScalarOp::Switch, &[cond, a, b])
+}
+
+/// `x` clipped to `[lo, hi]`.
+pub fn clip(x: &Tensor, lo: &Tensor, hi: &Tensor) -> Result<Tensor> {
+    elemwise(ScalarOp::Clip, &[x, lo, hi])
+}
+
+/// numpy `dot` of 1-d / 2-d operands.
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    Tensor::apply(Op::Dot, &[a, b])
+}
+
+/// Broadcasts `value` to `shape` (given as 0-d integer tensors).
+pub fn alloc(value: &Tensor, shape: &[&Tensor]) -> Result<Tensor> {
+    let mut ins = vec![value];
+    ins.extend_from_slice(shape);
+    Tensor::apply(Op::Alloc, &ins)
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident,)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Element-wise `", stringify!($name), "`.")]
+                pub fn $name(&self) -> Tensor {
+                    elemwise(ScalarOp::$op, &[self]).expect(concat!(stringify!($name), " accepts every dtype"))
+                }
+            )*
+        }
+    };
+}
+
+unary_methods! {
+    neg => Neg, reciprocal => Reciprocal, abs => Abs, sign => Sign, sqr => Sqr, exp => Exp, exp2 => Exp2,
+    expm1 => Expm1, log => Log, log2 => Log2, log10 => Log10, log1p => Log1p, sqrt => Sqrt,
+    sigmoid => Sigmoid, softplus => Softplus, log1mexp => Log1mexp, sin => Sin, cos => Cos, tan => Tan,
+    arcsin => ArcSin, arccos => ArcCos, arctan => ArcTan, sinh => Sinh, cosh => Cosh, tanh => Tanh,
+    arcsinh => ArcSinh, arccosh => ArcCosh, arctanh => ArcTanh, erf => Erf, erfc => Erfc, floor => Floor,
+    ceil => Ceil, round => Round, identity => Identity,
+}
+
+impl Tensor {
+    /// Logical not (bool) or bitwise not (integers); an error for floats.
+    pub fn invert(&self) -> Result<Tensor> {
+        elemwise(ScalarOp::Invert, &[self])
+    }
+
+    /// Converts to another dtype (Rust `as` semantics).
+    pub fn cast(&self, dtype: DType) -> Tensor {
+        if dtype == self.dtype() {
+            return self.clone();
+        }
+        elemwise(ScalarOp::Cast(dtype), &[self]).expect("cast accepts every dtype")
+    }
+
+    /// `self ** e` for a Rust exponent (a weak constant).
+    pub fn powf(&self, e: f64) -> Tensor {
+        let c = weak_constant(self, e, e.fract() != 0.0 || self.dtype().is_float());
+        pow(self, &c).expect("a 0-d exponent broadcasts")
+    }
+
+    /// Permutes / drops broadcastable / inserts (`None`) dimensions.
+    pub fn dimshuffle(&self, new_order: &[Option<usize>]) -> Result<Tensor> {
+        Tensor::apply(Op::DimShuffle { input_ndim: self.ndim(), new_order: new_order.to_vec() }, &[self])
+    }
+
+    /// Inserts a broadcastable dimension at `axis` (negative counts from the end of the result).
+    pub fn expand_dims(&self, axis: isize) -> Result<Tensor> {
+        let nd = self.ndim() as isize + 1;
+        let a = if axis < 0 { axis + nd } else { axis };
+        if !(0..nd).contains(&a) {
+            return Err(Error::ty("expand_dims", format!("axis {axis} out of range for {}", self.ty())));
+        }
+        let mut order: Vec<Option<usize>> = (0..self.ndim()).map(Some).collect();
+        order.insert(a as usize, None);
+        self.dimshuffle(&order)
+    }
+
+    /// Transpose (reverses the dimensions).
+    pub fn t(&self) -> Tensor {
+        let order: Vec<Option<usize>> = (0..self.ndim()).rev().map(Some).collect();
+        self.dimshuffle(&order).expect("a permutation is always valid")
+    }
+
+    /// Reshapes to a static target shape (one entry may be -1).
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let s = Tensor::constant(Value::I64(ndarray::ArrayD::from_shape_vec(vec![shape.len()], shape.to_vec()).expect("1-d")));
+        Tensor::apply(Op::Reshape { ndim: shape.len() }, &[self, &s])
+    }
+
+    /// The shape as a 1-d `i64` tensor.
+    pub fn shape(&self) -> Tensor {
+        Tensor::apply(Op::Shape, &[self]).expect("Shape accepts every tensor")
+    }
+
+    /// One dimension of the shape as a 0-d `i64` tensor.
+    pub fn shape_i(&self, i: usize) -> Result<Tensor> {
+        Tensor::apply(Op::ShapeI(i), &[self])
+    }
+
+    /// A reduction over `axes` (negative axes count from the end; `None`: all axes),
+    /// optionally keeping the reduced dimensions as broadcastable ones.
+    pub fn reduce(&self, op: ReduceOp, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let name = op.name();
+        let nd = self.ndim() as isize;
+        let axes_norm: Option<Vec<usize>> = match axes {
+            None => None,
+            Some(list) => {
+                let mut v = Vec::new();
+                for &a in list {
+                    let b = if a < 0 { a + nd } else { a };
+                    if !(0..nd).contains(&b) {
+                        return Err(Error::ty(name, format!("axis {a} out of range for {}", self.ty())));
+                    }
+                    if v.contains(&(b as usize)) {
+                        return Err(Error::ty(name, format!("axis {a} repeated")));
+                    }
+                    v.push(b as usize);
+                }
+                v.sort_unstable();
+                Some(v)
+            }
+        };
+        let r = Tensor::apply(Op::CAReduce { op, axes: axes_norm.clone() }, &[self])?;
+        if !keepdims {
+            return Ok(r);
+        }
+        let reduced = |d: usize| axes_norm.as_ref().is_none_or(|a| a.contains(&d));
+        let mut k = 0;
+        let order: Vec<Option<usize>> = (0..self.ndim())
+            .map(|d| {
+                if reduced(d) {
+                    None
+                } else {
+                    k += 1;
+                    Some(k - 1)
+                }
+            })
+            .collect();
+        r.dimshuffle(&order)
+    }
+
+    /// Sum over `axes` (`&[]` is an empty reduction; use [`Tensor::sum_all`] for all axes).
+    pub fn sum(&self, axes: &[isize]) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, Some(axes), false)
+    }
+
+    /// Sum of all elements.
+    pub fn sum_all(&self) -> Tensor {
+        self.reduce(ReduceOp::Sum, None, false).expect("a full reduction is always valid")
+    }
+
+    /// Product over `axes`.
+    pub fn prod(&self, axes: &[isize]) -> Result<Tensor> {
+        self.reduce(ReduceOp::Prod, Some(axes), false)
+    }
+
+    /// Maximum over `axes`.
+    pub fn max(&self, axes: &[isize]) -> Result<Tensor> {
+        self.reduce(ReduceOp::Max, Some(axes), false)
+    }
+
+    /// Minimum over `axes`.
+    pub fn min(&self, axes: &[isize]) -> Result<Tensor> {
+        self.reduce(ReduceOp::Min, Some(axes), false)
+    }
+
+    /// Mean over `axes` (`None`: all), as a float (`f64` for integer inputs).
+    pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let s = self.reduce(ReduceOp::Sum, axes, keepdims)?;
+        let nd = self.ndim() as isize;
+        let dims: Vec<usize> = match axes {
+            None => (0..self.ndim()).collect(),
+            Some(a) => a.iter().map(|&x| (if x < 0 { x + nd } else { x }) as usize).collect(),
+        };
+        let count: Result<Tensor> = match dims.iter().map(|&d| self.ty().shape[d]).collect::<Option<Vec<_>>>() {
+            Some(sizes) => Ok(Tensor::scalar_constant(DType::I64, sizes.iter().product::<usize>() as f64)),
+            None => {
+                let mut c = Tensor::scalar_constant(DType::I64, 1.0);
+                for &d in &dims {
+                    c = mul(&c, &self.shape_i(d)?)?;
+                }
+                Ok(c)
+            }
+        };
+        let out = if s.dtype().is_float() { s.dtype() } else { DType::F64 };
+        true_div(&s, &count?.cast(out))
+    }
+}
