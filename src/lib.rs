@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod eval;
+pub mod expr;
 pub mod graph;
 pub mod ops;
 pub mod tensor;
