@@ -48,7 +48,7 @@ fn main() {
             dom.join(" ∪ ")
         )
         .unwrap();
-        println!("{:10} f64 {:.3} (x={:e}) specials {:.3} f32 {:.3}", u.name, r.max64.0, r.max64.1, s.0, r.max32.0);
+        println!("{:10} f64 {:.3} (x={:e}) specials {:.3} (x={:e}) f32 {:.3}", u.name, r.max64.0, r.max64.1, s.0, s.1, r.max32.0);
     }
     let (w64, w32) = measure_pow(99);
     let s = measure_pow_specials();
@@ -58,7 +58,7 @@ fn main() {
         w64.0, w64.1, w64.2, s.0, w32.0
     )
     .unwrap();
-    println!("pow        f64 {:.3} at ({:e},{:e}) specials {:.3} f32 {:.3}", w64.0, w64.1, w64.2, s.0, w32.0);
+    println!("pow        f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}", w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0);
 
     // sin/cos beyond 1e5.
     writeln!(md, "\n## sin / cos / tan beyond |x| = 1e5\n").unwrap();

@@ -78,3 +78,31 @@ fn in_place_and_ragged_lengths() {
         assert_eq!(xb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), p.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn pow_special_cases() {
+    let inf = f64::INFINITY;
+    let nan = f64::NAN;
+    let cases = [
+        (nan, 0.0, 1.0),
+        (1.0, nan, 1.0),
+        (-1.0, inf, 1.0),
+        (-0.0, -3.0, -inf),
+        (0.0, -2.0, inf),
+        (-0.0, 3.0, -0.0),
+        (-2.0, 3.0, -8.0),
+        (-2.0, 0.5, nan),
+        (-inf, 0.5, inf),
+        (-inf, 3.0, -inf),
+        (0.5, inf, 0.0),
+        (2.0, -inf, 0.0),
+        (nan, inf, nan),
+        (2.0, 1024.0, inf),
+        (2.0, -1074.0, 5e-324),
+    ];
+    for (x, y, want) in cases {
+        let mut o = [0.0];
+        kiln_runtime::math::pow_f64(&[x], &[y], &mut o);
+        assert!(ulp64(o[0], want) == 0.0, "pow({x}, {y}) = {} want {want}", o[0]);
+    }
+}

@@ -5,7 +5,7 @@
 //! a 32-bit head and a tail so k·LN2_HI is exact), degree-13 Taylor polynomial
 //! for e^r (truncation error < 6e-18 relative), then an exact two-step
 //! scaling by 2^k that overflows to inf and underflows gradually through the
-//! subnormals. Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP
+//! subnormals. expm1 uses its series directly for |x| < 0.7. Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP
 //! in f64 over the whole domain.
 
 use super::common::{clamp_keep_nan, horner, pow2i, round_k, scale, sel, LN2_HI, LN2_LO};
@@ -26,6 +26,29 @@ const EXP_TAIL: [f64; 12] = [
     1.0 / 39_916_800.0,
     1.0 / 479_001_600.0,
     1.0 / 6_227_020_800.0,
+];
+
+/// 1/n! for n = 2..=19: the tail of the expm1 series used for |x| < 0.7
+/// (truncation < 1e-19 relative).
+const EXPM1_DIRECT: [f64; 18] = [
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+    1.0 / 87_178_291_200.0,
+    1.0 / 1_307_674_368_000.0,
+    1.0 / 20_922_789_888_000.0,
+    1.0 / 355_687_428_096_000.0,
+    1.0 / 6_402_373_705_728_000.0,
+    1.0 / 121_645_100_408_832_000.0,
 ];
 
 /// e^r - 1 for |r| <= 0.35 (relative error < 1e-17 before rounding).
@@ -81,6 +104,9 @@ pub(crate) fn expm1(x: f64) -> f64 {
     // Large k: the -1 is below half an ulp.
     let big = scale(1.0 + q, k);
     let res = sel(k > 56, big, small);
+    // |x| < 0.7: the direct series avoids the cancellation of k = ±1.
+    let direct = x + x * x * horner(x, &EXPM1_DIRECT);
     let res = sel(k == 0, q, res);
+    let res = sel(x.abs() < 0.7, direct, res);
     sel(x == 0.0, x, res)
 }

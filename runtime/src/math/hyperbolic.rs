@@ -1,7 +1,8 @@
 //! Hyperbolic kernels `tanh`, `sinh`, `cosh` and their inverses `atanh`,
 //! `asinh`, `acosh`.
 //!
-//! Method: tanh(t) = e/(e+2) or 1 - 2/(e+2) with e = expm1(2t); sinh for
+//! Method: tanh by its Taylor series to x^39 for |x| < 0.55, else
+//! 1 - 2/(e+2) with e = expm1(2|x|); sinh for
 //! |x| < 1 by its Taylor series to x^19, otherwise E - 1/(4E) with
 //! E = e^|x|/2 scaled without intermediate overflow; cosh = E + 1/(4E).
 //! atanh(t) = log1p(2t/(1-t))/2; asinh(t) = log1p(t + t²/(1+sqrt(1+t²)));
@@ -27,13 +28,38 @@ const SINH_C: [f64; 9] = [
     1.0 / 121_645_100_408_832_000.0,
 ];
 
+/// Taylor coefficients of tanh(x) = x + x³·T(x²) (x^3 .. x^39).
+const TANH_C: [f64; 19] = [
+    -0.333_333_333_333_333_3,
+    0.133_333_333_333_333_33,
+    -0.053_968_253_968_253_97,
+    0.021_869_488_536_155_203,
+    -0.008_863_235_529_902_197,
+    0.003_592_128_036_572_481,
+    -0.001_455_834_387_051_318_3,
+    0.000_590_027_440_945_586,
+    -0.000_239_129_114_243_552_48,
+    9.691_537_956_929_451e-5,
+    -3.927_832_388_331_683e-5,
+    1.591_890_506_932_896_4e-5,
+    -6.451_689_215_655_431e-6,
+    2.614_771_151_290_754_6e-6,
+    -1.059_726_832_010_465_4e-6,
+    4.294_911_078_273_806e-7,
+    -1.740_661_896_357_164_8e-7,
+    7.054_636_946_400_968e-8,
+    -2.859_136_662_305_254e-8,
+];
+
 /// tanh x.
 #[inline(always)]
 pub(crate) fn tanh(x: f64) -> f64 {
     let t = clamp_keep_nan(x.abs(), 0.0, 40.0);
+    let z = t * t;
+    let small = t + t * z * horner(z, &TANH_C);
     let e = expm1(2.0 * t);
-    let v = sel(e > 1.0, 1.0 - 2.0 / (e + 2.0), e / (e + 2.0));
-    copysign(v, x)
+    let big = 1.0 - 2.0 / (e + 2.0);
+    copysign(sel(t < 0.55, small, big), x)
 }
 
 /// E = e^t / 2 for t >= 0 without intermediate overflow.
@@ -92,5 +118,6 @@ pub(crate) fn acosh(x: f64) -> f64 {
     let u = 1.0 + y;
     let c = y - (u - 1.0);
     let v = log_corr(sel(big, x, u), sel(big, 0.0, c));
-    sel(big, v + std::f64::consts::LN_2, v)
+    let v = sel(big, v + std::f64::consts::LN_2, v);
+    sel(x >= 1.0, v, f64::NAN)
 }

@@ -163,11 +163,11 @@ pub fn unary_table() -> Vec<Unary> {
         u!("arctan", m::arctan_f64, m::arctan_f32, f64::atan, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 3.0),
         u!("sinh", m::sinh_f64, m::sinh_f32, f64::sinh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
         u!("cosh", m::cosh_f64, m::cosh_f32, f64::cosh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
-        u!("arctanh", m::arctanh_f64, m::arctanh_f32, f64::atanh, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
-        u!("arcsinh", m::arcsinh_f64, m::arcsinh_f32, f64::asinh, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 4.0),
-        u!("arccosh", m::arccosh_f64, m::arccosh_f32, f64::acosh, "std", &[Uni(1.0, 3.0), Log(1.0, BIG, false)], 4.0),
+        u!("arctanh", m::arctanh_f64, m::arctanh_f32, libm::atanh, "libm crate", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
+        u!("arcsinh", m::arcsinh_f64, m::arcsinh_f32, libm::asinh, "libm crate", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 4.0),
+        u!("arccosh", m::arccosh_f64, m::arccosh_f32, libm::acosh, "libm crate", &[Uni(1.0, 3.0), Log(1.0, BIG, false)], 4.0),
         u!("erf", m::erf_f64, m::erf_f32, libm::erf, "libm crate", &[Uni(-6.0, 6.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
-        u!("erfc", m::erfc_f64, m::erfc_f32, libm::erfc, "libm crate", &[Uni(-6.0, 27.3), Uni(0.0, 1.0), Uni(-1.0, 0.0)], 4.0),
+        u!("erfc", m::erfc_f64, m::erfc_f32, libm::erfc, "libm crate", &[Uni(-6.0, 27.3), Uni(0.0, 1.0), Uni(-1.0, 0.0)], 8.0),
     ]
 }
 
