@@ -14,12 +14,14 @@
 //! Dropping a very deep graph does not recurse.
 
 mod build;
+mod from_expr;
 mod ops_overload;
 
 use std::fmt;
 use std::sync::Arc;
 
 pub use build::*;
+pub use from_expr::{build_expr, build_expression};
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};

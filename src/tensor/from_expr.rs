@@ -1,0 +1,290 @@
+//! Builds tensors from the expression language (`crate::expr`).
+//!
+//! Number literals are weak constants: they take the dtype of the tensor
+//! they meet (`x_f32 * 2` stays `f32`; an integer literal next to an integer
+//! tensor keeps its dtype; a float literal next to an integer tensor gives
+//! `f64`). A literal alone is an `i64` or `f64` constant. Errors carry the
+//! byte position of the offending sub-expression. The walk never recurses,
+//! so very long expressions build without overflowing the stack.
+
+use std::collections::HashMap;
+
+use super::build::{self, weak_constant};
+use super::Tensor;
+use crate::error::{Error, Result};
+use crate::expr::{self, BinaryOp, Expr, ExprKind, Func, IndexItem, Number, UnaryOp};
+use crate::graph::DType;
+use crate::ops::{ReduceOp, ScalarOp};
+
+/// A partial result of the walk: a tensor, a literal waiting for a partner, or syntax-only data.
+enum Built {
+    Tensor(Tensor),
+    Number(Number),
+    Other,
+}
+
+/// Parses `src` and builds it over the named inputs.
+pub fn build_expression(src: &str, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
+    let e = expr::parse(src).map_err(|e| Error::Parse { pos: e.pos, msg: e.message.clone() })?;
+    build_expr(&e, vars)
+}
+
+/// Builds a parsed expression over the named inputs.
+pub fn build_expr(e: &Expr, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
+    let result = e.fold(|node, kids: Vec<Built>| build_node(node, kids, vars))?;
+    match result {
+        Built::Tensor(t) => Ok(t),
+        Built::Number(n) => Ok(literal(n)),
+        Built::Other => Err(Error::Parse { pos: e.span.start, msg: "the expression is not a tensor".into() }),
+    }
+}
+
+fn literal(n: Number) -> Tensor {
+    match n {
+        Number::Int(i) => Tensor::scalar_constant(DType::I64, i as f64),
+        Number::Float(f) => Tensor::scalar_constant(DType::F64, f),
+    }
+}
+
+fn at(pos: usize, e: Error) -> Error {
+    match e {
+        Error::Type { op, msg } => Error::Type { op, msg: format!("{msg} (at position {pos})") },
+        other => other,
+    }
+}
+
+/// Turns a pair of operands into tensors, making a literal weak next to a tensor.
+fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
+    match (a, b) {
+        (Built::Tensor(x), Built::Tensor(y)) => Ok((x, y)),
+        (Built::Tensor(x), Built::Number(n)) => {
+            let c = weak_constant(&x, n.as_f64(), matches!(n, Number::Float(_)));
+            Ok((x, c))
+        }
+        (Built::Number(n), Built::Tensor(y)) => {
+            let c = weak_constant(&y, n.as_f64(), matches!(n, Number::Float(_)));
+            Ok((c, y))
+        }
+        (Built::Number(m), Built::Number(n)) => Ok((literal(m), literal(n))),
+        _ => Err(Error::Parse { pos, msg: "operands must be tensors or numbers".into() }),
+    }
+}
+
+fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
+    match b {
+        Built::Tensor(t) => Ok(t),
+        Built::Number(n) => Ok(literal(n)),
+        Built::Other => Err(Error::Parse { pos, msg: "expected a tensor argument".into() }),
+    }
+}
+
+fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> Result<Built> {
+    let pos = node.span.start;
+    let mut kids = kids.into_iter();
+    let mut next = || kids.next().expect("fold passes one result per child");
+    Ok(match &node.kind {
+        ExprKind::Number(n) => Built::Number(*n),
+        ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Tuple(_) => Built::Other,
+        ExprKind::Name(name) => match vars.get(name) {
+            Some(t) => Built::Tensor(t.clone()),
+            None => {
+                return Err(Error::Parse { pos, msg: format!("unknown variable '{name}' (declare it as an input)") })
+            }
+        },
+        ExprKind::Unary { op, .. } => match (op, next()) {
+            (UnaryOp::Pos, b) => b,
+            (UnaryOp::Neg, Built::Number(Number::Int(i))) => Built::Number(Number::Int(i.wrapping_neg())),
+            (UnaryOp::Neg, Built::Number(Number::Float(f))) => Built::Number(Number::Float(-f)),
+            (UnaryOp::Neg, b) => Built::Tensor(tensor_of(b, pos)?.neg()),
+            (UnaryOp::Not, b) => Built::Tensor(tensor_of(b, pos)?.invert().map_err(|e| at(pos, e))?),
+        },
+        ExprKind::Binary { op, .. } => {
+            let (a, b) = pair(next(), next(), pos)?;
+            let f = match op {
+                BinaryOp::Add => build::add,
+                BinaryOp::Sub => build::sub,
+                BinaryOp::Mul => build::mul,
+                BinaryOp::Div => build::true_div,
+                BinaryOp::FloorDiv => build::int_div,
+                BinaryOp::Mod => build::modulo,
+                BinaryOp::Pow => build::pow,
+                BinaryOp::MatMul => build::dot,
+                BinaryOp::Lt => build::lt,
+                BinaryOp::Le => build::le,
+                BinaryOp::Gt => build::gt,
+                BinaryOp::Ge => build::ge,
+                BinaryOp::Eq => build::eq,
+                BinaryOp::Ne => build::neq,
+                BinaryOp::And => build::and,
+                BinaryOp::Or => build::or,
+            };
+            Built::Tensor(f(&a, &b).map_err(|e| at(pos, e))?)
+        }
+        ExprKind::Index { items, .. } => {
+            let x = tensor_of(next(), pos)?;
+            Built::Tensor(index(&x, items, pos)?)
+        }
+        ExprKind::Transpose(_) => Built::Tensor(tensor_of(next(), pos)?.t()),
+        ExprKind::Call { name, args, kwargs, .. } => {
+            let func = Func::from_name(name)
+                .ok_or_else(|| Error::Parse { pos, msg: format!("unknown function '{name}'") })?;
+            let built: Vec<Built> = (0..args.len() + kwargs.len()).map(|_| next()).collect();
+            let mut built = built.into_iter();
+            let parse_err = |e: expr::ParseError| Error::Parse { pos: e.pos, msg: e.message };
+            if func == Func::Cast {
+                let x = tensor_of(built.next().expect("arity checked"), pos)?;
+                let dtype = DType::parse(expr::cast_dtype(&args[1]).map_err(parse_err)?)?;
+                return Ok(Built::Tensor(x.cast(dtype)));
+            }
+            if func.is_reduction() {
+                let x = tensor_of(built.next().expect("arity checked"), pos)?;
+                let r = expr::reduce_args(func, kwargs).map_err(parse_err)?;
+                let axes: Option<Vec<isize>> = r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
+                let t = match func {
+                    Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    _ => {
+                        let op = match func {
+                            Func::Sum => ReduceOp::Sum,
+                            Func::Prod => ReduceOp::Prod,
+                            Func::Max => ReduceOp::Max,
+                            Func::Min => ReduceOp::Min,
+                            Func::All => ReduceOp::All,
+                            _ => ReduceOp::Any,
+                        };
+                        x.reduce(op, axes.as_deref(), r.keepdims)
+                    }
+                };
+                return Ok(Built::Tensor(t.map_err(|e| at(pos, e))?));
+            }
+            let ts: Vec<Tensor> = built.map(|b| tensor_of(b, pos)).collect::<Result<_>>()?;
+            Built::Tensor(call(func, &ts, pos)?)
+        }
+    })
+}
+
+fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
+    let unary = |op: ScalarOp| build::elemwise(op, &[&a[0]]);
+    let r = match func {
+        Func::Exp => unary(ScalarOp::Exp),
+        Func::Exp2 => unary(ScalarOp::Exp2),
+        Func::Expm1 => unary(ScalarOp::Expm1),
+        Func::Log => unary(ScalarOp::Log),
+        Func::Log2 => unary(ScalarOp::Log2),
+        Func::Log10 => unary(ScalarOp::Log10),
+        Func::Log1p => unary(ScalarOp::Log1p),
+        Func::Sqrt => unary(ScalarOp::Sqrt),
+        Func::Sqr => unary(ScalarOp::Sqr),
+        Func::Abs => unary(ScalarOp::Abs),
+        Func::Sign => unary(ScalarOp::Sign),
+        Func::Sin => unary(ScalarOp::Sin),
+        Func::Cos => unary(ScalarOp::Cos),
+        Func::Tan => unary(ScalarOp::Tan),
+        Func::Arcsin => unary(ScalarOp::ArcSin),
+        Func::Arccos => unary(ScalarOp::ArcCos),
+        Func::Arctan => unary(ScalarOp::ArcTan),
+        Func::Sinh => unary(ScalarOp::Sinh),
+        Func::Cosh => unary(ScalarOp::Cosh),
+        Func::Tanh => unary(ScalarOp::Tanh),
+        Func::Arcsinh => unary(ScalarOp::ArcSinh),
+        Func::Arccosh => unary(ScalarOp::ArcCosh),
+        Func::Arctanh => unary(ScalarOp::ArcTanh),
+        Func::Sigmoid => unary(ScalarOp::Sigmoid),
+        Func::Softplus => unary(ScalarOp::Softplus),
+        Func::Log1mexp => unary(ScalarOp::Log1mexp),
+        Func::Erf => unary(ScalarOp::Erf),
+        Func::Erfc => unary(ScalarOp::Erfc),
+        Func::Floor => unary(ScalarOp::Floor),
+        Func::Ceil => unary(ScalarOp::Ceil),
+        Func::Round => unary(ScalarOp::Round),
+        Func::Maximum => build::maximum(&a[0], &a[1]),
+        Func::Minimum => build::minimum(&a[0], &a[1]),
+        Func::Where => build::switch(&a[0], &a[1], &a[2]),
+        Func::Clip => build::clip(&a[0], &a[1], &a[2]),
+        Func::Dot => build::dot(&a[0], &a[1]),
+        Func::Transpose => Ok(a[0].t()),
+        Func::Cast | Func::Sum | Func::Prod | Func::Max | Func::Min | Func::Mean | Func::All | Func::Any => {
+            unreachable!("handled by the caller")
+        }
+    };
+    r.map_err(|e| at(pos, e))
+}
+
+/// `x[:, None]`-style indexing: `:` keeps the next dimension, `None` inserts a new one;
+/// dimensions not mentioned are kept at the end, as numpy does.
+fn index(x: &Tensor, items: &[IndexItem], pos: usize) -> Result<Tensor> {
+    let full = items.iter().filter(|i| matches!(i, IndexItem::Full)).count();
+    if full > x.ndim() {
+        return Err(Error::Parse {
+            pos,
+            msg: format!("too many indices: {full} ':' for a {}-d tensor", x.ndim()),
+        });
+    }
+    let mut order = Vec::new();
+    let mut d = 0;
+    for item in items {
+        match item {
+            IndexItem::Full => {
+                order.push(Some(d));
+                d += 1;
+            }
+            IndexItem::NewAxis => order.push(None),
+        }
+    }
+    order.extend((d..x.ndim()).map(Some));
+    x.dimshuffle(&order).map_err(|e| at(pos, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::TensorType;
+
+    fn vars() -> HashMap<String, Tensor> {
+        let mut m = HashMap::new();
+        m.insert("x".to_string(), super::super::vector("x", DType::F64));
+        m.insert("f".to_string(), super::super::vector("f", DType::F32));
+        m.insert("i".to_string(), super::super::vector("i", DType::I32));
+        m.insert("X".to_string(), super::super::matrix("X", DType::F64));
+        m
+    }
+
+    fn show(src: &str) -> String {
+        build_expression(src, &vars()).unwrap().to_string()
+    }
+
+    #[test]
+    fn builds_the_workloads() {
+        assert_eq!(show("log(1 + exp(x))"), "log((1.0 + exp(x)))");
+        assert_eq!(show("2*x**3 - 3*x**2 + x - 1"), "((((2.0 * (x ** 3.0)) - (3.0 * (x ** 2.0))) + x) - 1.0)");
+        assert_eq!(show("log(sum(exp(X), axis=1))"), "log(sum(exp(X), axis=1))");
+        assert_eq!(show("tanh(x[:, None] + x[None, :])"), "tanh((x[:, None] + x[None, :]))");
+        assert_eq!(show("X @ x"), "(X @ x)");
+        assert_eq!(show("X.T"), "X.T");
+        assert_eq!(show("-x**2"), "(-(x ** 2.0))");
+    }
+
+    #[test]
+    fn literals_are_weak() {
+        let v = vars();
+        assert_eq!(build_expression("f * 2", &v).unwrap().dtype(), DType::F32);
+        assert_eq!(build_expression("f * 2.5", &v).unwrap().dtype(), DType::F32);
+        assert_eq!(build_expression("i + 1", &v).unwrap().dtype(), DType::I32);
+        assert_eq!(build_expression("i * 0.5", &v).unwrap().dtype(), DType::F64);
+        assert_eq!(build_expression("2 + 3", &v).unwrap().dtype(), DType::I64);
+        assert_eq!(build_expression("cast(x, \"f32\")", &v).unwrap().dtype(), DType::F32);
+        assert_eq!(build_expression("mean(i)", &v).unwrap().ty(), &TensorType::scalar(DType::F64));
+    }
+
+    #[test]
+    fn errors_carry_positions() {
+        let v = vars();
+        let e = build_expression("x + y", &v).unwrap_err();
+        assert_eq!(e, Error::Parse { pos: 4, msg: "unknown variable 'y' (declare it as an input)".into() });
+        let e = build_expression("x + (", &v).unwrap_err();
+        assert!(matches!(e, Error::Parse { pos: 5, .. }), "{e}");
+        let e = build_expression("X @ X @ x[:, :]", &v).unwrap_err();
+        assert!(e.to_string().contains("too many indices"), "{e}");
+        let e = build_expression("x & x", &v).unwrap_err();
+        assert!(e.to_string().contains("at position 0"), "{e}");
+    }
+}
