@@ -58,8 +58,8 @@ fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
 
 /// Calls `f(start, end)` on contiguous chunks covering [0, n) exactly once,
 /// in parallel. Each chunk has at least `grain` elements (`grain == 0` is
-/// treated as 1) except possibly when `n < grain`; when `n <= grain` or one
-/// thread is configured, `f(0, n)` runs inline. A panic in `f` is
+/// treated as 1); when `n < 2·grain` or one thread is configured,
+/// `f(0, n)` runs inline on the calling thread. A panic in `f` is
 /// propagated to the caller after all chunks have finished or stopped. If
 /// the thread pool cannot be created, the range runs inline.
 pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
@@ -72,13 +72,18 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
         f(0, n);
         return;
     }
-    let chunks = n.div_ceil(grain).min(threads * CHUNKS_PER_THREAD);
+    // floor(n / grain) chunks of near-equal size are each >= grain.
+    let chunks = (n / grain).min(threads * CHUNKS_PER_THREAD);
+    if chunks <= 1 {
+        f(0, n);
+        return;
+    }
     let Some(pool) = pool(threads) else {
         f(0, n);
         return;
     };
     // Chunk c covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at most 1
-    // and are >= grain because chunks <= n/grain (rounded up... checked below).
+    // and are >= grain because chunks <= n/grain.
     let bound = |c: usize| ((c as u128 * n as u128) / chunks as u128) as usize;
     pool.install(|| {
         (0..chunks).into_par_iter().for_each(|c| {
@@ -148,9 +153,18 @@ mod tests {
         assert!(seen.iter().all(|v| v.load(Ordering::Relaxed) == 1));
         let chunks = chunks.into_inner().unwrap();
         if n > grain.max(1) {
-            assert!(chunks.iter().all(|(s, e)| e - s >= grain.max(1)), "{chunks:?}");
+            assert!(
+                chunks.iter().all(|(s, e)| e - s >= grain.max(1)),
+                "{chunks:?}"
+            );
         } else {
-            assert_eq!(chunks, vec![(0, n)].into_iter().filter(|_| n > 0).collect::<Vec<_>>());
+            assert_eq!(
+                chunks,
+                vec![(0, n)]
+                    .into_iter()
+                    .filter(|_| n > 0)
+                    .collect::<Vec<_>>()
+            );
         }
     }
 
@@ -158,7 +172,16 @@ mod tests {
     fn covers_range_exactly_once() {
         let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
         set_num_threads(3);
-        for (n, grain) in [(0, 4), (1, 4), (4, 4), (5, 4), (1000, 1), (1000, 7), (12345, 100), (10, 0)] {
+        for (n, grain) in [
+            (0, 4),
+            (1, 4),
+            (4, 4),
+            (5, 4),
+            (1000, 1),
+            (1000, 7),
+            (12345, 100),
+            (10, 0),
+        ] {
             check_cover(n, grain);
         }
         set_num_threads(0);
