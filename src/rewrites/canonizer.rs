@@ -1,0 +1,342 @@
+//! The AlgebraicCanonizer of seed 004: puts a cluster of `main` / `inverse` /
+//! `reciprocal` nodes (`mul` / `true_div` / `reciprocal`, or `add` / `sub` /
+//! `neg`) into the canonical form `inverse(main(*num), main(*denum))`,
+//! cancelling factors that appear on both sides and folding constants.
+//!
+//! It acts only at the root of a cluster: a node one of whose clients
+//! (looking through single-client DimShuffles) is itself in the cluster is
+//! left for that client. It looks through DimShuffles that only add
+//! broadcastable dimensions on the left. The walks are iterative, so deep
+//! clusters do not overflow the stack.
+
+use crate::error::Result;
+use crate::graph::{Client, DType, FunctionGraph, NodeId, VarId};
+use crate::ops::{Op, ScalarOp};
+
+use super::util::{elemwise, match_type, unique_constant};
+
+/// A canonizer for one (main, inverse, reciprocal) triple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlgebraicCanonizer {
+    /// The commutative, associative, variadic op (`mul`, `add`).
+    pub main: ScalarOp,
+    /// The op with `inverse(main(x, y), y) == x` (`true_div`, `sub`).
+    pub inverse: ScalarOp,
+    /// The op with `main(x, reciprocal(y)) == inverse(x, y)` (`reciprocal`, `neg`).
+    pub reciprocal: ScalarOp,
+}
+
+impl AlgebraicCanonizer {
+    /// The multiplicative canonizer: `mul`, `true_div`, `reciprocal`.
+    pub const MUL: AlgebraicCanonizer =
+        AlgebraicCanonizer { main: ScalarOp::Mul, inverse: ScalarOp::TrueDiv, reciprocal: ScalarOp::Reciprocal };
+    /// The additive canonizer: `add`, `sub`, `neg`.
+    pub const ADD: AlgebraicCanonizer =
+        AlgebraicCanonizer { main: ScalarOp::Add, inverse: ScalarOp::Sub, reciprocal: ScalarOp::Neg };
+
+    fn member(&self, op: &Op) -> Option<ScalarOp> {
+        op.scalar_op().filter(|s| *s == self.main || *s == self.inverse || *s == self.reciprocal)
+    }
+
+    /// The neutral element of `main` (1 for mul, 0 for add).
+    pub fn neutral(&self) -> f64 {
+        if self.main == ScalarOp::Mul {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// `inverse(main(*num), main(*denum))` on numbers.
+    pub fn calculate(&self, num: &[f64], denum: &[f64]) -> f64 {
+        if self.main == ScalarOp::Mul {
+            num.iter().product::<f64>() / denum.iter().product::<f64>()
+        } else {
+            num.iter().sum::<f64>() - denum.iter().sum::<f64>()
+        }
+    }
+
+    /// The lists `(num, denum)` with `v == inverse(main(*num), main(*denum))`,
+    /// e.g. `x*y/z -> ([x, y], [z])`, `a / (b / c) -> ([a, c], [b])`.
+    pub fn get_num_denum(&self, fg: &FunctionGraph, v: VarId) -> (Vec<VarId>, Vec<VarId>) {
+        let (mut num, mut denum) = (Vec::new(), Vec::new());
+        // Depth-first in input order; `true` means the term goes to the numerator.
+        let mut stack = vec![(v, true)];
+        while let Some((v, positive)) = stack.pop() {
+            let leaf = |num: &mut Vec<VarId>, denum: &mut Vec<VarId>| {
+                if positive {
+                    num.push(v)
+                } else {
+                    denum.push(v)
+                }
+            };
+            let Some(n) = fg.owner(v) else {
+                leaf(&mut num, &mut denum);
+                continue;
+            };
+            let node = fg.node(n);
+            match (self.member(&node.op), &node.op) {
+                (Some(op), _) => {
+                    let flips: Vec<bool> = if op == self.main {
+                        vec![false; node.inputs.len()]
+                    } else if op == self.inverse {
+                        vec![false, true]
+                    } else {
+                        vec![true]
+                    };
+                    for (&i, flip) in node.inputs.iter().zip(flips).rev() {
+                        stack.push((i, positive != flip));
+                    }
+                }
+                (None, Op::DimShuffle { input_ndim, new_order }) if only_adds_left_dims(*input_ndim, new_order) => {
+                    stack.push((node.inputs[0], positive));
+                }
+                _ => leaf(&mut num, &mut denum),
+            }
+        }
+        (num, denum)
+    }
+
+    /// Removes every variable present in both lists (once per pair):
+    /// `[x, y], [x] -> [y], []`.
+    pub fn simplify_factors(&self, num: &mut Vec<VarId>, denum: &mut Vec<VarId>) {
+        let mut i = 0;
+        while i < num.len() {
+            if let Some(j) = denum.iter().position(|d| *d == num[i]) {
+                num.remove(i);
+                denum.remove(j);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Folds every constant of both lists into one constant placed first in
+    /// the numerator (dropped when it is the neutral element):
+    /// `[x, y, 2], [4, z] -> [0.5, x, y], [z]`. When the only constant is
+    /// already the first numerator term, the lists are returned unchanged
+    /// (otherwise the rewrite would replace a graph by an equal one forever).
+    pub fn simplify_constants(
+        &self,
+        fg: &mut FunctionGraph,
+        num: &[VarId],
+        denum: &[VarId],
+        out_dtype: DType,
+    ) -> (Vec<VarId>, Vec<VarId>) {
+        let (mut n_rest, mut d_rest, mut n_ct, mut d_ct) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for &v in num {
+            match unique_constant(fg, v) {
+                Some(c) => n_ct.push(c),
+                None => n_rest.push(v),
+            }
+        }
+        for &v in denum {
+            match unique_constant(fg, v) {
+                Some(c) => d_ct.push(c),
+                None => d_rest.push(v),
+            }
+        }
+        let value = crate::ops::composite::round_to(self.calculate(&n_ct, &d_ct), out_dtype);
+        let is_neutral = value == self.neutral();
+        if n_ct.len() == 1 && d_ct.is_empty() && !is_neutral {
+            if let Some(first) = num.first().and_then(|&f| unique_constant(fg, f)) {
+                if first == value || (first.is_nan() && value.is_nan()) {
+                    return (num.to_vec(), denum.to_vec());
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(n_rest.len() + 1);
+        if !is_neutral {
+            out.push(super::util::scalar_const(fg, out_dtype, value));
+        }
+        out.extend(n_rest);
+        (out, d_rest)
+    }
+
+    /// [`simplify_factors`](Self::simplify_factors) then [`simplify_constants`](Self::simplify_constants).
+    pub fn simplify(
+        &self,
+        fg: &mut FunctionGraph,
+        mut num: Vec<VarId>,
+        mut denum: Vec<VarId>,
+        out_dtype: DType,
+    ) -> (Vec<VarId>, Vec<VarId>) {
+        self.simplify_factors(&mut num, &mut denum);
+        self.simplify_constants(fg, &num, &denum, out_dtype)
+    }
+
+    /// Builds `inverse(main(*num), main(*denum))` with as few nodes as possible
+    /// (`n=1, d=0: num[0]`; `n=0, d=1: reciprocal(denum[0])`; ...).
+    pub fn merge_num_denum(
+        &self,
+        fg: &mut FunctionGraph,
+        num: &[VarId],
+        denum: &[VarId],
+        dtype: DType,
+    ) -> Result<VarId> {
+        let product = |fg: &mut FunctionGraph, terms: &[VarId]| -> Result<VarId> {
+            match terms {
+                [] => Ok(super::util::scalar_const(fg, dtype, self.neutral())),
+                [one] => Ok(*one),
+                many => elemwise(fg, self.main, many),
+            }
+        };
+        match (num.len(), denum.len()) {
+            (_, 0) => product(fg, num),
+            (0, _) => {
+                let d = product(fg, denum)?;
+                elemwise(fg, self.reciprocal, &[d])
+            }
+            _ => {
+                let n = product(fg, num)?;
+                let d = product(fg, denum)?;
+                elemwise(fg, self.inverse, &[n, d])
+            }
+        }
+    }
+
+    /// The canonical replacement for `node`'s output, or `None` when the node
+    /// is not a cluster root or is already canonical.
+    pub fn transform(&self, fg: &mut FunctionGraph, node: NodeId) -> Result<Option<VarId>> {
+        if self.member(&fg.node(node).op).is_none() || fg.node(node).outputs.len() != 1 {
+            return Ok(None);
+        }
+        let out = fg.node(node).outputs[0];
+        if fg.clients(out).is_empty() || self.feeds_cluster(fg, out) {
+            return Ok(None);
+        }
+        let out_ty = fg.ty(out).clone();
+        let (orig_num, orig_denum) = self.get_num_denum(fg, out);
+        let (num, denum) = self.simplify(fg, orig_num.clone(), orig_denum.clone(), out_ty.dtype);
+        if same_terms(fg, &orig_num, &num) && same_terms(fg, &orig_denum, &denum) {
+            return Ok(None);
+        }
+        let new = self.merge_num_denum(fg, &num, &denum, out_ty.dtype)?;
+        let inputs = fg.node(node).inputs.to_vec();
+        let new = match_type(fg, new, &out_ty, &inputs)?;
+        Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+    }
+
+    /// Does some client of `v` (through single-client DimShuffles) belong to the cluster?
+    fn feeds_cluster(&self, fg: &FunctionGraph, v: VarId) -> bool {
+        fg.clients(v).iter().any(|&c| {
+            let Client::Node(mut n, _) = c else { return false };
+            loop {
+                let node = fg.node(n);
+                if let Op::DimShuffle { .. } = node.op {
+                    let o = node.outputs[0];
+                    match fg.clients(o) {
+                        [Client::Node(next, _)] => {
+                            n = *next;
+                            continue;
+                        }
+                        _ => return false,
+                    }
+                }
+                return self.member(&node.op).is_some();
+            }
+        })
+    }
+}
+
+/// A DimShuffle of the form `(x, ..., x, 0, 1, ..., ndim-1)`: it only adds
+/// broadcastable dimensions on the left, as element-wise alignment does.
+pub fn only_adds_left_dims(input_ndim: usize, new_order: &[Option<usize>]) -> bool {
+    let extra = new_order.len().saturating_sub(input_ndim);
+    new_order.len() >= input_ndim
+        && new_order[..extra].iter().all(Option::is_none)
+        && new_order[extra..].iter().enumerate().all(|(k, d)| *d == Some(k))
+}
+
+fn same_terms(fg: &FunctionGraph, a: &[VarId], b: &[VarId]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(&x, &y)| {
+            x == y
+                || match (fg.constant_value(x), fg.constant_value(y)) {
+                    (Some(p), Some(q)) => p.same_as(q),
+                    _ => false,
+                }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::*;
+
+    fn fg_of(inputs: &[Tensor], out: Tensor) -> FunctionGraph {
+        FunctionGraph::new(inputs, &[out]).unwrap()
+    }
+
+    fn names(fg: &FunctionGraph, vs: &[VarId]) -> Vec<String> {
+        vs.iter().map(|&v| crate::graph::print::pprint(fg, v)).collect()
+    }
+
+    #[test]
+    fn get_num_denum_examples_of_seed_004() {
+        let (x, y, z) = (scalar("x", DType::F64), scalar("y", DType::F64), scalar("z", DType::F64));
+        let (a, b, c, d) = (scalar("a", DType::F64), scalar("b", DType::F64), scalar("c", DType::F64), scalar("d", DType::F64));
+        let c_ = AlgebraicCanonizer::MUL;
+        let cases: Vec<(Tensor, Vec<&str>, Vec<&str>)> = vec![
+            (&x * &y, vec!["x", "y"], vec![]),
+            (x.reciprocal(), vec![], vec!["x"]),
+            (&x.reciprocal() * &y.reciprocal(), vec![], vec!["x", "y"]),
+            (&(&x * &y) / &z, vec!["x", "y"], vec!["z"]),
+            (&(&(&x.log() / &y) * &(&z + &x)) / &y, vec!["log(x)", "(z + x)"], vec!["y", "y"]),
+            (&(&(&a / &b) * &c) / &d, vec!["a", "c"], vec!["b", "d"]),
+            (&a / &(&b / &c), vec!["a", "c"], vec!["b"]),
+            (x.log(), vec!["log(x)"], vec![]),
+            (pow(&x, &y).unwrap(), vec!["(x ** y)"], vec![]),
+            (&(&x * &y) * &z, vec!["x", "y", "z"], vec![]),
+        ];
+        for (t, num, denum) in cases {
+            let fg = fg_of(&[x.clone(), y.clone(), z.clone(), a.clone(), b.clone(), c.clone(), d.clone()], t);
+            let (n, dn) = c_.get_num_denum(&fg, fg.outputs()[0]);
+            assert_eq!((names(&fg, &n), names(&fg, &dn)), (num.iter().map(|s| s.to_string()).collect(), denum.iter().map(|s| s.to_string()).collect()));
+        }
+    }
+
+    #[test]
+    fn simplify_factors_and_constants_examples() {
+        let (x, y, z) = (scalar("x", DType::F64), scalar("y", DType::F64), scalar("z", DType::F64));
+        let mut fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
+        let (vx, vy, vz) = (fg.inputs()[0], fg.inputs()[1], fg.inputs()[2]);
+        let c = AlgebraicCanonizer::MUL;
+        let (mut n, mut d) = (vec![vx], vec![vx]);
+        c.simplify_factors(&mut n, &mut d);
+        assert!(n.is_empty() && d.is_empty());
+        let (mut n, mut d) = (vec![vx, vy], vec![vx]);
+        c.simplify_factors(&mut n, &mut d);
+        assert_eq!((n, d), (vec![vy], vec![]));
+        let k = |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
+        let (two, three, four) = (k(&mut fg, 2.0), k(&mut fg, 3.0), k(&mut fg, 4.0));
+        let (n, d) = c.simplify_constants(&mut fg, &[two, three, vx], &[], DType::F64);
+        assert_eq!(names(&fg, &n), vec!["6.0", "x"]);
+        assert!(d.is_empty());
+        let (n, d) = c.simplify_constants(&mut fg, &[vx, vy, two], &[four, vz], DType::F64);
+        assert_eq!((names(&fg, &n), names(&fg, &d)), (vec!["0.5".to_string(), "x".into(), "y".into()], vec!["z".to_string()]));
+        let two_b = k(&mut fg, 2.0);
+        let (n, d) = c.simplify_constants(&mut fg, &[vx, two, vy], &[vz, two_b], DType::F64);
+        assert_eq!((names(&fg, &n), names(&fg, &d)), (vec!["x".to_string(), "y".into()], vec!["z".to_string()]));
+    }
+
+    #[test]
+    fn merge_num_denum_uses_few_nodes() {
+        let (x, y) = (scalar("x", DType::F64), scalar("y", DType::F64));
+        let mut fg = fg_of(&[x.clone(), y.clone()], &x + &y);
+        let (vx, vy) = (fg.inputs()[0], fg.inputs()[1]);
+        let c = AlgebraicCanonizer::MUL;
+        let show = |fg: &mut FunctionGraph, n: &[VarId], d: &[VarId]| {
+            let v = c.merge_num_denum(fg, n, d, DType::F64).unwrap();
+            crate::graph::print::pprint(fg, v)
+        };
+        assert_eq!(show(&mut fg, &[], &[]), "1.0");
+        assert_eq!(show(&mut fg, &[vx], &[]), "x");
+        assert_eq!(show(&mut fg, &[], &[vx]), "reciprocal(x)");
+        assert_eq!(show(&mut fg, &[vx], &[vy]), "(x / y)");
+        assert_eq!(show(&mut fg, &[], &[vx, vy]), "reciprocal((x * y))");
+        assert_eq!(show(&mut fg, &[vx, vy], &[]), "(x * y)");
+        assert_eq!(show(&mut fg, &[vx], &[vx, vy]), "(x / (x * y))");
+        assert_eq!(show(&mut fg, &[vx, vy], &[vy]), "((x * y) / y)");
+    }
+}

@@ -1,0 +1,6 @@
+//! The rewrite library: canonicalize, stabilize, specialize, fusion and
+//! inplace rewrites, one topic per file, registered in the optdb.
+//! See `README.md` in this folder for the rules for writing rules.
+
+pub mod canonizer;
+pub mod util;

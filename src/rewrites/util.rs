@@ -1,0 +1,106 @@
+//! Helpers shared by the rewrite library: building element-wise nodes with
+//! numpy-style ndim alignment inside a FunctionGraph, reading scalar
+//! constants, and restoring a node's output shape with `second` (fill).
+//!
+//! Every helper creates *detached* nodes (`FunctionGraph::apply`); the
+//! navigator that called the rewrite splices them in.
+
+use crate::error::Result;
+use crate::graph::{Client, DType, FunctionGraph, NodeId, TensorType, Value, VarId};
+use crate::ops::{Op, ScalarOp};
+
+/// `op` applied element-wise to `inputs`, padding lower-ndim inputs with
+/// leading broadcastable dimensions (constants are reshaped in place).
+pub fn elemwise(fg: &mut FunctionGraph, op: ScalarOp, inputs: &[VarId]) -> Result<VarId> {
+    let ndim = inputs.iter().map(|&v| fg.ty(v).ndim()).max().unwrap_or(0);
+    let padded: Vec<VarId> = inputs.iter().map(|&v| pad_to(fg, v, ndim)).collect::<Result<_>>()?;
+    fg.apply1(Op::elemwise(op), &padded)
+}
+
+/// `v` with leading broadcastable dimensions added up to `ndim`.
+pub fn pad_to(fg: &mut FunctionGraph, v: VarId, ndim: usize) -> Result<VarId> {
+    let have = fg.ty(v).ndim();
+    if have >= ndim {
+        return Ok(v);
+    }
+    let extra = ndim - have;
+    if let Some(c) = fg.constant_value(v) {
+        let mut shape = vec![1usize; extra];
+        shape.extend_from_slice(c.shape());
+        let padded =
+            crate::map_value!(c, a => a.clone().into_shape_with_order(ndarray::IxDyn(&shape)).expect("same size"));
+        return Ok(fg.constant(padded));
+    }
+    let order: Vec<Option<usize>> = (0..extra).map(|_| None).chain((0..have).map(Some)).collect();
+    fg.apply1(Op::DimShuffle { input_ndim: have, new_order: order }, &[v])
+}
+
+/// A 0-d constant of `dtype` holding `v`.
+pub fn scalar_const(fg: &mut FunctionGraph, dtype: DType, v: f64) -> VarId {
+    fg.constant(Value::scalar_f64(dtype, v))
+}
+
+/// The single value of a constant whose elements are all equal
+/// (PyTensor's `unique_value`), looking through DimShuffles of constants.
+pub fn unique_constant(fg: &FunctionGraph, mut v: VarId) -> Option<f64> {
+    loop {
+        if let Some(c) = fg.constant_value(v) {
+            return c.unique_value();
+        }
+        match fg.owner_op(v) {
+            Some(Op::DimShuffle { .. }) => v = fg.node(fg.owner(v)?).inputs[0],
+            _ => return None,
+        }
+    }
+}
+
+/// True when `v` is a constant whose elements all equal `x`.
+pub fn is_constant_equal(fg: &FunctionGraph, v: VarId, x: f64) -> bool {
+    unique_constant(fg, v) == Some(x)
+}
+
+/// The node computing `v` when it is a plain Elemwise of `op`.
+pub fn owner_if(fg: &FunctionGraph, v: VarId, op: ScalarOp) -> Option<NodeId> {
+    let n = fg.owner(v)?;
+    fg.node(n).op.is_elemwise(op).then_some(n)
+}
+
+/// Adjusts `new` so that it can replace a variable of type `want`: casts to
+/// its dtype, pads its ndim, and broadcasts it against `shape_from` (with
+/// `second`) where its static shape is less specific than `want`'s.
+pub fn match_type(fg: &mut FunctionGraph, new: VarId, want: &TensorType, shape_from: &[VarId]) -> Result<VarId> {
+    let mut new = new;
+    if fg.ty(new).dtype != want.dtype {
+        new = fg.apply1(Op::elemwise(ScalarOp::Cast(want.dtype)), &[new])?;
+    }
+    new = pad_to(fg, new, want.ndim())?;
+    for &s in shape_from {
+        if fg.ty(new).broadcastable() == want.broadcastable() {
+            break;
+        }
+        let s_ty = fg.ty(s).clone();
+        // Only inputs that carry some of the missing (non-broadcastable) dimensions help.
+        let helps = (0..want.ndim().min(s_ty.ndim())).any(|d| {
+            let d_new = d + want.ndim() - s_ty.ndim();
+            !s_ty.is_broadcastable(d) && fg.ty(new).is_broadcastable(d_new) && !want.is_broadcastable(d_new)
+        });
+        if helps {
+            let s = pad_to(fg, s, want.ndim())?;
+            new = fg.apply1(Op::elemwise(ScalarOp::Second), &[s, new])?;
+        }
+    }
+    Ok(new)
+}
+
+/// The node clients of `v` (ignoring graph-output uses).
+pub fn node_clients(fg: &FunctionGraph, v: VarId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+    fg.clients(v).iter().filter_map(|c| match *c {
+        Client::Node(n, i) => Some((n, i)),
+        Client::Output(_) => None,
+    })
+}
+
+/// True when `v` is used by exactly one client (node or output).
+pub fn single_client(fg: &FunctionGraph, v: VarId) -> bool {
+    fg.clients(v).len() == 1
+}
