@@ -2,5 +2,7 @@
 //! inplace rewrites, one topic per file, registered in the optdb.
 //! See `README.md` in this folder for the rules for writing rules.
 
+pub mod canonicalize;
 pub mod canonizer;
+pub mod rule;
 pub mod util;

@@ -1,0 +1,510 @@
+//! The canonicalize database: rules that put graphs in a standard form
+//! (one mul/div or add/sub cluster per expression with folded constants,
+//! DimShuffles lifted towards the inputs, fills sunk outwards, inverse pairs
+//! removed, reductions merged) so that later rules see few shapes of graph.
+//!
+//! Value preservation follows PyTensor: a rule may turn a NaN or infinity
+//! produced by cancellation into the finite value of the simplified
+//! expression (`x / x` becomes 1 even where `x` is 0), never the reverse.
+
+use crate::error::Result;
+use crate::graph::{DType, FunctionGraph, NodeId, Value, VarId};
+use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
+
+use super::canonizer::AlgebraicCanonizer;
+use super::rule::Rule;
+use super::util::{elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant};
+
+const ELEMWISE_ALL: &[OpKind] = &[];
+
+/// Every canonicalize rule, in registration order.
+pub fn rules() -> Vec<Rule> {
+    use ScalarOp::*;
+    macro_rules! kinds {
+        ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
+    }
+    vec![
+        Rule { name: "local_useless_elemwise", tracks: ELEMWISE_ALL, apply: local_useless_elemwise, fast_compile: true },
+        Rule { name: "local_mul_canonizer", tracks: kinds!(Mul, TrueDiv, Reciprocal), apply: local_mul_canonizer, fast_compile: false },
+        Rule { name: "local_add_canonizer", tracks: kinds!(Add, Sub, Neg), apply: local_add_canonizer, fast_compile: false },
+        Rule { name: "local_neg_to_mul", tracks: kinds!(Neg), apply: local_neg_to_mul, fast_compile: false },
+        Rule { name: "local_sub_neg_to_add", tracks: kinds!(Sub), apply: local_sub_neg_to_add, fast_compile: false },
+        Rule { name: "local_mul_zero", tracks: kinds!(Mul), apply: local_mul_zero, fast_compile: false },
+        Rule { name: "local_pow_canonicalize", tracks: kinds!(Pow), apply: local_pow_canonicalize, fast_compile: false },
+        Rule { name: "local_reciprocal_canon", tracks: kinds!(Reciprocal), apply: local_reciprocal_canon, fast_compile: false },
+        Rule { name: "local_div_by_one", tracks: kinds!(TrueDiv, IntDiv), apply: local_div_by_one, fast_compile: true },
+        Rule { name: "local_dimshuffle_lift", tracks: &[OpKind::DimShuffle], apply: local_dimshuffle_lift, fast_compile: true },
+        Rule { name: "local_fill_sink", tracks: ELEMWISE_ALL, apply: local_fill_sink, fast_compile: false },
+        Rule { name: "local_useless_fill", tracks: kinds!(Second), apply: local_useless_fill, fast_compile: true },
+        Rule { name: "local_upcast_elemwise_constant_inputs", tracks: ELEMWISE_ALL, apply: local_upcast_elemwise_constant_inputs, fast_compile: false },
+        Rule { name: "local_exp_log", tracks: kinds!(Exp, Log, Log1p, Expm1), apply: local_exp_log, fast_compile: false },
+        Rule { name: "local_func_inv", tracks: kinds!(Neg, Reciprocal, Invert, Tanh, ArcTanh, Sinh, ArcSinh, Cosh), apply: local_func_inv, fast_compile: false },
+        Rule { name: "local_reduce_chain", tracks: &[OpKind::CAReduce], apply: local_reduce_chain, fast_compile: false },
+        Rule { name: "local_sum_prod_all_to_none", tracks: &[OpKind::CAReduce], apply: local_sum_prod_all_to_none, fast_compile: true },
+        Rule { name: "local_useless_reduce", tracks: &[OpKind::CAReduce], apply: local_useless_reduce, fast_compile: true },
+        Rule { name: "local_cast_cast", tracks: ELEMWISE_ALL, apply: local_cast_cast, fast_compile: true },
+        Rule { name: "local_merge_switch_same_cond", tracks: ELEMWISE_ALL, apply: local_merge_switch_same_cond, fast_compile: false },
+        Rule { name: "local_abs_lift", tracks: kinds!(Abs), apply: local_abs_lift, fast_compile: false },
+        Rule { name: "local_shape_i_static", tracks: &[OpKind::ShapeI, OpKind::Shape], apply: local_shape_i_static, fast_compile: true },
+    ]
+}
+
+/// The final rule of canonicalize: a node whose inputs are all constants is
+/// replaced by its value (Alloc and custom ops are never folded: an Alloc's
+/// value is cheaper to rebuild than to store).
+pub fn constant_folding(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let node = fg.node(n);
+    if matches!(node.op, Op::Alloc | Op::Custom(_)) || node.outputs.len() != 1 {
+        return Ok(None);
+    }
+    let Some(values) = node.inputs.iter().map(|&i| fg.constant_value(i)).collect::<Option<Vec<&Value>>>() else {
+        return Ok(None);
+    };
+    let types: Vec<_> = node.inputs.iter().map(|&i| fg.ty(i)).collect();
+    // A node that fails at run time on its constants (e.g. a shape mismatch) is left alone.
+    let Ok(mut out) = crate::eval::perform(&node.op, &values, &types) else { return Ok(None) };
+    let v = out.remove(0);
+    Ok(Some(fg.constant(v)))
+}
+
+fn out_of(fg: &FunctionGraph, n: NodeId) -> VarId {
+    fg.node(n).outputs[0]
+}
+
+fn scalar_of(fg: &FunctionGraph, n: NodeId) -> Option<ScalarOp> {
+    fg.node(n).op.scalar_op()
+}
+
+/// `local_mul_canonizer`: the AlgebraicCanonizer over mul / true_div / reciprocal.
+pub fn local_mul_canonizer(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    AlgebraicCanonizer::MUL.transform(fg, n)
+}
+
+/// `local_add_canonizer`: the AlgebraicCanonizer over add / sub / neg.
+pub fn local_add_canonizer(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    AlgebraicCanonizer::ADD.transform(fg, n)
+}
+
+/// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,
+/// `identity(x)`, `cast{d}(x)` of a `d` tensor, `maximum(x, x)`, `and(x, x)`,
+/// `switch(c, x, x)`, `switch` on a constant condition, and comparisons of an
+/// integer tensor with itself (`x == x` is all true).
+pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    use ScalarOp::*;
+    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    let node = fg.node(n);
+    let ins = node.inputs.to_vec();
+    let out = out_of(fg, n);
+    let out_ty = fg.ty(out).clone();
+    let same = ins.len() == 2 && ins[0] == ins[1];
+    let new = match op {
+        Add | Mul if ins.len() == 1 => ins[0],
+        Identity => ins[0],
+        Cast(d) if fg.ty(ins[0]).dtype == d => ins[0],
+        Maximum | Minimum | And | Or if same => ins[0],
+        Eq | Ge | Le if same && !fg.ty(ins[0]).dtype.is_float() => {
+            let t = scalar_const(fg, DType::Bool, 1.0);
+            return match_type(fg, t, &out_ty, &ins).map(Some);
+        }
+        Neq | Gt | Lt if same && !fg.ty(ins[0]).dtype.is_float() => {
+            let f = scalar_const(fg, DType::Bool, 0.0);
+            return match_type(fg, f, &out_ty, &ins).map(Some);
+        }
+        Switch if ins[1] == ins[2] => ins[1],
+        Switch => match unique_constant(fg, ins[0]) {
+            Some(c) if !c.is_nan() => {
+                if c != 0.0 {
+                    ins[1]
+                } else {
+                    ins[2]
+                }
+            }
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let new = match_type(fg, new, &out_ty, &ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// `-x -> -1 * x`, so that the mul canonizer sees signs as constants.
+pub fn local_neg_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let x = fg.node(n).inputs[0];
+    let dtype = fg.ty(out_of(fg, n)).dtype;
+    let m1 = scalar_const(fg, dtype, -1.0);
+    elemwise(fg, ScalarOp::Mul, &[m1, x]).map(Some)
+}
+
+/// `x - (-y) -> x + y`.
+pub fn local_sub_neg_to_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let ins = fg.node(n).inputs.to_vec();
+    let Some(neg) = owner_if(fg, ins[1], ScalarOp::Neg) else { return Ok(None) };
+    let y = fg.node(neg).inputs[0];
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let new = elemwise(fg, ScalarOp::Add, &[ins[0], y])?;
+    match_type(fg, new, &out_ty, &ins).map(Some)
+}
+
+/// `x * 0 -> fill(x, 0)`.
+pub fn local_mul_zero(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let ins = fg.node(n).inputs.to_vec();
+    if !ins.iter().any(|&i| is_constant_equal(fg, i, 0.0)) {
+        return Ok(None);
+    }
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let zero = scalar_const(fg, out_ty.dtype, 0.0);
+    match_type(fg, zero, &out_ty, &ins).map(Some)
+}
+
+/// `x ** 0 -> fill(x, 1)` and `x ** 1 -> x`.
+pub fn local_pow_canonicalize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let ins = fg.node(n).inputs.to_vec();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let new = match unique_constant(fg, ins[1]) {
+        Some(e) if e == 0.0 => scalar_const(fg, out_ty.dtype, 1.0),
+        Some(e) if e == 1.0 => ins[0],
+        _ => return Ok(None),
+    };
+    match_type(fg, new, &out_ty, &ins).map(Some)
+}
+
+/// `reciprocal(x) -> x ** -1` (specialize turns it back into the cheapest form).
+pub fn local_reciprocal_canon(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let x = fg.node(n).inputs[0];
+    let dtype = fg.ty(out_of(fg, n)).dtype;
+    let m1 = scalar_const(fg, dtype, -1.0);
+    elemwise(fg, ScalarOp::Pow, &[x, m1]).map(Some)
+}
+
+/// `x / 1 -> x` (and `x // 1 -> x` for integers).
+pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let ins = fg.node(n).inputs.to_vec();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    if !is_constant_equal(fg, ins[1], 1.0) {
+        return Ok(None);
+    }
+    if fg.node(n).op.is_elemwise(ScalarOp::IntDiv) && fg.ty(ins[0]).dtype.is_float() {
+        return Ok(None); // floor(x / 1) is not x for floats
+    }
+    let new = match_type(fg, ins[0], &out_ty, &ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// Lifts DimShuffles towards the inputs: merges nested DimShuffles, removes
+/// identity ones, and moves a DimShuffle of a single-client Elemwise onto
+/// the Elemwise's inputs.
+pub fn local_dimshuffle_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::DimShuffle { input_ndim, new_order } = fg.node(n).op.clone() else { return Ok(None) };
+    let x = fg.node(n).inputs[0];
+    if new_order.len() == input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k)) {
+        return Ok(Some(x));
+    }
+    let Some(inner) = fg.owner(x) else { return Ok(None) };
+    match fg.node(inner).op.clone() {
+        Op::DimShuffle { input_ndim: nd0, new_order: inner_order } => {
+            let composed: Vec<Option<usize>> = new_order.iter().map(|d| d.and_then(|k| inner_order[k])).collect();
+            let src = fg.node(inner).inputs[0];
+            if composed.len() == nd0 && composed.iter().enumerate().all(|(k, d)| *d == Some(k)) {
+                return Ok(Some(src));
+            }
+            fg.apply1(Op::DimShuffle { input_ndim: nd0, new_order: composed }, &[src]).map(Some)
+        }
+        Op::Elemwise { scalar, .. } if single_client(fg, x) => {
+            let ins = fg.node(inner).inputs.to_vec();
+            let mut lifted = Vec::with_capacity(ins.len());
+            for i in ins {
+                let ds = Op::DimShuffle { input_ndim, new_order: new_order.clone() };
+                lifted.push(fg.apply1(ds, &[i])?);
+            }
+            fg.apply1(Op::elemwise(scalar), &lifted).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `f(fill(a, b), c) -> fill(a, f(b, c))`: sinks fills (`second`) out of element-wise ops.
+pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    if op == ScalarOp::Second {
+        return Ok(None);
+    }
+    let ins = fg.node(n).inputs.to_vec();
+    let mut models = Vec::new();
+    let mut new_ins = Vec::with_capacity(ins.len());
+    for &i in &ins {
+        match owner_if(fg, i, ScalarOp::Second) {
+            Some(f) => {
+                let (a, b) = (fg.node(f).inputs[0], fg.node(f).inputs[1]);
+                models.push(a);
+                new_ins.push(b);
+            }
+            None => new_ins.push(i),
+        }
+    }
+    if models.is_empty() {
+        return Ok(None);
+    }
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let mut c = fg.apply1(Op::elemwise(op), &new_ins)?;
+    for m in models {
+        if fg.ty(c).broadcastable() != out_ty.broadcastable() {
+            c = fg.apply1(Op::elemwise(ScalarOp::Second), &[m, c])?;
+        }
+    }
+    Ok(out_ty.accepts_replacement(fg.ty(c)).then_some(c))
+}
+
+/// `fill(a, b) -> b` when `b` already has the output's dtype and broadcast pattern.
+pub fn local_useless_fill(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let b = fg.node(n).inputs[1];
+    let out_ty = fg.ty(out_of(fg, n));
+    let b_ty = fg.ty(b);
+    let useless = b_ty.dtype == out_ty.dtype && b_ty.broadcastable() == out_ty.broadcastable();
+    Ok((useless && out_ty.accepts_replacement(b_ty)).then_some(b))
+}
+
+/// Casts constant inputs of an element-wise op to the dtype the op computes
+/// in, so that later rules and fusion see uniform dtypes.
+pub fn local_upcast_elemwise_constant_inputs(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    use ScalarOp::*;
+    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    if matches!(op, Cast(_) | Second | Switch | And | Or | Xor | Invert | IntDiv | Mod | Pow) || op.is_comparison() {
+        return Ok(None);
+    }
+    let ins = fg.node(n).inputs.to_vec();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let mut changed = false;
+    let mut new_ins = Vec::with_capacity(ins.len());
+    for &i in &ins {
+        match fg.constant_value(i) {
+            Some(v) if v.dtype() != out_ty.dtype => {
+                let cast = v.cast(out_ty.dtype);
+                if cast.cast(v.dtype()).same_as(v) {
+                    changed = true;
+                    new_ins.push(fg.constant(cast));
+                } else {
+                    new_ins.push(i);
+                }
+            }
+            _ => new_ins.push(i),
+        }
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let new = fg.apply1(Op::elemwise(op), &new_ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// `log(exp(x)) -> x`, `log1p(expm1(x)) -> x`, `exp(log(x)) -> switch(x >= 0, x, nan)`,
+/// `expm1(log1p(x)) -> switch(x >= -1, x, nan)`.
+pub fn local_exp_log(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    use ScalarOp::*;
+    let Some(outer) = scalar_of(fg, n) else { return Ok(None) };
+    let x_in = fg.node(n).inputs[0];
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let Some(inner_node) = fg.owner(x_in) else { return Ok(None) };
+    let Some(inner) = scalar_of(fg, inner_node) else { return Ok(None) };
+    let x = fg.node(inner_node).inputs[0];
+    if fg.ty(x).dtype != out_ty.dtype {
+        return Ok(None);
+    }
+    let guarded = |fg: &mut FunctionGraph, lo: f64| -> Result<VarId> {
+        let bound = scalar_const(fg, out_ty.dtype, lo);
+        let cond = elemwise(fg, Ge, &[x, bound])?;
+        let nan = scalar_const(fg, out_ty.dtype, f64::NAN);
+        elemwise(fg, Switch, &[cond, x, nan])
+    };
+    let new = match (outer, inner) {
+        (Log, Exp) | (Log1p, Expm1) => x,
+        (Exp, Log) => guarded(fg, 0.0)?,
+        (Expm1, Log1p) => guarded(fg, -1.0)?,
+        _ => return Ok(None),
+    };
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// Removes a function applied to its inverse: `neg(neg(x))`,
+/// `reciprocal(reciprocal(x))`, `invert(invert(x))` (integers and bools),
+/// `tanh(arctanh(x))`, `arctanh(tanh(x))`, `sinh(arcsinh(x))`,
+/// `arcsinh(sinh(x))`, `cosh(arccosh(x))`.
+pub fn local_func_inv(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    use ScalarOp::*;
+    let Some(outer) = scalar_of(fg, n) else { return Ok(None) };
+    let x_in = fg.node(n).inputs[0];
+    let Some(inner_node) = fg.owner(x_in) else { return Ok(None) };
+    let Some(inner) = scalar_of(fg, inner_node) else { return Ok(None) };
+    let pair = matches!(
+        (outer, inner),
+        (Neg, Neg)
+            | (Reciprocal, Reciprocal)
+            | (Invert, Invert)
+            | (Tanh, ArcTanh)
+            | (ArcTanh, Tanh)
+            | (Sinh, ArcSinh)
+            | (ArcSinh, Sinh)
+            | (Cosh, ArcCosh)
+    );
+    let x = fg.node(inner_node).inputs[0];
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    Ok((pair && out_ty.accepts_replacement(fg.ty(x))).then_some(x))
+}
+
+/// `sum(sum(x, a), b) -> sum(x, a ∪ b)` (same for every reduction) when the
+/// inner reduction has no other client.
+pub fn local_reduce_chain(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce { op, axes: outer_axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let y = fg.node(n).inputs[0];
+    let Some(inner) = fg.owner(y) else { return Ok(None) };
+    let Op::CAReduce { op: inner_op, axes: inner_axes } = fg.node(inner).op.clone() else { return Ok(None) };
+    if inner_op != op || !single_client(fg, y) {
+        return Ok(None);
+    }
+    let x = fg.node(inner).inputs[0];
+    let nd = fg.ty(x).ndim();
+    let inner_set: Vec<usize> = inner_axes.clone().unwrap_or_else(|| (0..nd).collect());
+    let kept: Vec<usize> = (0..nd).filter(|d| !inner_set.contains(d)).collect();
+    let outer_set: Vec<usize> = outer_axes.unwrap_or_else(|| (0..kept.len()).collect());
+    let mut all: Vec<usize> = inner_set.into_iter().chain(outer_set.iter().map(|&k| kept[k])).collect();
+    all.sort_unstable();
+    all.dedup();
+    let axes = if all.len() == nd { None } else { Some(all) };
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let new = fg.apply1(Op::CAReduce { op, axes }, &[x])?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// A reduction over every axis listed explicitly becomes `axes=None`.
+pub fn local_sum_prod_all_to_none(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce { op, axes: Some(axes) } = fg.node(n).op.clone() else { return Ok(None) };
+    let x = fg.node(n).inputs[0];
+    if axes.len() != fg.ty(x).ndim() || axes.is_empty() {
+        return Ok(None);
+    }
+    fg.apply1(Op::CAReduce { op, axes: None }, &[x]).map(Some)
+}
+
+/// Removes reductions that reduce nothing: over no axis (a cast), or over
+/// axes of static size 1 (dropped with a DimShuffle).
+pub fn local_useless_reduce(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce { op, axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let x = fg.node(n).inputs[0];
+    let x_ty = fg.ty(x).clone();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let axes: Vec<usize> = axes.unwrap_or_else(|| (0..x_ty.ndim()).collect());
+    let unit: Vec<usize> = axes.iter().copied().filter(|&a| x_ty.is_broadcastable(a)).collect();
+    if unit.is_empty() && !axes.is_empty() {
+        return Ok(None);
+    }
+    let order: Vec<Option<usize>> = (0..x_ty.ndim()).filter(|d| !unit.contains(d)).map(Some).collect();
+    let mut new = if unit.is_empty() {
+        x
+    } else {
+        fg.apply1(Op::DimShuffle { input_ndim: x_ty.ndim(), new_order: order }, &[x])?
+    };
+    let rest: Vec<usize> = axes
+        .iter()
+        .filter(|a| !unit.contains(a))
+        .map(|&a| a - unit.iter().filter(|&&u| u < a).count())
+        .collect();
+    if !rest.is_empty() {
+        new = fg.apply1(Op::CAReduce { op, axes: Some(rest) }, &[new])?;
+    } else if matches!(op, ReduceOp::All | ReduceOp::Any) || fg.ty(new).dtype != out_ty.dtype {
+        new = fg.apply1(Op::elemwise(ScalarOp::Cast(out_ty.dtype)), &[new])?;
+    }
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// True when every value of `from` is exactly representable in `to`.
+pub fn lossless(from: DType, to: DType) -> bool {
+    use DType::*;
+    if from == to || from == Bool {
+        return true;
+    }
+    match to {
+        F64 => matches!(from, U8 | I8 | I16 | I32 | F32),
+        F32 => matches!(from, U8 | I8 | I16),
+        I64 => matches!(from, U8 | I8 | I16 | I32),
+        I32 => matches!(from, U8 | I8 | I16),
+        I16 => matches!(from, U8 | I8),
+        _ => false,
+    }
+}
+
+/// `cast{d2}(cast{d1}(x)) -> cast{d2}(x)` when the inner cast is lossless
+/// (and `-> x` when `d2` is `x`'s dtype).
+pub fn local_cast_cast(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(ScalarOp::Cast(d2)) = scalar_of(fg, n) else { return Ok(None) };
+    let mid = fg.node(n).inputs[0];
+    let Some(inner) = fg.owner(mid) else { return Ok(None) };
+    let Some(ScalarOp::Cast(d1)) = scalar_of(fg, inner) else { return Ok(None) };
+    let x = fg.node(inner).inputs[0];
+    if !lossless(fg.ty(x).dtype, d1) {
+        return Ok(None);
+    }
+    if fg.ty(x).dtype == d2 {
+        return Ok(Some(x));
+    }
+    fg.apply1(Op::elemwise(ScalarOp::Cast(d2)), &[x]).map(Some)
+}
+
+/// `f(switch(c, a, b), switch(c, x, y)) -> switch(c, f(a, x), f(b, y))`.
+pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    let ins = fg.node(n).inputs.to_vec();
+    if op == ScalarOp::Switch || ins.len() < 2 {
+        return Ok(None);
+    }
+    let switches: Option<Vec<NodeId>> = ins.iter().map(|&i| owner_if(fg, i, ScalarOp::Switch)).collect();
+    let Some(switches) = switches else { return Ok(None) };
+    let cond = fg.node(switches[0]).inputs[0];
+    if switches.iter().any(|&s| fg.node(s).inputs[0] != cond) {
+        return Ok(None);
+    }
+    let a: Vec<VarId> = switches.iter().map(|&s| fg.node(s).inputs[1]).collect();
+    let b: Vec<VarId> = switches.iter().map(|&s| fg.node(s).inputs[2]).collect();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let fa = elemwise(fg, op, &a)?;
+    let fb = elemwise(fg, op, &b)?;
+    let new = elemwise(fg, ScalarOp::Switch, &[cond, fa, fb])?;
+    let new = match_type(fg, new, &out_ty, &ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// `abs(x * y) -> abs(x) * abs(y)`, `abs(x / y) -> abs(x) / abs(y)` when the
+/// product has no other client.
+pub fn local_abs_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let x = fg.node(n).inputs[0];
+    let Some(inner) = fg.owner(x) else { return Ok(None) };
+    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = scalar_of(fg, inner) else { return Ok(None) };
+    if !single_client(fg, x) {
+        return Ok(None);
+    }
+    let ins = fg.node(inner).inputs.to_vec();
+    let out_ty = fg.ty(out_of(fg, n)).clone();
+    let abs: Vec<VarId> = ins.iter().map(|&i| elemwise(fg, ScalarOp::Abs, &[i])).collect::<Result<_>>()?;
+    let new = elemwise(fg, op, &abs)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// `Shape_i{k}(x)` and `Shape(x)` become constants when the sizes are static.
+pub fn local_shape_i_static(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let x = fg.node(n).inputs[0];
+    let shape = fg.ty(x).shape.clone();
+    let value = match fg.node(n).op {
+        Op::ShapeI(k) => match shape[k] {
+            Some(s) => Value::scalar_i64(DType::I64, s as i64),
+            None => return Ok(None),
+        },
+        Op::Shape => match shape.iter().copied().collect::<Option<Vec<usize>>>() {
+            Some(s) => Value::I64(ndarray::ArrayD::from_shape_vec(
+                vec![s.len()],
+                s.iter().map(|&d| d as i64).collect(),
+            )
+            .expect("1-d")),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(fg.constant(value)))
+}
