@@ -5,4 +5,5 @@
 pub mod canonicalize;
 pub mod canonizer;
 pub mod rule;
+pub mod stabilize;
 pub mod util;

@@ -104,3 +104,62 @@ pub fn node_clients(fg: &FunctionGraph, v: VarId) -> impl Iterator<Item = (NodeI
 pub fn single_client(fg: &FunctionGraph, v: VarId) -> bool {
     fg.clients(v).len() == 1
 }
+
+/// `x` when `v` is `-x`: `neg(x)` or `mul(-1, x)` / `mul(x, -1)` (seed 004's `is_neg`).
+pub fn is_neg(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let n = fg.owner(v)?;
+    let node = fg.node(n);
+    match node.op.scalar_op()? {
+        ScalarOp::Neg => Some(node.inputs[0]),
+        ScalarOp::Mul if node.inputs.len() == 2 => {
+            let (a, b) = (node.inputs[0], node.inputs[1]);
+            if is_constant_equal(fg, a, -1.0) && fg.ty(b) == fg.ty(v) {
+                Some(b)
+            } else if is_constant_equal(fg, b, -1.0) && fg.ty(a) == fg.ty(v) {
+                Some(a)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Seed 004's `is_exp`: `Some((false, x))` for `exp(x)`, `Some((true, x))` for `-exp(x)`.
+pub fn is_exp(fg: &FunctionGraph, v: VarId) -> Option<(bool, VarId)> {
+    if let Some(n) = owner_if(fg, v, ScalarOp::Exp) {
+        return Some((false, fg.node(n).inputs[0]));
+    }
+    let inner = is_neg(fg, v)?;
+    let n = owner_if(fg, inner, ScalarOp::Exp)?;
+    Some((true, fg.node(n).inputs[0]))
+}
+
+/// Seed 004's `is_1pexp`: `Some(x)` when `v` is `1 + exp(x)` (in either order).
+pub fn is_1pexp(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let n = owner_if(fg, v, ScalarOp::Add)?;
+    let ins = &fg.node(n).inputs;
+    if ins.len() != 2 {
+        return None;
+    }
+    let (one, other) = if is_constant_equal(fg, ins[0], 1.0) {
+        (ins[0], ins[1])
+    } else if is_constant_equal(fg, ins[1], 1.0) {
+        (ins[1], ins[0])
+    } else {
+        return None;
+    };
+    let _ = one;
+    let e = owner_if(fg, other, ScalarOp::Exp)?;
+    Some(fg.node(e).inputs[0])
+}
+
+/// `-x` built as `neg(x)`.
+pub fn neg(fg: &mut FunctionGraph, x: VarId) -> Result<VarId> {
+    fg.apply1(Op::elemwise(ScalarOp::Neg), &[x])
+}
+
+/// `op(x)` for a unary scalar op.
+pub fn unary(fg: &mut FunctionGraph, op: ScalarOp, x: VarId) -> Result<VarId> {
+    fg.apply1(Op::elemwise(op), &[x])
+}

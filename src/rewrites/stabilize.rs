@@ -1,0 +1,321 @@
+//! The stabilize database: rules that replace numerically fragile
+//! expressions by accurate equivalents (`log(1 + exp(x))` by
+//! `softplus(x)`, `log(sum(exp(X)))` by the max-shifted form, ...).
+//!
+//! Each rule must be at least as accurate as what it replaces on every
+//! input, including infinities: the max-shifted log-sum-exp guards an
+//! infinite maximum, `log(exp(x) + exp(y))` keeps `x = y = ±inf` right.
+
+use crate::error::Result;
+use crate::graph::{FunctionGraph, NodeId, VarId};
+use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
+
+use super::rule::Rule;
+use super::util::{
+    elemwise, is_1pexp, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary, unique_constant,
+};
+
+/// Every stabilize rule, in registration order.
+pub fn rules() -> Vec<Rule> {
+    use ScalarOp::*;
+    macro_rules! kinds {
+        ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
+    }
+    vec![
+        Rule { name: "local_log1p", tracks: kinds!(Log), apply: local_log1p, fast_compile: false },
+        Rule { name: "local_expm1", tracks: kinds!(Add, Sub), apply: local_expm1, fast_compile: false },
+        Rule { name: "local_log_add_exp", tracks: kinds!(Log), apply: local_log_add_exp, fast_compile: false },
+        Rule { name: "local_log_sum_exp", tracks: kinds!(Log), apply: local_log_sum_exp, fast_compile: false },
+        Rule { name: "logsigm_to_softplus", tracks: kinds!(Log), apply: logsigm_to_softplus, fast_compile: false },
+        Rule { name: "log1msigm_to_softplus", tracks: kinds!(Log), apply: log1msigm_to_softplus, fast_compile: false },
+        Rule { name: "log1p_neg_sigmoid", tracks: kinds!(Log1p), apply: log1p_neg_sigmoid, fast_compile: false },
+        Rule { name: "local_log1p_plusminus_exp", tracks: kinds!(Log1p), apply: local_log1p_plusminus_exp, fast_compile: false },
+        Rule { name: "logmexpm1_to_log1mexp", tracks: kinds!(Log), apply: logmexpm1_to_log1mexp, fast_compile: false },
+        Rule { name: "local_exp_over_1_plus_exp", tracks: kinds!(TrueDiv), apply: local_exp_over_1_plus_exp, fast_compile: false },
+        Rule { name: "local_reciprocal_1_plus_exp", tracks: kinds!(Reciprocal, Pow, TrueDiv), apply: local_reciprocal_1_plus_exp, fast_compile: false },
+        Rule { name: "local_1msigmoid", tracks: kinds!(Sub), apply: local_1msigmoid, fast_compile: false },
+        Rule { name: "local_sigm_times_exp", tracks: kinds!(Mul), apply: local_sigm_times_exp, fast_compile: false },
+    ]
+}
+
+fn input(fg: &FunctionGraph, n: NodeId, k: usize) -> VarId {
+    fg.node(n).inputs[k]
+}
+
+fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>> {
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    let ins = fg.node(n).inputs.to_vec();
+    let new = match_type(fg, new, &out_ty, &ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// `log(1 + x) -> log1p(x)` (any add with a constant-1 term) and `log(1 - x) -> log1p(-x)`.
+pub fn local_log1p(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let arg = input(fg, n, 0);
+    let dtype = fg.ty(arg).dtype;
+    if !dtype.is_float() {
+        return Ok(None);
+    }
+    if let Some(a) = owner_if(fg, arg, ScalarOp::Add) {
+        let ins = fg.node(a).inputs.to_vec();
+        let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, 1.0)) else { return Ok(None) };
+        let rest: Vec<VarId> = ins.iter().enumerate().filter(|&(j, _)| j != k).map(|(_, &v)| v).collect();
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        let x = if rest.len() == 1 { rest[0] } else { elemwise(fg, ScalarOp::Add, &rest)? };
+        let new = unary(fg, ScalarOp::Log1p, x)?;
+        return finish(fg, n, new);
+    }
+    if let Some(s) = owner_if(fg, arg, ScalarOp::Sub) {
+        let (one, x) = (input(fg, s, 0), input(fg, s, 1));
+        if is_constant_equal(fg, one, 1.0) {
+            let nx = neg(fg, x)?;
+            let new = unary(fg, ScalarOp::Log1p, nx)?;
+            return finish(fg, n, new);
+        }
+    }
+    Ok(None)
+}
+
+/// `exp(x) - 1 -> expm1(x)`, also in the canonical form `add(-1, exp(x), ...)`.
+pub fn local_expm1(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let op = fg.node(n).op.scalar_op();
+    let ins = fg.node(n).inputs.to_vec();
+    if op == Some(ScalarOp::Sub) {
+        let Some(e) = owner_if(fg, ins[0], ScalarOp::Exp) else { return Ok(None) };
+        if !is_constant_equal(fg, ins[1], 1.0) {
+            return Ok(None);
+        }
+        let x = input(fg, e, 0);
+        let new = unary(fg, ScalarOp::Expm1, x)?;
+        return finish(fg, n, new);
+    }
+    let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, -1.0)) else { return Ok(None) };
+    let Some((j, e)) = ins.iter().enumerate().find_map(|(j, &i)| owner_if(fg, i, ScalarOp::Exp).map(|e| (j, e))) else {
+        return Ok(None);
+    };
+    let x = input(fg, e, 0);
+    let em1 = unary(fg, ScalarOp::Expm1, x)?;
+    let mut rest: Vec<VarId> =
+        ins.iter().enumerate().filter(|&(i, _)| i != k && i != j).map(|(_, &v)| v).collect();
+    rest.insert(0, em1);
+    let new = if rest.len() == 1 { rest[0] } else { elemwise(fg, ScalarOp::Add, &rest)? };
+    finish(fg, n, new)
+}
+
+/// `log(exp(a) + exp(b) + ...) -> m + log(exp(a - m) + exp(b - m) + ...)` with
+/// `m = maximum(a, b, ...)`, returning `m` itself where `m` is infinite.
+pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let arg = input(fg, n, 0);
+    let Some(a) = owner_if(fg, arg, ScalarOp::Add) else { return Ok(None) };
+    let ins = fg.node(a).inputs.to_vec();
+    if ins.len() < 2 {
+        return Ok(None);
+    }
+    let args: Option<Vec<VarId>> =
+        ins.iter().map(|&i| owner_if(fg, i, ScalarOp::Exp).map(|e| input(fg, e, 0))).collect();
+    let Some(args) = args else { return Ok(None) };
+    let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    let mut m = args[0];
+    for &x in &args[1..] {
+        m = elemwise(fg, ScalarOp::Maximum, &[m, x])?;
+    }
+    let shifted: Vec<VarId> = args
+        .iter()
+        .map(|&x| {
+            let d = elemwise(fg, ScalarOp::Sub, &[x, m])?;
+            unary(fg, ScalarOp::Exp, d)
+        })
+        .collect::<Result<_>>()?;
+    let s = elemwise(fg, ScalarOp::Add, &shifted)?;
+    let l = unary(fg, ScalarOp::Log, s)?;
+    let stable = elemwise(fg, ScalarOp::Add, &[m, l])?;
+    let am = unary(fg, ScalarOp::Abs, m)?;
+    let inf = scalar_const(fg, dtype, f64::INFINITY);
+    let is_inf = elemwise(fg, ScalarOp::Eq, &[am, inf])?;
+    let new = elemwise(fg, ScalarOp::Switch, &[is_inf, m, stable])?;
+    finish(fg, n, new)
+}
+
+/// `log(sum(exp(X), axes)) -> log(sum(exp(X - m), axes)) + m` with
+/// `m = max(X, axes)`, where an infinite `m` is replaced by 0 in the shift.
+pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let arg = input(fg, n, 0);
+    let Some(s) = fg.owner(arg) else { return Ok(None) };
+    let Op::CAReduce { op: ReduceOp::Sum, axes } = fg.node(s).op.clone() else { return Ok(None) };
+    let Some(e) = owner_if(fg, input(fg, s, 0), ScalarOp::Exp) else { return Ok(None) };
+    let x = input(fg, e, 0);
+    let x_ty = fg.ty(x).clone();
+    if !x_ty.dtype.is_float() {
+        return Ok(None);
+    }
+    let nd = x_ty.ndim();
+    let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
+    let m = fg.apply1(Op::CAReduce { op: ReduceOp::Max, axes: axes.clone() }, &[x])?;
+    let am = unary(fg, ScalarOp::Abs, m)?;
+    let inf = scalar_const(fg, x_ty.dtype, f64::INFINITY);
+    let is_inf = elemwise(fg, ScalarOp::Eq, &[am, inf])?;
+    let zero = scalar_const(fg, x_ty.dtype, 0.0);
+    let m_safe = elemwise(fg, ScalarOp::Switch, &[is_inf, zero, m])?;
+    // Put the reduced axes back as broadcastable dimensions to shift X.
+    let mut k = 0;
+    let order: Vec<Option<usize>> = (0..nd)
+        .map(|d| {
+            if reduced.contains(&d) {
+                None
+            } else {
+                k += 1;
+                Some(k - 1)
+            }
+        })
+        .collect();
+    let m_keep = fg.apply1(Op::DimShuffle { input_ndim: nd - reduced.len(), new_order: order }, &[m_safe])?;
+    let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
+    let ex = unary(fg, ScalarOp::Exp, shifted)?;
+    let sum = fg.apply1(Op::CAReduce { op: ReduceOp::Sum, axes }, &[ex])?;
+    let l = unary(fg, ScalarOp::Log, sum)?;
+    let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    finish(fg, n, new)
+}
+
+/// `log(sigmoid(x)) -> -softplus(-x)`.
+pub fn logsigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(s) = owner_if(fg, input(fg, n, 0), ScalarOp::Sigmoid) else { return Ok(None) };
+    let x = input(fg, s, 0);
+    let nx = neg(fg, x)?;
+    let sp = unary(fg, ScalarOp::Softplus, nx)?;
+    let new = neg(fg, sp)?;
+    finish(fg, n, new)
+}
+
+/// `log(1 - sigmoid(x)) -> -softplus(x)`.
+pub fn log1msigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::Sub) else { return Ok(None) };
+    if !is_constant_equal(fg, input(fg, d, 0), 1.0) {
+        return Ok(None);
+    }
+    let Some(s) = owner_if(fg, input(fg, d, 1), ScalarOp::Sigmoid) else { return Ok(None) };
+    let x = input(fg, s, 0);
+    let sp = unary(fg, ScalarOp::Softplus, x)?;
+    let new = neg(fg, sp)?;
+    finish(fg, n, new)
+}
+
+/// `log1p(-sigmoid(x)) -> -softplus(x)`.
+pub fn log1p_neg_sigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(inner) = is_neg(fg, input(fg, n, 0)) else { return Ok(None) };
+    let Some(s) = owner_if(fg, inner, ScalarOp::Sigmoid) else { return Ok(None) };
+    let x = input(fg, s, 0);
+    let sp = unary(fg, ScalarOp::Softplus, x)?;
+    let new = neg(fg, sp)?;
+    finish(fg, n, new)
+}
+
+/// `log1p(exp(x)) -> softplus(x)` and `log1p(-exp(x)) -> log1mexp(x)`.
+pub fn local_log1p_plusminus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let arg = input(fg, n, 0);
+    if let Some(e) = owner_if(fg, arg, ScalarOp::Exp) {
+        let x = input(fg, e, 0);
+        let new = unary(fg, ScalarOp::Softplus, x)?;
+        return finish(fg, n, new);
+    }
+    let Some(inner) = is_neg(fg, arg) else { return Ok(None) };
+    let Some(e) = owner_if(fg, inner, ScalarOp::Exp) else { return Ok(None) };
+    let x = input(fg, e, 0);
+    let new = unary(fg, ScalarOp::Log1mexp, x)?;
+    finish(fg, n, new)
+}
+
+/// `log(-expm1(x)) -> log1mexp(x)`.
+pub fn logmexpm1_to_log1mexp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(inner) = is_neg(fg, input(fg, n, 0)) else { return Ok(None) };
+    let Some(e) = owner_if(fg, inner, ScalarOp::Expm1) else { return Ok(None) };
+    let x = input(fg, e, 0);
+    let new = unary(fg, ScalarOp::Log1mexp, x)?;
+    finish(fg, n, new)
+}
+
+/// `exp(x) / (1 + exp(x)) -> sigmoid(x)`.
+pub fn local_exp_over_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(e) = owner_if(fg, input(fg, n, 0), ScalarOp::Exp) else { return Ok(None) };
+    let x = input(fg, e, 0);
+    let Some(y) = is_1pexp(fg, input(fg, n, 1)) else { return Ok(None) };
+    if x != y {
+        return Ok(None);
+    }
+    let new = unary(fg, ScalarOp::Sigmoid, x)?;
+    finish(fg, n, new)
+}
+
+/// `1 / (1 + exp(x)) -> sigmoid(-x)`, also as `reciprocal(1 + exp(x))` and `(1 + exp(x)) ** -1`.
+pub fn local_reciprocal_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let op = fg.node(n).op.scalar_op();
+    let denom = match op {
+        Some(ScalarOp::Reciprocal) => input(fg, n, 0),
+        Some(ScalarOp::Pow) if unique_constant(fg, input(fg, n, 1)) == Some(-1.0) => input(fg, n, 0),
+        Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => input(fg, n, 1),
+        _ => return Ok(None),
+    };
+    let Some(x) = is_1pexp(fg, denom) else { return Ok(None) };
+    let nx = neg(fg, x)?;
+    let new = unary(fg, ScalarOp::Sigmoid, nx)?;
+    finish(fg, n, new)
+}
+
+/// `1 - sigmoid(x) -> sigmoid(-x)`.
+pub fn local_1msigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    if !is_constant_equal(fg, input(fg, n, 0), 1.0) {
+        return Ok(None);
+    }
+    let Some(s) = owner_if(fg, input(fg, n, 1), ScalarOp::Sigmoid) else { return Ok(None) };
+    let x = input(fg, s, 0);
+    let nx = neg(fg, x)?;
+    let new = unary(fg, ScalarOp::Sigmoid, nx)?;
+    finish(fg, n, new)
+}
+
+/// In a product, `exp(x) * sigmoid(-x) -> sigmoid(x)` and
+/// `exp(-x) * sigmoid(x) -> sigmoid(-x)` (seed 004's `local_sigm_times_exp`,
+/// over the flat factor list of one `mul`).
+pub fn local_sigm_times_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let mut factors = fg.node(n).inputs.to_vec();
+    let mut changed = false;
+    let mut i = 0;
+    while i < factors.len() {
+        let Some(e) = owner_if(fg, factors[i], ScalarOp::Exp) else {
+            i += 1;
+            continue;
+        };
+        let a = input(fg, e, 0);
+        // Find sigmoid(-a) (giving sigmoid(a)) or, for a = -b, sigmoid(b) (giving sigmoid(-b)).
+        let partner = factors.iter().enumerate().find_map(|(j, &f)| {
+            let s = owner_if(fg, f, ScalarOp::Sigmoid)?;
+            let b = input(fg, s, 0);
+            if is_neg(fg, b) == Some(a) {
+                Some((j, a, false))
+            } else if is_neg(fg, a) == Some(b) {
+                Some((j, b, true))
+            } else {
+                None
+            }
+        });
+        let Some((j, arg, negate)) = partner else {
+            i += 1;
+            continue;
+        };
+        let x = if negate { neg(fg, arg)? } else { arg };
+        let sig = unary(fg, ScalarOp::Sigmoid, x)?;
+        let (lo, hi) = (i.min(j), i.max(j));
+        factors.remove(hi);
+        factors.remove(lo);
+        factors.insert(lo, sig);
+        changed = true;
+        i = 0;
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let new = if factors.len() == 1 { factors[0] } else { elemwise(fg, ScalarOp::Mul, &factors)? };
+    finish(fg, n, new)
+}
