@@ -5,5 +5,6 @@
 pub mod canonicalize;
 pub mod canonizer;
 pub mod rule;
+pub mod specialize;
 pub mod stabilize;
 pub mod util;
