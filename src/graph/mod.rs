@@ -8,6 +8,7 @@ pub mod print;
 pub mod types;
 pub mod value;
 
+pub use features::destroy::DestroyHandler;
 pub use features::{ChangeTracker, History, NodeFinder, ReplaceValidate};
 pub use fgraph::{Apply, Feature, FunctionGraph, GraphStats, Variable};
 pub use ids::{Client, NodeId, VarId};

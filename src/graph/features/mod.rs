@@ -7,6 +7,8 @@
 //! * [`NodeFinder`] keeps an index of in-graph nodes by op kind.
 //! * [`ChangeTracker`] counts changes, so a pass can tell whether it did anything.
 
+pub mod destroy;
+
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
