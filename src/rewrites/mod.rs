@@ -4,6 +4,7 @@
 
 pub mod canonicalize;
 pub mod canonizer;
+pub mod fusion;
 pub mod rule;
 pub mod specialize;
 pub mod stabilize;

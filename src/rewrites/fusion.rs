@@ -1,0 +1,305 @@
+//! Elemwise fusion: maximal convex groups of element-wise nodes with the
+//! same output broadcast pattern become one `Composite` node, computed in a
+//! single pass over memory.
+//!
+//! Algorithm (near-linear; one topological sort, no re-sort per candidate):
+//! nodes get their index in a topological order. Roots are taken from the
+//! last node backwards; a group grows from its root towards the inputs,
+//! always examining the candidate with the largest index first (a max-heap),
+//! so that when a producer is examined every client that could join the
+//! group already has. A producer joins when its output has the root's
+//! broadcast pattern and every client outside the group comes after the
+//! root in the order (such a client cannot lead back into the group, which
+//! keeps the group convex); its value then becomes an extra output of the
+//! Composite (multi-output). The number of Composite inputs is bounded by
+//! `max_operands`. Scalar constants are inlined into the Composite; only
+//! values used outside the group become outputs.
+//!
+//! Groups are built after all grouping decisions, producers first, each from
+//! the current graph, so a group's inputs always name live variables.
+
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::Result;
+use crate::graph::{Client, FunctionGraph, NodeId, ReplaceValidate, VarId};
+use crate::ops::{CRef, Composite, Op, ScalarConst};
+
+/// The default bound on the number of inputs of a fused Composite.
+pub const DEFAULT_MAX_OPERANDS: usize = 32;
+
+/// What one fusion pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FusionStats {
+    /// Groups of two or more nodes found.
+    pub groups: usize,
+    /// Element-wise nodes absorbed into Composites.
+    pub fused_nodes: usize,
+    /// Composites whose replacement was refused by validation.
+    pub inconsistent: usize,
+}
+
+fn fuseable(fg: &FunctionGraph, n: NodeId) -> bool {
+    match &fg.node(n).op {
+        Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.is_empty(),
+        _ => false,
+    }
+}
+
+fn pattern(fg: &FunctionGraph, n: NodeId) -> Vec<bool> {
+    fg.ty(fg.node(n).outputs[0]).broadcastable()
+}
+
+/// Fuses element-wise sub-graphs of `fg` into Composites (see the module docs).
+pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<FusionStats> {
+    let order = fg.toposort();
+    let mut index: FxHashMap<NodeId, usize> = FxHashMap::default();
+    for (k, &n) in order.iter().enumerate() {
+        index.insert(n, k);
+    }
+    let mut group_of: FxHashMap<NodeId, usize> = FxHashMap::default();
+    let mut groups: Vec<Vec<NodeId>> = Vec::new();
+    for &root in order.iter().rev() {
+        if group_of.contains_key(&root) || !fuseable(fg, root) {
+            continue;
+        }
+        let gid = groups.len();
+        let root_idx = index[&root];
+        let root_pattern = pattern(fg, root);
+        let mut members = vec![root];
+        group_of.insert(root, gid);
+        let mut external_inputs: Vec<VarId> = fg.node(root).inputs.to_vec();
+        let mut heap: BinaryHeap<(usize, NodeId)> = BinaryHeap::new();
+        let push_inputs = |fg: &FunctionGraph, heap: &mut BinaryHeap<(usize, NodeId)>, n: NodeId| {
+            for &i in &fg.node(n).inputs {
+                if let Some(p) = fg.owner(i) {
+                    heap.push((index[&p], p));
+                }
+            }
+        };
+        push_inputs(fg, &mut heap, root);
+        while let Some((_, p)) = heap.pop() {
+            if group_of.contains_key(&p) || !fuseable(fg, p) || pattern(fg, p) != root_pattern {
+                continue;
+            }
+            let outs = fg.node(p).outputs.clone();
+            let convex = outs.iter().all(|&o| {
+                fg.clients(o).iter().all(|c| match *c {
+                    Client::Node(c, _) => group_of.get(&c) == Some(&gid) || index[&c] > root_idx,
+                    Client::Output(_) => true,
+                })
+            });
+            if !convex {
+                continue;
+            }
+            // Operand bound: inputs of the group after absorbing p.
+            let mut new_inputs: Vec<VarId> = external_inputs.iter().copied().filter(|v| !outs.contains(v)).collect();
+            for &i in &fg.node(p).inputs {
+                if !new_inputs.contains(&i) && !is_inlinable(fg, i) {
+                    new_inputs.push(i);
+                }
+            }
+            let operands = new_inputs.iter().filter(|&&v| !is_inlinable(fg, v)).count();
+            if operands > max_operands {
+                continue;
+            }
+            external_inputs = new_inputs;
+            members.push(p);
+            group_of.insert(p, gid);
+            push_inputs(fg, &mut heap, p);
+        }
+        groups.push(members);
+    }
+
+    let mut stats = FusionStats::default();
+    // Producers first: groups sorted by their root's position.
+    let mut todo: Vec<Vec<NodeId>> = groups.into_iter().filter(|g| g.len() > 1).collect();
+    todo.sort_by_key(|g| index[&g[0]]);
+    for mut members in todo {
+        members.sort_by_key(|n| index[n]);
+        stats.groups += 1;
+        match build_composite(fg, &members)? {
+            Some(pairs) => {
+                let ok = if fg.has_feature::<ReplaceValidate>() {
+                    fg.replace_all_validate(&pairs, "elemwise_fusion").is_ok()
+                } else {
+                    fg.replace_all(&pairs, "elemwise_fusion").is_ok()
+                };
+                if ok {
+                    stats.fused_nodes += members.len();
+                } else {
+                    stats.inconsistent += 1;
+                }
+            }
+            None => stats.inconsistent += 1,
+        }
+    }
+    Ok(stats)
+}
+
+/// A one-element constant, inlined into the Composite instead of passed in.
+fn is_inlinable(fg: &FunctionGraph, v: VarId) -> bool {
+    fg.constant_value(v).is_some_and(|c| c.len() == 1)
+}
+
+/// Builds the Composite for `members` (in topological order) and returns the
+/// replacements of the member outputs used outside the group.
+fn build_composite(fg: &mut FunctionGraph, members: &[NodeId]) -> Result<Option<Vec<(VarId, VarId)>>> {
+    let member_set: rustc_hash::FxHashSet<NodeId> = members.iter().copied().collect();
+    let mut inputs: Vec<VarId> = Vec::new();
+    let mut refs: FxHashMap<VarId, CRef> = FxHashMap::default();
+    let mut c = Composite::new(Vec::new());
+    for &n in members {
+        let node = fg.node(n).clone();
+        let mut args = Vec::with_capacity(node.inputs.len());
+        for &i in &node.inputs {
+            let r = match refs.get(&i) {
+                Some(&r) => r,
+                None => {
+                    let r = match fg.constant_value(i) {
+                        Some(v) if v.len() == 1 => {
+                            CRef::Const(ScalarConst::new(v.dtype(), v.scalar_as_f64().expect("one element")))
+                        }
+                        _ => {
+                            inputs.push(i);
+                            c.inputs.push(fg.ty(i).dtype);
+                            CRef::Input(c.inputs.len() as u32 - 1)
+                        }
+                    };
+                    refs.insert(i, r);
+                    r
+                }
+            };
+            args.push(r);
+        }
+        match &node.op {
+            Op::Elemwise { scalar, .. } => {
+                let r = c.push(*scalar, &args)?;
+                refs.insert(node.outputs[0], r);
+            }
+            Op::Composite { composite: inner, .. } => {
+                // Inline the inner composite, remapping its inputs to `args`.
+                let mut local: Vec<CRef> = Vec::with_capacity(inner.nodes.len());
+                let map = |r: CRef, local: &Vec<CRef>| match r {
+                    CRef::Input(k) => args[k as usize],
+                    CRef::Node(k) => local[k as usize],
+                    CRef::Const(_) => r,
+                };
+                for cn in &inner.nodes {
+                    let a: Vec<CRef> = cn.args.iter().map(|&r| map(r, &local)).collect();
+                    local.push(c.push(cn.op, &a)?);
+                }
+                for (o, &r) in node.outputs.iter().zip(&inner.outputs) {
+                    refs.insert(*o, map(r, &local));
+                }
+            }
+            _ => return Ok(None),
+        }
+    }
+    // Outputs: member outputs with a client outside the group.
+    let mut old_outs = Vec::new();
+    for &n in members {
+        for &o in &fg.node(n).outputs {
+            let external = fg.clients(o).iter().any(|c| match *c {
+                Client::Node(m, _) => !member_set.contains(&m),
+                Client::Output(_) => true,
+            });
+            if external {
+                old_outs.push(o);
+                c.outputs.push(refs[&o]);
+            }
+        }
+    }
+    if c.outputs.is_empty() || inputs.is_empty() {
+        return Ok(None);
+    }
+    c.check()?;
+    let node = fg.apply(Op::composite(c), &inputs)?;
+    let new_outs = fg.node(node).outputs.clone();
+    for (&old, &new) in old_outs.iter().zip(&new_outs) {
+        if !fg.ty(old).accepts_replacement(fg.ty(new)) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(old_outs.into_iter().zip(new_outs).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::evaluate;
+    use crate::tensor::*;
+    use crate::{DType, Value};
+    use ndarray::arr1;
+
+    fn fused(fg: &mut FunctionGraph) -> FusionStats {
+        let s = fuse_elemwise(fg, DEFAULT_MAX_OPERANDS).unwrap();
+        fg.check_integrity().unwrap();
+        s
+    }
+
+    #[test]
+    fn a_chain_becomes_one_composite() {
+        let x = vector("x", DType::F64);
+        let y = (1.0 + x.exp()).log();
+        let mut fg = FunctionGraph::new(&[x], &[y]).unwrap();
+        let s = fused(&mut fg);
+        assert_eq!(s.groups, 1);
+        assert_eq!(fg.to_string(), "FunctionGraph(Composite{log(add(1.0, exp(i0)))}(x))");
+        let out = evaluate(&fg, &[Value::F64(arr1(&[0.0, 1.0]).into_dyn())]).unwrap();
+        assert!(out[0].allclose(&Value::F64(arr1(&[2f64.ln(), (1.0 + 1f64.exp()).ln()]).into_dyn()), 1e-15, 0.0));
+    }
+
+    #[test]
+    fn a_shared_intermediate_inside_the_group_is_computed_once() {
+        let x = vector("x", DType::F64);
+        let s = x.sqr();
+        let y = &(&s * &x) + &(&s * 3.0);
+        let mut fg = FunctionGraph::new(&[x], &[y]).unwrap();
+        fused(&mut fg);
+        assert_eq!(fg.n_nodes(), 1);
+        assert_eq!(fg.to_string(), "FunctionGraph(Composite{add(mul(sqr(i0), i0), mul(sqr(i0), 3.0))}(x))");
+    }
+
+    #[test]
+    fn an_intermediate_used_outside_becomes_a_second_output() {
+        let x = vector("x", DType::F64);
+        let e = x.exp();
+        let y = &e + 1.0;
+        let total = e.sum_all();
+        let mut fg = FunctionGraph::new(&[x], &[y, total]).unwrap();
+        fused(&mut fg);
+        assert_eq!(fg.n_nodes(), 2, "{fg}");
+        let comp = fg.owner(fg.outputs()[0]).unwrap();
+        assert_eq!(fg.node(comp).outputs.len(), 2);
+        let out = evaluate(&fg, &[Value::F64(arr1(&[0.0, 0.0]).into_dyn())]).unwrap();
+        assert_eq!(out[1].scalar_as_f64(), Some(2.0));
+    }
+
+    #[test]
+    fn different_broadcast_patterns_are_not_fused() {
+        let u = vector("u", DType::F64);
+        let v = vector("v", DType::F64);
+        let o = (&u.exp().expand_dims(1).unwrap() + &v.expand_dims(0).unwrap()).tanh();
+        let mut fg = FunctionGraph::new(&[u, v], &[o]).unwrap();
+        fused(&mut fg);
+        // exp(u) is 1-d and broadcast: it stays outside the 2-d group.
+        assert!(fg.to_string().contains("exp(u)"), "{fg}");
+    }
+
+    #[test]
+    fn the_operand_limit_is_respected() {
+        let xs: Vec<Tensor> = (0..6).map(|k| vector(&format!("x{k}"), DType::F64)).collect();
+        let mut acc = xs[0].exp();
+        for x in &xs[1..] {
+            acc = &acc + &x.exp();
+        }
+        let mut fg = FunctionGraph::new(&xs, &[acc]).unwrap();
+        fuse_elemwise(&mut fg, 3).unwrap();
+        fg.check_integrity().unwrap();
+        for n in fg.node_ids() {
+            assert!(fg.node(n).inputs.len() <= 3, "{fg}");
+        }
+    }
+}
