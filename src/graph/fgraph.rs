@@ -126,6 +126,7 @@ pub struct FunctionGraph {
     /// Counters for profiles.
     pub stats: GraphStats,
     check_after_mutation: bool,
+    mutable_inputs: Vec<VarId>,
 }
 
 impl Clone for FunctionGraph {
@@ -140,6 +141,7 @@ impl Clone for FunctionGraph {
             n_live_nodes: self.n_live_nodes,
             stats: GraphStats::default(),
             check_after_mutation: self.check_after_mutation,
+            mutable_inputs: self.mutable_inputs.clone(),
         }
     }
 }
@@ -168,6 +170,7 @@ impl FunctionGraph {
             n_live_nodes: 0,
             stats: GraphStats::default(),
             check_after_mutation: cfg!(debug_assertions),
+            mutable_inputs: Vec::new(),
         }
     }
 
@@ -247,6 +250,22 @@ impl FunctionGraph {
         let slot = self.outputs.len() as u32;
         self.outputs.push(v);
         self.attach_client(v, Client::Output(slot), "init");
+    }
+
+    /// Declares graph input `v` mutable: inplace rewrites may overwrite it.
+    pub fn declare_mutable(&mut self, v: VarId) -> Result<()> {
+        if !self.inputs.contains(&v) {
+            return Err(Error::Graph(format!("{v} is not a graph input and cannot be declared mutable")));
+        }
+        if !self.mutable_inputs.contains(&v) {
+            self.mutable_inputs.push(v);
+        }
+        Ok(())
+    }
+
+    /// The inputs declared mutable.
+    pub fn mutable_inputs(&self) -> &[VarId] {
+        &self.mutable_inputs
     }
 
     /// Sets a variable's name.

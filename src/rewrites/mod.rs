@@ -5,6 +5,7 @@
 pub mod canonicalize;
 pub mod canonizer;
 pub mod fusion;
+pub mod inplace;
 pub mod rule;
 pub mod specialize;
 pub mod stabilize;
