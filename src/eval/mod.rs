@@ -59,11 +59,11 @@ pub fn evaluate(fg: &FunctionGraph, inputs: &[Value]) -> Result<Vec<Value>> {
     for n in fg.toposort() {
         let node = fg.node(n);
         for &i in &node.inputs {
-            if !vals.contains_key(&i) {
+            if let std::collections::hash_map::Entry::Vacant(e) = vals.entry(i) {
                 let c = fg
                     .constant_value(i)
                     .ok_or_else(|| Error::Graph(format!("{i} has no value during evaluation")))?;
-                vals.insert(i, c.clone());
+                e.insert(c.clone());
             }
         }
         let args: Vec<&Value> = node.inputs.iter().map(|i| &vals[i]).collect();

@@ -33,7 +33,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
 pub fn elemwise_shape(name: &str, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<usize>> {
     let ndim = inputs.first().map_or(0, |v| v.ndim());
     let mut shape = vec![1usize; ndim];
-    for d in 0..ndim {
+    for (d, out) in shape.iter_mut().enumerate() {
         let mut size: Option<usize> = None;
         for (k, (v, t)) in inputs.iter().zip(types).enumerate() {
             if v.ndim() != ndim {
@@ -59,7 +59,7 @@ pub fn elemwise_shape(name: &str, inputs: &[&Value], types: &[&TensorType]) -> R
                 _ => {}
             }
         }
-        shape[d] = size.unwrap_or(1);
+        *out = size.unwrap_or(1);
     }
     Ok(shape)
 }

@@ -319,7 +319,7 @@ impl Op {
                     return Err(err(format!("expects 1-d or 2-d operands, got {}", types())));
                 }
                 let ka = a.ty.shape[na - 1];
-                let kb = b.ty.shape[if nb == 2 { 0 } else { 0 }];
+                let kb = b.ty.shape[0];
                 if let (Some(x), Some(y)) = (ka, kb) {
                     if x != y {
                         return Err(err(format!("inner dimensions differ: {} and {}", a.ty, b.ty)));

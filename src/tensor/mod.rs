@@ -330,9 +330,9 @@ impl FunctionGraph {
             let node = self.node(n);
             let mut ins = Vec::with_capacity(node.inputs.len());
             for &i in &node.inputs {
-                if !map.contains_key(&i) {
+                if let std::collections::hash_map::Entry::Vacant(e) = map.entry(i) {
                     let c = self.constant_value(i).ok_or_else(|| Error::Graph(format!("{i} has no value")))?;
-                    map.insert(i, Tensor::constant(c.clone()));
+                    e.insert(Tensor::constant(c.clone()));
                 }
                 ins.push(map[&i].clone());
             }
