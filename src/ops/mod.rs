@@ -347,7 +347,11 @@ impl Op {
                     if d.ty.ndim() != 0 || !(d.ty.dtype.is_int()) {
                         return Err(err(format!("shape input {k} must be a 0-d integer, got {}", d.ty)));
                     }
-                    shape.push(d.value.and_then(|v| v.scalar_as_f64()).map(|n| n.max(0.0) as usize));
+                    let size = d.value.and_then(|v| v.to_i64_array().iter().next().copied());
+                    if let Some(n) = size.filter(|&n| n < 0) {
+                        return Err(err(format!("negative size {n} for dimension {k}")));
+                    }
+                    shape.push(size.map(|n| n as usize));
                 }
                 if v.ty.ndim() > dims.len() {
                     return Err(err(format!("value {} has more dimensions than the shape ({})", v.ty, dims.len())));
