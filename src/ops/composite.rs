@@ -135,10 +135,13 @@ impl Composite {
             }
         }
         for &o in &self.outputs {
-            if let CRef::Node(i) = o {
-                if i as usize >= self.nodes.len() {
-                    return Err(Error::ty("Composite", "dangling output".to_string()));
-                }
+            let dangling = match o {
+                CRef::Node(i) => i as usize >= self.nodes.len(),
+                CRef::Input(i) => i as usize >= self.inputs.len(),
+                CRef::Const(_) => false,
+            };
+            if dangling {
+                return Err(Error::ty("Composite", "dangling output".to_string()));
             }
         }
         if self.outputs.is_empty() {
