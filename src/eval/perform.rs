@@ -78,7 +78,8 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
         for _ in 0..n {
             args.clear();
             args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
-            out.push(round_to(op.eval_f64(&args), out_dtype));
+            // `from_f64_array` converts with Rust `as` semantics (a float cast to an integer saturates).
+            out.push(op.eval_f64(&args));
         }
         Ok(Value::from_f64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
     } else {
