@@ -83,7 +83,12 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
         }
         Ok(Value::from_f64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
     } else {
-        let arrays: Vec<ArrayD<i64>> = inputs.iter().map(|v| v.to_i64_array()).collect();
+        // A float input in the integer domain (the condition of a `switch`) is carried
+        // as its truth value: 0.5 and NaN are true, as in numpy's `where`.
+        let arrays: Vec<ArrayD<i64>> = inputs
+            .iter()
+            .map(|v| if v.dtype().is_float() { v.cast(DType::Bool).to_i64_array() } else { v.to_i64_array() })
+            .collect();
         let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
         let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
         let mut out = Vec::with_capacity(n);

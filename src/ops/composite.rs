@@ -194,7 +194,9 @@ pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> 
     if op.computes_in_float(dtypes, out) {
         convert_f64(op.eval_f64(args), out)
     } else {
-        let ints: SmallVec<[i64; 3]> = args.iter().map(|&a| a as i64).collect();
+        // A float argument in the integer domain (a `switch` condition) is its truth value.
+        let ints: SmallVec<[i64; 3]> =
+            args.iter().zip(dtypes).map(|(&a, d)| if d.is_float() { (a != 0.0) as i64 } else { a as i64 }).collect();
         round_to(op.eval_i64(&ints, out) as f64, out)
     }
 }

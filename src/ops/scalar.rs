@@ -312,6 +312,9 @@ impl ScalarOp {
 
     /// Whether `self` with these input dtypes and this output dtype is evaluated
     /// in the float domain (`f64`) rather than the integer domain (`i64`).
+    /// In the integer domain a float input can only be a `switch` condition
+    /// (or the ignored first input of `second`); it enters as its truth value
+    /// (nonzero, NaN included, is 1).
     pub fn computes_in_float(self, inputs: &[DType], output: DType) -> bool {
         match self {
             ScalarOp::Switch => inputs[1].is_float() || inputs[2].is_float() || output.is_float(),
