@@ -335,7 +335,7 @@ impl ScalarOp {
             Mul => args.iter().product(),
             Sub => a - b(),
             TrueDiv => a / b(),
-            IntDiv => (a / b()).floor(),
+            IntDiv => float_floor_div(a, b()),
             Mod => float_mod(a, b()),
             Pow => a.powf(b()),
             Neg => -a,
@@ -489,13 +489,42 @@ pub fn nan_min(a: f64, b: f64) -> f64 {
     }
 }
 
-/// numpy float `mod`: the result has the sign of the divisor.
+/// numpy float `mod` (`npy_divmod`): the result has the sign of the divisor,
+/// a zero result included; `x % 0` and `inf % x` are NaN.
 pub fn float_mod(a: f64, b: f64) -> f64 {
     let r = a % b;
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+    if b == 0.0 {
+        r
+    } else if r == 0.0 {
+        0.0f64.copysign(b)
+    } else if (r < 0.0) != (b < 0.0) {
         r + b
     } else {
         r
+    }
+}
+
+/// numpy float floor division (`npy_floor_divide`): the quotient of divmod,
+/// computed from `fmod` so that `1.0 // 0.1 == 9.0` and `-5.0 // inf == -1.0`
+/// as in numpy and Python; `x // 0` is `x / 0` (±inf or NaN), `inf // x` is NaN.
+pub fn float_floor_div(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
     }
 }
 
