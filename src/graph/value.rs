@@ -314,6 +314,9 @@ pub fn format_element(v: f64, dtype: DType) -> String {
     }
     if v.is_finite() && v == v.trunc() && v.abs() < 1e16 {
         format!("{v:.1}")
+    } else if dtype == DType::F32 {
+        // The shortest text that reads back as the same f32 (0.1, not 0.10000000149011612).
+        format!("{}", v as f32)
     } else {
         format!("{v}")
     }
