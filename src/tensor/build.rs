@@ -56,8 +56,29 @@ fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
 }
 
 /// A weak constant for a Rust number next to `like` (see `graph::types`).
+/// An integer value (`is_float == false`) goes through [`weak_int_constant`].
 pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
+    if !is_float && v == v.trunc() && v.abs() < 9.2e18 {
+        return weak_int_constant(like, v as i64);
+    }
     Tensor::scalar_constant(DType::weak_scalar(like.dtype(), is_float), v)
+}
+
+/// A weak constant for a Rust integer next to `like`: the tensor's dtype when
+/// that dtype can hold the value (a float dtype always can), else `i64`, so
+/// `x_i8 + 1000` is `i64` instead of saturating the constant to 127. The value
+/// is stored exactly (no round trip through `f64`).
+pub fn weak_int_constant(like: &Tensor, v: i64) -> Tensor {
+    let d = DType::weak_scalar(like.dtype(), false);
+    if d.is_float() {
+        return Tensor::scalar_constant(d, v as f64);
+    }
+    let c = Value::scalar_i64(d, v);
+    if c.to_i64_array().iter().next() == Some(&v) {
+        Tensor::constant(c)
+    } else {
+        Tensor::constant(Value::scalar_i64(DType::I64, v))
+    }
 }
 
 macro_rules! binary_fns {
