@@ -44,7 +44,9 @@ fn operators_for_every_operand_combination() {
 }
 
 #[test]
-#[should_panic(expected = "type error in add: shapes do not broadcast in dimension 0: f64(2,), f64(3,)")]
+#[should_panic(
+    expected = "type error in add: shapes do not broadcast in dimension 0: f64(2,), f64(3,)"
+)]
 fn operators_panic_with_the_type_error() {
     let _ = &tensor("a", F64, &[Some(2)]) + &tensor("b", F64, &[Some(3)]);
 }
@@ -68,9 +70,17 @@ fn rust_numbers_are_weak_constants() {
     assert_eq!(xi.powf(2.0).dtype(), I32);
     assert_eq!(xi.powf(0.5).dtype(), F64);
     assert_eq!(xf.powf(3.0).dtype(), F32);
-    let v = eval1(&[xi.clone()], &(&(&xi + 1) * 3), &[val(&[2], vec![1i32, -4])]);
+    let v = eval1(
+        std::slice::from_ref(&xi),
+        &(&(&xi + 1) * 3),
+        &[val(&[2], vec![1i32, -4])],
+    );
     assert_value(&v, I32, &[2], &[6.0, -9.0]);
-    let v = eval1(&[xf.clone()], &(&xf * 0.1), &[val(&[1], vec![3.0f32])]);
+    let v = eval1(
+        std::slice::from_ref(&xf),
+        &(&xf * 0.1),
+        &[val(&[1], vec![3.0f32])],
+    );
     assert_value(&v, F32, &[1], &[(3.0f32 * 0.1f32) as f64]);
 }
 
@@ -81,19 +91,29 @@ fn weak_integer_constants_do_not_saturate_or_lose_precision() {
     let s = vector("s", I8);
     let t = &s + 1000;
     assert_eq!(t.dtype(), I64);
-    assert_value(&eval1(&[s.clone()], &t, &[val(&[1], vec![5i8])]), I64, &[1], &[1005.0]);
+    assert_value(
+        &eval1(std::slice::from_ref(&s), &t, &[val(&[1], vec![5i8])]),
+        I64,
+        &[1],
+        &[1005.0],
+    );
     let u = vector("u", U8);
     let t = &u - (-1);
     assert_eq!(t.dtype(), I64);
-    assert_value(&eval1(&[u.clone()], &t, &[val(&[1], vec![5u8])]), I64, &[1], &[6.0]);
+    assert_value(
+        &eval1(std::slice::from_ref(&u), &t, &[val(&[1], vec![5u8])]),
+        I64,
+        &[1],
+        &[6.0],
+    );
     assert_eq!((&u + 255).dtype(), U8);
     assert_eq!((&s * -128).dtype(), I8);
     // Large i64 constants are exact.
     let x = vector("x", I64);
     let big = (1i64 << 53) + 1;
-    let v = eval1(&[x.clone()], &(&x + big), &[vi(&[0])]);
+    let v = eval1(std::slice::from_ref(&x), &(&x + big), &[vi(&[0])]);
     assert_eq!(flat_i(&v), [big]);
-    let v = eval1(&[x.clone()], &(i64::MAX - &x), &[vi(&[0])]);
+    let v = eval1(std::slice::from_ref(&x), &(i64::MAX - &x), &[vi(&[0])]);
     assert_eq!(flat_i(&v), [i64::MAX]);
 }
 
@@ -113,8 +133,19 @@ fn elementwise_ops_align_ndims_with_dimshuffle() {
     let c = constant(ndarray::arr1(&[1.0, 2.0]).into_dyn());
     let r = &m + &c;
     assert!(r.owner_inputs()[1].constant_value().is_some());
-    assert_eq!(r.owner_inputs()[1].ty(), &TensorType::new(F64, vec![Some(1), Some(2)]));
-    let out = eval1(&[m.clone(), v.clone(), s.clone()], &(&(&m + &v) * &s), &[f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]), vf(&[10.0, 20.0]), Value::scalar_f64(F64, 2.0)]);
+    assert_eq!(
+        r.owner_inputs()[1].ty(),
+        &TensorType::new(F64, vec![Some(1), Some(2)])
+    );
+    let out = eval1(
+        &[m.clone(), v.clone(), s.clone()],
+        &(&(&m + &v) * &s),
+        &[
+            f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]),
+            vf(&[10.0, 20.0]),
+            Value::scalar_f64(F64, 2.0),
+        ],
+    );
     assert_value(&out, F64, &[2, 2], &[22.0, 44.0, 26.0, 48.0]);
     let sw = switch(&vector("c", Bool), &m, &s).unwrap();
     assert_eq!(sw.ty(), &TensorType::new(F64, vec![None, None]));
@@ -127,8 +158,14 @@ fn expand_dims_transpose_reshape_and_cast() {
     assert_eq!(v.expand_dims(1).unwrap().ty().shape, [Some(3), Some(1)]);
     assert_eq!(v.expand_dims(-1).unwrap().ty().shape, [Some(3), Some(1)]);
     assert_eq!(v.expand_dims(-2).unwrap().ty().shape, [Some(1), Some(3)]);
-    assert_eq!(v.expand_dims(2).unwrap_err().to_string(), "type error in expand_dims: axis 2 out of range for f32(3,)");
-    assert_eq!(v.expand_dims(-3).unwrap_err().to_string(), "type error in expand_dims: axis -3 out of range for f32(3,)");
+    assert_eq!(
+        v.expand_dims(2).unwrap_err().to_string(),
+        "type error in expand_dims: axis 2 out of range for f32(3,)"
+    );
+    assert_eq!(
+        v.expand_dims(-3).unwrap_err().to_string(),
+        "type error in expand_dims: axis -3 out of range for f32(3,)"
+    );
     let m = tensor("m", F64, &[Some(2), None, Some(4)]);
     assert_eq!(m.t().ty().shape, [Some(4), None, Some(2)]);
     assert_eq!(op_of(&m.t()), "DimShuffle{2,1,0}");
@@ -136,9 +173,19 @@ fn expand_dims_transpose_reshape_and_cast() {
     let r = m.reshape(&[8, -1]).unwrap();
     assert_eq!(r.ty().shape, [Some(8), None]);
     let full = tensor("f", F64, &[Some(2), Some(3)]);
-    assert_eq!(full.reshape(&[-1, 2]).unwrap().ty().shape, [Some(3), Some(2)]);
-    assert_eq!(full.reshape(&[4, -1]).unwrap_err().to_string(), "type error in Reshape{2}: cannot reshape f64(2, 3) to [4, -1]");
-    let out = eval1(&[full.clone()], &full.reshape(&[3, 2]).unwrap().t(), &[f64s(&[2, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0])]);
+    assert_eq!(
+        full.reshape(&[-1, 2]).unwrap().ty().shape,
+        [Some(3), Some(2)]
+    );
+    assert_eq!(
+        full.reshape(&[4, -1]).unwrap_err().to_string(),
+        "type error in Reshape{2}: cannot reshape f64(2, 3) to [4, -1]"
+    );
+    let out = eval1(
+        std::slice::from_ref(&full),
+        &full.reshape(&[3, 2]).unwrap().t(),
+        &[f64s(&[2, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0])],
+    );
     assert_value(&out, F64, &[2, 3], &[0.0, 2.0, 4.0, 1.0, 3.0, 5.0]);
     // Casting to the same dtype is a no-op; other casts add a node.
     assert!(v.cast(F32).same(&v));
@@ -150,7 +197,10 @@ fn expand_dims_transpose_reshape_and_cast() {
     );
     let sh = m.shape();
     assert_eq!(sh.ty(), &TensorType::new(I64, vec![Some(3)]));
-    assert_eq!(m.shape_i(3).unwrap_err().to_string(), "type error in Shape_i{3}: dimension 3 out of range for f64(2, ?, 4)");
+    assert_eq!(
+        m.shape_i(3).unwrap_err().to_string(),
+        "type error in Shape_i{3}: dimension 3 out of range for f64(2, ?, 4)"
+    );
 }
 
 #[test]
@@ -164,15 +214,28 @@ fn reductions_with_negative_axes_and_keepdims() {
     let all = x.reduce(ReduceOp::Sum, None, true).unwrap();
     assert_eq!(all.ty().shape, [Some(1), Some(1), Some(1)]);
     assert_eq!(x.sum(&[]).unwrap().ty().shape, [Some(2), Some(3), Some(4)]);
-    assert_eq!(x.sum(&[3]).unwrap_err().to_string(), "type error in Sum: axis 3 out of range for f64(2, 3, 4)");
-    assert_eq!(x.prod(&[-4]).unwrap_err().to_string(), "type error in Prod: axis -4 out of range for f64(2, 3, 4)");
-    assert_eq!(x.max(&[2, -1]).unwrap_err().to_string(), "type error in Max: axis -1 repeated");
+    assert_eq!(
+        x.sum(&[3]).unwrap_err().to_string(),
+        "type error in Sum: axis 3 out of range for f64(2, 3, 4)"
+    );
+    assert_eq!(
+        x.prod(&[-4]).unwrap_err().to_string(),
+        "type error in Prod: axis -4 out of range for f64(2, 3, 4)"
+    );
+    assert_eq!(
+        x.max(&[2, -1]).unwrap_err().to_string(),
+        "type error in Max: axis -1 repeated"
+    );
     let data = f64s(&[2, 3, 4], &(0..24).map(|v| v as f64).collect::<Vec<_>>());
-    let v = eval1(&[x.clone()], &k, &[data.clone()]);
+    let v = eval1(std::slice::from_ref(&x), &k, std::slice::from_ref(&data));
     assert_value(&v, F64, &[1, 3, 1], &[15.0, 19.0, 23.0]);
-    let v = eval1(&[x.clone()], &(&x - &x.reduce(ReduceOp::Min, Some(&[-1]), true).unwrap()), &[data.clone()]);
+    let v = eval1(
+        std::slice::from_ref(&x),
+        &(&x - &x.reduce(ReduceOp::Min, Some(&[-1]), true).unwrap()),
+        std::slice::from_ref(&data),
+    );
     assert_eq!(flat(&v)[..5], [0.0, 1.0, 2.0, 3.0, 0.0]);
-    let v = eval1(&[x.clone()], &x.min(&[1, 2]).unwrap(), &[data]);
+    let v = eval1(std::slice::from_ref(&x), &x.min(&[1, 2]).unwrap(), &[data]);
     assert_value(&v, F64, &[2], &[0.0, 12.0]);
 }
 
@@ -181,26 +244,71 @@ fn mean_of_floats_ints_and_unknown_sizes() {
     let x = tensor("x", F32, &[Some(2), Some(2)]);
     let m = x.mean(None, false).unwrap();
     assert_eq!(m.dtype(), F32);
-    assert_value(&eval1(&[x.clone()], &m, &[val(&[2, 2], vec![1.0f32, 2.0, 3.0, 5.0])]), F32, &[], &[2.75]);
+    assert_value(
+        &eval1(
+            std::slice::from_ref(&x),
+            &m,
+            &[val(&[2, 2], vec![1.0f32, 2.0, 3.0, 5.0])],
+        ),
+        F32,
+        &[],
+        &[2.75],
+    );
     let i = tensor("i", I8, &[Some(2), Some(3)]);
     let mi = i.mean(Some(&[-1]), false).unwrap();
     assert_eq!(mi.ty(), &TensorType::new(F64, vec![Some(2)]));
-    assert_value(&eval1(&[i.clone()], &mi, &[val(&[2, 3], vec![100i8, 100, 101, -1, 0, 0])]), F64, &[2], &[301.0 / 3.0, -1.0 / 3.0]);
+    assert_value(
+        &eval1(
+            std::slice::from_ref(&i),
+            &mi,
+            &[val(&[2, 3], vec![100i8, 100, 101, -1, 0, 0])],
+        ),
+        F64,
+        &[2],
+        &[301.0 / 3.0, -1.0 / 3.0],
+    );
     // Unknown sizes divide by the run-time shape.
     let u = matrix("u", F64);
     let mu = u.mean(Some(&[0]), true).unwrap();
     assert_eq!(mu.ty(), &TensorType::new(F64, vec![Some(1), None]));
     assert!(mu.to_string().contains("Shape_i{0}(u)"), "{mu}");
-    let v = eval1(&[u.clone()], &mu, &[f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 9.0])]);
+    let v = eval1(
+        std::slice::from_ref(&u),
+        &mu,
+        &[f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 9.0])],
+    );
     assert_value(&v, F64, &[1, 2], &[3.0, 5.0]);
     let all = u.mean(None, false).unwrap();
-    assert_value(&eval1(&[u.clone()], &all, &[f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0])]), F64, &[], &[2.5]);
+    assert_value(
+        &eval1(
+            std::slice::from_ref(&u),
+            &all,
+            &[f64s(&[2, 2], &[1.0, 2.0, 3.0, 4.0])],
+        ),
+        F64,
+        &[],
+        &[2.5],
+    );
     // The mean of nothing is NaN, as numpy's.
-    assert_value(&eval1(&[u.clone()], &all, &[f64s(&[0, 2], &[])]), F64, &[], &[f64::NAN]);
+    assert_value(
+        &eval1(std::slice::from_ref(&u), &all, &[f64s(&[0, 2], &[])]),
+        F64,
+        &[],
+        &[f64::NAN],
+    );
     let vi32 = vector("n", I32);
     let mean_i = vi32.mean(None, false).unwrap();
     assert_eq!(mean_i.dtype(), F64);
-    assert_value(&eval1(&[vi32.clone()], &mean_i, &[val(&[4], vec![1i32, 2, 3, 5])]), F64, &[], &[2.75]);
+    assert_value(
+        &eval1(
+            std::slice::from_ref(&vi32),
+            &mean_i,
+            &[val(&[4], vec![1i32, 2, 3, 5])],
+        ),
+        F64,
+        &[],
+        &[2.75],
+    );
 }
 
 #[test]
@@ -211,28 +319,74 @@ fn switch_clip_and_comparisons() {
     let hi = Tensor::scalar_constant(F64, 1.0);
     let c = clip(&x, &lo, &hi).unwrap();
     assert_eq!(c.ty(), x.ty());
-    assert_value(&eval1(&[x.clone()], &c, &vals), F64, &[4], &[0.0, 0.5, 1.0, f64::NAN]);
+    assert_value(
+        &eval1(std::slice::from_ref(&x), &c, &vals),
+        F64,
+        &[4],
+        &[0.0, 0.5, 1.0, f64::NAN],
+    );
     let pos = gt(&x, &lo).unwrap();
     assert_eq!(pos.dtype(), Bool);
-    assert_value(&eval1(&[x.clone()], &pos, &vals), Bool, &[4], &[0.0, 1.0, 1.0, 0.0]);
+    assert_value(
+        &eval1(std::slice::from_ref(&x), &pos, &vals),
+        Bool,
+        &[4],
+        &[0.0, 1.0, 1.0, 0.0],
+    );
     let w = switch(&pos, &x, &(-&x)).unwrap();
-    assert_value(&eval1(&[x.clone()], &w, &vals), F64, &[4], &[2.0, 0.5, 3.0, f64::NAN]);
-    let cmp = [le(&x, &hi), ge(&x, &hi), lt(&x, &hi), eq(&x, &hi), neq(&x, &x)];
-    let want = [[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]];
+    assert_value(
+        &eval1(std::slice::from_ref(&x), &w, &vals),
+        F64,
+        &[4],
+        &[2.0, 0.5, 3.0, f64::NAN],
+    );
+    let cmp = [
+        le(&x, &hi),
+        ge(&x, &hi),
+        lt(&x, &hi),
+        eq(&x, &hi),
+        neq(&x, &x),
+    ];
+    let want = [
+        [1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 0.0],
+        [1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 1.0],
+    ];
     for (t, w) in cmp.into_iter().zip(want) {
-        assert_value(&eval1(&[x.clone()], &t.unwrap(), &vals), Bool, &[4], &w);
+        assert_value(
+            &eval1(std::slice::from_ref(&x), &t.unwrap(), &vals),
+            Bool,
+            &[4],
+            &w,
+        );
     }
     let both = and(&pos, &le(&x, &hi).unwrap()).unwrap();
-    assert_value(&eval1(&[x.clone()], &both, &vals), Bool, &[4], &[0.0, 1.0, 0.0, 0.0]);
+    assert_value(
+        &eval1(std::slice::from_ref(&x), &both, &vals),
+        Bool,
+        &[4],
+        &[0.0, 1.0, 0.0, 0.0],
+    );
     let either = or(&pos, &pos.invert().unwrap()).unwrap();
-    assert_value(&eval1(&[x.clone()], &either, &vals), Bool, &[4], &[1.0; 4]);
+    assert_value(
+        &eval1(std::slice::from_ref(&x), &either, &vals),
+        Bool,
+        &[4],
+        &[1.0; 4],
+    );
 }
 
 #[test]
 fn tensor_handles_names_and_free_inputs() {
     let (x, y, z) = (scalar("x", F64), scalar("y", F64), scalar("z", F64));
     let out = &(&y * &x) + &(&z + &y);
-    let free: Vec<String> = out.free_inputs().iter().map(|t| t.name().unwrap().to_string()).collect();
+    let free: Vec<String> = out
+        .free_inputs()
+        .iter()
+        .map(|t| t.name().unwrap().to_string())
+        .collect();
     assert_eq!(free, ["y", "x", "z"]);
     assert_eq!(free_inputs(&[x.clone(), out.clone()]).len(), 3);
     let named = out.named("total");

@@ -36,7 +36,9 @@ pub fn perf(op: &Op, inputs: &[&Value]) -> kiln::Result<Vec<Value>> {
 
 /// Runs `perform` of a single-output op with the values' own types, panicking on error.
 pub fn perf1(op: &Op, inputs: &[&Value]) -> Value {
-    perf(op, inputs).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+    perf(op, inputs)
+        .unwrap_or_else(|e| panic!("{op}: {e}"))
+        .remove(0)
 }
 
 /// Builds a FunctionGraph and evaluates it with the reference evaluator.
@@ -65,7 +67,9 @@ pub fn flat_i(v: &Value) -> Vec<i64> {
 pub fn close(got: &[f64], want: &[f64], rtol: f64) -> bool {
     got.len() == want.len()
         && got.iter().zip(want).all(|(&g, &w)| {
-            (g.is_nan() && w.is_nan()) || g == w || (g.is_finite() && w.is_finite() && (g - w).abs() <= rtol * w.abs())
+            (g.is_nan() && w.is_nan())
+                || g == w
+                || (g.is_finite() && w.is_finite() && (g - w).abs() <= rtol * w.abs())
         })
 }
 
@@ -73,5 +77,9 @@ pub fn close(got: &[f64], want: &[f64], rtol: f64) -> bool {
 pub fn assert_value(v: &Value, dtype: kiln::DType, shape: &[usize], want: &[f64]) {
     assert_eq!(v.dtype(), dtype, "dtype of {v:?}");
     assert_eq!(v.shape(), shape, "shape of {v:?}");
-    assert!(close(&flat(v), want, 0.0), "got {:?}, want {want:?}", flat(v));
+    assert!(
+        close(&flat(v), want, 0.0),
+        "got {:?}, want {want:?}",
+        flat(v)
+    );
 }
