@@ -1,1 +1,3 @@
-fn main(){}
+//! The kiln command-line interface (a placeholder until the CLI lands).
+
+fn main() {}

@@ -28,10 +28,19 @@ impl ScalarConst {
     /// A constant of dtype `dtype` holding `v`, converted like numpy's `astype`.
     pub fn new(dtype: DType, v: f64) -> Self {
         let bits = if dtype.is_float() {
-            let v = if dtype == DType::F32 { v as f32 as f64 } else { v };
+            let v = if dtype == DType::F32 {
+                v as f32 as f64
+            } else {
+                v
+            };
             v.to_bits()
         } else {
-            crate::graph::Value::scalar_f64(dtype, v).to_i64_array().iter().next().copied().unwrap_or(0) as u64
+            crate::graph::Value::scalar_f64(dtype, v)
+                .to_i64_array()
+                .iter()
+                .next()
+                .copied()
+                .unwrap_or(0) as u64
         };
         ScalarConst { dtype, bits }
     }
@@ -90,7 +99,11 @@ impl Composite {
     /// An empty composite over inputs of the given dtypes; add nodes with
     /// [`Composite::push`] and set [`Composite::outputs`].
     pub fn new(inputs: Vec<DType>) -> Self {
-        Composite { inputs, nodes: Vec::new(), outputs: Vec::new() }
+        Composite {
+            inputs,
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+        }
     }
 
     /// The dtype of a reference.
@@ -116,7 +129,11 @@ impl Composite {
         }
         let dtypes: Vec<DType> = args.iter().map(|&a| self.dtype_of(a)).collect();
         let dtype = op.output_dtype(&dtypes)?;
-        self.nodes.push(CNode { op, args: args.iter().copied().collect(), dtype });
+        self.nodes.push(CNode {
+            op,
+            args: args.iter().copied().collect(),
+            dtype,
+        });
         Ok(CRef::Node(self.nodes.len() as u32 - 1))
     }
 
@@ -131,14 +148,20 @@ impl Composite {
         for n in &self.nodes {
             probe.push(n.op, &n.args)?;
             if probe.nodes.last().map(|p| p.dtype) != Some(n.dtype) {
-                return Err(Error::ty("Composite", format!("node {} has an inconsistent dtype", n.op)));
+                return Err(Error::ty(
+                    "Composite",
+                    format!("node {} has an inconsistent dtype", n.op),
+                ));
             }
         }
         for &o in &self.outputs {
-            if let CRef::Node(i) = o {
-                if i as usize >= self.nodes.len() {
-                    return Err(Error::ty("Composite", "dangling output".to_string()));
-                }
+            let dangling = match o {
+                CRef::Node(i) => i as usize >= self.nodes.len(),
+                CRef::Input(i) => i as usize >= self.inputs.len(),
+                CRef::Const(_) => false,
+            };
+            if dangling {
+                return Err(Error::ty("Composite", "dangling output".to_string()));
             }
         }
         if self.outputs.is_empty() {
@@ -168,7 +191,9 @@ impl Composite {
     fn render(&self, r: CRef, out: &mut String) {
         match r {
             CRef::Input(i) => out.push_str(&format!("i{i}")),
-            CRef::Const(c) => out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype)),
+            CRef::Const(c) => {
+                out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype))
+            }
             CRef::Node(i) => {
                 let n = &self.nodes[i as usize];
                 out.push_str(&n.op.name());
@@ -189,15 +214,43 @@ impl Composite {
 /// reference evaluator uses for these dtypes, and rounds the result to `out`.
 pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> f64 {
     if op.computes_in_float(dtypes, out) {
-        round_to(op.eval_f64(args), out)
+        convert_f64(op.eval_f64(args), out)
     } else {
-        let ints: SmallVec<[i64; 3]> = args.iter().map(|&a| a as i64).collect();
+        // A float argument in the integer domain (a `switch` condition) is its truth value.
+        let ints: SmallVec<[i64; 3]> = args
+            .iter()
+            .zip(dtypes)
+            .map(|(&a, d)| {
+                if d.is_float() {
+                    (a != 0.0) as i64
+                } else {
+                    a as i64
+                }
+            })
+            .collect();
         round_to(op.eval_i64(&ints, out) as f64, out)
     }
 }
 
-/// Rounds an `f64` to the values representable in `dtype` (Rust `as` semantics,
-/// integers wrap); note that `i64` values beyond 2^53 lose precision when carried as `f64`.
+/// Converts a float-domain result to `dtype` with Rust `as` semantics (what
+/// `Value::from_f64_array` does): floats round, integers truncate toward zero
+/// and saturate, NaN gives 0, `bool` tests nonzero. Used for `cast` of a float.
+pub fn convert_f64(v: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => v,
+        DType::F32 => v as f32 as f64,
+        DType::Bool => (v != 0.0) as i64 as f64,
+        DType::U8 => v as u8 as f64,
+        DType::I8 => v as i8 as f64,
+        DType::I16 => v as i16 as f64,
+        DType::I32 => v as i32 as f64,
+        DType::I64 => v as i64 as f64,
+    }
+}
+
+/// Rounds an integer-domain result carried as `f64` to `dtype` (integers
+/// wrap); note that `i64` values beyond 2^53 lose precision when carried as `f64`.
+/// Float-domain results go through [`convert_f64`], which saturates instead.
 pub fn round_to(v: f64, dtype: DType) -> f64 {
     match dtype {
         DType::F64 => v,
@@ -238,7 +291,10 @@ mod tests {
         let m = c.push(ScalarOp::Mul, &[l, CRef::Input(1)]).unwrap();
         c.outputs = vec![m, e];
         c.check().unwrap();
-        assert_eq!(c.to_string(), "Composite{mul(log(add(1.0, exp(i0))), i1), exp(i0)}");
+        assert_eq!(
+            c.to_string(),
+            "Composite{mul(log(add(1.0, exp(i0))), i1), exp(i0)}"
+        );
         let r = c.eval(&[0.0, 2.0]);
         assert!((r[0] - 2.0 * 2f64.ln()).abs() < 1e-15);
         assert_eq!(r[1], 1.0);

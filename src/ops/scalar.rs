@@ -104,10 +104,11 @@ impl ScalarOp {
     pub fn all() -> Vec<ScalarOp> {
         use ScalarOp::*;
         let mut v = vec![
-            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum, Minimum, Clip,
-            Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus, Log1mexp, Sin, Cos, Tan, ArcSin,
-            ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le,
-            Gt, Ge, Eq, Neq, And, Or, Xor, Invert, Switch, Second, Identity,
+            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum,
+            Minimum, Clip, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus,
+            Log1mexp, Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh,
+            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert,
+            Switch, Second, Identity,
         ];
         v.extend(DType::ALL.iter().map(|&d| Cast(d)));
         v
@@ -188,8 +189,8 @@ impl ScalarOp {
         use ScalarOp::*;
         match self {
             Add | Mul => Arity::Variadic,
-            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq | Neq | And | Or
-            | Xor | Second => Arity::Fixed(2),
+            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq
+            | Neq | And | Or | Xor | Second => Arity::Fixed(2),
             Clip | Switch => Arity::Fixed(3),
             _ => Arity::Fixed(1),
         }
@@ -198,7 +199,10 @@ impl ScalarOp {
     /// True when the order of the inputs does not matter.
     pub fn is_commutative(self) -> bool {
         use ScalarOp::*;
-        matches!(self, Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor)
+        matches!(
+            self,
+            Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor
+        )
     }
 
     /// True when nested applications can be flattened (`add(add(a, b), c) = add(a, b, c)`).
@@ -266,7 +270,11 @@ impl ScalarOp {
     /// True for ops whose result is exact (correctly rounded) in IEEE arithmetic,
     /// so that the JIT must match the reference bit for bit.
     pub fn is_exact(self) -> bool {
-        !self.is_float_function() || matches!(self, ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round)
+        !self.is_float_function()
+            || matches!(
+                self,
+                ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round
+            )
     }
 
     /// Checks the arity and computes the output dtype for the given input dtypes.
@@ -277,7 +285,9 @@ impl ScalarOp {
             Arity::Fixed(n) if inputs.len() != n => {
                 return Err(err(format!("expects {n} input(s), got {}", inputs.len())))
             }
-            Arity::Variadic if inputs.is_empty() => return Err(err("expects at least one input".into())),
+            Arity::Variadic if inputs.is_empty() => {
+                return Err(err("expects at least one input".into()))
+            }
             _ => {}
         }
         let up = DType::upcast_all(inputs.iter().copied()).expect("non-empty inputs");
@@ -312,6 +322,9 @@ impl ScalarOp {
 
     /// Whether `self` with these input dtypes and this output dtype is evaluated
     /// in the float domain (`f64`) rather than the integer domain (`i64`).
+    /// In the integer domain a float input can only be a `switch` condition
+    /// (or the ignored first input of `second`); it enters as its truth value
+    /// (nonzero, NaN included, is 1).
     pub fn computes_in_float(self, inputs: &[DType], output: DType) -> bool {
         match self {
             ScalarOp::Switch => inputs[1].is_float() || inputs[2].is_float() || output.is_float(),
@@ -332,7 +345,7 @@ impl ScalarOp {
             Mul => args.iter().product(),
             Sub => a - b(),
             TrueDiv => a / b(),
-            IntDiv => (a / b()).floor(),
+            IntDiv => float_floor_div(a, b()),
             Mod => float_mod(a, b()),
             Pow => a.powf(b()),
             Neg => -a,
@@ -486,13 +499,42 @@ pub fn nan_min(a: f64, b: f64) -> f64 {
     }
 }
 
-/// numpy float `mod`: the result has the sign of the divisor.
+/// numpy float `mod` (`npy_divmod`): the result has the sign of the divisor,
+/// a zero result included; `x % 0` and `inf % x` are NaN.
 pub fn float_mod(a: f64, b: f64) -> f64 {
     let r = a % b;
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+    if b == 0.0 {
+        r
+    } else if r == 0.0 {
+        0.0f64.copysign(b)
+    } else if (r < 0.0) != (b < 0.0) {
         r + b
     } else {
         r
+    }
+}
+
+/// numpy float floor division (`npy_floor_divide`): the quotient of divmod,
+/// computed from `fmod` so that `1.0 // 0.1 == 9.0` and `-5.0 // inf == -1.0`
+/// as in numpy and Python; `x // 0` is `x / 0` (±inf or NaN), `inf // x` is NaN.
+pub fn float_floor_div(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
     }
 }
 
@@ -612,9 +654,15 @@ mod tests {
     #[test]
     fn rejected_inputs_name_the_op() {
         let e = Sub.output_dtype(&[F64]).unwrap_err();
-        assert_eq!(e.to_string(), "type error in sub: expects 2 input(s), got 1");
+        assert_eq!(
+            e.to_string(),
+            "type error in sub: expects 2 input(s), got 1"
+        );
         let e = And.output_dtype(&[F64, Bool]).unwrap_err();
-        assert_eq!(e.to_string(), "type error in and: is defined for bool and integer inputs only, got f64, bool");
+        assert_eq!(
+            e.to_string(),
+            "type error in and: is defined for bool and integer inputs only, got f64, bool"
+        );
         assert!(Add.output_dtype(&[]).is_err());
     }
 

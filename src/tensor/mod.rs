@@ -91,12 +91,20 @@ impl Drop for TensorNode {
 impl Tensor {
     /// A new graph input.
     pub fn input(name: &str, ty: TensorType) -> Tensor {
-        Tensor(Arc::new(TensorNode { ty, name: Some(name.to_string()), origin: Origin::Input }))
+        Tensor(Arc::new(TensorNode {
+            ty,
+            name: Some(name.to_string()),
+            origin: Origin::Input,
+        }))
     }
 
     /// A constant tensor.
     pub fn constant(value: Value) -> Tensor {
-        Tensor(Arc::new(TensorNode { ty: value.tensor_type(), name: None, origin: Origin::Constant(Arc::new(value)) }))
+        Tensor(Arc::new(TensorNode {
+            ty: value.tensor_type(),
+            name: None,
+            origin: Origin::Constant(Arc::new(value)),
+        }))
     }
 
     /// A 0-d constant of the given dtype.
@@ -108,7 +116,10 @@ impl Tensor {
     pub fn apply_multi(op: Op, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let infos: Vec<crate::ops::InputInfo<'_>> = inputs
             .iter()
-            .map(|t| crate::ops::InputInfo { ty: &t.0.ty, value: t.constant_value() })
+            .map(|t| crate::ops::InputInfo {
+                ty: &t.0.ty,
+                value: t.constant_value(),
+            })
             .collect();
         let output_types = op.infer_types(&infos)?;
         let apply = Arc::new(ApplyNode {
@@ -120,7 +131,14 @@ impl Tensor {
             .into_iter()
             .enumerate()
             .map(|(index, ty)| {
-                Tensor(Arc::new(TensorNode { ty, name: None, origin: Origin::Output { apply: apply.clone(), index } }))
+                Tensor(Arc::new(TensorNode {
+                    ty,
+                    name: None,
+                    origin: Origin::Output {
+                        apply: apply.clone(),
+                        index,
+                    },
+                }))
             })
             .collect())
     }
@@ -129,7 +147,10 @@ impl Tensor {
     pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
         let mut outs = Tensor::apply_multi(op, inputs)?;
         if outs.len() != 1 {
-            return Err(Error::Graph(format!("expected one output, the op has {}", outs.len())));
+            return Err(Error::Graph(format!(
+                "expected one output, the op has {}",
+                outs.len()
+            )));
         }
         Ok(outs.remove(0))
     }
@@ -159,9 +180,16 @@ impl Tensor {
         let origin = match &self.0.origin {
             Origin::Input => return Tensor::input(name, self.ty().clone()),
             Origin::Constant(v) => Origin::Constant(v.clone()),
-            Origin::Output { apply, index } => Origin::Output { apply: apply.clone(), index: *index },
+            Origin::Output { apply, index } => Origin::Output {
+                apply: apply.clone(),
+                index: *index,
+            },
         };
-        Tensor(Arc::new(TensorNode { ty: self.ty().clone(), name: Some(name.to_string()), origin }))
+        Tensor(Arc::new(TensorNode {
+            ty: self.ty().clone(),
+            name: Some(name.to_string()),
+            origin,
+        }))
     }
 
     /// The value, when this is a constant.
@@ -249,7 +277,9 @@ impl FunctionGraph {
         let mut nodes: FxHashMap<usize, NodeId> = FxHashMap::default();
         for t in inputs {
             if !matches!(t.0.origin, Origin::Input) {
-                return Err(Error::Graph(format!("{t:?} is given as an input but is not an input variable")));
+                return Err(Error::Graph(format!(
+                    "{t:?} is given as an input but is not an input variable"
+                )));
             }
             if vars.contains_key(&t.key()) {
                 return Err(Error::Graph(format!("input {t:?} is given twice")));
@@ -258,7 +288,8 @@ impl FunctionGraph {
             vars.insert(t.key(), v);
         }
         // Iterative post-order: a tensor is created once all its node's inputs are.
-        let mut stack: Vec<(Tensor, bool)> = outputs.iter().rev().map(|t| (t.clone(), false)).collect();
+        let mut stack: Vec<(Tensor, bool)> =
+            outputs.iter().rev().map(|t| (t.clone(), false)).collect();
         while let Some((t, expanded)) = stack.pop() {
             if vars.contains_key(&t.key()) {
                 continue;
@@ -332,9 +363,11 @@ impl FunctionGraph {
             let node = self.node(n);
             let mut ins = Vec::with_capacity(node.inputs.len());
             for &i in &node.inputs {
-                if !map.contains_key(&i) {
-                    let c = self.constant_value(i).ok_or_else(|| Error::Graph(format!("{i} has no value")))?;
-                    map.insert(i, Tensor::constant(c.clone()));
+                if let std::collections::hash_map::Entry::Vacant(e) = map.entry(i) {
+                    let c = self
+                        .constant_value(i)
+                        .ok_or_else(|| Error::Graph(format!("{i} has no value")))?;
+                    e.insert(Tensor::constant(c.clone()));
                 }
                 ins.push(map[&i].clone());
             }

@@ -4,7 +4,7 @@
 
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
-use super::build::{self, weak_constant};
+use super::build::{self, weak_constant, weak_int_constant};
 use super::Tensor;
 
 macro_rules! overload {
@@ -33,14 +33,14 @@ macro_rules! overload {
                 $f(self, &rhs).unwrap_or_else(|e| panic!("{e}"))
             }
         }
-        overload!(@num $trait, $method, $f, f64, true);
-        overload!(@num $trait, $method, $f, i64, false);
+        overload!(@num $trait, $method, $f, f64, |like: &Tensor, v: f64| weak_constant(like, v, true));
+        overload!(@num $trait, $method, $f, i64, weak_int_constant);
     };
-    (@num $trait:ident, $method:ident, $f:path, $t:ty, $float:expr) => {
+    (@num $trait:ident, $method:ident, $f:path, $t:ty, $weak:expr) => {
         impl $trait<$t> for &Tensor {
             type Output = Tensor;
             fn $method(self, rhs: $t) -> Tensor {
-                let c = weak_constant(self, rhs as f64, $float);
+                let c = ($weak)(self, rhs);
                 $f(self, &c).unwrap_or_else(|e| panic!("{e}"))
             }
         }
@@ -53,7 +53,7 @@ macro_rules! overload {
         impl $trait<&Tensor> for $t {
             type Output = Tensor;
             fn $method(self, rhs: &Tensor) -> Tensor {
-                let c = weak_constant(rhs, self as f64, $float);
+                let c = ($weak)(rhs, self);
                 $f(&c, rhs).unwrap_or_else(|e| panic!("{e}"))
             }
         }
