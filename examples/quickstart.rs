@@ -18,9 +18,14 @@ fn main() -> kiln::Result<()> {
     println!("tree:\n{}", dprint(&fg));
 
     let n = 1_000_000;
-    let data = Array1::linspace(-5.0, 5.0, n).into_dyn().into_shape_with_order(IxDyn(&[n])).expect("1-d");
+    let data = Array1::linspace(-5.0, 5.0, n)
+        .into_dyn()
+        .into_shape_with_order(IxDyn(&[n]))
+        .expect("1-d");
     let out = evaluate(&fg, &[Value::F64(data)])?;
-    let Value::F64(out) = &out[0] else { unreachable!("log of f64 is f64") };
+    let Value::F64(out) = &out[0] else {
+        unreachable!("log of f64 is f64")
+    };
     println!(
         "reference evaluation of {n} elements: first {:.6}, middle {:.6}, last {:.6}",
         out[0],

@@ -7,7 +7,10 @@ use smallvec::smallvec;
 
 fn inplace(op: ScalarOp, out: u8, inp: u8) -> Op {
     let p: InplacePattern = smallvec![(out, inp)];
-    Op::Elemwise { scalar: op, inplace: p }
+    Op::Elemwise {
+        scalar: op,
+        inplace: p,
+    }
 }
 
 /// exp(x) + y, with the add node returned for rewriting.
@@ -36,7 +39,10 @@ fn destroying_an_intermediate_is_accepted() {
     let s = fg.apply1(Op::elemwise(ScalarOp::Add), &[l, y]).unwrap();
     fg.replace_validate(add_out, s, "test").unwrap();
     fg.check_integrity().unwrap();
-    assert_eq!(fg.feature::<DestroyHandler>().unwrap().destroyers().count(), 1);
+    assert_eq!(
+        fg.feature::<DestroyHandler>().unwrap().destroyers().count(),
+        1
+    );
 }
 
 #[test]
@@ -91,9 +97,14 @@ fn a_reader_that_must_run_after_the_destroyer_is_a_cycle() {
     attach(&mut fg, &[]);
     // d = neg_inplace(exp(x)); r = exp(x) * d  -- r reads exp(x) but needs d, which destroyed it.
     let d = fg.apply1(inplace(ScalarOp::Neg, 0, 0), &[exp_out]).unwrap();
-    let r = fg.apply1(Op::elemwise(ScalarOp::Mul), &[exp_out, d]).unwrap();
+    let r = fg
+        .apply1(Op::elemwise(ScalarOp::Mul), &[exp_out, d])
+        .unwrap();
     let e = fg.replace_validate(add_out, r, "test").unwrap_err();
-    assert!(e.to_string().contains("would run before another reader"), "{e}");
+    assert!(
+        e.to_string().contains("would run before another reader"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -102,7 +113,9 @@ fn orderings_put_other_readers_first() {
     attach(&mut fg, &[]);
     let y = fg.inputs()[1];
     // s = exp(x) + y (reader), d = neg_inplace(exp(x)); out = s * d
-    let s = fg.apply1(Op::elemwise(ScalarOp::Add), &[exp_out, y]).unwrap();
+    let s = fg
+        .apply1(Op::elemwise(ScalarOp::Add), &[exp_out, y])
+        .unwrap();
     let d = fg.apply1(inplace(ScalarOp::Neg, 0, 0), &[exp_out]).unwrap();
     let out = fg.apply1(Op::elemwise(ScalarOp::Mul), &[s, d]).unwrap();
     fg.replace_validate(add_out, out, "test").unwrap();
@@ -135,8 +148,20 @@ fn destroying_an_output_or_reading_a_view_of_the_destroyed_memory_is_refused() {
     let top = fg.outputs()[0];
     let add_out = fg.node(fg.owner(top).unwrap()).inputs[0];
     let em = fg.node(fg.owner(add_out).unwrap()).inputs[0];
-    let t = fg.apply1(Op::DimShuffle { input_ndim: 2, new_order: vec![Some(1), Some(0)] }, &[em]).unwrap();
+    let t = fg
+        .apply1(
+            Op::DimShuffle {
+                input_ndim: 2,
+                new_order: vec![Some(1), Some(0)],
+            },
+            &[em],
+        )
+        .unwrap();
     let bad = fg.apply1(inplace(ScalarOp::Add, 0, 0), &[em, t]).unwrap();
     let err = fg.replace_validate(add_out, bad, "test").unwrap_err();
-    assert!(err.to_string().contains("while reading a view of the same memory"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("while reading a view of the same memory"),
+        "{err}"
+    );
 }

@@ -282,7 +282,9 @@ impl FunctionGraph {
     /// Declares graph input `v` mutable: inplace rewrites may overwrite it.
     pub fn declare_mutable(&mut self, v: VarId) -> Result<()> {
         if !self.inputs.contains(&v) {
-            return Err(Error::Graph(format!("{v} is not a graph input and cannot be declared mutable")));
+            return Err(Error::Graph(format!(
+                "{v} is not a graph input and cannot be declared mutable"
+            )));
         }
         if !self.mutable_inputs.contains(&v) {
             self.mutable_inputs.push(v);

@@ -13,7 +13,9 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::canonizer::AlgebraicCanonizer;
 use super::rule::Rule;
-use super::util::{elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant};
+use super::util::{
+    elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant,
+};
 
 const ELEMWISE_ALL: &[OpKind] = &[];
 
@@ -24,28 +26,138 @@ pub fn rules() -> Vec<Rule> {
         ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
     }
     vec![
-        Rule { name: "local_useless_elemwise", tracks: ELEMWISE_ALL, apply: local_useless_elemwise, fast_compile: true },
-        Rule { name: "local_mul_canonizer", tracks: kinds!(Mul, TrueDiv, Reciprocal), apply: local_mul_canonizer, fast_compile: false },
-        Rule { name: "local_add_canonizer", tracks: kinds!(Add, Sub, Neg), apply: local_add_canonizer, fast_compile: false },
-        Rule { name: "local_neg_to_mul", tracks: kinds!(Neg), apply: local_neg_to_mul, fast_compile: false },
-        Rule { name: "local_sub_neg_to_add", tracks: kinds!(Sub), apply: local_sub_neg_to_add, fast_compile: false },
-        Rule { name: "local_mul_zero", tracks: kinds!(Mul), apply: local_mul_zero, fast_compile: false },
-        Rule { name: "local_pow_canonicalize", tracks: kinds!(Pow), apply: local_pow_canonicalize, fast_compile: false },
-        Rule { name: "local_reciprocal_canon", tracks: kinds!(Reciprocal), apply: local_reciprocal_canon, fast_compile: false },
-        Rule { name: "local_div_by_one", tracks: kinds!(TrueDiv, IntDiv), apply: local_div_by_one, fast_compile: true },
-        Rule { name: "local_dimshuffle_lift", tracks: &[OpKind::DimShuffle], apply: local_dimshuffle_lift, fast_compile: true },
-        Rule { name: "local_fill_sink", tracks: ELEMWISE_ALL, apply: local_fill_sink, fast_compile: false },
-        Rule { name: "local_useless_fill", tracks: kinds!(Second), apply: local_useless_fill, fast_compile: true },
-        Rule { name: "local_upcast_elemwise_constant_inputs", tracks: ELEMWISE_ALL, apply: local_upcast_elemwise_constant_inputs, fast_compile: false },
-        Rule { name: "local_exp_log", tracks: kinds!(Exp, Log, Log1p, Expm1), apply: local_exp_log, fast_compile: false },
-        Rule { name: "local_func_inv", tracks: kinds!(Neg, Reciprocal, Invert, Tanh, ArcTanh, Sinh, ArcSinh, Cosh), apply: local_func_inv, fast_compile: false },
-        Rule { name: "local_reduce_chain", tracks: &[OpKind::CAReduce], apply: local_reduce_chain, fast_compile: false },
-        Rule { name: "local_sum_prod_all_to_none", tracks: &[OpKind::CAReduce], apply: local_sum_prod_all_to_none, fast_compile: true },
-        Rule { name: "local_useless_reduce", tracks: &[OpKind::CAReduce], apply: local_useless_reduce, fast_compile: true },
-        Rule { name: "local_cast_cast", tracks: ELEMWISE_ALL, apply: local_cast_cast, fast_compile: true },
-        Rule { name: "local_merge_switch_same_cond", tracks: ELEMWISE_ALL, apply: local_merge_switch_same_cond, fast_compile: false },
-        Rule { name: "local_abs_lift", tracks: kinds!(Abs), apply: local_abs_lift, fast_compile: false },
-        Rule { name: "local_shape_i_static", tracks: &[OpKind::ShapeI, OpKind::Shape], apply: local_shape_i_static, fast_compile: true },
+        Rule {
+            name: "local_useless_elemwise",
+            tracks: ELEMWISE_ALL,
+            apply: local_useless_elemwise,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_mul_canonizer",
+            tracks: kinds!(Mul, TrueDiv, Reciprocal),
+            apply: local_mul_canonizer,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_add_canonizer",
+            tracks: kinds!(Add, Sub, Neg),
+            apply: local_add_canonizer,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_neg_to_mul",
+            tracks: kinds!(Neg),
+            apply: local_neg_to_mul,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sub_neg_to_add",
+            tracks: kinds!(Sub),
+            apply: local_sub_neg_to_add,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_mul_zero",
+            tracks: kinds!(Mul),
+            apply: local_mul_zero,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_pow_canonicalize",
+            tracks: kinds!(Pow),
+            apply: local_pow_canonicalize,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_reciprocal_canon",
+            tracks: kinds!(Reciprocal),
+            apply: local_reciprocal_canon,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_div_by_one",
+            tracks: kinds!(TrueDiv, IntDiv),
+            apply: local_div_by_one,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_dimshuffle_lift",
+            tracks: &[OpKind::DimShuffle],
+            apply: local_dimshuffle_lift,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_fill_sink",
+            tracks: ELEMWISE_ALL,
+            apply: local_fill_sink,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_useless_fill",
+            tracks: kinds!(Second),
+            apply: local_useless_fill,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_upcast_elemwise_constant_inputs",
+            tracks: ELEMWISE_ALL,
+            apply: local_upcast_elemwise_constant_inputs,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_exp_log",
+            tracks: kinds!(Exp, Log, Log1p, Expm1),
+            apply: local_exp_log,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_func_inv",
+            tracks: kinds!(Neg, Reciprocal, Invert, Tanh, ArcTanh, Sinh, ArcSinh, Cosh),
+            apply: local_func_inv,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_reduce_chain",
+            tracks: &[OpKind::CAReduce],
+            apply: local_reduce_chain,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sum_prod_all_to_none",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_prod_all_to_none,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_useless_reduce",
+            tracks: &[OpKind::CAReduce],
+            apply: local_useless_reduce,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_cast_cast",
+            tracks: ELEMWISE_ALL,
+            apply: local_cast_cast,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_merge_switch_same_cond",
+            tracks: ELEMWISE_ALL,
+            apply: local_merge_switch_same_cond,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_abs_lift",
+            tracks: kinds!(Abs),
+            apply: local_abs_lift,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_shape_i_static",
+            tracks: &[OpKind::ShapeI, OpKind::Shape],
+            apply: local_shape_i_static,
+            fast_compile: true,
+        },
     ]
 }
 
@@ -57,12 +169,19 @@ pub fn constant_folding(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     if matches!(node.op, Op::Alloc | Op::Custom(_)) || node.outputs.len() != 1 {
         return Ok(None);
     }
-    let Some(values) = node.inputs.iter().map(|&i| fg.constant_value(i)).collect::<Option<Vec<&Value>>>() else {
+    let Some(values) = node
+        .inputs
+        .iter()
+        .map(|&i| fg.constant_value(i))
+        .collect::<Option<Vec<&Value>>>()
+    else {
         return Ok(None);
     };
     let types: Vec<_> = node.inputs.iter().map(|&i| fg.ty(i)).collect();
     // A node that fails at run time on its constants (e.g. a shape mismatch) is left alone.
-    let Ok(mut out) = crate::eval::perform(&node.op, &values, &types) else { return Ok(None) };
+    let Ok(mut out) = crate::eval::perform(&node.op, &values, &types) else {
+        return Ok(None);
+    };
     let v = out.remove(0);
     Ok(Some(fg.constant(v)))
 }
@@ -91,7 +210,9 @@ pub fn local_add_canonizer(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
 /// integer tensor with itself (`x == x` is all true).
 pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
-    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(op) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     let node = fg.node(n);
     let ins = node.inputs.to_vec();
     let out = out_of(fg, n);
@@ -138,7 +259,9 @@ pub fn local_neg_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
 /// `x - (-y) -> x + y`.
 pub fn local_sub_neg_to_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
-    let Some(neg) = owner_if(fg, ins[1], ScalarOp::Neg) else { return Ok(None) };
+    let Some(neg) = owner_if(fg, ins[1], ScalarOp::Neg) else {
+        return Ok(None);
+    };
     let y = fg.node(neg).inputs[0];
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let new = elemwise(fg, ScalarOp::Add, &[ins[0], y])?;
@@ -194,26 +317,50 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
 /// identity ones, and moves a DimShuffle of a single-client Elemwise onto
 /// the Elemwise's inputs.
 pub fn local_dimshuffle_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::DimShuffle { input_ndim, new_order } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::DimShuffle {
+        input_ndim,
+        new_order,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
     let x = fg.node(n).inputs[0];
     if new_order.len() == input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k)) {
         return Ok(Some(x));
     }
-    let Some(inner) = fg.owner(x) else { return Ok(None) };
+    let Some(inner) = fg.owner(x) else {
+        return Ok(None);
+    };
     match fg.node(inner).op.clone() {
-        Op::DimShuffle { input_ndim: nd0, new_order: inner_order } => {
-            let composed: Vec<Option<usize>> = new_order.iter().map(|d| d.and_then(|k| inner_order[k])).collect();
+        Op::DimShuffle {
+            input_ndim: nd0,
+            new_order: inner_order,
+        } => {
+            let composed: Vec<Option<usize>> = new_order
+                .iter()
+                .map(|d| d.and_then(|k| inner_order[k]))
+                .collect();
             let src = fg.node(inner).inputs[0];
             if composed.len() == nd0 && composed.iter().enumerate().all(|(k, d)| *d == Some(k)) {
                 return Ok(Some(src));
             }
-            fg.apply1(Op::DimShuffle { input_ndim: nd0, new_order: composed }, &[src]).map(Some)
+            fg.apply1(
+                Op::DimShuffle {
+                    input_ndim: nd0,
+                    new_order: composed,
+                },
+                &[src],
+            )
+            .map(Some)
         }
         Op::Elemwise { scalar, .. } if single_client(fg, x) => {
             let ins = fg.node(inner).inputs.to_vec();
             let mut lifted = Vec::with_capacity(ins.len());
             for i in ins {
-                let ds = Op::DimShuffle { input_ndim, new_order: new_order.clone() };
+                let ds = Op::DimShuffle {
+                    input_ndim,
+                    new_order: new_order.clone(),
+                };
                 lifted.push(fg.apply1(ds, &[i])?);
             }
             fg.apply1(Op::elemwise(scalar), &lifted).map(Some)
@@ -224,7 +371,9 @@ pub fn local_dimshuffle_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option
 
 /// `f(fill(a, b), c) -> fill(a, f(b, c))`: sinks fills (`second`) out of element-wise ops.
 pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(op) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     if op == ScalarOp::Second {
         return Ok(None);
     }
@@ -265,10 +414,19 @@ pub fn local_useless_fill(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Va
 
 /// Casts constant inputs of an element-wise op to the dtype the op computes
 /// in, so that later rules and fusion see uniform dtypes.
-pub fn local_upcast_elemwise_constant_inputs(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+pub fn local_upcast_elemwise_constant_inputs(
+    fg: &mut FunctionGraph,
+    n: NodeId,
+) -> Result<Option<VarId>> {
     use ScalarOp::*;
-    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
-    if matches!(op, Cast(_) | Second | Switch | And | Or | Xor | Invert | IntDiv | Mod | Pow) || op.is_comparison() {
+    let Some(op) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
+    if matches!(
+        op,
+        Cast(_) | Second | Switch | And | Or | Xor | Invert | IntDiv | Mod | Pow
+    ) || op.is_comparison()
+    {
         return Ok(None);
     }
     let ins = fg.node(n).inputs.to_vec();
@@ -300,11 +458,17 @@ pub fn local_upcast_elemwise_constant_inputs(fg: &mut FunctionGraph, n: NodeId) 
 /// `expm1(log1p(x)) -> switch(x >= -1, x, nan)`.
 pub fn local_exp_log(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
-    let Some(outer) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(outer) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     let x_in = fg.node(n).inputs[0];
     let out_ty = fg.ty(out_of(fg, n)).clone();
-    let Some(inner_node) = fg.owner(x_in) else { return Ok(None) };
-    let Some(inner) = scalar_of(fg, inner_node) else { return Ok(None) };
+    let Some(inner_node) = fg.owner(x_in) else {
+        return Ok(None);
+    };
+    let Some(inner) = scalar_of(fg, inner_node) else {
+        return Ok(None);
+    };
     let x = fg.node(inner_node).inputs[0];
     if fg.ty(x).dtype != out_ty.dtype {
         return Ok(None);
@@ -330,10 +494,16 @@ pub fn local_exp_log(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>>
 /// `arcsinh(sinh(x))`, `cosh(arccosh(x))`.
 pub fn local_func_inv(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
-    let Some(outer) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(outer) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     let x_in = fg.node(n).inputs[0];
-    let Some(inner_node) = fg.owner(x_in) else { return Ok(None) };
-    let Some(inner) = scalar_of(fg, inner_node) else { return Ok(None) };
+    let Some(inner_node) = fg.owner(x_in) else {
+        return Ok(None);
+    };
+    let Some(inner) = scalar_of(fg, inner_node) else {
+        return Ok(None);
+    };
     let pair = matches!(
         (outer, inner),
         (Neg, Neg)
@@ -353,10 +523,24 @@ pub fn local_func_inv(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>
 /// `sum(sum(x, a), b) -> sum(x, a ∪ b)` (same for every reduction) when the
 /// inner reduction has no other client.
 pub fn local_reduce_chain(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce { op, axes: outer_axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::CAReduce {
+        op,
+        axes: outer_axes,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
     let y = fg.node(n).inputs[0];
-    let Some(inner) = fg.owner(y) else { return Ok(None) };
-    let Op::CAReduce { op: inner_op, axes: inner_axes } = fg.node(inner).op.clone() else { return Ok(None) };
+    let Some(inner) = fg.owner(y) else {
+        return Ok(None);
+    };
+    let Op::CAReduce {
+        op: inner_op,
+        axes: inner_axes,
+    } = fg.node(inner).op.clone()
+    else {
+        return Ok(None);
+    };
     if inner_op != op || !single_client(fg, y) {
         return Ok(None);
     }
@@ -365,7 +549,10 @@ pub fn local_reduce_chain(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Va
     let inner_set: Vec<usize> = inner_axes.clone().unwrap_or_else(|| (0..nd).collect());
     let kept: Vec<usize> = (0..nd).filter(|d| !inner_set.contains(d)).collect();
     let outer_set: Vec<usize> = outer_axes.unwrap_or_else(|| (0..kept.len()).collect());
-    let mut all: Vec<usize> = inner_set.into_iter().chain(outer_set.iter().map(|&k| kept[k])).collect();
+    let mut all: Vec<usize> = inner_set
+        .into_iter()
+        .chain(outer_set.iter().map(|&k| kept[k]))
+        .collect();
     all.sort_unstable();
     all.dedup();
     let axes = if all.len() == nd { None } else { Some(all) };
@@ -376,7 +563,13 @@ pub fn local_reduce_chain(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Va
 
 /// A reduction over every axis listed explicitly becomes `axes=None`.
 pub fn local_sum_prod_all_to_none(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce { op, axes: Some(axes) } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::CAReduce {
+        op,
+        axes: Some(axes),
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
     let x = fg.node(n).inputs[0];
     if axes.len() != fg.ty(x).ndim() || axes.is_empty() {
         return Ok(None);
@@ -387,20 +580,35 @@ pub fn local_sum_prod_all_to_none(fg: &mut FunctionGraph, n: NodeId) -> Result<O
 /// Removes reductions that reduce nothing: over no axis (a cast), or over
 /// axes of static size 1 (dropped with a DimShuffle).
 pub fn local_useless_reduce(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce { op, axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::CAReduce { op, axes } = fg.node(n).op.clone() else {
+        return Ok(None);
+    };
     let x = fg.node(n).inputs[0];
     let x_ty = fg.ty(x).clone();
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let axes: Vec<usize> = axes.unwrap_or_else(|| (0..x_ty.ndim()).collect());
-    let unit: Vec<usize> = axes.iter().copied().filter(|&a| x_ty.is_broadcastable(a)).collect();
+    let unit: Vec<usize> = axes
+        .iter()
+        .copied()
+        .filter(|&a| x_ty.is_broadcastable(a))
+        .collect();
     if unit.is_empty() && !axes.is_empty() {
         return Ok(None);
     }
-    let order: Vec<Option<usize>> = (0..x_ty.ndim()).filter(|d| !unit.contains(d)).map(Some).collect();
+    let order: Vec<Option<usize>> = (0..x_ty.ndim())
+        .filter(|d| !unit.contains(d))
+        .map(Some)
+        .collect();
     let mut new = if unit.is_empty() {
         x
     } else {
-        fg.apply1(Op::DimShuffle { input_ndim: x_ty.ndim(), new_order: order }, &[x])?
+        fg.apply1(
+            Op::DimShuffle {
+                input_ndim: x_ty.ndim(),
+                new_order: order,
+            },
+            &[x],
+        )?
     };
     let rest: Vec<usize> = axes
         .iter()
@@ -408,7 +616,13 @@ pub fn local_useless_reduce(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
         .map(|&a| a - unit.iter().filter(|&&u| u < a).count())
         .collect();
     if !rest.is_empty() {
-        new = fg.apply1(Op::CAReduce { op, axes: Some(rest) }, &[new])?;
+        new = fg.apply1(
+            Op::CAReduce {
+                op,
+                axes: Some(rest),
+            },
+            &[new],
+        )?;
     } else if matches!(op, ReduceOp::All | ReduceOp::Any) || fg.ty(new).dtype != out_ty.dtype {
         new = fg.apply1(Op::elemwise(ScalarOp::Cast(out_ty.dtype)), &[new])?;
     }
@@ -434,10 +648,16 @@ pub fn lossless(from: DType, to: DType) -> bool {
 /// `cast{d2}(cast{d1}(x)) -> cast{d2}(x)` when the inner cast is lossless
 /// (and `-> x` when `d2` is `x`'s dtype).
 pub fn local_cast_cast(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(ScalarOp::Cast(d2)) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(ScalarOp::Cast(d2)) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     let mid = fg.node(n).inputs[0];
-    let Some(inner) = fg.owner(mid) else { return Ok(None) };
-    let Some(ScalarOp::Cast(d1)) = scalar_of(fg, inner) else { return Ok(None) };
+    let Some(inner) = fg.owner(mid) else {
+        return Ok(None);
+    };
+    let Some(ScalarOp::Cast(d1)) = scalar_of(fg, inner) else {
+        return Ok(None);
+    };
     let x = fg.node(inner).inputs[0];
     if !lossless(fg.ty(x).dtype, d1) {
         return Ok(None);
@@ -450,13 +670,20 @@ pub fn local_cast_cast(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
 
 /// `f(switch(c, a, b), switch(c, x, y)) -> switch(c, f(a, x), f(b, y))`.
 pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(op) = scalar_of(fg, n) else { return Ok(None) };
+    let Some(op) = scalar_of(fg, n) else {
+        return Ok(None);
+    };
     let ins = fg.node(n).inputs.to_vec();
     if op == ScalarOp::Switch || ins.len() < 2 {
         return Ok(None);
     }
-    let switches: Option<Vec<NodeId>> = ins.iter().map(|&i| owner_if(fg, i, ScalarOp::Switch)).collect();
-    let Some(switches) = switches else { return Ok(None) };
+    let switches: Option<Vec<NodeId>> = ins
+        .iter()
+        .map(|&i| owner_if(fg, i, ScalarOp::Switch))
+        .collect();
+    let Some(switches) = switches else {
+        return Ok(None);
+    };
     let cond = fg.node(switches[0]).inputs[0];
     if switches.iter().any(|&s| fg.node(s).inputs[0] != cond) {
         return Ok(None);
@@ -475,14 +702,21 @@ pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result
 /// product has no other client.
 pub fn local_abs_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = fg.node(n).inputs[0];
-    let Some(inner) = fg.owner(x) else { return Ok(None) };
-    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = scalar_of(fg, inner) else { return Ok(None) };
+    let Some(inner) = fg.owner(x) else {
+        return Ok(None);
+    };
+    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = scalar_of(fg, inner) else {
+        return Ok(None);
+    };
     if !single_client(fg, x) {
         return Ok(None);
     }
     let ins = fg.node(inner).inputs.to_vec();
     let out_ty = fg.ty(out_of(fg, n)).clone();
-    let abs: Vec<VarId> = ins.iter().map(|&i| elemwise(fg, ScalarOp::Abs, &[i])).collect::<Result<_>>()?;
+    let abs: Vec<VarId> = ins
+        .iter()
+        .map(|&i| elemwise(fg, ScalarOp::Abs, &[i]))
+        .collect::<Result<_>>()?;
     let new = elemwise(fg, op, &abs)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
@@ -497,11 +731,13 @@ pub fn local_shape_i_static(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
             None => return Ok(None),
         },
         Op::Shape => match shape.iter().copied().collect::<Option<Vec<usize>>>() {
-            Some(s) => Value::I64(ndarray::ArrayD::from_shape_vec(
-                vec![s.len()],
-                s.iter().map(|&d| d as i64).collect(),
-            )
-            .expect("1-d")),
+            Some(s) => Value::I64(
+                ndarray::ArrayD::from_shape_vec(
+                    vec![s.len()],
+                    s.iter().map(|&d| d as i64).collect(),
+                )
+                .expect("1-d"),
+            ),
             None => return Ok(None),
         },
         _ => return Ok(None),

@@ -28,14 +28,21 @@ pub struct AlgebraicCanonizer {
 
 impl AlgebraicCanonizer {
     /// The multiplicative canonizer: `mul`, `true_div`, `reciprocal`.
-    pub const MUL: AlgebraicCanonizer =
-        AlgebraicCanonizer { main: ScalarOp::Mul, inverse: ScalarOp::TrueDiv, reciprocal: ScalarOp::Reciprocal };
+    pub const MUL: AlgebraicCanonizer = AlgebraicCanonizer {
+        main: ScalarOp::Mul,
+        inverse: ScalarOp::TrueDiv,
+        reciprocal: ScalarOp::Reciprocal,
+    };
     /// The additive canonizer: `add`, `sub`, `neg`.
-    pub const ADD: AlgebraicCanonizer =
-        AlgebraicCanonizer { main: ScalarOp::Add, inverse: ScalarOp::Sub, reciprocal: ScalarOp::Neg };
+    pub const ADD: AlgebraicCanonizer = AlgebraicCanonizer {
+        main: ScalarOp::Add,
+        inverse: ScalarOp::Sub,
+        reciprocal: ScalarOp::Neg,
+    };
 
     fn member(&self, op: &Op) -> Option<ScalarOp> {
-        op.scalar_op().filter(|s| *s == self.main || *s == self.inverse || *s == self.reciprocal)
+        op.scalar_op()
+            .filter(|s| *s == self.main || *s == self.inverse || *s == self.reciprocal)
     }
 
     /// The neutral element of `main` (1 for mul, 0 for add).
@@ -88,7 +95,13 @@ impl AlgebraicCanonizer {
                         stack.push((i, positive != flip));
                     }
                 }
-                (None, Op::DimShuffle { input_ndim, new_order }) if only_adds_left_dims(*input_ndim, new_order) => {
+                (
+                    None,
+                    Op::DimShuffle {
+                        input_ndim,
+                        new_order,
+                    },
+                ) if only_adds_left_dims(*input_ndim, new_order) => {
                     stack.push((node.inputs[0], positive));
                 }
                 _ => leaf(&mut num, &mut denum),
@@ -123,7 +136,8 @@ impl AlgebraicCanonizer {
         denum: &[VarId],
         out_dtype: DType,
     ) -> (Vec<VarId>, Vec<VarId>) {
-        let (mut n_rest, mut d_rest, mut n_ct, mut d_ct) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut n_rest, mut d_rest, mut n_ct, mut d_ct) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for &v in num {
             match unique_constant(fg, v) {
                 Some(c) => n_ct.push(c),
@@ -220,7 +234,9 @@ impl AlgebraicCanonizer {
     /// Does some client of `v` (through single-client DimShuffles) belong to the cluster?
     fn feeds_cluster(&self, fg: &FunctionGraph, v: VarId) -> bool {
         fg.clients(v).iter().any(|&c| {
-            let Client::Node(mut n, _) = c else { return false };
+            let Client::Node(mut n, _) = c else {
+                return false;
+            };
             loop {
                 let node = fg.node(n);
                 if let Op::DimShuffle { .. } = node.op {
@@ -245,7 +261,10 @@ pub fn only_adds_left_dims(input_ndim: usize, new_order: &[Option<usize>]) -> bo
     let extra = new_order.len().saturating_sub(input_ndim);
     new_order.len() >= input_ndim
         && new_order[..extra].iter().all(Option::is_none)
-        && new_order[extra..].iter().enumerate().all(|(k, d)| *d == Some(k))
+        && new_order[extra..]
+            .iter()
+            .enumerate()
+            .all(|(k, d)| *d == Some(k))
 }
 
 fn same_terms(fg: &FunctionGraph, a: &[VarId], b: &[VarId]) -> bool {
@@ -269,20 +288,35 @@ mod tests {
     }
 
     fn names(fg: &FunctionGraph, vs: &[VarId]) -> Vec<String> {
-        vs.iter().map(|&v| crate::graph::print::pprint(fg, v)).collect()
+        vs.iter()
+            .map(|&v| crate::graph::print::pprint(fg, v))
+            .collect()
     }
 
     #[test]
     fn get_num_denum_examples_of_seed_004() {
-        let (x, y, z) = (scalar("x", DType::F64), scalar("y", DType::F64), scalar("z", DType::F64));
-        let (a, b, c, d) = (scalar("a", DType::F64), scalar("b", DType::F64), scalar("c", DType::F64), scalar("d", DType::F64));
+        let (x, y, z) = (
+            scalar("x", DType::F64),
+            scalar("y", DType::F64),
+            scalar("z", DType::F64),
+        );
+        let (a, b, c, d) = (
+            scalar("a", DType::F64),
+            scalar("b", DType::F64),
+            scalar("c", DType::F64),
+            scalar("d", DType::F64),
+        );
         let c_ = AlgebraicCanonizer::MUL;
         let cases: Vec<(Tensor, Vec<&str>, Vec<&str>)> = vec![
             (&x * &y, vec!["x", "y"], vec![]),
             (x.reciprocal(), vec![], vec!["x"]),
             (&x.reciprocal() * &y.reciprocal(), vec![], vec!["x", "y"]),
             (&(&x * &y) / &z, vec!["x", "y"], vec!["z"]),
-            (&(&(&x.log() / &y) * &(&z + &x)) / &y, vec!["log(x)", "(z + x)"], vec!["y", "y"]),
+            (
+                &(&(&x.log() / &y) * &(&z + &x)) / &y,
+                vec!["log(x)", "(z + x)"],
+                vec!["y", "y"],
+            ),
             (&(&(&a / &b) * &c) / &d, vec!["a", "c"], vec!["b", "d"]),
             (&a / &(&b / &c), vec!["a", "c"], vec!["b"]),
             (x.log(), vec!["log(x)"], vec![]),
@@ -290,15 +324,36 @@ mod tests {
             (&(&x * &y) * &z, vec!["x", "y", "z"], vec![]),
         ];
         for (t, num, denum) in cases {
-            let fg = fg_of(&[x.clone(), y.clone(), z.clone(), a.clone(), b.clone(), c.clone(), d.clone()], t);
+            let fg = fg_of(
+                &[
+                    x.clone(),
+                    y.clone(),
+                    z.clone(),
+                    a.clone(),
+                    b.clone(),
+                    c.clone(),
+                    d.clone(),
+                ],
+                t,
+            );
             let (n, dn) = c_.get_num_denum(&fg, fg.outputs()[0]);
-            assert_eq!((names(&fg, &n), names(&fg, &dn)), (num.iter().map(|s| s.to_string()).collect(), denum.iter().map(|s| s.to_string()).collect()));
+            assert_eq!(
+                (names(&fg, &n), names(&fg, &dn)),
+                (
+                    num.iter().map(|s| s.to_string()).collect(),
+                    denum.iter().map(|s| s.to_string()).collect()
+                )
+            );
         }
     }
 
     #[test]
     fn simplify_factors_and_constants_examples() {
-        let (x, y, z) = (scalar("x", DType::F64), scalar("y", DType::F64), scalar("z", DType::F64));
+        let (x, y, z) = (
+            scalar("x", DType::F64),
+            scalar("y", DType::F64),
+            scalar("z", DType::F64),
+        );
         let mut fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
         let (vx, vy, vz) = (fg.inputs()[0], fg.inputs()[1], fg.inputs()[2]);
         let c = AlgebraicCanonizer::MUL;
@@ -308,16 +363,26 @@ mod tests {
         let (mut n, mut d) = (vec![vx, vy], vec![vx]);
         c.simplify_factors(&mut n, &mut d);
         assert_eq!((n, d), (vec![vy], vec![]));
-        let k = |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
+        let k =
+            |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
         let (two, three, four) = (k(&mut fg, 2.0), k(&mut fg, 3.0), k(&mut fg, 4.0));
         let (n, d) = c.simplify_constants(&mut fg, &[two, three, vx], &[], DType::F64);
         assert_eq!(names(&fg, &n), vec!["6.0", "x"]);
         assert!(d.is_empty());
         let (n, d) = c.simplify_constants(&mut fg, &[vx, vy, two], &[four, vz], DType::F64);
-        assert_eq!((names(&fg, &n), names(&fg, &d)), (vec!["0.5".to_string(), "x".into(), "y".into()], vec!["z".to_string()]));
+        assert_eq!(
+            (names(&fg, &n), names(&fg, &d)),
+            (
+                vec!["0.5".to_string(), "x".into(), "y".into()],
+                vec!["z".to_string()]
+            )
+        );
         let two_b = k(&mut fg, 2.0);
         let (n, d) = c.simplify_constants(&mut fg, &[vx, two, vy], &[vz, two_b], DType::F64);
-        assert_eq!((names(&fg, &n), names(&fg, &d)), (vec!["x".to_string(), "y".into()], vec!["z".to_string()]));
+        assert_eq!(
+            (names(&fg, &n), names(&fg, &d)),
+            (vec!["x".to_string(), "y".into()], vec!["z".to_string()])
+        );
     }
 
     #[test]

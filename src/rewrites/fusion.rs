@@ -71,13 +71,14 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         group_of.insert(root, gid);
         let mut external_inputs: Vec<VarId> = fg.node(root).inputs.to_vec();
         let mut heap: BinaryHeap<(usize, NodeId)> = BinaryHeap::new();
-        let push_inputs = |fg: &FunctionGraph, heap: &mut BinaryHeap<(usize, NodeId)>, n: NodeId| {
-            for &i in &fg.node(n).inputs {
-                if let Some(p) = fg.owner(i) {
-                    heap.push((index[&p], p));
+        let push_inputs =
+            |fg: &FunctionGraph, heap: &mut BinaryHeap<(usize, NodeId)>, n: NodeId| {
+                for &i in &fg.node(n).inputs {
+                    if let Some(p) = fg.owner(i) {
+                        heap.push((index[&p], p));
+                    }
                 }
-            }
-        };
+            };
         push_inputs(fg, &mut heap, root);
         while let Some((_, p)) = heap.pop() {
             if group_of.contains_key(&p) || !fuseable(fg, p) || pattern(fg, p) != root_pattern {
@@ -94,7 +95,11 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
                 continue;
             }
             // Operand bound: inputs of the group after absorbing p.
-            let mut new_inputs: Vec<VarId> = external_inputs.iter().copied().filter(|v| !outs.contains(v)).collect();
+            let mut new_inputs: Vec<VarId> = external_inputs
+                .iter()
+                .copied()
+                .filter(|v| !outs.contains(v))
+                .collect();
             for &i in &fg.node(p).inputs {
                 if !new_inputs.contains(&i) && !is_inlinable(fg, i) {
                     new_inputs.push(i);
@@ -145,7 +150,10 @@ fn is_inlinable(fg: &FunctionGraph, v: VarId) -> bool {
 
 /// Builds the Composite for `members` (in topological order) and returns the
 /// replacements of the member outputs used outside the group.
-fn build_composite(fg: &mut FunctionGraph, members: &[NodeId]) -> Result<Option<Vec<(VarId, VarId)>>> {
+fn build_composite(
+    fg: &mut FunctionGraph,
+    members: &[NodeId],
+) -> Result<Option<Vec<(VarId, VarId)>>> {
     let member_set: rustc_hash::FxHashSet<NodeId> = members.iter().copied().collect();
     let mut inputs: Vec<VarId> = Vec::new();
     let mut refs: FxHashMap<VarId, CRef> = FxHashMap::default();
@@ -158,9 +166,10 @@ fn build_composite(fg: &mut FunctionGraph, members: &[NodeId]) -> Result<Option<
                 Some(&r) => r,
                 None => {
                     let r = match fg.constant_value(i) {
-                        Some(v) if v.len() == 1 => {
-                            CRef::Const(ScalarConst::new(v.dtype(), v.scalar_as_f64().expect("one element")))
-                        }
+                        Some(v) if v.len() == 1 => CRef::Const(ScalarConst::new(
+                            v.dtype(),
+                            v.scalar_as_f64().expect("one element"),
+                        )),
                         _ => {
                             inputs.push(i);
                             c.inputs.push(fg.ty(i).dtype);
@@ -178,7 +187,9 @@ fn build_composite(fg: &mut FunctionGraph, members: &[NodeId]) -> Result<Option<
                 let r = c.push(*scalar, &args)?;
                 refs.insert(node.outputs[0], r);
             }
-            Op::Composite { composite: inner, .. } => {
+            Op::Composite {
+                composite: inner, ..
+            } => {
                 // Inline the inner composite, remapping its inputs to `args`.
                 let mut local: Vec<CRef> = Vec::with_capacity(inner.nodes.len());
                 let map = |r: CRef, local: &Vec<CRef>| match r {
@@ -246,9 +257,16 @@ mod tests {
         let mut fg = FunctionGraph::new(&[x], &[y]).unwrap();
         let s = fused(&mut fg);
         assert_eq!(s.groups, 1);
-        assert_eq!(fg.to_string(), "FunctionGraph(Composite{log(add(1.0, exp(i0)))}(x))");
+        assert_eq!(
+            fg.to_string(),
+            "FunctionGraph(Composite{log(add(1.0, exp(i0)))}(x))"
+        );
         let out = evaluate(&fg, &[Value::F64(arr1(&[0.0, 1.0]).into_dyn())]).unwrap();
-        assert!(out[0].allclose(&Value::F64(arr1(&[2f64.ln(), (1.0 + 1f64.exp()).ln()]).into_dyn()), 1e-15, 0.0));
+        assert!(out[0].allclose(
+            &Value::F64(arr1(&[2f64.ln(), (1.0 + 1f64.exp()).ln()]).into_dyn()),
+            1e-15,
+            0.0
+        ));
     }
 
     #[test]
@@ -259,7 +277,10 @@ mod tests {
         let mut fg = FunctionGraph::new(&[x], &[y]).unwrap();
         fused(&mut fg);
         assert_eq!(fg.n_nodes(), 1);
-        assert_eq!(fg.to_string(), "FunctionGraph(Composite{add(mul(sqr(i0), i0), mul(sqr(i0), 3.0))}(x))");
+        assert_eq!(
+            fg.to_string(),
+            "FunctionGraph(Composite{add(mul(sqr(i0), i0), mul(sqr(i0), 3.0))}(x))"
+        );
     }
 
     #[test]
@@ -290,7 +311,9 @@ mod tests {
 
     #[test]
     fn the_operand_limit_is_respected() {
-        let xs: Vec<Tensor> = (0..6).map(|k| vector(&format!("x{k}"), DType::F64)).collect();
+        let xs: Vec<Tensor> = (0..6)
+            .map(|k| vector(&format!("x{k}"), DType::F64))
+            .collect();
         let mut acc = xs[0].exp();
         for x in &xs[1..] {
             acc = &acc + &x.exp();

@@ -32,10 +32,14 @@ pub struct InplaceStats {
 
 fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
     match op {
-        Op::Elemwise { scalar, inplace } if inplace.is_empty() => Some(Op::Elemwise { scalar: *scalar, inplace: p }),
-        Op::Composite { composite, inplace } if inplace.is_empty() => {
-            Some(Op::Composite { composite: composite.clone(), inplace: p })
-        }
+        Op::Elemwise { scalar, inplace } if inplace.is_empty() => Some(Op::Elemwise {
+            scalar: *scalar,
+            inplace: p,
+        }),
+        Op::Composite { composite, inplace } if inplace.is_empty() => Some(Op::Composite {
+            composite: composite.clone(),
+            inplace: p,
+        }),
         _ => None,
     }
 }
@@ -115,7 +119,10 @@ pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
     }
     // Greedy fallback: one node at a time, validating each.
     fg.revert(checkpoint);
-    stats = InplaceStats { fell_back: true, ..InplaceStats::default() };
+    stats = InplaceStats {
+        fell_back: true,
+        ..InplaceStats::default()
+    };
     for (n, p) in plan {
         let cp = fg.checkpoint();
         apply_pattern(fg, n, p.clone())?;
@@ -133,7 +140,12 @@ fn apply_pattern(fg: &mut FunctionGraph, n: NodeId, p: InplacePattern) -> Result
     let node = fg.node(n).clone();
     let op = with_pattern(&node.op, p).expect("checked when planning");
     let new = fg.apply(op, &node.inputs)?;
-    let pairs: Vec<(VarId, VarId)> = node.outputs.iter().copied().zip(fg.node(new).outputs.iter().copied()).collect();
+    let pairs: Vec<(VarId, VarId)> = node
+        .outputs
+        .iter()
+        .copied()
+        .zip(fg.node(new).outputs.iter().copied())
+        .collect();
     fg.replace_all(&pairs, "inplace_elemwise")
 }
 
@@ -158,7 +170,10 @@ mod tests {
         // exp(x) must not overwrite x; add overwrites exp(x); log overwrites the sum.
         assert_eq!(s.nodes, 2, "{fg}");
         assert!(!s.fell_back);
-        assert_eq!(fg.to_string(), "FunctionGraph(log{inplace}(add{inplace}(exp(x), 1.0)))");
+        assert_eq!(
+            fg.to_string(),
+            "FunctionGraph(log{inplace}(add{inplace}(exp(x), 1.0)))"
+        );
         let after = evaluate(&fg, &[Value::F64(arr1(&[0.5, 2.0]).into_dyn())]).unwrap();
         assert!(after[0].allclose(&before[0], 0.0, 0.0));
     }

@@ -8,7 +8,10 @@ use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
-use super::util::{elemwise, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary, unique_constant};
+use super::util::{
+    elemwise, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary,
+    unique_constant,
+};
 
 /// Largest integer exponent expanded by nested squaring.
 pub const MAX_SQUARING_EXPONENT: f64 = 512.0;
@@ -20,21 +23,96 @@ pub fn rules() -> Vec<Rule> {
         ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
     }
     vec![
-        Rule { name: "local_pow_specialize", tracks: kinds!(Pow), apply: local_pow_specialize, fast_compile: false },
-        Rule { name: "local_pow_to_nested_squaring", tracks: kinds!(Pow), apply: local_pow_to_nested_squaring, fast_compile: false },
-        Rule { name: "local_mul_specialize", tracks: kinds!(Mul), apply: local_mul_specialize, fast_compile: false },
-        Rule { name: "local_add_remove_zeros", tracks: kinds!(Add), apply: local_add_remove_zeros, fast_compile: false },
-        Rule { name: "local_div_to_reciprocal", tracks: kinds!(TrueDiv), apply: local_div_to_reciprocal, fast_compile: false },
-        Rule { name: "local_mul_to_sqr", tracks: kinds!(Mul), apply: local_mul_to_sqr, fast_compile: false },
-        Rule { name: "local_add_neg_to_sub", tracks: kinds!(Add), apply: local_add_neg_to_sub, fast_compile: false },
-        Rule { name: "local_neg_div_neg", tracks: kinds!(Neg), apply: local_neg_div_neg, fast_compile: false },
-        Rule { name: "local_abs_merge", tracks: kinds!(Mul, TrueDiv), apply: local_abs_merge, fast_compile: false },
-        Rule { name: "local_elemwise_sub_zeros", tracks: kinds!(Sub), apply: local_elemwise_sub_zeros, fast_compile: false },
-        Rule { name: "local_mul_exp_to_exp_add", tracks: kinds!(Mul), apply: local_mul_exp_to_exp_add, fast_compile: false },
-        Rule { name: "local_mul_pow_to_pow_add", tracks: kinds!(Mul), apply: local_mul_pow_to_pow_add, fast_compile: false },
-        Rule { name: "local_div_exp_to_mul_exp", tracks: kinds!(TrueDiv), apply: local_div_exp_to_mul_exp, fast_compile: false },
-        Rule { name: "local_sum_prod_of_mul_or_div", tracks: &[OpKind::CAReduce], apply: local_sum_prod_of_mul_or_div, fast_compile: false },
-        Rule { name: "local_sum_of_neg_to_neg_of_sum", tracks: &[OpKind::CAReduce], apply: local_sum_of_neg_to_neg_of_sum, fast_compile: false },
+        Rule {
+            name: "local_pow_specialize",
+            tracks: kinds!(Pow),
+            apply: local_pow_specialize,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_pow_to_nested_squaring",
+            tracks: kinds!(Pow),
+            apply: local_pow_to_nested_squaring,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_mul_specialize",
+            tracks: kinds!(Mul),
+            apply: local_mul_specialize,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_add_remove_zeros",
+            tracks: kinds!(Add),
+            apply: local_add_remove_zeros,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_div_to_reciprocal",
+            tracks: kinds!(TrueDiv),
+            apply: local_div_to_reciprocal,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_mul_to_sqr",
+            tracks: kinds!(Mul),
+            apply: local_mul_to_sqr,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_add_neg_to_sub",
+            tracks: kinds!(Add),
+            apply: local_add_neg_to_sub,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_neg_div_neg",
+            tracks: kinds!(Neg),
+            apply: local_neg_div_neg,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_abs_merge",
+            tracks: kinds!(Mul, TrueDiv),
+            apply: local_abs_merge,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_elemwise_sub_zeros",
+            tracks: kinds!(Sub),
+            apply: local_elemwise_sub_zeros,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_mul_exp_to_exp_add",
+            tracks: kinds!(Mul),
+            apply: local_mul_exp_to_exp_add,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_mul_pow_to_pow_add",
+            tracks: kinds!(Mul),
+            apply: local_mul_pow_to_pow_add,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_div_exp_to_mul_exp",
+            tracks: kinds!(TrueDiv),
+            apply: local_div_exp_to_mul_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sum_prod_of_mul_or_div",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_prod_of_mul_or_div,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sum_of_neg_to_neg_of_sum",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_of_neg_to_neg_of_sum,
+            fast_compile: false,
+        },
     ]
 }
 
@@ -53,7 +131,9 @@ fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>
 /// `reciprocal(sqrt)`, `reciprocal`, `reciprocal(sqr)`.
 pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = input(fg, n, 0);
-    let Some(e) = unique_constant(fg, input(fg, n, 1)) else { return Ok(None) };
+    let Some(e) = unique_constant(fg, input(fg, n, 1)) else {
+        return Ok(None);
+    };
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
     // Reciprocals of integers would change the dtype semantics; keep them float-only.
     let float = dtype.is_float();
@@ -83,9 +163,15 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
 /// repeated squares (`x ** 3 -> x * sqr(x)`), reciprocal for negative `k`.
 pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = input(fg, n, 0);
-    let Some(e) = unique_constant(fg, input(fg, n, 1)) else { return Ok(None) };
+    let Some(e) = unique_constant(fg, input(fg, n, 1)) else {
+        return Ok(None);
+    };
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
-    if e.fract() != 0.0 || e.abs() <= 2.0 || e.abs() > MAX_SQUARING_EXPONENT || (e < 0.0 && !dtype.is_float()) {
+    if e.fract() != 0.0
+        || e.abs() <= 2.0
+        || e.abs() > MAX_SQUARING_EXPONENT
+        || (e < 0.0 && !dtype.is_float())
+    {
         return Ok(None);
     }
     let mut k = e.abs() as u64;
@@ -101,7 +187,11 @@ pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result
         }
         power = unary(fg, ScalarOp::Sqr, power)?;
     }
-    let mut new = if factors.len() == 1 { factors[0] } else { elemwise(fg, ScalarOp::Mul, &factors)? };
+    let mut new = if factors.len() == 1 {
+        factors[0]
+    } else {
+        elemwise(fg, ScalarOp::Mul, &factors)?
+    };
     if e < 0.0 {
         new = unary(fg, ScalarOp::Reciprocal, new)?;
     }
@@ -148,7 +238,11 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
 pub fn local_add_remove_zeros(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
-    let rest: Vec<VarId> = ins.iter().copied().filter(|&i| !is_constant_equal(fg, i, 0.0)).collect();
+    let rest: Vec<VarId> = ins
+        .iter()
+        .copied()
+        .filter(|&i| !is_constant_equal(fg, i, 0.0))
+        .collect();
     if rest.len() == ins.len() {
         return Ok(None);
     }
@@ -204,7 +298,9 @@ pub fn local_add_neg_to_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
 
 /// `-(-x / y) -> x / y` and `-(x / -y) -> x / y`.
 pub fn local_neg_div_neg(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::TrueDiv) else { return Ok(None) };
+    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::TrueDiv) else {
+        return Ok(None);
+    };
     let (a, b) = (input(fg, d, 0), input(fg, d, 1));
     let new = if let Some(x) = is_neg(fg, a) {
         elemwise(fg, ScalarOp::TrueDiv, &[x, b])?
@@ -218,10 +314,14 @@ pub fn local_neg_div_neg(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 
 /// `abs(x) * abs(y) -> abs(x * y)` and `abs(x) / abs(y) -> abs(x / y)`.
 pub fn local_abs_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(op) = fg.node(n).op.scalar_op() else { return Ok(None) };
+    let Some(op) = fg.node(n).op.scalar_op() else {
+        return Ok(None);
+    };
     let ins = fg.node(n).inputs.to_vec();
-    let inner: Option<Vec<VarId>> =
-        ins.iter().map(|&i| owner_if(fg, i, ScalarOp::Abs).map(|a| input(fg, a, 0))).collect();
+    let inner: Option<Vec<VarId>> = ins
+        .iter()
+        .map(|&i| owner_if(fg, i, ScalarOp::Abs).map(|a| input(fg, a, 0)))
+        .collect();
     let Some(inner) = inner else { return Ok(None) };
     if inner.len() < 2 {
         return Ok(None);
@@ -244,16 +344,25 @@ pub fn local_elemwise_sub_zeros(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
 /// `exp(a) * exp(b) * c -> exp(a + b) * c`.
 pub fn local_mul_exp_to_exp_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
-    let (exps, rest): (Vec<VarId>, Vec<VarId>) = ins.iter().partition(|&&i| owner_if(fg, i, ScalarOp::Exp).is_some());
+    let (exps, rest): (Vec<VarId>, Vec<VarId>) = ins
+        .iter()
+        .partition(|&&i| owner_if(fg, i, ScalarOp::Exp).is_some());
     if exps.len() < 2 {
         return Ok(None);
     }
-    let args: Vec<VarId> = exps.iter().map(|&e| input(fg, fg.owner(e).expect("exp"), 0)).collect();
+    let args: Vec<VarId> = exps
+        .iter()
+        .map(|&e| input(fg, fg.owner(e).expect("exp"), 0))
+        .collect();
     let s = elemwise(fg, ScalarOp::Add, &args)?;
     let e = unary(fg, ScalarOp::Exp, s)?;
     let mut factors = vec![e];
     factors.extend(rest);
-    let new = if factors.len() == 1 { factors[0] } else { elemwise(fg, ScalarOp::Mul, &factors)? };
+    let new = if factors.len() == 1 {
+        factors[0]
+    } else {
+        elemwise(fg, ScalarOp::Mul, &factors)?
+    };
     finish(fg, n, new)
 }
 
@@ -263,10 +372,13 @@ pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     let pows: Vec<(usize, VarId, VarId)> = ins
         .iter()
         .enumerate()
-        .filter_map(|(k, &i)| owner_if(fg, i, ScalarOp::Pow).map(|p| (k, input(fg, p, 0), input(fg, p, 1))))
+        .filter_map(|(k, &i)| {
+            owner_if(fg, i, ScalarOp::Pow).map(|p| (k, input(fg, p, 0), input(fg, p, 1)))
+        })
         .collect();
     for (i, &(k1, base, e1)) in pows.iter().enumerate() {
-        let same: Vec<&(usize, VarId, VarId)> = pows[i + 1..].iter().filter(|p| p.1 == base).collect();
+        let same: Vec<&(usize, VarId, VarId)> =
+            pows[i + 1..].iter().filter(|p| p.1 == base).collect();
         if same.is_empty() {
             continue;
         }
@@ -279,8 +391,17 @@ pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
         let s = elemwise(fg, ScalarOp::Add, &exps)?;
         let p = elemwise(fg, ScalarOp::Pow, &[base, s])?;
         let mut factors = vec![p];
-        factors.extend(ins.iter().enumerate().filter(|(k, _)| !used.contains(k)).map(|(_, &v)| v));
-        let new = if factors.len() == 1 { factors[0] } else { elemwise(fg, ScalarOp::Mul, &factors)? };
+        factors.extend(
+            ins.iter()
+                .enumerate()
+                .filter(|(k, _)| !used.contains(k))
+                .map(|(_, &v)| v),
+        );
+        let new = if factors.len() == 1 {
+            factors[0]
+        } else {
+            elemwise(fg, ScalarOp::Mul, &factors)?
+        };
         return finish(fg, n, new);
     }
     Ok(None)
@@ -288,7 +409,9 @@ pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
 
 /// `x / exp(y) -> x * exp(-y)` (a multiplication is cheaper than a division).
 pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(e) = owner_if(fg, input(fg, n, 1), ScalarOp::Exp) else { return Ok(None) };
+    let Some(e) = owner_if(fg, input(fg, n, 1), ScalarOp::Exp) else {
+        return Ok(None);
+    };
     let x = input(fg, n, 0);
     let y = input(fg, e, 0);
     let ny = neg(fg, y)?;
@@ -301,22 +424,36 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
 /// broadcastable over every reduced axis (`prod` likewise with `c ** n`
 /// only for scalars of known count, so it is left to sums).
 pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce { op: ReduceOp::Sum, axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
     let x = input(fg, n, 0);
-    let Some(inner) = fg.owner(x) else { return Ok(None) };
-    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = fg.node(inner).op.scalar_op() else { return Ok(None) };
+    let Some(inner) = fg.owner(x) else {
+        return Ok(None);
+    };
+    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = fg.node(inner).op.scalar_op() else {
+        return Ok(None);
+    };
     if !fg.ty(x).dtype.is_float() || !super::util::single_client(fg, x) {
         return Ok(None);
     }
     let nd = fg.ty(x).ndim();
     let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
     let ins = fg.node(inner).inputs.to_vec();
-    let scalar_like = |fg: &FunctionGraph, v: VarId| reduced.iter().all(|&d| fg.ty(v).is_broadcastable(d));
+    let scalar_like =
+        |fg: &FunctionGraph, v: VarId| reduced.iter().all(|&d| fg.ty(v).is_broadcastable(d));
     let candidates: Vec<usize> = match op {
         ScalarOp::Mul => (0..ins.len()).collect(),
         _ => vec![1],
     };
-    let outside: Vec<usize> = candidates.into_iter().filter(|&k| scalar_like(fg, ins[k])).collect();
+    let outside: Vec<usize> = candidates
+        .into_iter()
+        .filter(|&k| scalar_like(fg, ins[k]))
+        .collect();
     if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
         return Ok(None);
     }
@@ -324,30 +461,65 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
     let order: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
     let mut moved = Vec::new();
     for &k in &outside {
-        moved.push(fg.apply1(Op::DimShuffle { input_ndim: nd, new_order: order.clone() }, &[ins[k]])?);
+        moved.push(fg.apply1(
+            Op::DimShuffle {
+                input_ndim: nd,
+                new_order: order.clone(),
+            },
+            &[ins[k]],
+        )?);
     }
-    let inside: Vec<VarId> = ins.iter().enumerate().filter(|(k, _)| !outside.contains(k)).map(|(_, &v)| v).collect();
+    let inside: Vec<VarId> = ins
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !outside.contains(k))
+        .map(|(_, &v)| v)
+        .collect();
     let inner_val = match (op, inside.len()) {
         (_, 1) => inside[0],
         (ScalarOp::Mul, _) => elemwise(fg, ScalarOp::Mul, &inside)?,
         _ => unreachable!("a division keeps its numerator inside"),
     };
-    let s = fg.apply1(Op::CAReduce { op: ReduceOp::Sum, axes }, &[inner_val])?;
+    let s = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        },
+        &[inner_val],
+    )?;
     let mut all = vec![s];
     all.extend(moved);
-    let new = if op == ScalarOp::Mul { elemwise(fg, ScalarOp::Mul, &all)? } else { elemwise(fg, ScalarOp::TrueDiv, &all)? };
+    let new = if op == ScalarOp::Mul {
+        elemwise(fg, ScalarOp::Mul, &all)?
+    } else {
+        elemwise(fg, ScalarOp::TrueDiv, &all)?
+    };
     finish(fg, n, new)
 }
 
 /// `sum(-X) -> -sum(X)`.
 pub fn local_sum_of_neg_to_neg_of_sum(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce { op: ReduceOp::Sum, axes } = fg.node(n).op.clone() else { return Ok(None) };
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
     let x = input(fg, n, 0);
-    let Some(y) = owner_if(fg, x, ScalarOp::Neg).map(|m| input(fg, m, 0)) else { return Ok(None) };
+    let Some(y) = owner_if(fg, x, ScalarOp::Neg).map(|m| input(fg, m, 0)) else {
+        return Ok(None);
+    };
     if !super::util::single_client(fg, x) || !fg.ty(y).dtype.is_float() {
         return Ok(None);
     }
-    let s = fg.apply1(Op::CAReduce { op: ReduceOp::Sum, axes }, &[y])?;
+    let s = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        },
+        &[y],
+    )?;
     let new = neg(fg, s)?;
     finish(fg, n, new)
 }

@@ -12,7 +12,8 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
 use super::util::{
-    elemwise, is_1pexp, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary, unique_constant,
+    elemwise, is_1pexp, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary,
+    unique_constant,
 };
 
 /// Every stabilize rule, in registration order.
@@ -22,19 +23,84 @@ pub fn rules() -> Vec<Rule> {
         ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
     }
     vec![
-        Rule { name: "local_log1p", tracks: kinds!(Log), apply: local_log1p, fast_compile: false },
-        Rule { name: "local_expm1", tracks: kinds!(Add, Sub), apply: local_expm1, fast_compile: false },
-        Rule { name: "local_log_add_exp", tracks: kinds!(Log), apply: local_log_add_exp, fast_compile: false },
-        Rule { name: "local_log_sum_exp", tracks: kinds!(Log), apply: local_log_sum_exp, fast_compile: false },
-        Rule { name: "logsigm_to_softplus", tracks: kinds!(Log), apply: logsigm_to_softplus, fast_compile: false },
-        Rule { name: "log1msigm_to_softplus", tracks: kinds!(Log), apply: log1msigm_to_softplus, fast_compile: false },
-        Rule { name: "log1p_neg_sigmoid", tracks: kinds!(Log1p), apply: log1p_neg_sigmoid, fast_compile: false },
-        Rule { name: "local_log1p_plusminus_exp", tracks: kinds!(Log1p), apply: local_log1p_plusminus_exp, fast_compile: false },
-        Rule { name: "logmexpm1_to_log1mexp", tracks: kinds!(Log), apply: logmexpm1_to_log1mexp, fast_compile: false },
-        Rule { name: "local_exp_over_1_plus_exp", tracks: kinds!(TrueDiv), apply: local_exp_over_1_plus_exp, fast_compile: false },
-        Rule { name: "local_reciprocal_1_plus_exp", tracks: kinds!(Reciprocal, Pow, TrueDiv), apply: local_reciprocal_1_plus_exp, fast_compile: false },
-        Rule { name: "local_1msigmoid", tracks: kinds!(Sub), apply: local_1msigmoid, fast_compile: false },
-        Rule { name: "local_sigm_times_exp", tracks: kinds!(Mul), apply: local_sigm_times_exp, fast_compile: false },
+        Rule {
+            name: "local_log1p",
+            tracks: kinds!(Log),
+            apply: local_log1p,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_expm1",
+            tracks: kinds!(Add, Sub),
+            apply: local_expm1,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_log_add_exp",
+            tracks: kinds!(Log),
+            apply: local_log_add_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_log_sum_exp",
+            tracks: kinds!(Log),
+            apply: local_log_sum_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "logsigm_to_softplus",
+            tracks: kinds!(Log),
+            apply: logsigm_to_softplus,
+            fast_compile: false,
+        },
+        Rule {
+            name: "log1msigm_to_softplus",
+            tracks: kinds!(Log),
+            apply: log1msigm_to_softplus,
+            fast_compile: false,
+        },
+        Rule {
+            name: "log1p_neg_sigmoid",
+            tracks: kinds!(Log1p),
+            apply: log1p_neg_sigmoid,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_log1p_plusminus_exp",
+            tracks: kinds!(Log1p),
+            apply: local_log1p_plusminus_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "logmexpm1_to_log1mexp",
+            tracks: kinds!(Log),
+            apply: logmexpm1_to_log1mexp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_exp_over_1_plus_exp",
+            tracks: kinds!(TrueDiv),
+            apply: local_exp_over_1_plus_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_reciprocal_1_plus_exp",
+            tracks: kinds!(Reciprocal, Pow, TrueDiv),
+            apply: local_reciprocal_1_plus_exp,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_1msigmoid",
+            tracks: kinds!(Sub),
+            apply: local_1msigmoid,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sigm_times_exp",
+            tracks: kinds!(Mul),
+            apply: local_sigm_times_exp,
+            fast_compile: false,
+        },
     ]
 }
 
@@ -58,12 +124,23 @@ pub fn local_log1p(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     }
     if let Some(a) = owner_if(fg, arg, ScalarOp::Add) {
         let ins = fg.node(a).inputs.to_vec();
-        let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, 1.0)) else { return Ok(None) };
-        let rest: Vec<VarId> = ins.iter().enumerate().filter(|&(j, _)| j != k).map(|(_, &v)| v).collect();
+        let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, 1.0)) else {
+            return Ok(None);
+        };
+        let rest: Vec<VarId> = ins
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, &v)| v)
+            .collect();
         if rest.is_empty() {
             return Ok(None);
         }
-        let x = if rest.len() == 1 { rest[0] } else { elemwise(fg, ScalarOp::Add, &rest)? };
+        let x = if rest.len() == 1 {
+            rest[0]
+        } else {
+            elemwise(fg, ScalarOp::Add, &rest)?
+        };
         let new = unary(fg, ScalarOp::Log1p, x)?;
         return finish(fg, n, new);
     }
@@ -83,7 +160,9 @@ pub fn local_expm1(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let op = fg.node(n).op.scalar_op();
     let ins = fg.node(n).inputs.to_vec();
     if op == Some(ScalarOp::Sub) {
-        let Some(e) = owner_if(fg, ins[0], ScalarOp::Exp) else { return Ok(None) };
+        let Some(e) = owner_if(fg, ins[0], ScalarOp::Exp) else {
+            return Ok(None);
+        };
         if !is_constant_equal(fg, ins[1], 1.0) {
             return Ok(None);
         }
@@ -91,16 +170,30 @@ pub fn local_expm1(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
         let new = unary(fg, ScalarOp::Expm1, x)?;
         return finish(fg, n, new);
     }
-    let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, -1.0)) else { return Ok(None) };
-    let Some((j, e)) = ins.iter().enumerate().find_map(|(j, &i)| owner_if(fg, i, ScalarOp::Exp).map(|e| (j, e))) else {
+    let Some(k) = ins.iter().position(|&i| is_constant_equal(fg, i, -1.0)) else {
+        return Ok(None);
+    };
+    let Some((j, e)) = ins
+        .iter()
+        .enumerate()
+        .find_map(|(j, &i)| owner_if(fg, i, ScalarOp::Exp).map(|e| (j, e)))
+    else {
         return Ok(None);
     };
     let x = input(fg, e, 0);
     let em1 = unary(fg, ScalarOp::Expm1, x)?;
-    let mut rest: Vec<VarId> =
-        ins.iter().enumerate().filter(|&(i, _)| i != k && i != j).map(|(_, &v)| v).collect();
+    let mut rest: Vec<VarId> = ins
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != k && i != j)
+        .map(|(_, &v)| v)
+        .collect();
     rest.insert(0, em1);
-    let new = if rest.len() == 1 { rest[0] } else { elemwise(fg, ScalarOp::Add, &rest)? };
+    let new = if rest.len() == 1 {
+        rest[0]
+    } else {
+        elemwise(fg, ScalarOp::Add, &rest)?
+    };
     finish(fg, n, new)
 }
 
@@ -108,13 +201,17 @@ pub fn local_expm1(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
 /// `m = maximum(a, b, ...)`, returning `m` itself where `m` is infinite.
 pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let arg = input(fg, n, 0);
-    let Some(a) = owner_if(fg, arg, ScalarOp::Add) else { return Ok(None) };
+    let Some(a) = owner_if(fg, arg, ScalarOp::Add) else {
+        return Ok(None);
+    };
     let ins = fg.node(a).inputs.to_vec();
     if ins.len() < 2 {
         return Ok(None);
     }
-    let args: Option<Vec<VarId>> =
-        ins.iter().map(|&i| owner_if(fg, i, ScalarOp::Exp).map(|e| input(fg, e, 0))).collect();
+    let args: Option<Vec<VarId>> = ins
+        .iter()
+        .map(|&i| owner_if(fg, i, ScalarOp::Exp).map(|e| input(fg, e, 0)))
+        .collect();
     let Some(args) = args else { return Ok(None) };
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
     let mut m = args[0];
@@ -142,9 +239,19 @@ pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 /// `m = max(X, axes)`, where an infinite `m` is replaced by 0 in the shift.
 pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let arg = input(fg, n, 0);
-    let Some(s) = fg.owner(arg) else { return Ok(None) };
-    let Op::CAReduce { op: ReduceOp::Sum, axes } = fg.node(s).op.clone() else { return Ok(None) };
-    let Some(e) = owner_if(fg, input(fg, s, 0), ScalarOp::Exp) else { return Ok(None) };
+    let Some(s) = fg.owner(arg) else {
+        return Ok(None);
+    };
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(s).op.clone()
+    else {
+        return Ok(None);
+    };
+    let Some(e) = owner_if(fg, input(fg, s, 0), ScalarOp::Exp) else {
+        return Ok(None);
+    };
     let x = input(fg, e, 0);
     let x_ty = fg.ty(x).clone();
     if !x_ty.dtype.is_float() {
@@ -152,7 +259,13 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     }
     let nd = x_ty.ndim();
     let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
-    let m = fg.apply1(Op::CAReduce { op: ReduceOp::Max, axes: axes.clone() }, &[x])?;
+    let m = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Max,
+            axes: axes.clone(),
+        },
+        &[x],
+    )?;
     let am = unary(fg, ScalarOp::Abs, m)?;
     let inf = scalar_const(fg, x_ty.dtype, f64::INFINITY);
     let is_inf = elemwise(fg, ScalarOp::Eq, &[am, inf])?;
@@ -170,10 +283,22 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
             }
         })
         .collect();
-    let m_keep = fg.apply1(Op::DimShuffle { input_ndim: nd - reduced.len(), new_order: order }, &[m_safe])?;
+    let m_keep = fg.apply1(
+        Op::DimShuffle {
+            input_ndim: nd - reduced.len(),
+            new_order: order,
+        },
+        &[m_safe],
+    )?;
     let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
     let ex = unary(fg, ScalarOp::Exp, shifted)?;
-    let sum = fg.apply1(Op::CAReduce { op: ReduceOp::Sum, axes }, &[ex])?;
+    let sum = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        },
+        &[ex],
+    )?;
     let l = unary(fg, ScalarOp::Log, sum)?;
     let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
     finish(fg, n, new)
@@ -181,7 +306,9 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 
 /// `log(sigmoid(x)) -> -softplus(-x)`.
 pub fn logsigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(s) = owner_if(fg, input(fg, n, 0), ScalarOp::Sigmoid) else { return Ok(None) };
+    let Some(s) = owner_if(fg, input(fg, n, 0), ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
     let x = input(fg, s, 0);
     let nx = neg(fg, x)?;
     let sp = unary(fg, ScalarOp::Softplus, nx)?;
@@ -191,11 +318,15 @@ pub fn logsigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
 
 /// `log(1 - sigmoid(x)) -> -softplus(x)`.
 pub fn log1msigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::Sub) else { return Ok(None) };
+    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::Sub) else {
+        return Ok(None);
+    };
     if !is_constant_equal(fg, input(fg, d, 0), 1.0) {
         return Ok(None);
     }
-    let Some(s) = owner_if(fg, input(fg, d, 1), ScalarOp::Sigmoid) else { return Ok(None) };
+    let Some(s) = owner_if(fg, input(fg, d, 1), ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
     let x = input(fg, s, 0);
     let sp = unary(fg, ScalarOp::Softplus, x)?;
     let new = neg(fg, sp)?;
@@ -204,8 +335,12 @@ pub fn log1msigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option
 
 /// `log1p(-sigmoid(x)) -> -softplus(x)`.
 pub fn log1p_neg_sigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(inner) = is_neg(fg, input(fg, n, 0)) else { return Ok(None) };
-    let Some(s) = owner_if(fg, inner, ScalarOp::Sigmoid) else { return Ok(None) };
+    let Some(inner) = is_neg(fg, input(fg, n, 0)) else {
+        return Ok(None);
+    };
+    let Some(s) = owner_if(fg, inner, ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
     let x = input(fg, s, 0);
     let sp = unary(fg, ScalarOp::Softplus, x)?;
     let new = neg(fg, sp)?;
@@ -220,8 +355,12 @@ pub fn local_log1p_plusminus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Op
         let new = unary(fg, ScalarOp::Softplus, x)?;
         return finish(fg, n, new);
     }
-    let Some(inner) = is_neg(fg, arg) else { return Ok(None) };
-    let Some(e) = owner_if(fg, inner, ScalarOp::Exp) else { return Ok(None) };
+    let Some(inner) = is_neg(fg, arg) else {
+        return Ok(None);
+    };
+    let Some(e) = owner_if(fg, inner, ScalarOp::Exp) else {
+        return Ok(None);
+    };
     let x = input(fg, e, 0);
     let new = unary(fg, ScalarOp::Log1mexp, x)?;
     finish(fg, n, new)
@@ -229,8 +368,12 @@ pub fn local_log1p_plusminus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Op
 
 /// `log(-expm1(x)) -> log1mexp(x)`.
 pub fn logmexpm1_to_log1mexp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(inner) = is_neg(fg, input(fg, n, 0)) else { return Ok(None) };
-    let Some(e) = owner_if(fg, inner, ScalarOp::Expm1) else { return Ok(None) };
+    let Some(inner) = is_neg(fg, input(fg, n, 0)) else {
+        return Ok(None);
+    };
+    let Some(e) = owner_if(fg, inner, ScalarOp::Expm1) else {
+        return Ok(None);
+    };
     let x = input(fg, e, 0);
     let new = unary(fg, ScalarOp::Log1mexp, x)?;
     finish(fg, n, new)
@@ -238,9 +381,13 @@ pub fn logmexpm1_to_log1mexp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option
 
 /// `exp(x) / (1 + exp(x)) -> sigmoid(x)`.
 pub fn local_exp_over_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(e) = owner_if(fg, input(fg, n, 0), ScalarOp::Exp) else { return Ok(None) };
+    let Some(e) = owner_if(fg, input(fg, n, 0), ScalarOp::Exp) else {
+        return Ok(None);
+    };
     let x = input(fg, e, 0);
-    let Some(y) = is_1pexp(fg, input(fg, n, 1)) else { return Ok(None) };
+    let Some(y) = is_1pexp(fg, input(fg, n, 1)) else {
+        return Ok(None);
+    };
     if x != y {
         return Ok(None);
     }
@@ -253,11 +400,15 @@ pub fn local_reciprocal_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<
     let op = fg.node(n).op.scalar_op();
     let denom = match op {
         Some(ScalarOp::Reciprocal) => input(fg, n, 0),
-        Some(ScalarOp::Pow) if unique_constant(fg, input(fg, n, 1)) == Some(-1.0) => input(fg, n, 0),
+        Some(ScalarOp::Pow) if unique_constant(fg, input(fg, n, 1)) == Some(-1.0) => {
+            input(fg, n, 0)
+        }
         Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => input(fg, n, 1),
         _ => return Ok(None),
     };
-    let Some(x) = is_1pexp(fg, denom) else { return Ok(None) };
+    let Some(x) = is_1pexp(fg, denom) else {
+        return Ok(None);
+    };
     let nx = neg(fg, x)?;
     let new = unary(fg, ScalarOp::Sigmoid, nx)?;
     finish(fg, n, new)
@@ -268,7 +419,9 @@ pub fn local_1msigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
     if !is_constant_equal(fg, input(fg, n, 0), 1.0) {
         return Ok(None);
     }
-    let Some(s) = owner_if(fg, input(fg, n, 1), ScalarOp::Sigmoid) else { return Ok(None) };
+    let Some(s) = owner_if(fg, input(fg, n, 1), ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
     let x = input(fg, s, 0);
     let nx = neg(fg, x)?;
     let new = unary(fg, ScalarOp::Sigmoid, nx)?;
@@ -316,6 +469,10 @@ pub fn local_sigm_times_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     if !changed {
         return Ok(None);
     }
-    let new = if factors.len() == 1 { factors[0] } else { elemwise(fg, ScalarOp::Mul, &factors)? };
+    let new = if factors.len() == 1 {
+        factors[0]
+    } else {
+        elemwise(fg, ScalarOp::Mul, &factors)?
+    };
     finish(fg, n, new)
 }

@@ -13,7 +13,10 @@ use crate::ops::{Op, ScalarOp};
 /// leading broadcastable dimensions (constants are reshaped in place).
 pub fn elemwise(fg: &mut FunctionGraph, op: ScalarOp, inputs: &[VarId]) -> Result<VarId> {
     let ndim = inputs.iter().map(|&v| fg.ty(v).ndim()).max().unwrap_or(0);
-    let padded: Vec<VarId> = inputs.iter().map(|&v| pad_to(fg, v, ndim)).collect::<Result<_>>()?;
+    let padded: Vec<VarId> = inputs
+        .iter()
+        .map(|&v| pad_to(fg, v, ndim))
+        .collect::<Result<_>>()?;
     fg.apply1(Op::elemwise(op), &padded)
 }
 
@@ -27,12 +30,20 @@ pub fn pad_to(fg: &mut FunctionGraph, v: VarId, ndim: usize) -> Result<VarId> {
     if let Some(c) = fg.constant_value(v) {
         let mut shape = vec![1usize; extra];
         shape.extend_from_slice(c.shape());
-        let padded =
-            crate::map_value!(c, a => a.clone().into_shape_with_order(ndarray::IxDyn(&shape)).expect("same size"));
+        let padded = crate::map_value!(c, a => a.clone().into_shape_with_order(ndarray::IxDyn(&shape)).expect("same size"));
         return Ok(fg.constant(padded));
     }
-    let order: Vec<Option<usize>> = (0..extra).map(|_| None).chain((0..have).map(Some)).collect();
-    fg.apply1(Op::DimShuffle { input_ndim: have, new_order: order }, &[v])
+    let order: Vec<Option<usize>> = (0..extra)
+        .map(|_| None)
+        .chain((0..have).map(Some))
+        .collect();
+    fg.apply1(
+        Op::DimShuffle {
+            input_ndim: have,
+            new_order: order,
+        },
+        &[v],
+    )
 }
 
 /// A 0-d constant of `dtype` holding `v`.
@@ -68,7 +79,12 @@ pub fn owner_if(fg: &FunctionGraph, v: VarId, op: ScalarOp) -> Option<NodeId> {
 /// Adjusts `new` so that it can replace a variable of type `want`: casts to
 /// its dtype, pads its ndim, and broadcasts it against `shape_from` (with
 /// `second`) where its static shape is less specific than `want`'s.
-pub fn match_type(fg: &mut FunctionGraph, new: VarId, want: &TensorType, shape_from: &[VarId]) -> Result<VarId> {
+pub fn match_type(
+    fg: &mut FunctionGraph,
+    new: VarId,
+    want: &TensorType,
+    shape_from: &[VarId],
+) -> Result<VarId> {
     let mut new = new;
     if fg.ty(new).dtype != want.dtype {
         new = fg.apply1(Op::elemwise(ScalarOp::Cast(want.dtype)), &[new])?;
@@ -82,7 +98,9 @@ pub fn match_type(fg: &mut FunctionGraph, new: VarId, want: &TensorType, shape_f
         // Only inputs that carry some of the missing (non-broadcastable) dimensions help.
         let helps = (0..want.ndim().min(s_ty.ndim())).any(|d| {
             let d_new = d + want.ndim() - s_ty.ndim();
-            !s_ty.is_broadcastable(d) && fg.ty(new).is_broadcastable(d_new) && !want.is_broadcastable(d_new)
+            !s_ty.is_broadcastable(d)
+                && fg.ty(new).is_broadcastable(d_new)
+                && !want.is_broadcastable(d_new)
         });
         if helps {
             let s = pad_to(fg, s, want.ndim())?;

@@ -25,7 +25,10 @@ enum Built {
 
 /// Parses `src` and builds it over the named inputs.
 pub fn build_expression(src: &str, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
-    let e = expr::parse(src).map_err(|e| Error::Parse { pos: e.pos, msg: e.message.clone() })?;
+    let e = expr::parse(src).map_err(|e| Error::Parse {
+        pos: e.pos,
+        msg: e.message.clone(),
+    })?;
     build_expr(&e, vars)
 }
 
@@ -35,7 +38,10 @@ pub fn build_expr(e: &Expr, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
     match result {
         Built::Tensor(t) => Ok(t),
         Built::Number(n) => Ok(literal(n)),
-        Built::Other => Err(Error::Parse { pos: e.span.start, msg: "the expression is not a tensor".into() }),
+        Built::Other => Err(Error::Parse {
+            pos: e.span.start,
+            msg: "the expression is not a tensor".into(),
+        }),
     }
 }
 
@@ -48,7 +54,10 @@ fn literal(n: Number) -> Tensor {
 
 fn at(pos: usize, e: Error) -> Error {
     match e {
-        Error::Type { op, msg } => Error::Type { op, msg: format!("{msg} (at position {pos})") },
+        Error::Type { op, msg } => Error::Type {
+            op,
+            msg: format!("{msg} (at position {pos})"),
+        },
         other => other,
     }
 }
@@ -66,7 +75,10 @@ fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
             Ok((c, y))
         }
         (Built::Number(m), Built::Number(n)) => Ok((literal(m), literal(n))),
-        _ => Err(Error::Parse { pos, msg: "operands must be tensors or numbers".into() }),
+        _ => Err(Error::Parse {
+            pos,
+            msg: "operands must be tensors or numbers".into(),
+        }),
     }
 }
 
@@ -74,7 +86,10 @@ fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
     match b {
         Built::Tensor(t) => Ok(t),
         Built::Number(n) => Ok(literal(n)),
-        Built::Other => Err(Error::Parse { pos, msg: "expected a tensor argument".into() }),
+        Built::Other => Err(Error::Parse {
+            pos,
+            msg: "expected a tensor argument".into(),
+        }),
     }
 }
 
@@ -88,15 +103,22 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
         ExprKind::Name(name) => match vars.get(name) {
             Some(t) => Built::Tensor(t.clone()),
             None => {
-                return Err(Error::Parse { pos, msg: format!("unknown variable '{name}' (declare it as an input)") })
+                return Err(Error::Parse {
+                    pos,
+                    msg: format!("unknown variable '{name}' (declare it as an input)"),
+                })
             }
         },
         ExprKind::Unary { op, .. } => match (op, next()) {
             (UnaryOp::Pos, b) => b,
-            (UnaryOp::Neg, Built::Number(Number::Int(i))) => Built::Number(Number::Int(i.wrapping_neg())),
+            (UnaryOp::Neg, Built::Number(Number::Int(i))) => {
+                Built::Number(Number::Int(i.wrapping_neg()))
+            }
             (UnaryOp::Neg, Built::Number(Number::Float(f))) => Built::Number(Number::Float(-f)),
             (UnaryOp::Neg, b) => Built::Tensor(tensor_of(b, pos)?.neg()),
-            (UnaryOp::Not, b) => Built::Tensor(tensor_of(b, pos)?.invert().map_err(|e| at(pos, e))?),
+            (UnaryOp::Not, b) => {
+                Built::Tensor(tensor_of(b, pos)?.invert().map_err(|e| at(pos, e))?)
+            }
         },
         ExprKind::Binary { op, .. } => {
             let (a, b) = pair(next(), next(), pos)?;
@@ -125,12 +147,19 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
             Built::Tensor(index(&x, items, pos)?)
         }
         ExprKind::Transpose(_) => Built::Tensor(tensor_of(next(), pos)?.t()),
-        ExprKind::Call { name, args, kwargs, .. } => {
-            let func = Func::from_name(name)
-                .ok_or_else(|| Error::Parse { pos, msg: format!("unknown function '{name}'") })?;
+        ExprKind::Call {
+            name, args, kwargs, ..
+        } => {
+            let func = Func::from_name(name).ok_or_else(|| Error::Parse {
+                pos,
+                msg: format!("unknown function '{name}'"),
+            })?;
             let built: Vec<Built> = (0..args.len() + kwargs.len()).map(|_| next()).collect();
             let mut built = built.into_iter();
-            let parse_err = |e: expr::ParseError| Error::Parse { pos: e.pos, msg: e.message };
+            let parse_err = |e: expr::ParseError| Error::Parse {
+                pos: e.pos,
+                msg: e.message,
+            };
             if func == Func::Cast {
                 let x = tensor_of(built.next().expect("arity checked"), pos)?;
                 let dtype = DType::parse(expr::cast_dtype(&args[1]).map_err(parse_err)?)?;
@@ -139,7 +168,8 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
             if func.is_reduction() {
                 let x = tensor_of(built.next().expect("arity checked"), pos)?;
                 let r = expr::reduce_args(func, kwargs).map_err(parse_err)?;
-                let axes: Option<Vec<isize>> = r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
+                let axes: Option<Vec<isize>> =
+                    r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
                     _ => {
@@ -202,7 +232,14 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Clip => build::clip(&a[0], &a[1], &a[2]),
         Func::Dot => build::dot(&a[0], &a[1]),
         Func::Transpose => Ok(a[0].t()),
-        Func::Cast | Func::Sum | Func::Prod | Func::Max | Func::Min | Func::Mean | Func::All | Func::Any => {
+        Func::Cast
+        | Func::Sum
+        | Func::Prod
+        | Func::Max
+        | Func::Min
+        | Func::Mean
+        | Func::All
+        | Func::Any => {
             unreachable!("handled by the caller")
         }
     };
@@ -212,7 +249,10 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
 /// `x[:, None]`-style indexing: `:` keeps the next dimension, `None` inserts a new one;
 /// dimensions not mentioned are kept at the end, as numpy does.
 fn index(x: &Tensor, items: &[IndexItem], pos: usize) -> Result<Tensor> {
-    let full = items.iter().filter(|i| matches!(i, IndexItem::Full)).count();
+    let full = items
+        .iter()
+        .filter(|i| matches!(i, IndexItem::Full))
+        .count();
     if full > x.ndim() {
         return Err(Error::Parse {
             pos,
@@ -255,9 +295,15 @@ mod tests {
     #[test]
     fn builds_the_workloads() {
         assert_eq!(show("log(1 + exp(x))"), "log((1.0 + exp(x)))");
-        assert_eq!(show("2*x**3 - 3*x**2 + x - 1"), "((((2.0 * (x ** 3.0)) - (3.0 * (x ** 2.0))) + x) - 1.0)");
+        assert_eq!(
+            show("2*x**3 - 3*x**2 + x - 1"),
+            "((((2.0 * (x ** 3.0)) - (3.0 * (x ** 2.0))) + x) - 1.0)"
+        );
         assert_eq!(show("log(sum(exp(X), axis=1))"), "log(sum(exp(X), axis=1))");
-        assert_eq!(show("tanh(x[:, None] + x[None, :])"), "tanh((x[:, None] + x[None, :]))");
+        assert_eq!(
+            show("tanh(x[:, None] + x[None, :])"),
+            "tanh((x[:, None] + x[None, :]))"
+        );
         assert_eq!(show("X @ x"), "(X @ x)");
         assert_eq!(show("X.T"), "X.T");
         assert_eq!(show("-x**2"), "(-(x ** 2.0))");
@@ -271,15 +317,27 @@ mod tests {
         assert_eq!(build_expression("i + 1", &v).unwrap().dtype(), DType::I32);
         assert_eq!(build_expression("i * 0.5", &v).unwrap().dtype(), DType::F64);
         assert_eq!(build_expression("2 + 3", &v).unwrap().dtype(), DType::I64);
-        assert_eq!(build_expression("cast(x, \"f32\")", &v).unwrap().dtype(), DType::F32);
-        assert_eq!(build_expression("mean(i)", &v).unwrap().ty(), &TensorType::scalar(DType::F64));
+        assert_eq!(
+            build_expression("cast(x, \"f32\")", &v).unwrap().dtype(),
+            DType::F32
+        );
+        assert_eq!(
+            build_expression("mean(i)", &v).unwrap().ty(),
+            &TensorType::scalar(DType::F64)
+        );
     }
 
     #[test]
     fn errors_carry_positions() {
         let v = vars();
         let e = build_expression("x + y", &v).unwrap_err();
-        assert_eq!(e, Error::Parse { pos: 4, msg: "unknown variable 'y' (declare it as an input)".into() });
+        assert_eq!(
+            e,
+            Error::Parse {
+                pos: 4,
+                msg: "unknown variable 'y' (declare it as an input)".into()
+            }
+        );
         let e = build_expression("x + (", &v).unwrap_err();
         assert!(matches!(e, Error::Parse { pos: 5, .. }), "{e}");
         let e = build_expression("X @ X @ x[:, :]", &v).unwrap_err();

@@ -32,7 +32,10 @@ pub struct DestroyHandler {
 impl DestroyHandler {
     /// A handler for which the given graph inputs may be overwritten.
     pub fn new(mutable_inputs: &[VarId]) -> Self {
-        DestroyHandler { mutable_inputs: mutable_inputs.iter().copied().collect(), destroyers: BTreeSet::new() }
+        DestroyHandler {
+            mutable_inputs: mutable_inputs.iter().copied().collect(),
+            destroyers: BTreeSet::new(),
+        }
     }
 
     /// The nodes that destroy one of their inputs.
@@ -104,7 +107,10 @@ impl Feature for DestroyHandler {
         if fg.has_feature::<DestroyHandler>() {
             return Err(Error::Graph("a DestroyHandler is already attached".into()));
         }
-        self.destroyers = fg.node_ids().filter(|&n| !fg.node(n).op.destroy_map().is_empty()).collect();
+        self.destroyers = fg
+            .node_ids()
+            .filter(|&n| !fg.node(n).op.destroy_map().is_empty())
+            .collect();
         Ok(())
     }
 
@@ -134,7 +140,9 @@ impl Feature for DestroyHandler {
             }
             owner_of_root.insert(root, n);
             if fg.var(root).is_constant() {
-                return Err(Error::Validation(format!("{op} ({n}) would overwrite a constant")));
+                return Err(Error::Validation(format!(
+                    "{op} ({n}) would overwrite a constant"
+                )));
             }
             if fg.inputs().contains(&root) && !self.mutable_inputs.contains(&root) {
                 return Err(Error::Validation(format!(
@@ -171,7 +179,10 @@ impl Feature for DestroyHandler {
             }
         }
         fg.try_toposort_with(&self.orderings(fg)).map_err(|_| {
-            Error::Validation("an inplace operation would run before another reader of the memory it overwrites".into())
+            Error::Validation(
+                "an inplace operation would run before another reader of the memory it overwrites"
+                    .into(),
+            )
         })?;
         Ok(())
     }
