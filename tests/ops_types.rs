@@ -165,14 +165,14 @@ fn elemwise_dtype_promotion_follows_the_documented_rules() {
     assert_eq!(e(Add, &[Bool, I8]), I8);
     assert_eq!(e(Add, &[U8, I16]), I16);
     assert_eq!(e(Mul, &[I16, F32]), F32);
-    // Documented choice (numpy would give f64 for i64 with f32).
-    assert_eq!(e(Mul, &[I64, F32]), F32);
+    // As numpy: a 32/64-bit integer with f32 gives f64.
+    assert_eq!(e(Mul, &[I64, F32]), F64);
     assert_eq!(e(Add, &[I8, I32, I16]), I32);
     assert_eq!(e(Add, &[Bool, Bool, Bool]), I64);
     assert_eq!(e(Neg, &[Bool]), I64);
     assert_eq!(e(TrueDiv, &[I8, I8]), F64);
     assert_eq!(e(TrueDiv, &[Bool, F32]), F32);
-    assert_eq!(e(TrueDiv, &[I64, F32]), F32);
+    assert_eq!(e(TrueDiv, &[I64, F32]), F64);
     assert_eq!(e(Exp, &[I32]), F64);
     assert_eq!(e(Exp, &[I64]), F64);
     assert_eq!(e(Exp, &[U8]), F32);
@@ -564,7 +564,7 @@ fn dot_types_in_all_one_and_two_d_combinations() {
     );
     assert_eq!(
         one(&Op::Dot, &[t(I32, &[None]), t(F32, &[None])]).dtype,
-        F32
+        F64
     );
     assert_eq!(
         one(&Op::Dot, &[t(Bool, &[None]), t(Bool, &[None])]).dtype,

@@ -130,15 +130,11 @@ pub fn dprint_vars(fg: &FunctionGraph, roots: &[VarId]) -> String {
     let mut expanded: FxHashSet<VarId> = FxHashSet::default();
     let mut out = String::new();
     for &root in roots {
-        let mut stack: Vec<(VarId, usize)> = vec![(root, 0)];
-        while let Some((v, depth)) = stack.pop() {
+        // (variable, prefix of its own line, prefix handed to its children)
+        let mut stack: Vec<(VarId, String, String)> = vec![(root, String::new(), String::new())];
+        while let Some((v, prefix, child_prefix)) = stack.pop() {
             let next = ids.len();
             let id = ids.entry(v).or_insert_with(|| id_name(next)).clone();
-            let prefix = if depth == 0 {
-                String::new()
-            } else {
-                format!("{}|", " |".repeat(depth - 1) + " ")
-            };
             match fg.owner(v) {
                 None => {
                     let name = match fg.constant_value(v) {
@@ -153,8 +149,12 @@ pub fn dprint_vars(fg: &FunctionGraph, roots: &[VarId]) -> String {
                     let suffix = fg.output_suffix(v);
                     let _ = writeln!(out, "{prefix}{}{suffix} [id {id}] '{name}'", node.op.name());
                     if expanded.insert(v) {
-                        for &i in node.inputs.iter().rev() {
-                            stack.push((i, depth + 1));
+                        // As Theano's debugprint: the last child's subtree is indented
+                        // with spaces, the others continue the ` |` rail.
+                        let last = node.inputs.len().saturating_sub(1);
+                        for (k, &i) in node.inputs.iter().enumerate().rev() {
+                            let rail = if k == last { "  " } else { " |" };
+                            stack.push((i, format!("{child_prefix} |"), format!("{child_prefix}{rail}")));
                         }
                     }
                 }

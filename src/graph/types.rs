@@ -9,8 +9,8 @@
 //! # Dtype promotion
 //! [`DType::upcast`] follows numpy for tensors of different dtypes:
 //! `bool < u8 < i8 < i16 < i32 < i64 < f32 < f64` with the numpy exceptions
-//! (`u8` with `i8` gives `i16`); an integer with a float gives that float,
-//! `f32` with `f64` gives `f64`. Float-valued functions of integers
+//! (`u8` with `i8` gives `i16`; `i32` or `i64` with `f32` gives `f64`); a
+//! smaller integer with a float gives that float, `f32` with `f64` gives `f64`. Float-valued functions of integers
 //! ([`DType::upgrade_to_float`]) give `f32` for `bool`, `i8`, `u8`, `i16` and `f64`
 //! for `i32` and `i64` (PyTensor's rule); true division of integers gives `f64`.
 //! A Rust number used as a constant is *weak* ([`DType::weak_scalar`]): it takes
@@ -129,6 +129,8 @@ impl DType {
             (U8, I8) | (I8, U8) => I16,
             (Bool, x) | (x, Bool) => x,
             (U8, x) | (x, U8) => x,
+            // A 32- or 64-bit integer does not fit f32's mantissa: numpy gives f64.
+            (I32 | I64, F32) | (F32, I32 | I64) => F64,
             _ => a.max(b),
         }
     }
@@ -278,7 +280,8 @@ mod tests {
     #[test]
     fn upcast_follows_numpy() {
         assert_eq!(DType::upcast(F32, F64), F64);
-        assert_eq!(DType::upcast(I64, F32), F32);
+        assert_eq!(DType::upcast(I64, F32), F64);
+        assert_eq!(DType::upcast(I16, F32), F32);
         assert_eq!(DType::upcast(I32, I64), I64);
         assert_eq!(DType::upcast(U8, I8), I16);
         assert_eq!(DType::upcast(Bool, I8), I8);

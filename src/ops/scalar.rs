@@ -646,7 +646,8 @@ mod tests {
         assert_eq!(Exp.output_dtype(&[I64]).unwrap(), F64);
         assert_eq!(Exp.output_dtype(&[I16]).unwrap(), F32);
         assert_eq!(Lt.output_dtype(&[F64, I64]).unwrap(), Bool);
-        assert_eq!(Switch.output_dtype(&[Bool, I32, F32]).unwrap(), F32);
+        assert_eq!(Switch.output_dtype(&[Bool, I16, F32]).unwrap(), F32);
+        assert_eq!(Switch.output_dtype(&[Bool, I32, F32]).unwrap(), F64);
         assert_eq!(Second.output_dtype(&[F64, I8]).unwrap(), I8);
         assert_eq!(Cast(I8).output_dtype(&[F64]).unwrap(), I8);
     }
