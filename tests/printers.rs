@@ -66,7 +66,7 @@ fn dprint_trees() {
     let fg = fg_of(&[x.clone(), y.clone()], &[out, s.clone()]);
     assert_eq!(
         dprint(&fg),
-        "exp [id A] ''\n |mul [id B] ''\n | |add [id C] 's'\n | | |x [id D]\n | | |y [id E]\n | |TensorConstant{2.0} [id F]\nadd [id C] 's'\n"
+        "exp [id A] ''\n |mul [id B] ''\n   |add [id C] 's'\n   | |x [id D]\n   | |y [id E]\n   |TensorConstant{2.0} [id F]\nadd [id C] 's'\n"
     );
     assert_eq!(
         dprint_vars(&fg, &[fg.outputs()[1]]),
