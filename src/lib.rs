@@ -13,6 +13,7 @@ pub mod eval;
 pub mod expr;
 pub mod graph;
 pub mod ops;
+pub mod rewriting;
 pub mod tensor;
 
 pub use error::{Error, Result};
