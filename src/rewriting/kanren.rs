@@ -26,7 +26,7 @@ use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, ScalarOp};
 
 use super::rewriter::{NodeRewriter, Rewrite, Tracks};
-use super::unify::{var, LVar};
+use super::unify::{internal_var, LVar};
 
 /// A term.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub enum Term {
 impl Term {
     /// A fresh logic variable term.
     pub fn fresh() -> Term {
-        Term::Var(var())
+        Term::Var(internal_var())
     }
     /// `cons(head, tail)`.
     pub fn cons(head: Term, tail: Term) -> Term {

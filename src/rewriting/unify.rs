@@ -80,6 +80,13 @@ pub fn var() -> LVar {
     }
 }
 
+/// A fresh logic variable for internal use (relational goals): it does not
+/// advance the `~_N` numbering users see. Prints as `~_gN`.
+pub fn internal_var() -> LVar {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    LVar { id, label: Arc::from(format!("_g{id}")) }
+}
+
 /// `n` fresh unnamed logic variables.
 pub fn lvars(n: usize) -> Vec<LVar> {
     (0..n).map(|_| var()).collect()
