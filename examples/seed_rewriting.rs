@@ -12,11 +12,13 @@ use kiln::graph::{FunctionGraph, NodeId};
 use kiln::rewriting::profile::SimpleProfile;
 use kiln::rewriting::unify::{cons, etuple, var};
 use kiln::rewriting::{
-    dot_distributeo, reify, unify, EquilibriumGraphRewriter, GraphRewriter, KanrenRelationSub, MergeOptimizer,
-    NamedNodeRewriter, NodeRewriter, Pattern, PatternNodeRewriter, Rewrite, RewriterProfile, Tracks,
-    WalkingGraphRewriter,
+    dot_distributeo, reify, unify, EquilibriumGraphRewriter, GraphRewriter, KanrenRelationSub,
+    MergeOptimizer, NamedNodeRewriter, NodeRewriter, Pattern, PatternNodeRewriter, Rewrite,
+    RewriterProfile, Tracks, WalkingGraphRewriter,
 };
-use kiln::{add, dot, elemwise, matrix, mul, scalar, true_div, vector, DType, Op, Result, ScalarOp, Tensor};
+use kiln::{
+    add, dot, elemwise, matrix, mul, scalar, true_div, vector, DType, Op, Result, ScalarOp, Tensor,
+};
 
 /// The seed's graph rewriter: `(a * b) / b -> a` by walking the toposort.
 pub struct Simplify;
@@ -32,7 +34,11 @@ impl GraphRewriter for Simplify {
             if !fg.contains_node(node) || !fg.node(node).op.is_elemwise(ScalarOp::TrueDiv) {
                 continue;
             }
-            let (x, y, z) = (fg.node(node).inputs[0], fg.node(node).inputs[1], fg.node(node).outputs[0]);
+            let (x, y, z) = (
+                fg.node(node).inputs[0],
+                fg.node(node).inputs[1],
+                fg.node(node).outputs[0],
+            );
             let Some(m) = fg.owner(x) else { continue };
             if !fg.node(m).op.is_elemwise(ScalarOp::Mul) || fg.node(m).inputs.len() != 2 {
                 continue;
@@ -67,7 +73,9 @@ impl NodeRewriter for LocalSimplify {
     }
     fn transform(&self, fg: &mut FunctionGraph, node: NodeId) -> Result<Option<Rewrite>> {
         let (x, y) = (fg.node(node).inputs[0], fg.node(node).inputs[1]);
-        let Some(m) = fg.owner(x) else { return Ok(None) };
+        let Some(m) = fg.owner(x) else {
+            return Ok(None);
+        };
         if !fg.node(m).op.is_elemwise(ScalarOp::Mul) || fg.node(m).inputs.len() != 2 {
             return Ok(None);
         }
@@ -83,7 +91,11 @@ impl NodeRewriter for LocalSimplify {
 }
 
 fn xyz() -> (Tensor, Tensor, Tensor) {
-    (scalar("x", DType::F64), scalar("y", DType::F64), scalar("z", DType::F64))
+    (
+        scalar("x", DType::F64),
+        scalar("y", DType::F64),
+        scalar("z", DType::F64),
+    )
 }
 
 /// `add(z, mul(true_div(mul(y, x), y), true_div(z, x)))`.
@@ -122,11 +134,16 @@ pub fn seed_lines() -> Result<Vec<String>> {
 
     out.push("# local_simplify_1 and local_simplify_2 (PatternNodeRewriter)".to_string());
     let mut e = first_graph()?;
-    let s1 = PatternNodeRewriter::parse("(true_div (mul ?x ?y) ?y)", "?x")?.named("local_simplify_1");
-    let s2 = PatternNodeRewriter::parse("(true_div (mul ?x ?y) ?x)", "?y")?.named("local_simplify_2");
+    let s1 =
+        PatternNodeRewriter::parse("(true_div (mul ?x ?y) ?y)", "?x")?.named("local_simplify_1");
+    let s2 =
+        PatternNodeRewriter::parse("(true_div (mul ?x ?y) ?x)", "?y")?.named("local_simplify_2");
     let walk = WalkingGraphRewriter::with_rewriters(
         "simplify",
-        vec![NamedNodeRewriter::new(Arc::new(s1)), NamedNodeRewriter::new(Arc::new(s2))],
+        vec![
+            NamedNodeRewriter::new(Arc::new(s1)),
+            NamedNodeRewriter::new(Arc::new(s2)),
+        ],
     );
     walk.rewrite(&mut e)?;
     out.push(e.to_string());
@@ -142,15 +159,26 @@ pub fn seed_lines() -> Result<Vec<String>> {
     out.push(e.to_string());
 
     out.push("# dot_distributeo, forwards".to_string());
-    let distribute = EquilibriumGraphRewriter::new(vec![Arc::new(KanrenRelationSub::new("dot_distribute", dot_distributeo))])
-        .max_use_ratio(10.0);
-    let gather = EquilibriumGraphRewriter::new(vec![Arc::new(KanrenRelationSub::new("dot_gather", |x, y| {
-        dot_distributeo(y, x)
-    }))])
+    let distribute = EquilibriumGraphRewriter::new(vec![Arc::new(KanrenRelationSub::new(
+        "dot_distribute",
+        dot_distributeo,
+    ))])
+    .max_use_ratio(10.0);
+    let gather = EquilibriumGraphRewriter::new(vec![Arc::new(KanrenRelationSub::new(
+        "dot_gather",
+        |x, y| dot_distributeo(y, x),
+    ))])
     .max_use_ratio(10.0);
     let (a_m, b_m) = (matrix("A", DType::F64), matrix("B", DType::F64));
     let [x, y, z, w] = ["x", "y", "z", "w"].map(|n| vector(n, DType::F64));
-    let inputs = [a_m.clone(), b_m.clone(), x.clone(), y.clone(), z.clone(), w.clone()];
+    let inputs = [
+        a_m.clone(),
+        b_m.clone(),
+        x.clone(),
+        y.clone(),
+        z.clone(),
+        w.clone(),
+    ];
     let tests = [
         dot(&a_m, &add(&x, &y)?)?,
         dot(&a_m, &add(&add(&x, &y)?, &add(&z, &w)?)?)?,
@@ -182,12 +210,21 @@ pub fn seed_lines() -> Result<Vec<String>> {
     let s = unify(&pat, &fg, add_xy).ok_or_else(|| kiln::Error::Rewrite("no match".into()))?;
     out.push(s.display(&fg));
     assert_eq!(s.var(&y_lv), Some(gy));
-    let res = reify(&etuple(ScalarOp::Add, vec![Pattern::var(&y_lv), Pattern::var(&y_lv)]), &s, &mut fg)?;
+    let res = reify(
+        &etuple(
+            ScalarOp::Add,
+            vec![Pattern::var(&y_lv), Pattern::var(&y_lv)],
+        ),
+        &s,
+        &mut fg,
+    )?;
     out.extend(dprint_vars(&fg, &[res]).lines().map(str::to_string));
     let (op_lv, args_lv) = (var(), var());
-    let s = unify(&cons(&op_lv, &args_lv), &fg, add_xy).ok_or_else(|| kiln::Error::Rewrite("no match".into()))?;
+    let s = unify(&cons(&op_lv, &args_lv), &fg, add_xy)
+        .ok_or_else(|| kiln::Error::Rewrite("no match".into()))?;
     out.push(s.display(&fg));
-    let s = unify(&cons(&op_lv, &args_lv), &fg, add_xyz).ok_or_else(|| kiln::Error::Rewrite("no match".into()))?;
+    let s = unify(&cons(&op_lv, &args_lv), &fg, add_xyz)
+        .ok_or_else(|| kiln::Error::Rewrite("no match".into()))?;
     out.push(s.display(&fg));
     assert_eq!(s.op(&op_lv), Some(&Op::elemwise(ScalarOp::Add)));
     let res = reify(&cons(ScalarOp::Mul, &args_lv), &s, &mut fg)?;

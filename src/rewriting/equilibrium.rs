@@ -233,7 +233,16 @@ fn shallow_key(fg: &FunctionGraph, n: NodeId) -> u64 {
     let node = fg.node(n);
     let mut h = FxHasher::default();
     node.op.hash(&mut h);
-    node.inputs.hash(&mut h);
+    // Constants count by type and value: rewrites create fresh constant variables.
+    for &i in &node.inputs {
+        match fg.constant_value(i) {
+            Some(c) => {
+                fg.ty(i).hash(&mut h);
+                c.hash_bits(&mut h);
+            }
+            None => i.hash(&mut h),
+        }
+    }
     h.finish()
 }
 
@@ -503,6 +512,10 @@ impl EquilibriumGraphRewriter {
                     changed = true;
                     cleanup(&mut run, fg, &mut pass)?;
                 }
+            }
+            if cfg!(debug_assertions) {
+                // The verifier runs after every pass in debug builds and tests.
+                fg.check_integrity()?;
             }
             pass.applied_by.sort_by(|a, b| b.1.cmp(&a.1));
             pass.time = pass_start.elapsed();

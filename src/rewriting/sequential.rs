@@ -67,6 +67,12 @@ impl GraphRewriter for SequentialGraphRewriter {
                 .rewriter
                 .apply(fg)
                 .map_err(|e| Error::Rewrite(format!("{} (in {}): {e}", r.name, self.name)))?;
+            if cfg!(debug_assertions) {
+                // The verifier runs after every pass in debug builds and tests.
+                fg.check_integrity().map_err(|e| {
+                    Error::Rewrite(format!("after {} (in {}): {e}", r.name, self.name))
+                })?;
+            }
             prof.children.push(SubProfile {
                 index,
                 validate_time: fg.stats.validate_time - v0,

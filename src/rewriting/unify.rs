@@ -84,7 +84,10 @@ pub fn var() -> LVar {
 /// advance the `~_N` numbering users see. Prints as `~_gN`.
 pub fn internal_var() -> LVar {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    LVar { id, label: Arc::from(format!("_g{id}")) }
+    LVar {
+        id,
+        label: Arc::from(format!("_g{id}")),
+    }
 }
 
 /// `n` fresh unnamed logic variables.
