@@ -1,5 +1,8 @@
 //! Rewrite databases, the optdb, modes and the FAST_RUN profile.
 
+// Graph builders take slices of tensors; cloning into array literals reads best here.
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 use std::sync::Arc;
 
 use kiln::eval::evaluate;

@@ -1,5 +1,8 @@
 //! The seed walk-through (`examples/seed_rewriting.rs`) prints exactly the seed's results.
 
+// Graph builders take slices of tensors; cloning into array literals reads best here.
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 #[path = "../examples/seed_rewriting.rs"]
 mod seed;
 

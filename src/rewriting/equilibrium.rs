@@ -517,7 +517,7 @@ impl EquilibriumGraphRewriter {
                 // The verifier runs after every pass in debug builds and tests.
                 fg.check_integrity()?;
             }
-            pass.applied_by.sort_by(|a, b| b.1.cmp(&a.1));
+            pass.applied_by.sort_by_key(|a| std::cmp::Reverse(a.1));
             pass.time = pass_start.elapsed();
             passes.push(pass);
             nodes_max = nodes_max.max(fg.n_nodes());

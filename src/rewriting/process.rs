@@ -132,6 +132,9 @@ impl NodeProcessing {
     }
 }
 
+/// A checked rewrite: `(old, new)` pairs and the variables to remove.
+pub type CheckedRewrite = (Vec<(VarId, VarId)>, Vec<VarId>);
+
 /// Checks `rewrite` against `node` and turns it into `(old, new)` pairs and
 /// variables to remove. Pairs replacing a variable by itself are dropped.
 pub fn validate_rewrite(
@@ -139,7 +142,7 @@ pub fn validate_rewrite(
     node: NodeId,
     name: &str,
     rewrite: Rewrite,
-) -> Result<(Vec<(VarId, VarId)>, Vec<VarId>)> {
+) -> Result<CheckedRewrite> {
     let (pairs, remove) = match rewrite {
         Rewrite::Outputs(repl) => {
             let outputs = &fg.node(node).outputs;
