@@ -29,10 +29,26 @@ fn pat(i: &str, o: &str) -> Arc<dyn NodeRewriter> {
 fn main() -> Result<()> {
     let mut db = optdb();
     let canon = db.equilibrium_mut("canonicalize")?;
-    canon.register_node("mul_one", pat("(mul ?x 1.0)", "?x"), &["fast_run", "fast_compile"])?;
-    canon.register_node("add_zero", pat("(add ?x 0.0)", "?x"), &["fast_run", "fast_compile"])?;
-    canon.register_node("log_exp", pat("(log (exp ?x))", "?x"), &["fast_run", "fast_compile"])?;
-    db.equilibrium_mut("specialize")?.register_node("mul_to_sqr", pat("(mul ?x ?x)", "(sqr ?x)"), &["fast_run"])?;
+    canon.register_node(
+        "mul_one",
+        pat("(mul ?x 1.0)", "?x"),
+        &["fast_run", "fast_compile"],
+    )?;
+    canon.register_node(
+        "add_zero",
+        pat("(add ?x 0.0)", "?x"),
+        &["fast_run", "fast_compile"],
+    )?;
+    canon.register_node(
+        "log_exp",
+        pat("(log (exp ?x))", "?x"),
+        &["fast_run", "fast_compile"],
+    )?;
+    db.equilibrium_mut("specialize")?.register_node(
+        "mul_to_sqr",
+        pat("(mul ?x ?x)", "(sqr ?x)"),
+        &["fast_run"],
+    )?;
     for _ in 0..3 {
         let mut fg = chain(3000)?;
         let n0 = fg.n_nodes();
