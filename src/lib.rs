@@ -14,6 +14,7 @@ pub mod expr;
 pub mod graph;
 pub mod ops;
 pub mod rewrites;
+pub mod rewriting;
 pub mod tensor;
 
 pub use error::{Error, Result};

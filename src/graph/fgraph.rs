@@ -472,7 +472,7 @@ impl FunctionGraph {
         if !self.vars[old.index()].in_graph {
             return Ok(());
         }
-        if self.depends_on(new, old) {
+        if self.replacement_creates_cycle(new, old) {
             return Err(Error::Graph(format!(
                 "{reason}: the replacement depends on the variable it replaces"
             )));
@@ -507,6 +507,49 @@ impl FunctionGraph {
         self.attach_client(new, client, reason);
         self.detach_client(old, client, reason);
         self.notify(|f, fg| f.on_change_input(fg, client, old, new, reason));
+    }
+
+    /// Would replacing `old` by `new` create a cycle (does `new` depend on `old`)?
+    /// Exact, like [`FunctionGraph::depends_on`], but the search from `new` stops
+    /// at variables known to be ancestors of `old` (collected in a small bounded
+    /// walk), which cannot depend on `old` in an acyclic graph. Local rewrites
+    /// return such ancestors, so the check is O(1) for them instead of O(graph).
+    fn replacement_creates_cycle(&self, new: VarId, old: VarId) -> bool {
+        if new == old {
+            return true;
+        }
+        let mut below: rustc_hash::FxHashSet<VarId> = rustc_hash::FxHashSet::default();
+        let mut frontier = vec![old];
+        let mut budget = 64usize;
+        'collect: while let Some(v) = frontier.pop() {
+            if let Some(n) = self.owner(v) {
+                for &i in &self.nodes[n.index()].inputs {
+                    if below.insert(i) {
+                        frontier.push(i);
+                        budget -= 1;
+                        if budget == 0 {
+                            break 'collect;
+                        }
+                    }
+                }
+            }
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut stack = vec![new];
+        while let Some(v) = stack.pop() {
+            if v == old {
+                return true;
+            }
+            if below.contains(&v) {
+                continue;
+            }
+            if let Some(n) = self.owner(v) {
+                if seen.insert(n) {
+                    stack.extend(self.nodes[n.index()].inputs.iter().copied());
+                }
+            }
+        }
+        false
     }
 
     /// Does `a` depend on `b` (is `b` an ancestor of `a`, or `a` itself)?

@@ -154,7 +154,11 @@ pub fn dprint_vars(fg: &FunctionGraph, roots: &[VarId]) -> String {
                         let last = node.inputs.len().saturating_sub(1);
                         for (k, &i) in node.inputs.iter().enumerate().rev() {
                             let rail = if k == last { "  " } else { " |" };
-                            stack.push((i, format!("{child_prefix} |"), format!("{child_prefix}{rail}")));
+                            stack.push((
+                                i,
+                                format!("{child_prefix} |"),
+                                format!("{child_prefix}{rail}"),
+                            ));
                         }
                     }
                 }

@@ -1,0 +1,551 @@
+//! `EquilibriumGraphRewriter`: applies node and graph rewriters pass after
+//! pass until a pass changes nothing.
+//!
+//! Each pass: one toposort; the global graph rewriters; a walk over the nodes
+//! (out-to-in by default) where each node is offered only to the node
+//! rewriters whose `tracks` match its [`OpKind`] (a dispatch table keyed by
+//! kind, built lazily); nodes created during the pass are queued through an
+//! [`ImportRecorder`] unless `ignore_newtrees`; then the final graph
+//! rewriters. Cleanup graph rewriters (cheap ones such as merging) run after
+//! each phase that changed the graph.
+//!
+//! Limits, reported as a [`StopReason`] in the profile, never as a hang:
+//! * `max_use_ratio`: a rewriter applied more than `ratio × (nodes at start)`
+//!   times stops the run (`MaxUseRatio`).
+//! * oscillation: a rewriter applied to a node created during this run whose
+//!   `(op, inputs)` equals a node some rewriter already rewrote away means the
+//!   graph came back to a previous state; when one such state recurs
+//!   `oscillation_threshold` times the run stops (`Oscillation`, naming every
+//!   rewriter caught repeating itself). A pass that brings the whole graph
+//!   back to the structural hash it had at the start of an earlier pass is
+//!   reported the same way.
+
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::error::Result;
+use crate::graph::features::ReplaceValidate;
+use crate::graph::{FunctionGraph, NodeId};
+use crate::ops::OpKind;
+
+use super::process::{FailureCallback, FailurePolicy, ImportRecorder, NodeProcessing, Outcome};
+use super::profile::{
+    EquilibriumProfile, PassProfile, RewriteEvent, RewriterProfile, RewriterStats, StopReason,
+};
+use super::rewriter::{GraphRewriter, NamedGraphRewriter, NamedNodeRewriter, NodeRewriter, Tracks};
+use super::walking::WalkOrder;
+
+/// Applies rewriters until nothing changes (or a limit stops it).
+#[derive(Debug, Clone)]
+pub struct EquilibriumGraphRewriter {
+    name: String,
+    node_rewriters: Vec<NamedNodeRewriter>,
+    global_rewriters: Vec<NamedGraphRewriter>,
+    final_rewriters: Vec<NamedGraphRewriter>,
+    cleanup_rewriters: Vec<NamedGraphRewriter>,
+    max_use_ratio: f64,
+    oscillation_threshold: usize,
+    order: WalkOrder,
+    processing: NodeProcessing,
+}
+
+impl EquilibriumGraphRewriter {
+    /// An equilibrium of node rewriters with the default limits
+    /// (`max_use_ratio` 5, oscillation threshold 3, out-to-in walks).
+    pub fn new(node_rewriters: Vec<Arc<dyn NodeRewriter>>) -> Self {
+        Self::with_named(
+            "EquilibriumGraphRewriter",
+            node_rewriters
+                .into_iter()
+                .map(NamedNodeRewriter::new)
+                .collect(),
+        )
+    }
+
+    /// An equilibrium called `name` of registered node rewriters.
+    pub fn with_named(name: impl Into<String>, node_rewriters: Vec<NamedNodeRewriter>) -> Self {
+        EquilibriumGraphRewriter {
+            name: name.into(),
+            node_rewriters,
+            global_rewriters: Vec::new(),
+            final_rewriters: Vec::new(),
+            cleanup_rewriters: Vec::new(),
+            max_use_ratio: 5.0,
+            oscillation_threshold: 3,
+            order: WalkOrder::OutToIn,
+            processing: NodeProcessing::default(),
+        }
+    }
+
+    /// Renames it.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a graph rewriter run at the start of every pass.
+    pub fn global(mut self, r: NamedGraphRewriter) -> Self {
+        self.global_rewriters.push(r);
+        self
+    }
+
+    /// Adds a graph rewriter run at the end of every pass.
+    pub fn final_rewriter(mut self, r: NamedGraphRewriter) -> Self {
+        self.final_rewriters.push(r);
+        self
+    }
+
+    /// Adds a cheap graph rewriter run after every phase that changed the graph.
+    pub fn cleanup(mut self, r: NamedGraphRewriter) -> Self {
+        self.cleanup_rewriters.push(r);
+        self
+    }
+
+    /// Sets the bound on applications per rewriter, relative to the starting graph size.
+    pub fn max_use_ratio(mut self, ratio: f64) -> Self {
+        self.max_use_ratio = ratio;
+        self
+    }
+
+    /// Sets how many times a rewritten-away state may come back before the run stops.
+    pub fn oscillation_threshold(mut self, n: usize) -> Self {
+        self.oscillation_threshold = n.max(1);
+        self
+    }
+
+    /// Sets the direction of the node walk in each pass.
+    pub fn order(mut self, order: WalkOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Sets the failure policy.
+    pub fn failure_policy(mut self, policy: FailurePolicy) -> Self {
+        self.processing.policy = policy;
+        self
+    }
+
+    /// Sets a callback run on every failure.
+    pub fn failure_callback(mut self, cb: FailureCallback) -> Self {
+        self.processing.callback = Some(cb);
+        self
+    }
+
+    /// Do not visit nodes created during a pass until the next pass.
+    pub fn ignore_newtrees(mut self, ignore: bool) -> Self {
+        self.processing.ignore_newtrees = ignore;
+        self
+    }
+
+    /// The node rewriters.
+    pub fn node_rewriters(&self) -> &[NamedNodeRewriter] {
+        &self.node_rewriters
+    }
+
+    /// The global, final and cleanup graph rewriters.
+    pub fn graph_rewriters(
+        &self,
+    ) -> (
+        &[NamedGraphRewriter],
+        &[NamedGraphRewriter],
+        &[NamedGraphRewriter],
+    ) {
+        (
+            &self.global_rewriters,
+            &self.final_rewriters,
+            &self.cleanup_rewriters,
+        )
+    }
+}
+
+/// Node rewriters by op kind, in registration order, computed once per kind.
+struct Dispatch {
+    tracks: Vec<Tracks>,
+    cache: FxHashMap<OpKind, Rc<[usize]>>,
+}
+
+impl Dispatch {
+    fn new(rewriters: &[NamedNodeRewriter]) -> Self {
+        Dispatch {
+            tracks: rewriters.iter().map(|r| r.rewriter.tracks()).collect(),
+            cache: FxHashMap::default(),
+        }
+    }
+    fn get(&mut self, kind: OpKind) -> Rc<[usize]> {
+        let tracks = &self.tracks;
+        self.cache
+            .entry(kind)
+            .or_insert_with(|| {
+                (0..tracks.len())
+                    .filter(|&i| tracks[i].matches(kind))
+                    .collect()
+            })
+            .clone()
+    }
+}
+
+/// A structural hash of the whole graph (leaves by id or constant value).
+fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
+    let mut hashes: FxHashMap<crate::graph::VarId, u64> = FxHashMap::default();
+    let leaf = |v: crate::graph::VarId| {
+        let mut h = FxHasher::default();
+        match fg.constant_value(v) {
+            Some(c) => c.hash_bits(&mut h),
+            None => v.hash(&mut h),
+        }
+        h.finish()
+    };
+    for &n in order {
+        let node = fg.node(n);
+        let mut h = FxHasher::default();
+        node.op.hash(&mut h);
+        for &i in &node.inputs {
+            hashes
+                .get(&i)
+                .copied()
+                .unwrap_or_else(|| leaf(i))
+                .hash(&mut h);
+        }
+        let base = h.finish();
+        for (k, &o) in node.outputs.iter().enumerate() {
+            let mut h = FxHasher::default();
+            (base, k).hash(&mut h);
+            hashes.insert(o, h.finish());
+        }
+    }
+    let mut h = FxHasher::default();
+    for &o in fg.outputs() {
+        hashes
+            .get(&o)
+            .copied()
+            .unwrap_or_else(|| leaf(o))
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
+fn shallow_key(fg: &FunctionGraph, n: NodeId) -> u64 {
+    let node = fg.node(n);
+    let mut h = FxHasher::default();
+    node.op.hash(&mut h);
+    // Constants count by type and value: rewrites create fresh constant variables.
+    for &i in &node.inputs {
+        match fg.constant_value(i) {
+            Some(c) => {
+                fg.ty(i).hash(&mut h);
+                c.hash_bits(&mut h);
+            }
+            None => i.hash(&mut h),
+        }
+    }
+    h.finish()
+}
+
+fn graph_changes(fg: &FunctionGraph) -> u64 {
+    fg.stats.changes + fg.stats.imported
+}
+
+/// Mutable state of one run.
+struct Run {
+    stats: Vec<RewriterStats>,
+    counts: Vec<usize>,
+    max_use: usize,
+    stop: Option<StopReason>,
+    log: Vec<RewriteEvent>,
+    failures: usize,
+    graph_time: Duration,
+}
+
+impl Run {
+    /// Runs graph rewriter number `ri` (stats index); returns whether it changed the graph.
+    fn run_graph(
+        &mut self,
+        fg: &mut FunctionGraph,
+        ri: usize,
+        r: &NamedGraphRewriter,
+        pass: &mut PassProfile,
+    ) -> Result<bool> {
+        let before = graph_changes(fg);
+        let imported = fg.stats.imported;
+        let t = Instant::now();
+        r.rewriter.apply(fg)?;
+        let dt = t.elapsed();
+        self.stats[ri].time += dt;
+        self.graph_time += dt;
+        let changed = graph_changes(fg) != before;
+        if changed {
+            self.stats[ri].applied += 1;
+            self.stats[ri].nodes_created += fg.stats.imported - imported;
+            self.counts[ri] += 1;
+            pass.applied += 1;
+            bump(&mut pass.applied_by, &r.name);
+            if self.counts[ri] > self.max_use && self.stop.is_none() {
+                self.stop = Some(StopReason::MaxUseRatio {
+                    rewriter: r.name.clone(),
+                });
+            }
+        }
+        Ok(changed)
+    }
+}
+
+fn bump(list: &mut Vec<(String, usize)>, name: &str) {
+    match list.iter_mut().find(|(n, _)| n == name) {
+        Some((_, c)) => *c += 1,
+        None => list.push((name.to_string(), 1)),
+    }
+}
+
+impl GraphRewriter for EquilibriumGraphRewriter {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn class_name(&self) -> &'static str {
+        "EquilibriumGraphRewriter"
+    }
+    fn add_requirements(&self, fg: &mut FunctionGraph) -> Result<()> {
+        ReplaceValidate::attach(fg)?;
+        self.global_rewriters
+            .iter()
+            .chain(&self.final_rewriters)
+            .chain(&self.cleanup_rewriters)
+            .try_for_each(|r| r.rewriter.add_requirements(fg))
+    }
+
+    fn apply(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
+        let record = !self.processing.ignore_newtrees && !fg.has_feature::<ImportRecorder>();
+        if record {
+            fg.attach_feature(ImportRecorder::default())?;
+        }
+        let result = self.run(fg);
+        if record {
+            fg.detach_feature::<ImportRecorder>();
+        }
+        result
+    }
+}
+
+impl EquilibriumGraphRewriter {
+    fn run(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
+        let start = Instant::now();
+        let nodes_start = fg.n_nodes();
+        let n_node = self.node_rewriters.len();
+        let (g0, f0) = (n_node, n_node + self.global_rewriters.len());
+        let c0 = f0 + self.final_rewriters.len();
+        let all_graph: Vec<&NamedGraphRewriter> = self
+            .global_rewriters
+            .iter()
+            .chain(&self.final_rewriters)
+            .chain(&self.cleanup_rewriters)
+            .collect();
+        let names = self
+            .node_rewriters
+            .iter()
+            .map(|r| r.name.clone())
+            .chain(all_graph.iter().map(|r| r.name.clone()));
+        let stats: Vec<RewriterStats> = names
+            .map(|name| RewriterStats {
+                name,
+                ..Default::default()
+            })
+            .collect();
+        let total = stats.len();
+        let mut run = Run {
+            stats,
+            counts: vec![0; total],
+            max_use: ((self.max_use_ratio * nodes_start.max(1) as f64).ceil() as usize).max(1),
+            stop: None,
+            log: Vec::new(),
+            failures: 0,
+            graph_time: Duration::ZERO,
+        };
+        let mut dispatch = Dispatch::new(&self.node_rewriters);
+        let first_new = fg.node_capacity() as u32;
+        let mut rewritten: FxHashMap<u64, usize> = FxHashMap::default();
+        let mut repeats = vec![0usize; n_node];
+        let mut seen_states: FxHashMap<u64, usize> = FxHashMap::default();
+        let mut passes: Vec<PassProfile> = Vec::new();
+        let (mut toposort_time, mut node_time) = (Duration::ZERO, Duration::ZERO);
+        let mut nodes_max = nodes_start;
+
+        let cleanup =
+            |run: &mut Run, fg: &mut FunctionGraph, pass: &mut PassProfile| -> Result<()> {
+                for (k, r) in self.cleanup_rewriters.iter().enumerate() {
+                    run.run_graph(fg, c0 + k, r, pass)?;
+                }
+                Ok(())
+            };
+
+        loop {
+            let pass_index = passes.len();
+            let pass_start = Instant::now();
+            let mut pass = PassProfile {
+                nodes: fg.n_nodes(),
+                ..Default::default()
+            };
+            nodes_max = nodes_max.max(fg.n_nodes());
+            let t = Instant::now();
+            let order = fg.toposort();
+            let state = graph_hash(fg, &order);
+            pass.toposort_time = t.elapsed();
+            toposort_time += pass.toposort_time;
+            if let Some(prev) = seen_states.insert(state, pass_index) {
+                let mut names: Vec<String> = Vec::new();
+                for p in &passes[prev..] {
+                    for (n, _) in &p.applied_by {
+                        if !names.contains(n) {
+                            names.push(n.clone());
+                        }
+                    }
+                }
+                run.stop = Some(StopReason::Oscillation { rewriters: names });
+                break;
+            }
+            let mut changed = false;
+
+            // Global rewriters.
+            let t = Instant::now();
+            let mut global_changed = false;
+            for (k, r) in self.global_rewriters.iter().enumerate() {
+                global_changed |= run.run_graph(fg, g0 + k, r, &mut pass)?;
+            }
+            if global_changed {
+                cleanup(&mut run, fg, &mut pass)?;
+                changed = true;
+            }
+            pass.global_time = t.elapsed();
+
+            // Node rewriters.
+            let mut queue: VecDeque<NodeId> = order.into();
+            if !self.processing.ignore_newtrees {
+                ImportRecorder::drain_into(fg, &mut queue);
+            }
+            let t = Instant::now();
+            let mut node_changed = false;
+            'nodes: while run.stop.is_none() {
+                let node = match self.order {
+                    WalkOrder::InToOut => queue.pop_front(),
+                    WalkOrder::OutToIn => queue.pop_back(),
+                };
+                let Some(node) = node else { break };
+                if !fg.contains_node(node) {
+                    continue;
+                }
+                let cands = dispatch.get(fg.node(node).op.kind());
+                for &ri in cands.iter() {
+                    let key = shallow_key(fg, node);
+                    let is_new = node.0 >= first_new;
+                    let r = &self.node_rewriters[ri];
+                    let t = Instant::now();
+                    let outcome =
+                        self.processing
+                            .process_node(fg, node, &r.name, r.rewriter.as_ref())?;
+                    run.stats[ri].time += t.elapsed();
+                    match outcome {
+                        Outcome::Applied { nodes_created } => {
+                            node_changed = true;
+                            run.stats[ri].applied += 1;
+                            run.stats[ri].nodes_created += nodes_created;
+                            run.counts[ri] += 1;
+                            pass.applied += 1;
+                            bump(&mut pass.applied_by, &r.name);
+                            run.log.push(RewriteEvent {
+                                pass: pass_index,
+                                rewriter: r.name.clone(),
+                                op: fg.node(node).op.name(),
+                                node,
+                            });
+                            match rewritten.get_mut(&key) {
+                                Some(seen) if is_new => {
+                                    *seen += 1;
+                                    repeats[ri] += 1;
+                                    if *seen >= self.oscillation_threshold {
+                                        let rewriters = (0..n_node)
+                                            .filter(|&i| repeats[i] > 0)
+                                            .map(|i| self.node_rewriters[i].name.clone())
+                                            .collect();
+                                        run.stop = Some(StopReason::Oscillation { rewriters });
+                                        break 'nodes;
+                                    }
+                                }
+                                Some(_) => {}
+                                None => {
+                                    rewritten.insert(key, 0);
+                                }
+                            }
+                            if run.counts[ri] > run.max_use {
+                                run.stop = Some(StopReason::MaxUseRatio {
+                                    rewriter: r.name.clone(),
+                                });
+                                break 'nodes;
+                            }
+                        }
+                        Outcome::Failed => run.failures += 1,
+                        Outcome::Unchanged => {}
+                    }
+                    if !fg.contains_node(node) {
+                        break;
+                    }
+                }
+                if !self.processing.ignore_newtrees {
+                    ImportRecorder::drain_into(fg, &mut queue);
+                }
+            }
+            node_time += t.elapsed();
+            if node_changed {
+                changed = true;
+                cleanup(&mut run, fg, &mut pass)?;
+            }
+
+            // Final rewriters.
+            if run.stop.is_none() {
+                let mut final_changed = false;
+                for (k, r) in self.final_rewriters.iter().enumerate() {
+                    final_changed |= run.run_graph(fg, f0 + k, r, &mut pass)?;
+                }
+                if final_changed {
+                    changed = true;
+                    cleanup(&mut run, fg, &mut pass)?;
+                }
+            }
+            if cfg!(debug_assertions) {
+                // The verifier runs after every pass in debug builds and tests.
+                fg.check_integrity()?;
+            }
+            pass.applied_by.sort_by_key(|a| std::cmp::Reverse(a.1));
+            pass.time = pass_start.elapsed();
+            passes.push(pass);
+            nodes_max = nodes_max.max(fg.n_nodes());
+            if run.stop.is_some() {
+                break;
+            }
+            if !changed {
+                run.stop = Some(StopReason::Converged);
+                break;
+            }
+            // Nodes created by graph rewriters after the walk are seen next pass.
+            let _ = ImportRecorder::take(fg);
+        }
+        let _ = ImportRecorder::take(fg);
+        Ok(RewriterProfile::Equilibrium(EquilibriumProfile {
+            name: self.name.clone(),
+            time: start.elapsed(),
+            passes,
+            nodes_start,
+            nodes_end: fg.n_nodes(),
+            nodes_max,
+            toposort_time,
+            node_rewriter_time: node_time,
+            graph_rewriter_time: run.graph_time,
+            rewriters: run.stats,
+            stop_reason: run.stop.unwrap_or(StopReason::Converged),
+            failures: run.failures,
+            log: run.log,
+        }))
+    }
+}
