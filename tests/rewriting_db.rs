@@ -20,7 +20,7 @@ fn noop_graph(name: &str) -> Arc<dyn GraphRewriter> {
 
 /// A fresh optdb-like database with test entries in every part.
 fn test_optdb() -> SequenceDB {
-    let mut db = optdb();
+    let mut db = optdb_skeleton();
     let canon = db.equilibrium_mut("canonicalize").unwrap();
     canon
         .register_node(

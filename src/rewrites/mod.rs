@@ -6,6 +6,7 @@ pub mod canonicalize;
 pub mod canonizer;
 pub mod fusion;
 pub mod inplace;
+pub mod register;
 pub mod rule;
 pub mod specialize;
 pub mod stabilize;

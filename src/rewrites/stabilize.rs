@@ -254,7 +254,7 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     };
     let x = input(fg, e, 0);
     let x_ty = fg.ty(x).clone();
-    if !x_ty.dtype.is_float() {
+    if !x_ty.dtype.is_float() || is_max_shifted(fg, x) {
         return Ok(None);
     }
     let nd = x_ty.ndim();
@@ -302,6 +302,20 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     let l = unary(fg, ScalarOp::Log, sum)?;
     let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
     finish(fg, n, new)
+}
+
+/// True for `X - DimShuffle(switch(...))`: the shifted argument this rule
+/// itself produces, which must not be shifted again.
+fn is_max_shifted(fg: &FunctionGraph, x: VarId) -> bool {
+    let Some(sub) = owner_if(fg, x, ScalarOp::Sub) else {
+        return false;
+    };
+    let shift = input(fg, sub, 1);
+    let Some(ds) = fg.owner(shift) else {
+        return false;
+    };
+    matches!(fg.node(ds).op, Op::DimShuffle { .. })
+        && owner_if(fg, input(fg, ds, 0), ScalarOp::Switch).is_some()
 }
 
 /// `log(sigmoid(x)) -> -softplus(-x)`.

@@ -28,7 +28,9 @@ pub use db::{
 pub use equilibrium::EquilibriumGraphRewriter;
 pub use kanren::{dot_distributeo, KanrenRelationSub, Term};
 pub use merge::MergeOptimizer;
-pub use optdb::{optdb, rewrite_graph, rewrite_graph_with, AsQuery, Mode, INPLACE_BARRIER};
+pub use optdb::{
+    optdb, optdb_skeleton, rewrite_graph, rewrite_graph_with, AsQuery, Mode, INPLACE_BARRIER,
+};
 pub use pattern::PatternNodeRewriter;
 pub use process::{
     FailureCallback, FailurePolicy, ImportRecorder, NodeProcessing, Outcome, RewriteFailure,

@@ -16,10 +16,10 @@
 //!
 //! `canonicalize` also holds a MergeOptimizer as a cleanup rewriter (as in
 //! PyTensor), so `include=["canonicalize"]` merges too. The rewrite library
-//! fills canonicalize / stabilize / specialize / fusion / inplace; the
-//! `add_destroy_handler` marker (49.5) comes with the DestroyHandler. The
-//! inplace barrier is enforced now: an entry tagged `inplace` below 49.5 is
-//! refused with [`INPLACE_RULE`](super::db::INPLACE_RULE).
+//! fills canonicalize / stabilize / specialize / fusion / inplace and adds
+//! the `add_destroy_handler` marker (49.5). The inplace barrier is enforced:
+//! an entry tagged `inplace` below 49.5 is refused with
+//! [`INPLACE_RULE`](super::db::INPLACE_RULE).
 
 use std::sync::Arc;
 
@@ -34,9 +34,18 @@ use super::rewriter::GraphRewriter;
 /// Position of the `add_destroy_handler` marker: inplace rewrites go after it.
 pub const INPLACE_BARRIER: f64 = 49.5;
 
-/// Builds the optdb with its standard structure (empty sub-databases for the
-/// rewrite library to fill).
+/// The optdb: its standard structure filled with the rewrite library
+/// (`crate::rewrites::register`).
 pub fn optdb() -> SequenceDB {
+    let mut db = optdb_skeleton();
+    crate::rewrites::register::register_library(&mut db)
+        .expect("the rewrite library registers cleanly");
+    db
+}
+
+/// The optdb's standard structure with empty sub-databases (for tests of
+/// the database machinery and for custom rewrite libraries).
+pub fn optdb_skeleton() -> SequenceDB {
     let mut db = SequenceDB::new("optdb").with_inplace_barrier(INPLACE_BARRIER);
     let merge_tags = ["fast_run", "fast_compile", "merge"];
     let reg = |db: &mut SequenceDB, name: &str, item: SeqItem, tags: &[&str], pos: f64| {

@@ -1,0 +1,126 @@
+//! Registers the rewrite library in the optdb: the canonicalize, stabilize
+//! and specialize rules (with constant folding as a final rewriter), elemwise
+//! fusion at 49, the `add_destroy_handler` marker at 49.5 and the inplace
+//! pass at 50. Every rule is tagged `fast_run` and its database's name, and
+//! `fast_compile` when cheap.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::graph::DestroyHandler;
+use crate::rewriting::db::{EquilibriumDB, SequenceDB};
+use crate::rewriting::{
+    FnGraphRewriter, FnNodeRewriter, GraphRewriter, Rewrite, Track, Tracks, WalkingGraphRewriter,
+};
+
+use super::rule::Rule;
+use super::{canonicalize, fusion, inplace, specialize, stabilize};
+
+/// Position of `add_destroy_handler` (inplace rewrites must come after it).
+pub const ADD_DESTROY_HANDLER: f64 = 49.5;
+
+/// Wraps a rule as a node rewriter.
+pub fn node_rewriter(rule: Rule) -> FnNodeRewriter {
+    let tracks = if rule.tracks.is_empty() {
+        Tracks::Only(vec![Track::AnyElemwise])
+    } else {
+        Tracks::kinds(rule.tracks)
+    };
+    let f = rule.apply;
+    FnNodeRewriter::new(rule.name, tracks, move |fg, n| {
+        Ok(f(fg, n)?.map(Rewrite::single))
+    })
+}
+
+fn register_rules(db: &mut EquilibriumDB, rules: Vec<Rule>, db_name: &str) -> Result<()> {
+    for rule in rules {
+        let mut tags = vec!["fast_run", db_name];
+        if rule.fast_compile {
+            tags.push("fast_compile");
+        }
+        db.register_node(rule.name, Arc::new(node_rewriter(rule)), &tags)?;
+    }
+    Ok(())
+}
+
+fn constant_folding() -> Arc<dyn GraphRewriter> {
+    let rule = Rule {
+        name: "constant_folding",
+        tracks: &[],
+        apply: canonicalize::constant_folding,
+        fast_compile: true,
+    };
+    let tracks_all = FnNodeRewriter::new(rule.name, Tracks::All, move |fg, n| {
+        Ok((rule.apply)(fg, n)?.map(Rewrite::single))
+    });
+    Arc::new(WalkingGraphRewriter::new(Arc::new(tracks_all)).named("constant_folding"))
+}
+
+/// Fills the databases of a fresh optdb (see the module docs).
+pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
+    {
+        let db = optdb.equilibrium_mut("canonicalize")?;
+        register_rules(db, canonicalize::rules(), "canonicalize")?;
+        db.register_final(
+            "constant_folding",
+            constant_folding(),
+            &["fast_run", "fast_compile", "canonicalize"],
+        )?;
+    }
+    {
+        let db = optdb.equilibrium_mut("stabilize")?;
+        register_rules(db, stabilize::rules(), "stabilize")?;
+        db.register_final(
+            "constant_folding",
+            constant_folding(),
+            &["fast_run", "stabilize"],
+        )?;
+    }
+    {
+        let db = optdb.equilibrium_mut("specialize")?;
+        register_rules(db, specialize::rules(), "specialize")?;
+        db.register_final(
+            "constant_folding",
+            constant_folding(),
+            &["fast_run", "specialize"],
+        )?;
+    }
+    {
+        let db = optdb.sequence_mut("elemwise_fusion")?;
+        let fuse = FnGraphRewriter::new("composite_elemwise_fusion", |fg| {
+            fusion::fuse_elemwise(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
+        });
+        db.register_graph(
+            "composite_elemwise_fusion",
+            Arc::new(fuse),
+            &["fast_run", "fusion"],
+            0.0,
+        )?;
+    }
+    let add_dh = FnGraphRewriter::new("add_destroy_handler", |fg| {
+        if !fg.has_feature::<DestroyHandler>() {
+            let mutable = fg.mutable_inputs().to_vec();
+            fg.attach_feature(DestroyHandler::new(&mutable))?;
+        }
+        Ok(())
+    });
+    optdb.register_graph(
+        "add_destroy_handler",
+        Arc::new(add_dh),
+        &["fast_run", "inplace"],
+        ADD_DESTROY_HANDLER,
+    )?;
+    {
+        let db = optdb.sequence_mut("inplace")?;
+        let pass = FnGraphRewriter::new("inplace_elemwise_optimizer", |fg| {
+            inplace::inplace_elemwise(fg).map(|_| ())
+        });
+        db.register_graph(
+            "inplace_elemwise_optimizer",
+            Arc::new(pass),
+            &["fast_run", "inplace"],
+            0.0,
+        )?;
+    }
+    Ok(())
+}
