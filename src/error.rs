@@ -55,11 +55,17 @@ pub enum Error {
 impl Error {
     /// A type error of `op` with message `msg`.
     pub fn ty(op: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Type { op: op.into(), msg: msg.into() }
+        Error::Type {
+            op: op.into(),
+            msg: msg.into(),
+        }
     }
     /// A run-time evaluation error of `op` with message `msg`.
     pub fn eval(op: impl Into<String>, msg: impl Into<String>) -> Self {
-        Error::Eval { op: op.into(), msg: msg.into() }
+        Error::Eval {
+            op: op.into(),
+            msg: msg.into(),
+        }
     }
 }
 

@@ -5,8 +5,12 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn inputs(n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let a = (0..n * n).map(|i| ((i * 7 % 13) as f64) * 0.1 - 0.6).collect();
-    let b = (0..n * n).map(|i| ((i * 5 % 11) as f64) * 0.1 - 0.5).collect();
+    let a = (0..n * n)
+        .map(|i| ((i * 7 % 13) as f64) * 0.1 - 0.6)
+        .collect();
+    let b = (0..n * n)
+        .map(|i| ((i * 5 % 11) as f64) * 0.1 - 0.5)
+        .collect();
     (a, b, vec![0.0; n * n])
 }
 
@@ -23,7 +27,20 @@ fn bench(c: &mut Criterion) {
                 // SAFETY: row-major n×n buffers, strides within bounds.
                 unsafe {
                     matrixmultiply::dgemm(
-                        n, n, n, 1.0, a.as_ptr(), s, 1, b.as_ptr(), s, 1, 0.0, out.as_mut_ptr(), s, 1,
+                        n,
+                        n,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        s,
+                        1,
+                        b.as_ptr(),
+                        s,
+                        1,
+                        0.0,
+                        out.as_mut_ptr(),
+                        s,
+                        1,
                     )
                 };
                 black_box(&out);

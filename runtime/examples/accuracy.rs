@@ -48,7 +48,10 @@ fn main() {
             dom.join(" ∪ ")
         )
         .unwrap();
-        println!("{:10} f64 {:.3} (x={:e}) specials {:.3} f32 {:.3}", u.name, r.max64.0, r.max64.1, s.0, r.max32.0);
+        println!(
+            "{:10} f64 {:.3} (x={:e}) specials {:.3} f32 {:.3}",
+            u.name, r.max64.0, r.max64.1, s.0, r.max32.0
+        );
     }
     let (w64, w32) = measure_pow(99);
     let s = measure_pow_specials();
@@ -58,23 +61,41 @@ fn main() {
         w64.0, w64.1, w64.2, s.0, w32.0
     )
     .unwrap();
-    println!("pow        f64 {:.3} at ({:e},{:e}) specials {:.3} f32 {:.3}", w64.0, w64.1, w64.2, s.0, w32.0);
+    println!(
+        "pow        f64 {:.3} at ({:e},{:e}) specials {:.3} f32 {:.3}",
+        w64.0, w64.1, w64.2, s.0, w32.0
+    );
 
     // sin/cos beyond 1e5.
     writeln!(md, "\n## sin / cos / tan beyond |x| = 1e5\n").unwrap();
-    writeln!(md, "| range | sin f64 max ULP | cos f64 max ULP | tan f64 max ULP |\n|---|---|---|---|").unwrap();
+    writeln!(
+        md,
+        "| range | sin f64 max ULP | cos f64 max ULP | tan f64 max ULP |\n|---|---|---|---|"
+    )
+    .unwrap();
     for (lo, hi) in [(1e5, 1.3e7), (1.3e7, 1e9), (1e9, 1e12)] {
         let mut row = format!("| [{lo:e}, {hi:e}] ");
-        for u in unary_table().into_iter().filter(|u| matches!(u.name, "sin" | "cos" | "tan")) {
+        for u in unary_table()
+            .into_iter()
+            .filter(|u| matches!(u.name, "sin" | "cos" | "tan"))
+        {
             let xs = sample(&[Seg::Log(lo, hi, true)], 200_000, 3);
             let mut o = vec![0.0; xs.len()];
             (u.f64)(&xs, &mut o);
-            let w = xs.iter().zip(&o).map(|(&x, &y)| ulp64(y, (u.reference)(x))).fold(0.0, f64::max);
+            let w = xs
+                .iter()
+                .zip(&o)
+                .map(|(&x, &y)| ulp64(y, (u.reference)(x)))
+                .fold(0.0, f64::max);
             write!(row, "| {w:.3e} ").unwrap();
         }
         writeln!(md, "{row}|").unwrap();
     }
-    writeln!(md, "\nFor |x| >= 2^50 (and ±inf, NaN) sin/cos/tan return NaN.").unwrap();
+    writeln!(
+        md,
+        "\nFor |x| >= 2^50 (and ±inf, NaN) sin/cos/tan return NaN."
+    )
+    .unwrap();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ACCURACY.md");
     std::fs::write(path, md).expect("write ACCURACY.md");
     println!("wrote {path}");

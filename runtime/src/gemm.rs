@@ -72,13 +72,38 @@ pub unsafe extern "C" fn kiln_gemm_f32(
 /// # Panics
 /// If a slice length does not match its shape.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_f64(m: usize, k: usize, n: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &mut [f64]) {
-    assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n, "shape mismatch");
+pub fn gemm_f64(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f64,
+    a: &[f64],
+    b: &[f64],
+    beta: f64,
+    c: &mut [f64],
+) {
+    assert!(
+        a.len() == m * k && b.len() == k * n && c.len() == m * n,
+        "shape mismatch"
+    );
     // SAFETY: row-major strides index exactly within the checked lengths;
     // `c` is exclusively borrowed, so it cannot overlap `a` or `b`.
     unsafe {
         kiln_gemm_f64(
-            m, k, n, alpha, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, beta, c.as_mut_ptr(), n as isize, 1,
+            m,
+            k,
+            n,
+            alpha,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
         )
     }
 }
@@ -88,12 +113,37 @@ pub fn gemm_f64(m: usize, k: usize, n: usize, alpha: f64, a: &[f64], b: &[f64], 
 /// # Panics
 /// If a slice length does not match its shape.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_f32(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], b: &[f32], beta: f32, c: &mut [f32]) {
-    assert!(a.len() == m * k && b.len() == k * n && c.len() == m * n, "shape mismatch");
+pub fn gemm_f32(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    b: &[f32],
+    beta: f32,
+    c: &mut [f32],
+) {
+    assert!(
+        a.len() == m * k && b.len() == k * n && c.len() == m * n,
+        "shape mismatch"
+    );
     // SAFETY: as in `gemm_f64`.
     unsafe {
         kiln_gemm_f32(
-            m, k, n, alpha, a.as_ptr(), k as isize, 1, b.as_ptr(), n as isize, 1, beta, c.as_mut_ptr(), n as isize, 1,
+            m,
+            k,
+            n,
+            alpha,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
         )
     }
 }
@@ -111,7 +161,9 @@ mod tests {
     use super::*;
 
     fn lcg(seed: &mut u64) -> f64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
     }
 
@@ -141,13 +193,28 @@ mod tests {
             // SAFETY: strides address within the buffers.
             unsafe {
                 kiln_gemm_f64(
-                    m, k, n, alpha, at.as_ptr(), 1, m as isize, b.as_ptr(), n as isize, 1, beta, c.as_mut_ptr(), 1,
+                    m,
+                    k,
+                    n,
+                    alpha,
+                    at.as_ptr(),
+                    1,
+                    m as isize,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    beta,
+                    c.as_mut_ptr(),
+                    1,
                     m as isize,
                 )
             };
             for i in 0..m {
                 for j in 0..n {
-                    assert!((c[j * m + i] - want[i * n + j]).abs() < 1e-12, "{m}x{k}x{n} at ({i},{j})");
+                    assert!(
+                        (c[j * m + i] - want[i * n + j]).abs() < 1e-12,
+                        "{m}x{k}x{n} at ({i},{j})"
+                    );
                 }
             }
         }
@@ -176,7 +243,22 @@ mod tests {
         let mut c = [0.0; 4];
         // SAFETY: b + 2 with row stride -2 addresses rows 1 then 0.
         unsafe {
-            kiln_gemm_f64(2, 2, 2, 1.0, a.as_ptr(), 2, 1, b.as_ptr().add(2), -2, 1, 0.0, c.as_mut_ptr(), 2, 1)
+            kiln_gemm_f64(
+                2,
+                2,
+                2,
+                1.0,
+                a.as_ptr(),
+                2,
+                1,
+                b.as_ptr().add(2),
+                -2,
+                1,
+                0.0,
+                c.as_mut_ptr(),
+                2,
+                1,
+            )
         };
         assert_eq!(c, [3.0, 4.0, 1.0, 2.0]);
     }

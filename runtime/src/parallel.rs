@@ -148,9 +148,18 @@ mod tests {
         assert!(seen.iter().all(|v| v.load(Ordering::Relaxed) == 1));
         let chunks = chunks.into_inner().unwrap();
         if n > grain.max(1) {
-            assert!(chunks.iter().all(|(s, e)| e - s >= grain.max(1)), "{chunks:?}");
+            assert!(
+                chunks.iter().all(|(s, e)| e - s >= grain.max(1)),
+                "{chunks:?}"
+            );
         } else {
-            assert_eq!(chunks, vec![(0, n)].into_iter().filter(|_| n > 0).collect::<Vec<_>>());
+            assert_eq!(
+                chunks,
+                vec![(0, n)]
+                    .into_iter()
+                    .filter(|_| n > 0)
+                    .collect::<Vec<_>>()
+            );
         }
     }
 
@@ -158,7 +167,16 @@ mod tests {
     fn covers_range_exactly_once() {
         let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
         set_num_threads(3);
-        for (n, grain) in [(0, 4), (1, 4), (4, 4), (5, 4), (1000, 1), (1000, 7), (12345, 100), (10, 0)] {
+        for (n, grain) in [
+            (0, 4),
+            (1, 4),
+            (4, 4),
+            (5, 4),
+            (1000, 1),
+            (1000, 7),
+            (12345, 100),
+            (10, 0),
+        ] {
             check_cover(n, grain);
         }
         set_num_threads(0);

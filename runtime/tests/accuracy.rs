@@ -8,12 +8,30 @@ use support::*;
 
 fn check(name: &str) {
     let table = unary_table();
-    let u = table.iter().find(|u| u.name == name).expect("function in table");
+    let u = table
+        .iter()
+        .find(|u| u.name == name)
+        .expect("function in table");
     let r = measure(u, 0x5eed ^ name.len() as u64);
-    assert!(r.max64.0 <= u.bound.0, "{name} f64: {} ULP at x = {:e}", r.max64.0, r.max64.1);
-    assert!(r.max32.0 <= u.bound.1, "{name} f32: {} ULP at x = {:e}", r.max32.0, r.max32.1);
+    assert!(
+        r.max64.0 <= u.bound.0,
+        "{name} f64: {} ULP at x = {:e}",
+        r.max64.0,
+        r.max64.1
+    );
+    assert!(
+        r.max32.0 <= u.bound.1,
+        "{name} f32: {} ULP at x = {:e}",
+        r.max32.0,
+        r.max32.1
+    );
     let s = measure_specials(u);
-    assert!(s.0 <= u.bound.0, "{name} special value x = {:e}: {} ULP", s.1, s.0);
+    assert!(
+        s.0 <= u.bound.0,
+        "{name} special value x = {:e}: {} ULP",
+        s.1,
+        s.0
+    );
 }
 
 macro_rules! accuracy_tests {
@@ -38,10 +56,28 @@ accuracy_tests! {
 #[test]
 fn pow() {
     let (w64, w32) = measure_pow(99);
-    assert!(w64.0 <= 2.0, "pow f64: {} ULP at ({:e}, {:e})", w64.0, w64.1, w64.2);
-    assert!(w32.0 <= 1.0, "pow f32: {} ULP at ({:e}, {:e})", w32.0, w32.1, w32.2);
+    assert!(
+        w64.0 <= 2.0,
+        "pow f64: {} ULP at ({:e}, {:e})",
+        w64.0,
+        w64.1,
+        w64.2
+    );
+    assert!(
+        w32.0 <= 1.0,
+        "pow f32: {} ULP at ({:e}, {:e})",
+        w32.0,
+        w32.1,
+        w32.2
+    );
     let s = measure_pow_specials();
-    assert!(s.0 <= 2.0, "pow special ({:e}, {:e}): {} ULP", s.1, s.2, s.0);
+    assert!(
+        s.0 <= 2.0,
+        "pow special ({:e}, {:e}): {} ULP",
+        s.1,
+        s.2,
+        s.0
+    );
 }
 
 #[test]
@@ -75,6 +111,9 @@ fn in_place_and_ragged_lengths() {
         let mut xb = x.clone();
         // SAFETY: out == x allowed.
         unsafe { kiln_pow_f64(xb.as_ptr(), y.as_ptr(), xb.as_mut_ptr(), n) };
-        assert_eq!(xb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), p.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            xb.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            p.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
     }
 }

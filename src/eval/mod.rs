@@ -19,13 +19,22 @@ use crate::graph::{DType, FunctionGraph, TensorType, Value, VarId};
 
 /// Checks one call argument against the declared input type; the message
 /// names the input by position and name.
-pub fn check_input(index: usize, name: Option<&str>, ty: &TensorType, dtype: DType, shape: &[usize]) -> Result<()> {
+pub fn check_input(
+    index: usize,
+    name: Option<&str>,
+    ty: &TensorType,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<()> {
     let who = match name {
         Some(n) => format!("input {index} ('{n}')"),
         None => format!("input {index}"),
     };
     if dtype != ty.dtype {
-        return Err(Error::Input(format!("{who} has dtype {dtype}, expected {}", ty.dtype)));
+        return Err(Error::Input(format!(
+            "{who} has dtype {dtype}, expected {}",
+            ty.dtype
+        )));
     }
     if shape.len() != ty.ndim() {
         return Err(Error::Input(format!(
@@ -49,7 +58,11 @@ pub fn check_input(index: usize, name: Option<&str>, ty: &TensorType, dtype: DTy
 /// Evaluates the graph's outputs on `inputs` with the reference `perform` of every node.
 pub fn evaluate(fg: &FunctionGraph, inputs: &[Value]) -> Result<Vec<Value>> {
     if inputs.len() != fg.inputs().len() {
-        return Err(Error::Input(format!("expected {} inputs, got {}", fg.inputs().len(), inputs.len())));
+        return Err(Error::Input(format!(
+            "expected {} inputs, got {}",
+            fg.inputs().len(),
+            inputs.len()
+        )));
     }
     let mut vals: FxHashMap<VarId, Value> = FxHashMap::default();
     for (k, (&v, x)) in fg.inputs().iter().zip(inputs).enumerate() {
@@ -77,7 +90,10 @@ pub fn evaluate(fg: &FunctionGraph, inputs: &[Value]) -> Result<Vec<Value>> {
         .iter()
         .map(|&o| match vals.get(&o) {
             Some(v) => Ok(v.clone()),
-            None => fg.constant_value(o).cloned().ok_or_else(|| Error::Graph(format!("output {o} has no value"))),
+            None => fg
+                .constant_value(o)
+                .cloned()
+                .ok_or_else(|| Error::Graph(format!("output {o} has no value"))),
         })
         .collect()
 }

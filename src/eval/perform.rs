@@ -22,9 +22,14 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::Reshape { .. } => Ok(vec![reshape(&name, inputs[0], inputs[1])?]),
         Op::Shape => {
             let s: Vec<i64> = inputs[0].shape().iter().map(|&d| d as i64).collect();
-            Ok(vec![Value::I64(ArrayD::from_shape_vec(IxDyn(&[s.len()]), s).expect("1-d"))])
+            Ok(vec![Value::I64(
+                ArrayD::from_shape_vec(IxDyn(&[s.len()]), s).expect("1-d"),
+            )])
         }
-        Op::ShapeI(i) => Ok(vec![Value::scalar_i64(DType::I64, inputs[0].shape()[*i] as i64)]),
+        Op::ShapeI(i) => Ok(vec![Value::scalar_i64(
+            DType::I64,
+            inputs[0].shape()[*i] as i64,
+        )]),
         Op::Custom(c) => c.perform(inputs),
     }
 }
@@ -37,12 +42,18 @@ pub fn elemwise_shape(name: &str, inputs: &[&Value], types: &[&TensorType]) -> R
         let mut size: Option<usize> = None;
         for (k, (v, t)) in inputs.iter().zip(types).enumerate() {
             if v.ndim() != ndim {
-                return Err(Error::eval(name, format!("input {k} has {} dimensions, expected {ndim}", v.ndim())));
+                return Err(Error::eval(
+                    name,
+                    format!("input {k} has {} dimensions, expected {ndim}", v.ndim()),
+                ));
             }
             let s = v.shape()[d];
             if t.is_broadcastable(d) {
                 if s != 1 {
-                    return Err(Error::eval(name, format!("input {k} is broadcastable in dimension {d} but has size {s}")));
+                    return Err(Error::eval(
+                        name,
+                        format!("input {k} is broadcastable in dimension {d} but has size {s}"),
+                    ));
                 }
                 continue;
             }
@@ -71,7 +82,10 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
     let n: usize = shape.iter().product();
     if op.computes_in_float(&in_dtypes, out_dtype) {
         let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
-        let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+        let views: Vec<_> = arrays
+            .iter()
+            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
+            .collect();
         let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
         let mut out = Vec::with_capacity(n);
         let mut args: SmallVec<[f64; 3]> = SmallVec::new();
@@ -80,10 +94,16 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
             args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
             out.push(round_to(op.eval_f64(&args), out_dtype));
         }
-        Ok(Value::from_f64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+        Ok(Value::from_f64_array(
+            out_dtype,
+            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
+        ))
     } else {
         let arrays: Vec<ArrayD<i64>> = inputs.iter().map(|v| v.to_i64_array()).collect();
-        let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+        let views: Vec<_> = arrays
+            .iter()
+            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
+            .collect();
         let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
         let mut out = Vec::with_capacity(n);
         let mut args: SmallVec<[i64; 3]> = SmallVec::new();
@@ -92,15 +112,26 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
             args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
             out.push(op.eval_i64(&args, out_dtype));
         }
-        Ok(Value::from_i64_array(out_dtype, ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+        Ok(Value::from_i64_array(
+            out_dtype,
+            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
+        ))
     }
 }
 
-fn composite_perform(name: &str, c: &Composite, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<Value>> {
+fn composite_perform(
+    name: &str,
+    c: &Composite,
+    inputs: &[&Value],
+    types: &[&TensorType],
+) -> Result<Vec<Value>> {
     let shape = elemwise_shape(name, inputs, types)?;
     let n: usize = shape.iter().product();
     let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
-    let views: Vec<_> = arrays.iter().map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked")).collect();
+    let views: Vec<_> = arrays
+        .iter()
+        .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
+        .collect();
     let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
     let mut outs: Vec<Vec<f64>> = vec![Vec::with_capacity(n); c.outputs.len()];
     let mut args: Vec<f64> = Vec::with_capacity(inputs.len());
@@ -114,7 +145,9 @@ fn composite_perform(name: &str, c: &Composite, inputs: &[&Value], types: &[&Ten
     Ok(outs
         .into_iter()
         .zip(c.output_dtypes())
-        .map(|(o, d)| Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized")))
+        .map(|(o, d)| {
+            Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized"))
+        })
         .collect())
 }
 
@@ -122,7 +155,10 @@ fn dimshuffle(name: &str, new_order: &[Option<usize>], x: &Value) -> Result<Valu
     let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
     for d in 0..x.ndim() {
         if !kept.contains(&d) && x.shape()[d] != 1 {
-            return Err(Error::eval(name, format!("dropped dimension {d} has size {}", x.shape()[d])));
+            return Err(Error::eval(
+                name,
+                format!("dropped dimension {d} has size {}", x.shape()[d]),
+            ));
         }
     }
     Ok(crate::map_value!(x, a => {
@@ -155,7 +191,10 @@ fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result
         if let Some(&a) = axes.iter().find(|&&a| x.shape()[a] == 0) {
             return Err(Error::eval(
                 name,
-                format!("zero-size reduction along axis {a}: {} has no identity", op.name().to_lowercase()),
+                format!(
+                    "zero-size reduction along axis {a}: {} has no identity",
+                    op.name().to_lowercase()
+                ),
             ));
         }
     }
@@ -168,11 +207,18 @@ fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result
                 ReduceOp::Prod => a.fold_axis(Axis(ax), 1.0, |s, &v| s * v),
                 ReduceOp::Max => a.fold_axis(Axis(ax), f64::NEG_INFINITY, |s, &v| nan_max(*s, v)),
                 ReduceOp::Min => a.fold_axis(Axis(ax), f64::INFINITY, |s, &v| nan_min(*s, v)),
-                ReduceOp::All => a.fold_axis(Axis(ax), 1.0, |s, &v| ((*s != 0.0) && (v != 0.0)) as i64 as f64),
-                ReduceOp::Any => a.fold_axis(Axis(ax), 0.0, |s, &v| ((*s != 0.0) || (v != 0.0)) as i64 as f64),
+                ReduceOp::All => a.fold_axis(Axis(ax), 1.0, |s, &v| {
+                    ((*s != 0.0) && (v != 0.0)) as i64 as f64
+                }),
+                ReduceOp::Any => a.fold_axis(Axis(ax), 0.0, |s, &v| {
+                    ((*s != 0.0) || (v != 0.0)) as i64 as f64
+                }),
             };
         }
-        Ok(Value::from_f64_array(out_dtype, a.mapv(|v| round_to(v, out_dtype))))
+        Ok(Value::from_f64_array(
+            out_dtype,
+            a.mapv(|v| round_to(v, out_dtype)),
+        ))
     } else {
         let mut a = x.to_i64_array();
         for &ax in axes.iter().rev() {
@@ -193,7 +239,13 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
     let ka = sa[sa.len() - 1];
     let kb = sb[0];
     if ka != kb {
-        return Err(Error::eval(name, format!("shapes {sa:?} and {sb:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)", sa.len() - 1)));
+        return Err(Error::eval(
+            name,
+            format!(
+                "shapes {sa:?} and {sb:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)",
+                sa.len() - 1
+            ),
+        ));
     }
     let mut dtype = DType::upcast(a.dtype(), b.dtype());
     if dtype == DType::Bool {
@@ -209,20 +261,43 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
         out_shape.push(n);
     }
     if dtype.is_float() {
-        let a2 = a.to_f64_array().into_shape_with_order((m, ka)).map_err(|e| Error::eval(name, e.to_string()))?;
-        let b2 = b.to_f64_array().into_shape_with_order((kb, n)).map_err(|e| Error::eval(name, e.to_string()))?;
-        let c = a2.dot(&b2).into_dyn().into_shape_with_order(IxDyn(&out_shape)).expect("same size");
+        let a2 = a
+            .to_f64_array()
+            .into_shape_with_order((m, ka))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        let b2 = b
+            .to_f64_array()
+            .into_shape_with_order((kb, n))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        let c = a2
+            .dot(&b2)
+            .into_dyn()
+            .into_shape_with_order(IxDyn(&out_shape))
+            .expect("same size");
         Ok(Value::from_f64_array(dtype, c.mapv(|v| round_to(v, dtype))))
     } else {
-        let a2 = a.to_i64_array().into_shape_with_order((m, ka)).map_err(|e| Error::eval(name, e.to_string()))?;
-        let b2 = b.to_i64_array().into_shape_with_order((kb, n)).map_err(|e| Error::eval(name, e.to_string()))?;
+        let a2 = a
+            .to_i64_array()
+            .into_shape_with_order((m, ka))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        let b2 = b
+            .to_i64_array()
+            .into_shape_with_order((kb, n))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
         let mut c = ndarray::Array2::<i64>::zeros((m, n));
         for i in 0..m {
             for j in 0..n {
-                c[[i, j]] = (0..ka).fold(0i64, |s, k| s.wrapping_add(a2[[i, k]].wrapping_mul(b2[[k, j]])));
+                c[[i, j]] = (0..ka).fold(0i64, |s, k| {
+                    s.wrapping_add(a2[[i, k]].wrapping_mul(b2[[k, j]]))
+                });
             }
         }
-        Ok(Value::from_i64_array(dtype, c.into_dyn().into_shape_with_order(IxDyn(&out_shape)).expect("same size")))
+        Ok(Value::from_i64_array(
+            dtype,
+            c.into_dyn()
+                .into_shape_with_order(IxDyn(&out_shape))
+                .expect("same size"),
+        ))
     }
 }
 
@@ -232,13 +307,22 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
     for (k, d) in dims.iter().enumerate() {
         let s = d.to_i64_array().iter().next().copied().unwrap_or(0);
         if s < 0 {
-            return Err(Error::eval(name, format!("negative size {s} for dimension {k}")));
+            return Err(Error::eval(
+                name,
+                format!("negative size {s} for dimension {k}"),
+            ));
         }
         shape.push(s as usize);
     }
     let total = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
-    if total.is_none_or(|t| t.checked_mul(v.dtype().size_of()).is_none_or(|b| b > isize::MAX as usize)) {
-        return Err(Error::eval(name, format!("shape {shape:?} is too large to allocate")));
+    if total.is_none_or(|t| {
+        t.checked_mul(v.dtype().size_of())
+            .is_none_or(|b| b > isize::MAX as usize)
+    }) {
+        return Err(Error::eval(
+            name,
+            format!("shape {shape:?} is too large to allocate"),
+        ));
     }
     crate::with_value!(v, a => {
         match a.broadcast(IxDyn(&shape)) {
@@ -256,7 +340,10 @@ fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
     for &d in &target {
         if d == -1 {
             if known == 0 || size as i64 % known != 0 {
-                return Err(Error::eval(name, format!("cannot reshape size {size} into {target:?}")));
+                return Err(Error::eval(
+                    name,
+                    format!("cannot reshape size {size} into {target:?}"),
+                ));
             }
             shape.push((size as i64 / known) as usize);
         } else if d < 0 {
@@ -266,7 +353,13 @@ fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
         }
     }
     if shape.iter().product::<usize>() != size || target.iter().filter(|&&d| d == -1).count() > 1 {
-        return Err(Error::eval(name, format!("cannot reshape array of shape {:?} into {target:?}", x.shape())));
+        return Err(Error::eval(
+            name,
+            format!(
+                "cannot reshape array of shape {:?} into {target:?}",
+                x.shape()
+            ),
+        ));
     }
     Ok(crate::map_value!(x, a => {
         let std = a.as_standard_layout().into_owned();

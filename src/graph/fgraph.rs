@@ -87,7 +87,14 @@ pub trait Feature: Any + Send {
         let _ = (fg, node, reason);
     }
     /// Called after the use `client` was switched from `old` to `new`.
-    fn on_change_input(&mut self, fg: &FunctionGraph, client: Client, old: VarId, new: VarId, reason: &str) {
+    fn on_change_input(
+        &mut self,
+        fg: &FunctionGraph,
+        client: Client,
+        old: VarId,
+        new: VarId,
+        reason: &str,
+    ) {
         let _ = (fg, client, old, new, reason);
     }
     /// Refuses the current state with an error.
@@ -204,7 +211,10 @@ impl FunctionGraph {
             .iter()
             .map(|&v| {
                 let var = &self.vars[v.index()];
-                InputInfo { ty: &var.ty, value: var.constant.as_deref() }
+                InputInfo {
+                    ty: &var.ty,
+                    value: var.constant.as_deref(),
+                }
             })
             .collect();
         let types = op.infer_types(&infos)?;
@@ -219,14 +229,24 @@ impl FunctionGraph {
 
     /// Creates a detached node with already-inferred output types (used when
     /// importing a graph whose types were inferred at build time).
-    pub(crate) fn apply_typed(&mut self, op: Op, inputs: &[VarId], types: Vec<TensorType>) -> NodeId {
+    pub(crate) fn apply_typed(
+        &mut self,
+        op: Op,
+        inputs: &[VarId],
+        types: Vec<TensorType>,
+    ) -> NodeId {
         let id = NodeId(self.nodes.len() as u32);
         let outputs = types
             .into_iter()
             .enumerate()
             .map(|(i, ty)| self.new_var(ty, None, Some((id, i as u32)), None))
             .collect();
-        self.nodes.push(Apply { op, inputs: inputs.iter().copied().collect(), outputs, in_graph: false });
+        self.nodes.push(Apply {
+            op,
+            inputs: inputs.iter().copied().collect(),
+            outputs,
+            in_graph: false,
+        });
         id
     }
 
@@ -238,7 +258,14 @@ impl FunctionGraph {
         constant: Option<std::sync::Arc<Value>>,
     ) -> VarId {
         let id = VarId(self.vars.len() as u32);
-        self.vars.push(Variable { ty, name, owner, constant, clients: Vec::new(), in_graph: false });
+        self.vars.push(Variable {
+            ty,
+            name,
+            owner,
+            constant,
+            clients: Vec::new(),
+            in_graph: false,
+        });
         id
     }
 
@@ -328,7 +355,11 @@ impl FunctionGraph {
 
     /// All in-graph nodes in id order.
     pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.nodes.iter().enumerate().filter(|(_, n)| n.in_graph).map(|(i, _)| NodeId(i as u32))
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.in_graph)
+            .map(|(i, _)| NodeId(i as u32))
     }
 
     /// In-graph nodes in a topological order (inputs before users), found by
@@ -340,7 +371,8 @@ impl FunctionGraph {
     /// Topological order that also respects extra `(before, after)` constraints.
     /// Panics if the constraints form a cycle; use [`FunctionGraph::try_toposort_with`] to get an error.
     pub fn toposort_with(&self, extra: &[(NodeId, NodeId)]) -> Vec<NodeId> {
-        self.try_toposort_with(extra).expect("orderings form a cycle")
+        self.try_toposort_with(extra)
+            .expect("orderings form a cycle")
     }
 
     /// Topological order respecting extra `(before, after)` constraints, or an error on a cycle.
@@ -358,10 +390,17 @@ impl FunctionGraph {
             if k < node.inputs.len() {
                 Some(self.owner(node.inputs[k]).unwrap_or(NodeId(u32::MAX)))
             } else {
-                before.get(&n).and_then(|b| b.get(k - node.inputs.len()).copied())
+                before
+                    .get(&n)
+                    .and_then(|b| b.get(k - node.inputs.len()).copied())
             }
         };
-        let roots: Vec<NodeId> = self.outputs.iter().filter_map(|&o| self.owner(o)).chain(self.node_ids()).collect();
+        let roots: Vec<NodeId> = self
+            .outputs
+            .iter()
+            .filter_map(|&o| self.owner(o))
+            .chain(self.node_ids())
+            .collect();
         for root in roots {
             if state[root.index()] != 0 {
                 continue;
@@ -413,7 +452,9 @@ impl FunctionGraph {
             return Ok(());
         }
         if self.depends_on(new, old) {
-            return Err(Error::Graph(format!("{reason}: the replacement depends on the variable it replaces")));
+            return Err(Error::Graph(format!(
+                "{reason}: the replacement depends on the variable it replaces"
+            )));
         }
         let clients = self.vars[old.index()].clients.clone();
         for c in clients {
@@ -433,7 +474,9 @@ impl FunctionGraph {
     /// Switches one use to another variable (types are the caller's business).
     pub fn change_input(&mut self, client: Client, new: VarId, reason: &str) {
         let old = match client {
-            Client::Node(n, i) => std::mem::replace(&mut self.nodes[n.index()].inputs[i as usize], new),
+            Client::Node(n, i) => {
+                std::mem::replace(&mut self.nodes[n.index()].inputs[i as usize], new)
+            }
             Client::Output(i) => std::mem::replace(&mut self.outputs[i as usize], new),
         };
         if old == new {
@@ -538,7 +581,12 @@ impl FunctionGraph {
                 continue;
             };
             let node = &self.nodes[n.index()];
-            if !node.in_graph || node.outputs.iter().any(|o| !self.vars[o.index()].clients.is_empty()) {
+            if !node.in_graph
+                || node
+                    .outputs
+                    .iter()
+                    .any(|o| !self.vars[o.index()].clients.is_empty())
+            {
                 continue;
             }
             let (inputs, outputs) = (node.inputs.clone(), node.outputs.clone());
@@ -595,7 +643,10 @@ impl FunctionGraph {
 
     /// Detaches the feature of type `F`, if attached.
     pub fn detach_feature<F: Feature>(&mut self) -> Option<Box<dyn Feature>> {
-        let pos = self.features.iter().position(|f| (f.as_ref() as &dyn Any).is::<F>())?;
+        let pos = self
+            .features
+            .iter()
+            .position(|f| (f.as_ref() as &dyn Any).is::<F>())?;
         let mut f = self.features.remove(pos);
         f.on_detach(self);
         Some(f)
@@ -603,17 +654,23 @@ impl FunctionGraph {
 
     /// True when a feature of type `F` is attached.
     pub fn has_feature<F: Feature>(&self) -> bool {
-        self.features.iter().any(|f| (f.as_ref() as &dyn Any).is::<F>())
+        self.features
+            .iter()
+            .any(|f| (f.as_ref() as &dyn Any).is::<F>())
     }
 
     /// The attached feature of type `F`.
     pub fn feature<F: Feature>(&self) -> Option<&F> {
-        self.features.iter().find_map(|f| (f.as_ref() as &dyn Any).downcast_ref::<F>())
+        self.features
+            .iter()
+            .find_map(|f| (f.as_ref() as &dyn Any).downcast_ref::<F>())
     }
 
     /// The attached feature of type `F`, mutably.
     pub fn feature_mut<F: Feature>(&mut self) -> Option<&mut F> {
-        self.features.iter_mut().find_map(|f| (f.as_mut() as &mut dyn Any).downcast_mut::<F>())
+        self.features
+            .iter_mut()
+            .find_map(|f| (f.as_mut() as &mut dyn Any).downcast_mut::<F>())
     }
 
     /// Names of the attached features, in attachment order.
@@ -631,7 +688,10 @@ impl FunctionGraph {
 
     /// Scheduling constraints from every feature.
     pub fn orderings(&self) -> Vec<(NodeId, NodeId)> {
-        self.features.iter().flat_map(|f| f.orderings(self)).collect()
+        self.features
+            .iter()
+            .flat_map(|f| f.orderings(self))
+            .collect()
     }
 
     // ----- verification --------------------------------------------------
@@ -644,7 +704,10 @@ impl FunctionGraph {
             if !self.vars[o.index()].in_graph {
                 return bad(format!("output {i} ({o}) is not in the graph"));
             }
-            expected.entry(o).or_default().push(Client::Output(i as u32));
+            expected
+                .entry(o)
+                .or_default()
+                .push(Client::Output(i as u32));
         }
         let mut live = 0;
         for n in self.node_ids() {
@@ -652,21 +715,39 @@ impl FunctionGraph {
             let node = &self.nodes[n.index()];
             for (k, &i) in node.inputs.iter().enumerate() {
                 if !self.vars[i.index()].in_graph {
-                    return bad(format!("input {k} ({i}) of node {n} ({}) is not in the graph", node.op));
+                    return bad(format!(
+                        "input {k} ({i}) of node {n} ({}) is not in the graph",
+                        node.op
+                    ));
                 }
-                expected.entry(i).or_default().push(Client::Node(n, k as u32));
+                expected
+                    .entry(i)
+                    .or_default()
+                    .push(Client::Node(n, k as u32));
             }
             for (k, &o) in node.outputs.iter().enumerate() {
-                if self.vars[o.index()].owner != Some((n, k as u32)) || !self.vars[o.index()].in_graph {
+                if self.vars[o.index()].owner != Some((n, k as u32))
+                    || !self.vars[o.index()].in_graph
+                {
                     return bad(format!("output {k} of node {n} has an inconsistent owner"));
                 }
             }
-            if node.outputs.iter().all(|o| self.vars[o.index()].clients.is_empty()) {
-                return bad(format!("node {n} ({}) has no clients but was not pruned", node.op));
+            if node
+                .outputs
+                .iter()
+                .all(|o| self.vars[o.index()].clients.is_empty())
+            {
+                return bad(format!(
+                    "node {n} ({}) has no clients but was not pruned",
+                    node.op
+                ));
             }
         }
         if live != self.n_live_nodes {
-            return bad(format!("node count {} but {live} nodes are in the graph", self.n_live_nodes));
+            return bad(format!(
+                "node count {} but {live} nodes are in the graph",
+                self.n_live_nodes
+            ));
         }
         for (i, var) in self.vars.iter().enumerate() {
             let v = VarId(i as u32);
@@ -675,10 +756,14 @@ impl FunctionGraph {
             }
             if let Some((n, _)) = var.owner {
                 if !self.nodes[n.index()].in_graph {
-                    return bad(format!("variable {v} is in the graph but its owner {n} is not"));
+                    return bad(format!(
+                        "variable {v} is in the graph but its owner {n} is not"
+                    ));
                 }
             } else if var.constant.is_none() && !self.inputs.contains(&v) {
-                return bad(format!("variable {v} has no owner and is neither an input nor a constant"));
+                return bad(format!(
+                    "variable {v} has no owner and is neither an input nor a constant"
+                ));
             }
             let mut have = var.clients.clone();
             let mut want = expected.remove(&v).unwrap_or_default();

@@ -134,7 +134,11 @@ pub fn dprint_vars(fg: &FunctionGraph, roots: &[VarId]) -> String {
         while let Some((v, depth)) = stack.pop() {
             let next = ids.len();
             let id = ids.entry(v).or_insert_with(|| id_name(next)).clone();
-            let prefix = if depth == 0 { String::new() } else { format!("{}|", " |".repeat(depth - 1) + " ") };
+            let prefix = if depth == 0 {
+                String::new()
+            } else {
+                format!("{}|", " |".repeat(depth - 1) + " ")
+            };
             match fg.owner(v) {
                 None => {
                     let name = match fg.constant_value(v) {
@@ -188,7 +192,11 @@ pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
 
 /// [`pprint`] of every output, one per line.
 pub fn pprint_outputs(fg: &FunctionGraph) -> String {
-    fg.outputs().iter().map(|&o| pprint(fg, o)).collect::<Vec<_>>().join("\n")
+    fg.outputs()
+        .iter()
+        .map(|&o| pprint(fg, o))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn infix(op: ScalarOp) -> Option<&'static str> {
@@ -231,10 +239,17 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::Dot => format!("({} @ {})", args[0], args[1]),
-        Op::DimShuffle { input_ndim, new_order } => {
+        Op::DimShuffle {
+            input_ndim,
+            new_order,
+        } => {
             let is_transpose = new_order.len() == *input_ndim
                 && *input_ndim >= 2
-                && new_order.iter().rev().enumerate().all(|(k, d)| *d == Some(k));
+                && new_order
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(k, d)| *d == Some(k));
             let only_inserts = {
                 let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
                 kept.len() == *input_ndim && kept.windows(2).all(|w| w[0] < w[1])
@@ -242,7 +257,10 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             if is_transpose {
                 format!("{}.T", args[0])
             } else if only_inserts {
-                let idx: Vec<&str> = new_order.iter().map(|d| if d.is_some() { ":" } else { "None" }).collect();
+                let idx: Vec<&str> = new_order
+                    .iter()
+                    .map(|d| if d.is_some() { ":" } else { "None" })
+                    .collect();
                 format!("{}[{}]", args[0], idx.join(", "))
             } else {
                 format!("{}({})", op.name(), args[0])
@@ -294,18 +312,35 @@ pub fn to_dot(fg: &FunctionGraph) -> String {
     for v in vars {
         let var = fg.var(v);
         let (label, color) = if var.owner.is_none() {
-            let c = if var.constant.is_some() { "lightgrey" } else { "palegreen" };
+            let c = if var.constant.is_some() {
+                "lightgrey"
+            } else {
+                "palegreen"
+            };
             (fg.leaf_name(v), c)
         } else if fg.outputs().contains(&v) {
-            (var.name.clone().unwrap_or_else(|| format!("out {}", var.ty)), "lightblue")
+            (
+                var.name
+                    .clone()
+                    .unwrap_or_else(|| format!("out {}", var.ty)),
+                "lightblue",
+            )
         } else {
             (var.ty.to_string(), "white")
         };
-        let _ = writeln!(s, "  {v} [shape=ellipse, style=filled, fillcolor={color}, label=\"{}\"];", escape(&label));
+        let _ = writeln!(
+            s,
+            "  {v} [shape=ellipse, style=filled, fillcolor={color}, label=\"{}\"];",
+            escape(&label)
+        );
     }
     for n in order {
         let node = fg.node(n);
-        let _ = writeln!(s, "  {n} [shape=box, label=\"{}\"];", escape(&node.op.name()));
+        let _ = writeln!(
+            s,
+            "  {n} [shape=box, label=\"{}\"];",
+            escape(&node.op.name())
+        );
         let many = node.inputs.len() > 1;
         for (k, &i) in node.inputs.iter().enumerate() {
             if many {

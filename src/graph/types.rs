@@ -44,8 +44,16 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 8] =
-        [DType::Bool, DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F32, DType::F64];
+    pub const ALL: [DType; 8] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::F32,
+        DType::F64,
+    ];
 
     /// The short name used by printers, declarations and `cast` (`f64`, `i32`, ...).
     pub fn name(self) -> &'static str {
@@ -72,14 +80,12 @@ impl DType {
             "i64" | "int64" => DType::I64,
             "f32" | "float32" => DType::F32,
             "f64" | "float64" => DType::F64,
-            _ => {
-                return Err(Error::Parse {
-                    pos: 0,
-                    msg: format!(
-                        "unknown dtype '{s}' (expected one of bool, u8, i8, i16, i32, i64, f32, f64)"
-                    ),
-                })
-            }
+            _ => return Err(Error::Parse {
+                pos: 0,
+                msg: format!(
+                    "unknown dtype '{s}' (expected one of bool, u8, i8, i16, i32, i64, f32, f64)"
+                ),
+            }),
         })
     }
 
@@ -100,7 +106,10 @@ impl DType {
 
     /// True for the signed and unsigned integer dtypes (not `bool`).
     pub fn is_int(self) -> bool {
-        matches!(self, DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64)
+        matches!(
+            self,
+            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64
+        )
     }
 
     /// True for `u8` (the only unsigned dtype).
@@ -176,12 +185,18 @@ impl TensorType {
 
     /// A 0-d (scalar) type.
     pub fn scalar(dtype: DType) -> Self {
-        TensorType { dtype, shape: Vec::new() }
+        TensorType {
+            dtype,
+            shape: Vec::new(),
+        }
     }
 
     /// A type with `ndim` dimensions of unknown size.
     pub fn unknown(dtype: DType, ndim: usize) -> Self {
-        TensorType { dtype, shape: vec![None; ndim] }
+        TensorType {
+            dtype,
+            shape: vec![None; ndim],
+        }
     }
 
     /// Number of dimensions.
@@ -201,12 +216,17 @@ impl TensorType {
 
     /// The same shape with another dtype.
     pub fn with_dtype(&self, dtype: DType) -> Self {
-        TensorType { dtype, shape: self.shape.clone() }
+        TensorType {
+            dtype,
+            shape: self.shape.clone(),
+        }
     }
 
     /// Number of elements when every dimension is known.
     pub fn static_size(&self) -> Option<usize> {
-        self.shape.iter().try_fold(1usize, |acc, d| d.and_then(|d| acc.checked_mul(d)))
+        self.shape
+            .iter()
+            .try_fold(1usize, |acc, d| d.and_then(|d| acc.checked_mul(d)))
     }
 
     /// Whether a variable of type `new` may replace one of this type: same
@@ -216,17 +236,24 @@ impl TensorType {
     pub fn accepts_replacement(&self, new: &TensorType) -> bool {
         self.dtype == new.dtype
             && self.ndim() == new.ndim()
-            && self.shape.iter().zip(&new.shape).all(|(old, new)| match (old, new) {
-                (Some(a), Some(b)) => a == b,
-                (Some(1), None) => false,
-                _ => true,
-            })
+            && self
+                .shape
+                .iter()
+                .zip(&new.shape)
+                .all(|(old, new)| match (old, new) {
+                    (Some(a), Some(b)) => a == b,
+                    (Some(1), None) => false,
+                    _ => true,
+                })
     }
 
     /// The static shape written as numpy would (`(None, 3)`), used in messages.
     pub fn shape_str(&self) -> String {
-        let dims: Vec<String> =
-            self.shape.iter().map(|d| d.map_or_else(|| "?".to_string(), |n| n.to_string())).collect();
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|d| d.map_or_else(|| "?".to_string(), |n| n.to_string()))
+            .collect();
         if dims.len() == 1 {
             format!("({},)", dims[0])
         } else {
@@ -285,8 +312,14 @@ mod tests {
         for d in DType::ALL {
             assert_eq!(DType::parse(d.name()).unwrap(), d);
         }
-        assert!(DType::parse("f16").unwrap_err().to_string().contains("unknown dtype 'f16'"));
-        assert_eq!(TensorType::new(F64, vec![None, Some(3)]).to_string(), "f64(?, 3)");
+        assert!(DType::parse("f16")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown dtype 'f16'"));
+        assert_eq!(
+            TensorType::new(F64, vec![None, Some(3)]).to_string(),
+            "f64(?, 3)"
+        );
         assert_eq!(TensorType::new(F64, vec![Some(2)]).to_string(), "f64(2,)");
     }
 }

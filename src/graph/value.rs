@@ -173,7 +173,10 @@ impl Value {
 
     /// The fully static type of this value (every size known).
     pub fn tensor_type(&self) -> TensorType {
-        TensorType::new(self.dtype(), self.shape().iter().map(|&d| Some(d)).collect())
+        TensorType::new(
+            self.dtype(),
+            self.shape().iter().map(|&d| Some(d)).collect(),
+        )
     }
 
     /// A 0-d value of dtype `dtype` holding `v` (converted with `as`).
@@ -238,7 +241,9 @@ impl Value {
 
     /// The single element of a 0-d or one-element value, as `f64`.
     pub fn scalar_as_f64(&self) -> Option<f64> {
-        (self.len() == 1).then(|| self.to_f64_array().iter().next().copied()).flatten()
+        (self.len() == 1)
+            .then(|| self.to_f64_array().iter().next().copied())
+            .flatten()
     }
 
     /// True when every element equals `v` (and there is at least one element).
@@ -261,8 +266,12 @@ impl Value {
             return false;
         }
         match (self, other) {
-            (Value::F64(a), Value::F64(b)) => a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
-            (Value::F32(a), Value::F32(b)) => a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+            (Value::F64(a), Value::F64(b)) => {
+                a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Value::F32(a), Value::F32(b)) => {
+                a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
             _ => self.to_i64_array() == other.to_i64_array(),
         }
     }
@@ -298,7 +307,9 @@ impl Value {
         let a = self.to_f64_array();
         let b = other.to_f64_array();
         a.iter().zip(b.iter()).all(|(&x, &y)| {
-            (x.is_nan() && y.is_nan()) || x == y || (!x.is_infinite() && !y.is_infinite() && (x - y).abs() <= atol + rtol * y.abs())
+            (x.is_nan() && y.is_nan())
+                || x == y
+                || (!x.is_infinite() && !y.is_infinite() && (x - y).abs() <= atol + rtol * y.abs())
         })
     }
 }
@@ -307,7 +318,11 @@ impl Value {
 /// fraction for integer dtypes, `1.0` style for floats.
 pub fn format_element(v: f64, dtype: DType) -> String {
     if dtype == DType::Bool {
-        return if v != 0.0 { "True".into() } else { "False".into() };
+        return if v != 0.0 {
+            "True".into()
+        } else {
+            "False".into()
+        };
     }
     if !dtype.is_float() {
         return format!("{}", v as i64);
@@ -351,7 +366,10 @@ mod tests {
     #[test]
     fn casts_follow_rust_as() {
         let v = Value::from(arr1(&[1.7, -1.7, f64::NAN, 1e300]).into_dyn());
-        assert_eq!(v.cast(DType::I32).to_i64_array().as_slice().unwrap(), &[1, -1, 0, i32::MAX as i64]);
+        assert_eq!(
+            v.cast(DType::I32).to_i64_array().as_slice().unwrap(),
+            &[1, -1, 0, i32::MAX as i64]
+        );
         let b = Value::from(arr1(&[0.0, 2.0]).into_dyn()).cast(DType::Bool);
         assert_eq!(b.to_i64_array().as_slice().unwrap(), &[0, 1]);
     }

@@ -28,10 +28,19 @@ impl ScalarConst {
     /// A constant of dtype `dtype` holding `v`, converted like numpy's `astype`.
     pub fn new(dtype: DType, v: f64) -> Self {
         let bits = if dtype.is_float() {
-            let v = if dtype == DType::F32 { v as f32 as f64 } else { v };
+            let v = if dtype == DType::F32 {
+                v as f32 as f64
+            } else {
+                v
+            };
             v.to_bits()
         } else {
-            crate::graph::Value::scalar_f64(dtype, v).to_i64_array().iter().next().copied().unwrap_or(0) as u64
+            crate::graph::Value::scalar_f64(dtype, v)
+                .to_i64_array()
+                .iter()
+                .next()
+                .copied()
+                .unwrap_or(0) as u64
         };
         ScalarConst { dtype, bits }
     }
@@ -90,7 +99,11 @@ impl Composite {
     /// An empty composite over inputs of the given dtypes; add nodes with
     /// [`Composite::push`] and set [`Composite::outputs`].
     pub fn new(inputs: Vec<DType>) -> Self {
-        Composite { inputs, nodes: Vec::new(), outputs: Vec::new() }
+        Composite {
+            inputs,
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+        }
     }
 
     /// The dtype of a reference.
@@ -116,7 +129,11 @@ impl Composite {
         }
         let dtypes: Vec<DType> = args.iter().map(|&a| self.dtype_of(a)).collect();
         let dtype = op.output_dtype(&dtypes)?;
-        self.nodes.push(CNode { op, args: args.iter().copied().collect(), dtype });
+        self.nodes.push(CNode {
+            op,
+            args: args.iter().copied().collect(),
+            dtype,
+        });
         Ok(CRef::Node(self.nodes.len() as u32 - 1))
     }
 
@@ -131,7 +148,10 @@ impl Composite {
         for n in &self.nodes {
             probe.push(n.op, &n.args)?;
             if probe.nodes.last().map(|p| p.dtype) != Some(n.dtype) {
-                return Err(Error::ty("Composite", format!("node {} has an inconsistent dtype", n.op)));
+                return Err(Error::ty(
+                    "Composite",
+                    format!("node {} has an inconsistent dtype", n.op),
+                ));
             }
         }
         for &o in &self.outputs {
@@ -168,7 +188,9 @@ impl Composite {
     fn render(&self, r: CRef, out: &mut String) {
         match r {
             CRef::Input(i) => out.push_str(&format!("i{i}")),
-            CRef::Const(c) => out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype)),
+            CRef::Const(c) => {
+                out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype))
+            }
             CRef::Node(i) => {
                 let n = &self.nodes[i as usize];
                 out.push_str(&n.op.name());
@@ -238,7 +260,10 @@ mod tests {
         let m = c.push(ScalarOp::Mul, &[l, CRef::Input(1)]).unwrap();
         c.outputs = vec![m, e];
         c.check().unwrap();
-        assert_eq!(c.to_string(), "Composite{mul(log(add(1.0, exp(i0))), i1), exp(i0)}");
+        assert_eq!(
+            c.to_string(),
+            "Composite{mul(log(add(1.0, exp(i0))), i1), exp(i0)}"
+        );
         let r = c.eval(&[0.0, 2.0]);
         assert!((r[0] - 2.0 * 2f64.ln()).abs() < 1e-15);
         assert_eq!(r[1], 1.0);

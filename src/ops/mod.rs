@@ -173,12 +173,18 @@ pub struct InputInfo<'a> {
 impl Op {
     /// An Elemwise of `scalar` with no inplace outputs.
     pub fn elemwise(scalar: ScalarOp) -> Op {
-        Op::Elemwise { scalar, inplace: InplacePattern::new() }
+        Op::Elemwise {
+            scalar,
+            inplace: InplacePattern::new(),
+        }
     }
 
     /// A Composite with no inplace outputs.
     pub fn composite(c: Composite) -> Op {
-        Op::Composite { composite: Arc::new(c), inplace: InplacePattern::new() }
+        Op::Composite {
+            composite: Arc::new(c),
+            inplace: InplacePattern::new(),
+        }
     }
 
     /// The scalar op of a plain Elemwise.
@@ -217,13 +223,25 @@ impl Op {
 
     /// The display name used by printers (`add`, `Sum{axes=[1]}`, `DimShuffle{1,0}`).
     pub fn name(&self) -> String {
-        let inplace_suffix = |p: &InplacePattern| if p.is_empty() { String::new() } else { "{inplace}".to_string() };
+        let inplace_suffix = |p: &InplacePattern| {
+            if p.is_empty() {
+                String::new()
+            } else {
+                "{inplace}".to_string()
+            }
+        };
         match self {
-            Op::Elemwise { scalar, inplace } => format!("{}{}", scalar.name(), inplace_suffix(inplace)),
-            Op::Composite { composite, inplace } => format!("{composite}{}", inplace_suffix(inplace)),
+            Op::Elemwise { scalar, inplace } => {
+                format!("{}{}", scalar.name(), inplace_suffix(inplace))
+            }
+            Op::Composite { composite, inplace } => {
+                format!("{composite}{}", inplace_suffix(inplace))
+            }
             Op::DimShuffle { new_order, .. } => {
-                let parts: Vec<String> =
-                    new_order.iter().map(|d| d.map_or_else(|| "x".to_string(), |d| d.to_string())).collect();
+                let parts: Vec<String> = new_order
+                    .iter()
+                    .map(|d| d.map_or_else(|| "x".to_string(), |d| d.to_string()))
+                    .collect();
                 format!("DimShuffle{{{}}}", parts.join(","))
             }
             Op::CAReduce { op, axes } => match axes {
@@ -259,34 +277,62 @@ impl Op {
     pub fn infer_types(&self, inputs: &[InputInfo<'_>]) -> Result<Vec<TensorType>> {
         let name = self.name();
         let err = |msg: String| Error::ty(name.clone(), msg);
-        let types = || inputs.iter().map(|i| i.ty.to_string()).collect::<Vec<_>>().join(", ");
+        let types = || {
+            inputs
+                .iter()
+                .map(|i| i.ty.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self {
             Op::Elemwise { scalar, .. } => {
                 let dtypes: Vec<DType> = inputs.iter().map(|i| i.ty.dtype).collect();
                 let dtype = scalar.output_dtype(&dtypes)?;
-                Ok(vec![TensorType::new(dtype, broadcast_shapes(&name, inputs)?)])
+                Ok(vec![TensorType::new(
+                    dtype,
+                    broadcast_shapes(&name, inputs)?,
+                )])
             }
             Op::Composite { composite, .. } => {
                 if inputs.len() != composite.inputs.len() {
-                    return Err(err(format!("expects {} inputs, got {}", composite.inputs.len(), inputs.len())));
+                    return Err(err(format!(
+                        "expects {} inputs, got {}",
+                        composite.inputs.len(),
+                        inputs.len()
+                    )));
                 }
                 for (k, (i, d)) in inputs.iter().zip(&composite.inputs).enumerate() {
                     if i.ty.dtype != *d {
-                        return Err(err(format!("input {k} has dtype {} but the composite expects {d}", i.ty.dtype)));
+                        return Err(err(format!(
+                            "input {k} has dtype {} but the composite expects {d}",
+                            i.ty.dtype
+                        )));
                     }
                 }
                 let shape = broadcast_shapes(&name, inputs)?;
-                Ok(composite.output_dtypes().into_iter().map(|d| TensorType::new(d, shape.clone())).collect())
+                Ok(composite
+                    .output_dtypes()
+                    .into_iter()
+                    .map(|d| TensorType::new(d, shape.clone()))
+                    .collect())
             }
-            Op::DimShuffle { input_ndim, new_order } => {
-                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+            Op::DimShuffle {
+                input_ndim,
+                new_order,
+            } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
                 if x.ty.ndim() != *input_ndim {
                     return Err(err(format!("expects a {input_ndim}-d input, got {}", x.ty)));
                 }
                 let mut seen = vec![false; *input_ndim];
                 for d in new_order.iter().flatten() {
                     if *d >= *input_ndim || seen[*d] {
-                        return Err(err(format!("invalid order {new_order:?} for input {}", x.ty)));
+                        return Err(err(format!(
+                            "invalid order {new_order:?} for input {}",
+                            x.ty
+                        )));
                     }
                     seen[*d] = true;
                 }
@@ -298,22 +344,34 @@ impl Op {
                         )));
                     }
                 }
-                let shape = new_order.iter().map(|d| d.map_or(Some(1), |d| x.ty.shape[d])).collect();
+                let shape = new_order
+                    .iter()
+                    .map(|d| d.map_or(Some(1), |d| x.ty.shape[d]))
+                    .collect();
                 Ok(vec![TensorType::new(x.ty.dtype, shape)])
             }
             Op::CAReduce { op, axes } => {
-                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
                 if let Some(axes) = axes {
-                    if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= x.ty.ndim()) {
+                    if axes.windows(2).any(|w| w[0] >= w[1])
+                        || axes.iter().any(|&a| a >= x.ty.ndim())
+                    {
                         return Err(err(format!("invalid axes {axes:?} for input {}", x.ty)));
                     }
                 }
                 let keep = |d: usize| axes.as_ref().is_some_and(|a| !a.contains(&d));
-                let shape = (0..x.ty.ndim()).filter(|&d| keep(d)).map(|d| x.ty.shape[d]).collect();
+                let shape = (0..x.ty.ndim())
+                    .filter(|&d| keep(d))
+                    .map(|d| x.ty.shape[d])
+                    .collect();
                 Ok(vec![TensorType::new(op.output_dtype(x.ty.dtype), shape)])
             }
             Op::Dot => {
-                let [a, b] = inputs else { return Err(err(format!("expects 2 inputs, got {}", inputs.len()))) };
+                let [a, b] = inputs else {
+                    return Err(err(format!("expects 2 inputs, got {}", inputs.len())));
+                };
                 let (na, nb) = (a.ty.ndim(), b.ty.ndim());
                 if !(1..=2).contains(&na) || !(1..=2).contains(&nb) {
                     return Err(err(format!("expects 1-d or 2-d operands, got {}", types())));
@@ -322,7 +380,10 @@ impl Op {
                 let kb = b.ty.shape[if nb == 2 { 0 } else { 0 }];
                 if let (Some(x), Some(y)) = (ka, kb) {
                     if x != y {
-                        return Err(err(format!("inner dimensions differ: {} and {}", a.ty, b.ty)));
+                        return Err(err(format!(
+                            "inner dimensions differ: {} and {}",
+                            a.ty, b.ty
+                        )));
                     }
                 }
                 let mut shape = Vec::new();
@@ -340,24 +401,41 @@ impl Op {
             }
             Op::Alloc => {
                 let Some((v, dims)) = inputs.split_first() else {
-                    return Err(err("expects a value and one scalar per dimension".to_string()));
+                    return Err(err(
+                        "expects a value and one scalar per dimension".to_string()
+                    ));
                 };
                 let mut shape = Vec::with_capacity(dims.len());
                 for (k, d) in dims.iter().enumerate() {
                     if d.ty.ndim() != 0 || !(d.ty.dtype.is_int()) {
-                        return Err(err(format!("shape input {k} must be a 0-d integer, got {}", d.ty)));
+                        return Err(err(format!(
+                            "shape input {k} must be a 0-d integer, got {}",
+                            d.ty
+                        )));
                     }
-                    shape.push(d.value.and_then(|v| v.scalar_as_f64()).map(|n| n.max(0.0) as usize));
+                    shape.push(
+                        d.value
+                            .and_then(|v| v.scalar_as_f64())
+                            .map(|n| n.max(0.0) as usize),
+                    );
                 }
                 if v.ty.ndim() > dims.len() {
-                    return Err(err(format!("value {} has more dimensions than the shape ({})", v.ty, dims.len())));
+                    return Err(err(format!(
+                        "value {} has more dimensions than the shape ({})",
+                        v.ty,
+                        dims.len()
+                    )));
                 }
                 let off = dims.len() - v.ty.ndim();
                 for (k, vd) in v.ty.shape.iter().enumerate() {
                     match (vd, shape[off + k]) {
                         (Some(1), _) => {}
                         (Some(a), Some(b)) if *a != b => {
-                            return Err(err(format!("value {} cannot broadcast to dimension {} of size {b}", v.ty, off + k)))
+                            return Err(err(format!(
+                                "value {} cannot broadcast to dimension {} of size {b}",
+                                v.ty,
+                                off + k
+                            )))
                         }
                         (Some(a), None) => shape[off + k] = Some(*a),
                         _ => {}
@@ -366,28 +444,46 @@ impl Op {
                 Ok(vec![TensorType::new(v.ty.dtype, shape)])
             }
             Op::Reshape { ndim } => {
-                let [x, s] = inputs else { return Err(err(format!("expects 2 inputs, got {}", inputs.len()))) };
-                if s.ty.ndim() != 1 || !s.ty.dtype.is_int() || s.ty.shape[0].is_some_and(|n| n != *ndim) {
-                    return Err(err(format!("the shape must be a 1-d integer vector of length {ndim}, got {}", s.ty)));
+                let [x, s] = inputs else {
+                    return Err(err(format!("expects 2 inputs, got {}", inputs.len())));
+                };
+                if s.ty.ndim() != 1
+                    || !s.ty.dtype.is_int()
+                    || s.ty.shape[0].is_some_and(|n| n != *ndim)
+                {
+                    return Err(err(format!(
+                        "the shape must be a 1-d integer vector of length {ndim}, got {}",
+                        s.ty
+                    )));
                 }
                 let shape = match s.value {
-                    Some(v) => static_reshape(&name, x.ty, &v.to_i64_array().iter().copied().collect::<Vec<_>>())?,
+                    Some(v) => static_reshape(
+                        &name,
+                        x.ty,
+                        &v.to_i64_array().iter().copied().collect::<Vec<_>>(),
+                    )?,
                     None => vec![None; *ndim],
                 };
                 Ok(vec![TensorType::new(x.ty.dtype, shape)])
             }
             Op::Shape => {
-                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
                 Ok(vec![TensorType::new(DType::I64, vec![Some(x.ty.ndim())])])
             }
             Op::ShapeI(i) => {
-                let [x] = inputs else { return Err(err(format!("expects 1 input, got {}", inputs.len()))) };
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
                 if *i >= x.ty.ndim() {
                     return Err(err(format!("dimension {i} out of range for {}", x.ty)));
                 }
                 Ok(vec![TensorType::scalar(DType::I64)])
             }
-            Op::Custom(c) => c.infer_types(&inputs.iter().map(|i| i.ty.clone()).collect::<Vec<_>>()),
+            Op::Custom(c) => {
+                c.infer_types(&inputs.iter().map(|i| i.ty.clone()).collect::<Vec<_>>())
+            }
         }
     }
 }
@@ -418,7 +514,10 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
     if let Some(bad) = inputs.iter().find(|i| i.ty.ndim() != ndim) {
         return Err(Error::ty(
             op,
-            format!("inputs have different numbers of dimensions: {} and {}", first.ty, bad.ty),
+            format!(
+                "inputs have different numbers of dimensions: {} and {}",
+                first.ty, bad.ty
+            ),
         ));
     }
     let mut shape = Vec::with_capacity(ndim);
@@ -435,7 +534,10 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
                         let types: Vec<String> = inputs.iter().map(|i| i.ty.to_string()).collect();
                         return Err(Error::ty(
                             op,
-                            format!("shapes do not broadcast in dimension {d}: {}", types.join(", ")),
+                            format!(
+                                "shapes do not broadcast in dimension {d}: {}",
+                                types.join(", ")
+                            ),
                         ));
                     }
                     _ => {}
@@ -455,7 +557,10 @@ fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option
         return Err(Error::ty(op, format!("invalid target shape {target:?}")));
     }
     let known: i64 = target.iter().filter(|&&d| d >= 0).product();
-    let mut shape: Vec<Option<usize>> = target.iter().map(|&d| (d >= 0).then_some(d as usize)).collect();
+    let mut shape: Vec<Option<usize>> = target
+        .iter()
+        .map(|&d| (d >= 0).then_some(d as usize))
+        .collect();
     if let Some(size) = x.static_size() {
         let size = size as i64;
         if let Some(pos) = target.iter().position(|&d| d == -1) {
@@ -464,7 +569,10 @@ fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option
             }
             shape[pos] = Some((size / known) as usize);
         } else if known != size {
-            return Err(Error::ty(op, format!("cannot reshape {x} (size {size}) to {target:?}")));
+            return Err(Error::ty(
+                op,
+                format!("cannot reshape {x} (size {size}) to {target:?}"),
+            ));
         }
     }
     Ok(shape)
@@ -473,13 +581,36 @@ fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option
 impl PartialEq for Op {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (Op::Elemwise { scalar: a, inplace: p }, Op::Elemwise { scalar: b, inplace: q }) => a == b && p == q,
-            (Op::Composite { composite: a, inplace: p }, Op::Composite { composite: b, inplace: q }) => {
-                (Arc::ptr_eq(a, b) || a == b) && p == q
-            }
-            (Op::DimShuffle { input_ndim: a, new_order: x }, Op::DimShuffle { input_ndim: b, new_order: y }) => {
-                a == b && x == y
-            }
+            (
+                Op::Elemwise {
+                    scalar: a,
+                    inplace: p,
+                },
+                Op::Elemwise {
+                    scalar: b,
+                    inplace: q,
+                },
+            ) => a == b && p == q,
+            (
+                Op::Composite {
+                    composite: a,
+                    inplace: p,
+                },
+                Op::Composite {
+                    composite: b,
+                    inplace: q,
+                },
+            ) => (Arc::ptr_eq(a, b) || a == b) && p == q,
+            (
+                Op::DimShuffle {
+                    input_ndim: a,
+                    new_order: x,
+                },
+                Op::DimShuffle {
+                    input_ndim: b,
+                    new_order: y,
+                },
+            ) => a == b && x == y,
             (Op::CAReduce { op: a, axes: x }, Op::CAReduce { op: b, axes: y }) => a == b && x == y,
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
@@ -504,7 +635,10 @@ impl Hash for Op {
                 composite.hash(state);
                 inplace.hash(state);
             }
-            Op::DimShuffle { input_ndim, new_order } => {
+            Op::DimShuffle {
+                input_ndim,
+                new_order,
+            } => {
                 input_ndim.hash(state);
                 new_order.hash(state);
             }

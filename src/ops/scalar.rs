@@ -104,10 +104,11 @@ impl ScalarOp {
     pub fn all() -> Vec<ScalarOp> {
         use ScalarOp::*;
         let mut v = vec![
-            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum, Minimum, Clip,
-            Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus, Log1mexp, Sin, Cos, Tan, ArcSin,
-            ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh, ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le,
-            Gt, Ge, Eq, Neq, And, Or, Xor, Invert, Switch, Second, Identity,
+            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum,
+            Minimum, Clip, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus,
+            Log1mexp, Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh,
+            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert,
+            Switch, Second, Identity,
         ];
         v.extend(DType::ALL.iter().map(|&d| Cast(d)));
         v
@@ -188,8 +189,8 @@ impl ScalarOp {
         use ScalarOp::*;
         match self {
             Add | Mul => Arity::Variadic,
-            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq | Neq | And | Or
-            | Xor | Second => Arity::Fixed(2),
+            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq
+            | Neq | And | Or | Xor | Second => Arity::Fixed(2),
             Clip | Switch => Arity::Fixed(3),
             _ => Arity::Fixed(1),
         }
@@ -198,7 +199,10 @@ impl ScalarOp {
     /// True when the order of the inputs does not matter.
     pub fn is_commutative(self) -> bool {
         use ScalarOp::*;
-        matches!(self, Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor)
+        matches!(
+            self,
+            Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor
+        )
     }
 
     /// True when nested applications can be flattened (`add(add(a, b), c) = add(a, b, c)`).
@@ -266,7 +270,11 @@ impl ScalarOp {
     /// True for ops whose result is exact (correctly rounded) in IEEE arithmetic,
     /// so that the JIT must match the reference bit for bit.
     pub fn is_exact(self) -> bool {
-        !self.is_float_function() || matches!(self, ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round)
+        !self.is_float_function()
+            || matches!(
+                self,
+                ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round
+            )
     }
 
     /// Checks the arity and computes the output dtype for the given input dtypes.
@@ -277,7 +285,9 @@ impl ScalarOp {
             Arity::Fixed(n) if inputs.len() != n => {
                 return Err(err(format!("expects {n} input(s), got {}", inputs.len())))
             }
-            Arity::Variadic if inputs.is_empty() => return Err(err("expects at least one input".into())),
+            Arity::Variadic if inputs.is_empty() => {
+                return Err(err("expects at least one input".into()))
+            }
             _ => {}
         }
         let up = DType::upcast_all(inputs.iter().copied()).expect("non-empty inputs");
@@ -612,9 +622,15 @@ mod tests {
     #[test]
     fn rejected_inputs_name_the_op() {
         let e = Sub.output_dtype(&[F64]).unwrap_err();
-        assert_eq!(e.to_string(), "type error in sub: expects 2 input(s), got 1");
+        assert_eq!(
+            e.to_string(),
+            "type error in sub: expects 2 input(s), got 1"
+        );
         let e = And.output_dtype(&[F64, Bool]).unwrap_err();
-        assert_eq!(e.to_string(), "type error in and: is defined for bool and integer inputs only, got f64, bool");
+        assert_eq!(
+            e.to_string(),
+            "type error in and: is defined for bool and integer inputs only, got f64, bool"
+        );
         assert!(Add.output_dtype(&[]).is_err());
     }
 

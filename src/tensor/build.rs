@@ -36,7 +36,13 @@ pub fn elemwise(op: ScalarOp, inputs: &[&Tensor]) -> Result<Tensor> {
     let ndim = inputs.iter().map(|t| t.ndim()).max().unwrap_or(0);
     let padded: Vec<Tensor> = inputs
         .iter()
-        .map(|t| if t.ndim() == ndim { Ok((*t).clone()) } else { pad_left(t, ndim) })
+        .map(|t| {
+            if t.ndim() == ndim {
+                Ok((*t).clone())
+            } else {
+                pad_left(t, ndim)
+            }
+        })
         .collect::<Result<_>>()?;
     let refs: Vec<&Tensor> = padded.iter().collect();
     Tensor::apply(Op::elemwise(op), &refs)
@@ -51,7 +57,10 @@ fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
         let padded = crate::map_value!(v, a => a.clone().into_shape_with_order(ndarray::IxDyn(&shape)).expect("same size"));
         return Ok(Tensor::constant(padded));
     }
-    let order: Vec<Option<usize>> = (0..extra).map(|_| None).chain((0..t.ndim()).map(Some)).collect();
+    let order: Vec<Option<usize>> = (0..extra)
+        .map(|_| None)
+        .chain((0..t.ndim()).map(Some))
+        .collect();
     t.dimshuffle(&order)
 }
 
@@ -178,7 +187,13 @@ impl Tensor {
 
     /// Permutes / drops broadcastable / inserts (`None`) dimensions.
     pub fn dimshuffle(&self, new_order: &[Option<usize>]) -> Result<Tensor> {
-        Tensor::apply(Op::DimShuffle { input_ndim: self.ndim(), new_order: new_order.to_vec() }, &[self])
+        Tensor::apply(
+            Op::DimShuffle {
+                input_ndim: self.ndim(),
+                new_order: new_order.to_vec(),
+            },
+            &[self],
+        )
     }
 
     /// Inserts a broadcastable dimension at `axis` (negative counts from the end of the result).
@@ -186,7 +201,10 @@ impl Tensor {
         let nd = self.ndim() as isize + 1;
         let a = if axis < 0 { axis + nd } else { axis };
         if !(0..nd).contains(&a) {
-            return Err(Error::ty("expand_dims", format!("axis {axis} out of range for {}", self.ty())));
+            return Err(Error::ty(
+                "expand_dims",
+                format!("axis {axis} out of range for {}", self.ty()),
+            ));
         }
         let mut order: Vec<Option<usize>> = (0..self.ndim()).map(Some).collect();
         order.insert(a as usize, None);
@@ -196,12 +214,15 @@ impl Tensor {
     /// Transpose (reverses the dimensions).
     pub fn t(&self) -> Tensor {
         let order: Vec<Option<usize>> = (0..self.ndim()).rev().map(Some).collect();
-        self.dimshuffle(&order).expect("a permutation is always valid")
+        self.dimshuffle(&order)
+            .expect("a permutation is always valid")
     }
 
     /// Reshapes to a static target shape (one entry may be -1).
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
-        let s = Tensor::constant(Value::I64(ndarray::ArrayD::from_shape_vec(vec![shape.len()], shape.to_vec()).expect("1-d")));
+        let s = Tensor::constant(Value::I64(
+            ndarray::ArrayD::from_shape_vec(vec![shape.len()], shape.to_vec()).expect("1-d"),
+        ));
         Tensor::apply(Op::Reshape { ndim: shape.len() }, &[self, &s])
     }
 
@@ -227,7 +248,10 @@ impl Tensor {
                 for &a in list {
                     let b = if a < 0 { a + nd } else { a };
                     if !(0..nd).contains(&b) {
-                        return Err(Error::ty(name, format!("axis {a} out of range for {}", self.ty())));
+                        return Err(Error::ty(
+                            name,
+                            format!("axis {a} out of range for {}", self.ty()),
+                        ));
                     }
                     if v.contains(&(b as usize)) {
                         return Err(Error::ty(name, format!("axis {a} repeated")));
@@ -238,7 +262,13 @@ impl Tensor {
                 Some(v)
             }
         };
-        let r = Tensor::apply(Op::CAReduce { op, axes: axes_norm.clone() }, &[self])?;
+        let r = Tensor::apply(
+            Op::CAReduce {
+                op,
+                axes: axes_norm.clone(),
+            },
+            &[self],
+        )?;
         if !keepdims {
             return Ok(r);
         }
@@ -264,7 +294,8 @@ impl Tensor {
 
     /// Sum of all elements.
     pub fn sum_all(&self) -> Tensor {
-        self.reduce(ReduceOp::Sum, None, false).expect("a full reduction is always valid")
+        self.reduce(ReduceOp::Sum, None, false)
+            .expect("a full reduction is always valid")
     }
 
     /// Product over `axes`.
@@ -288,10 +319,20 @@ impl Tensor {
         let nd = self.ndim() as isize;
         let dims: Vec<usize> = match axes {
             None => (0..self.ndim()).collect(),
-            Some(a) => a.iter().map(|&x| (if x < 0 { x + nd } else { x }) as usize).collect(),
+            Some(a) => a
+                .iter()
+                .map(|&x| (if x < 0 { x + nd } else { x }) as usize)
+                .collect(),
         };
-        let count: Result<Tensor> = match dims.iter().map(|&d| self.ty().shape[d]).collect::<Option<Vec<_>>>() {
-            Some(sizes) => Ok(Tensor::scalar_constant(DType::I64, sizes.iter().product::<usize>() as f64)),
+        let count: Result<Tensor> = match dims
+            .iter()
+            .map(|&d| self.ty().shape[d])
+            .collect::<Option<Vec<_>>>()
+        {
+            Some(sizes) => Ok(Tensor::scalar_constant(
+                DType::I64,
+                sizes.iter().product::<usize>() as f64,
+            )),
             None => {
                 let mut c = Tensor::scalar_constant(DType::I64, 1.0);
                 for &d in &dims {
@@ -300,7 +341,11 @@ impl Tensor {
                 Ok(c)
             }
         };
-        let out = if s.dtype().is_float() { s.dtype() } else { DType::F64 };
+        let out = if s.dtype().is_float() {
+            s.dtype()
+        } else {
+            DType::F64
+        };
         true_div(&s, &count?.cast(out))
     }
 }

@@ -89,12 +89,20 @@ impl Drop for TensorNode {
 impl Tensor {
     /// A new graph input.
     pub fn input(name: &str, ty: TensorType) -> Tensor {
-        Tensor(Arc::new(TensorNode { ty, name: Some(name.to_string()), origin: Origin::Input }))
+        Tensor(Arc::new(TensorNode {
+            ty,
+            name: Some(name.to_string()),
+            origin: Origin::Input,
+        }))
     }
 
     /// A constant tensor.
     pub fn constant(value: Value) -> Tensor {
-        Tensor(Arc::new(TensorNode { ty: value.tensor_type(), name: None, origin: Origin::Constant(Arc::new(value)) }))
+        Tensor(Arc::new(TensorNode {
+            ty: value.tensor_type(),
+            name: None,
+            origin: Origin::Constant(Arc::new(value)),
+        }))
     }
 
     /// A 0-d constant of the given dtype.
@@ -106,7 +114,10 @@ impl Tensor {
     pub fn apply_multi(op: Op, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let infos: Vec<crate::ops::InputInfo<'_>> = inputs
             .iter()
-            .map(|t| crate::ops::InputInfo { ty: &t.0.ty, value: t.constant_value() })
+            .map(|t| crate::ops::InputInfo {
+                ty: &t.0.ty,
+                value: t.constant_value(),
+            })
             .collect();
         let output_types = op.infer_types(&infos)?;
         let apply = Arc::new(ApplyNode {
@@ -118,7 +129,14 @@ impl Tensor {
             .into_iter()
             .enumerate()
             .map(|(index, ty)| {
-                Tensor(Arc::new(TensorNode { ty, name: None, origin: Origin::Output { apply: apply.clone(), index } }))
+                Tensor(Arc::new(TensorNode {
+                    ty,
+                    name: None,
+                    origin: Origin::Output {
+                        apply: apply.clone(),
+                        index,
+                    },
+                }))
             })
             .collect())
     }
@@ -127,7 +145,10 @@ impl Tensor {
     pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
         let mut outs = Tensor::apply_multi(op, inputs)?;
         if outs.len() != 1 {
-            return Err(Error::Graph(format!("expected one output, the op has {}", outs.len())));
+            return Err(Error::Graph(format!(
+                "expected one output, the op has {}",
+                outs.len()
+            )));
         }
         Ok(outs.remove(0))
     }
@@ -157,9 +178,16 @@ impl Tensor {
         let origin = match &self.0.origin {
             Origin::Input => return Tensor::input(name, self.ty().clone()),
             Origin::Constant(v) => Origin::Constant(v.clone()),
-            Origin::Output { apply, index } => Origin::Output { apply: apply.clone(), index: *index },
+            Origin::Output { apply, index } => Origin::Output {
+                apply: apply.clone(),
+                index: *index,
+            },
         };
-        Tensor(Arc::new(TensorNode { ty: self.ty().clone(), name: Some(name.to_string()), origin }))
+        Tensor(Arc::new(TensorNode {
+            ty: self.ty().clone(),
+            name: Some(name.to_string()),
+            origin,
+        }))
     }
 
     /// The value, when this is a constant.
@@ -247,7 +275,9 @@ impl FunctionGraph {
         let mut nodes: FxHashMap<usize, NodeId> = FxHashMap::default();
         for t in inputs {
             if !matches!(t.0.origin, Origin::Input) {
-                return Err(Error::Graph(format!("{t:?} is given as an input but is not an input variable")));
+                return Err(Error::Graph(format!(
+                    "{t:?} is given as an input but is not an input variable"
+                )));
             }
             if vars.contains_key(&t.key()) {
                 return Err(Error::Graph(format!("input {t:?} is given twice")));
@@ -256,7 +286,8 @@ impl FunctionGraph {
             vars.insert(t.key(), v);
         }
         // Iterative post-order: a tensor is created once all its node's inputs are.
-        let mut stack: Vec<(Tensor, bool)> = outputs.iter().rev().map(|t| (t.clone(), false)).collect();
+        let mut stack: Vec<(Tensor, bool)> =
+            outputs.iter().rev().map(|t| (t.clone(), false)).collect();
         while let Some((t, expanded)) = stack.pop() {
             if vars.contains_key(&t.key()) {
                 continue;
@@ -331,7 +362,9 @@ impl FunctionGraph {
             let mut ins = Vec::with_capacity(node.inputs.len());
             for &i in &node.inputs {
                 if !map.contains_key(&i) {
-                    let c = self.constant_value(i).ok_or_else(|| Error::Graph(format!("{i} has no value")))?;
+                    let c = self
+                        .constant_value(i)
+                        .ok_or_else(|| Error::Graph(format!("{i} has no value")))?;
                     map.insert(i, Tensor::constant(c.clone()));
                 }
                 ins.push(map[&i].clone());

@@ -42,8 +42,7 @@ fn detect() -> Isa {
         {
             return Isa::Avx512;
         }
-        if std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             return Isa::Avx2;
         }

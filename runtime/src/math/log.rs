@@ -9,7 +9,7 @@
 //! double-double to reach ~2^-64 relative error. Accuracy (measured, see
 //! ACCURACY.md): <= 1 ULP (log, log1p), <= 2 ULP (log2, log10) in f64.
 
-use super::common::{fast_two_sum, horner, two_prod, two_sum, sel, LN2_HI, LN2_LO};
+use super::common::{fast_two_sum, horner, sel, two_prod, two_sum, LN2_HI, LN2_LO};
 
 /// 2/(2n+1) for n = 1..=11: R(z)/z.
 const LOG_R: [f64; 11] = [

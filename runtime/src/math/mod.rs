@@ -375,11 +375,24 @@ mod tests {
     #[test]
     fn variants_agree_bitwise() {
         let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) * 0.037).collect();
-        x.extend([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-310, 700.0, -0.5]);
+        x.extend([
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e-310,
+            700.0,
+            -0.5,
+        ]);
         for (name, outs) in all_variants_unary(&x) {
             for o in &outs[1..] {
                 for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
-                    assert!(a.to_bits() == b.to_bits(), "{name}({}) differs: {a} vs {b}", x[i]);
+                    assert!(
+                        a.to_bits() == b.to_bits(),
+                        "{name}({}) differs: {a} vs {b}",
+                        x[i]
+                    );
                 }
             }
         }

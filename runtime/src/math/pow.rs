@@ -32,7 +32,11 @@ pub(crate) fn pow(x: f64, y: f64) -> f64 {
     // |x|^y for finite nonzero |x|; ±0 and ±inf flow through as ∓inf logs.
     let axs = sel(ax == 0.0 || ax == f64::INFINITY, 1.0, ax);
     let (lh, ll) = log_dd(axs);
-    let lh = sel(ax == 0.0, f64::NEG_INFINITY, sel(ax == f64::INFINITY, ax, lh));
+    let lh = sel(
+        ax == 0.0,
+        f64::NEG_INFINITY,
+        sel(ax == f64::INFINITY, ax, lh),
+    );
     let ll = sel(ax == 0.0 || ax == f64::INFINITY, 0.0, ll);
     // y is clamped so the Dekker split cannot overflow; |y| > 1e300 saturates
     // the result anyway (x == 1 is handled below).

@@ -10,7 +10,10 @@ pub struct Rng(pub u64);
 impl Rng {
     /// Uniform in [0, 1).
     pub fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -58,13 +61,21 @@ pub fn sample(segs: &[Seg], n: usize, seed: u64) -> Vec<f64> {
 /// sign counts as infinite.
 pub fn ulp64(got: f64, want: f64) -> f64 {
     if want.is_nan() || got.is_nan() {
-        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+        return if want.is_nan() && got.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     if want.is_infinite() || got.is_infinite() {
         return if got == want { 0.0 } else { f64::INFINITY };
     }
     if want == 0.0 && got == 0.0 {
-        return if want.is_sign_negative() == got.is_sign_negative() { 0.0 } else { f64::INFINITY };
+        return if want.is_sign_negative() == got.is_sign_negative() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     let e = ((want.to_bits() >> 52) & 0x7ff) as i64;
     let ulp = if e <= 1 {
@@ -80,16 +91,28 @@ pub fn ulp64(got: f64, want: f64) -> f64 {
 /// Error of `got` in ULPs of `want` (f32).
 pub fn ulp32(got: f32, want: f32) -> f64 {
     if want.is_nan() || got.is_nan() {
-        return if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY };
+        return if want.is_nan() && got.is_nan() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     if want.is_infinite() || got.is_infinite() {
         return if got == want { 0.0 } else { f64::INFINITY };
     }
     if want == 0.0 && got == 0.0 {
-        return if want.is_sign_negative() == got.is_sign_negative() { 0.0 } else { f64::INFINITY };
+        return if want.is_sign_negative() == got.is_sign_negative() {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
     let e = ((want.to_bits() >> 23) & 0xff) as i32;
-    let ulp = if e <= 1 { f64::from(f32::from_bits(1)) } else { 2f64.powi(e - 127 - 23) };
+    let ulp = if e <= 1 {
+        f64::from(f32::from_bits(1))
+    } else {
+        2f64.powi(e - 127 - 23)
+    };
     (f64::from(got) - f64::from(want)).abs() / ulp
 }
 
@@ -140,34 +163,238 @@ pub fn unary_table() -> Vec<Unary> {
     use Seg::*;
     macro_rules! u {
         ($n:literal, $a:path, $b:path, $r:expr, $rn:literal, $d:expr, $b64:expr) => {
-            Unary { name: $n, f64: $a, f32: $b, reference: $r, domain: $d, bound: ($b64, 1.0), ref_name: $rn }
+            Unary {
+                name: $n,
+                f64: $a,
+                f32: $b,
+                reference: $r,
+                domain: $d,
+                bound: ($b64, 1.0),
+                ref_name: $rn,
+            }
         };
     }
     vec![
-        u!("exp", m::exp_f64, m::exp_f32, f64::exp, "std", &[Uni(-745.2, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
-        u!("exp2", m::exp2_f64, m::exp2_f32, f64::exp2, "std", &[Uni(-1075.0, 1024.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
-        u!("expm1", m::expm1_f64, m::expm1_f32, f64::exp_m1, "std", &[Uni(-40.0, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 2.0),
-        u!("log", m::log_f64, m::log_f32, f64::ln, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
-        u!("log2", m::log2_f64, m::log2_f32, f64::log2, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
-        u!("log10", m::log10_f64, m::log10_f32, f64::log10, "std", &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)], 2.0),
-        u!("log1p", m::log1p_f64, m::log1p_f32, f64::ln_1p, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true), Log(1.0, 1.7e308, false)], 2.0),
-        u!("tanh", m::tanh_f64, m::tanh_f32, f64::tanh, "std", &[Uni(-20.0, 20.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
-        u!("sigmoid", m::sigmoid_f64, m::sigmoid_f32, sigmoid_ref, "1/(1+exp(-x)) from std exp", &[Uni(-745.0, 40.0), Uni(-10.0, 10.0)], 4.0),
-        u!("softplus", m::softplus_f64, m::softplus_f32, softplus_ref, "max(x,0)+ln_1p(exp(-|x|)) from std", &[Uni(-745.0, 800.0), Uni(-20.0, 20.0)], 4.0),
-        u!("log1mexp", m::log1mexp_f64, m::log1mexp_f32, log1mexp_ref, "Maechler formula from std", &[Uni(-50.0, 0.0), NegLog(TINY, 700.0)], 4.0),
-        u!("sin", m::sin_f64, m::sin_f32, f64::sin, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 2.0),
-        u!("cos", m::cos_f64, m::cos_f32, f64::cos, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 2.0),
-        u!("tan", m::tan_f64, m::tan_f32, f64::tan, "std", &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)], 4.0),
-        u!("arcsin", m::arcsin_f64, m::arcsin_f32, f64::asin, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
-        u!("arccos", m::arccos_f64, m::arccos_f32, f64::acos, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 3.0),
-        u!("arctan", m::arctan_f64, m::arctan_f32, f64::atan, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 3.0),
-        u!("sinh", m::sinh_f64, m::sinh_f32, f64::sinh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
-        u!("cosh", m::cosh_f64, m::cosh_f32, f64::cosh, "std", &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)], 3.0),
-        u!("arctanh", m::arctanh_f64, m::arctanh_f32, f64::atanh, "std", &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
-        u!("arcsinh", m::arcsinh_f64, m::arcsinh_f32, f64::asinh, "std", &[Uni(-10.0, 10.0), Log(TINY, BIG, true)], 4.0),
-        u!("arccosh", m::arccosh_f64, m::arccosh_f32, f64::acosh, "std", &[Uni(1.0, 3.0), Log(1.0, BIG, false)], 4.0),
-        u!("erf", m::erf_f64, m::erf_f32, libm::erf, "libm crate", &[Uni(-6.0, 6.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)], 4.0),
-        u!("erfc", m::erfc_f64, m::erfc_f32, libm::erfc, "libm crate", &[Uni(-6.0, 27.3), Uni(0.0, 1.0), Uni(-1.0, 0.0)], 4.0),
+        u!(
+            "exp",
+            m::exp_f64,
+            m::exp_f32,
+            f64::exp,
+            "std",
+            &[Uni(-745.2, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            2.0
+        ),
+        u!(
+            "exp2",
+            m::exp2_f64,
+            m::exp2_f32,
+            f64::exp2,
+            "std",
+            &[Uni(-1075.0, 1024.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            2.0
+        ),
+        u!(
+            "expm1",
+            m::expm1_f64,
+            m::expm1_f32,
+            f64::exp_m1,
+            "std",
+            &[Uni(-40.0, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            2.0
+        ),
+        u!(
+            "log",
+            m::log_f64,
+            m::log_f32,
+            f64::ln,
+            "std",
+            &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)],
+            2.0
+        ),
+        u!(
+            "log2",
+            m::log2_f64,
+            m::log2_f32,
+            f64::log2,
+            "std",
+            &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)],
+            2.0
+        ),
+        u!(
+            "log10",
+            m::log10_f64,
+            m::log10_f32,
+            f64::log10,
+            "std",
+            &[Log(5e-324, 1.7e308, false), Uni(0.5, 2.0)],
+            2.0
+        ),
+        u!(
+            "log1p",
+            m::log1p_f64,
+            m::log1p_f32,
+            f64::ln_1p,
+            "std",
+            &[
+                Uni(-1.0, 1.0),
+                Log(TINY, 1.0, true),
+                Log(1.0, 1.7e308, false)
+            ],
+            2.0
+        ),
+        u!(
+            "tanh",
+            m::tanh_f64,
+            m::tanh_f32,
+            f64::tanh,
+            "std",
+            &[Uni(-20.0, 20.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            3.0
+        ),
+        u!(
+            "sigmoid",
+            m::sigmoid_f64,
+            m::sigmoid_f32,
+            sigmoid_ref,
+            "1/(1+exp(-x)) from std exp",
+            &[Uni(-745.0, 40.0), Uni(-10.0, 10.0)],
+            4.0
+        ),
+        u!(
+            "softplus",
+            m::softplus_f64,
+            m::softplus_f32,
+            softplus_ref,
+            "max(x,0)+ln_1p(exp(-|x|)) from std",
+            &[Uni(-745.0, 800.0), Uni(-20.0, 20.0)],
+            4.0
+        ),
+        u!(
+            "log1mexp",
+            m::log1mexp_f64,
+            m::log1mexp_f32,
+            log1mexp_ref,
+            "Maechler formula from std",
+            &[Uni(-50.0, 0.0), NegLog(TINY, 700.0)],
+            4.0
+        ),
+        u!(
+            "sin",
+            m::sin_f64,
+            m::sin_f32,
+            f64::sin,
+            "std",
+            &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)],
+            2.0
+        ),
+        u!(
+            "cos",
+            m::cos_f64,
+            m::cos_f32,
+            f64::cos,
+            "std",
+            &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)],
+            2.0
+        ),
+        u!(
+            "tan",
+            m::tan_f64,
+            m::tan_f32,
+            f64::tan,
+            "std",
+            &[Uni(-10.0, 10.0), Uni(-1e5, 1e5), Log(TINY, 1e5, true)],
+            4.0
+        ),
+        u!(
+            "arcsin",
+            m::arcsin_f64,
+            m::arcsin_f32,
+            f64::asin,
+            "std",
+            &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            3.0
+        ),
+        u!(
+            "arccos",
+            m::arccos_f64,
+            m::arccos_f32,
+            f64::acos,
+            "std",
+            &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            3.0
+        ),
+        u!(
+            "arctan",
+            m::arctan_f64,
+            m::arctan_f32,
+            f64::atan,
+            "std",
+            &[Uni(-10.0, 10.0), Log(TINY, BIG, true)],
+            3.0
+        ),
+        u!(
+            "sinh",
+            m::sinh_f64,
+            m::sinh_f32,
+            f64::sinh,
+            "std",
+            &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)],
+            3.0
+        ),
+        u!(
+            "cosh",
+            m::cosh_f64,
+            m::cosh_f32,
+            f64::cosh,
+            "std",
+            &[Uni(-710.0, 710.0), Uni(-2.0, 2.0), Log(TINY, 1.0, true)],
+            3.0
+        ),
+        u!(
+            "arctanh",
+            m::arctanh_f64,
+            m::arctanh_f32,
+            f64::atanh,
+            "std",
+            &[Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            4.0
+        ),
+        u!(
+            "arcsinh",
+            m::arcsinh_f64,
+            m::arcsinh_f32,
+            f64::asinh,
+            "std",
+            &[Uni(-10.0, 10.0), Log(TINY, BIG, true)],
+            4.0
+        ),
+        u!(
+            "arccosh",
+            m::arccosh_f64,
+            m::arccosh_f32,
+            f64::acosh,
+            "std",
+            &[Uni(1.0, 3.0), Log(1.0, BIG, false)],
+            4.0
+        ),
+        u!(
+            "erf",
+            m::erf_f64,
+            m::erf_f32,
+            libm::erf,
+            "libm crate",
+            &[Uni(-6.0, 6.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
+            4.0
+        ),
+        u!(
+            "erfc",
+            m::erfc_f64,
+            m::erfc_f32,
+            libm::erfc,
+            "libm crate",
+            &[Uni(-6.0, 27.3), Uni(0.0, 1.0), Uni(-1.0, 0.0)],
+            4.0
+        ),
     ]
 }
 
@@ -235,7 +462,11 @@ pub fn measure(u: &Unary, seed: u64) -> Measured {
 /// where they return NaN by design).
 pub fn measure_specials(u: &Unary) -> (f64, f64) {
     let trig = matches!(u.name, "sin" | "cos" | "tan");
-    let xs: Vec<f64> = SPECIALS.iter().copied().filter(|x| !(trig && x.abs() >= 1.2e15)).collect();
+    let xs: Vec<f64> = SPECIALS
+        .iter()
+        .copied()
+        .filter(|x| !(trig && x.abs() >= 1.2e15))
+        .collect();
     let mut out = vec![0.0; xs.len()];
     (u.f64)(&xs, &mut out);
     let mut worst = (0.0, 0.0);
@@ -295,7 +526,16 @@ pub fn measure_pow(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
 /// Worst pow error over all pairs of special values (against std powf).
 pub fn measure_pow_specials() -> (f64, f64, f64) {
     let mut sp: Vec<f64> = SPECIALS.to_vec();
-    sp.extend([3.0, -3.0, 0.25, -2.0, 1e-5, 4503599627370497.0, 9007199254740994.0, -1.5]);
+    sp.extend([
+        3.0,
+        -3.0,
+        0.25,
+        -2.0,
+        1e-5,
+        4503599627370497.0,
+        9007199254740994.0,
+        -1.5,
+    ]);
     let mut xs = Vec::new();
     let mut ys = Vec::new();
     for &x in &sp {

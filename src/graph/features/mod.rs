@@ -38,7 +38,14 @@ impl Feature for History {
     fn name(&self) -> &'static str {
         "History"
     }
-    fn on_change_input(&mut self, _fg: &FunctionGraph, client: Client, old: VarId, new: VarId, _reason: &str) {
+    fn on_change_input(
+        &mut self,
+        _fg: &FunctionGraph,
+        client: Client,
+        old: VarId,
+        new: VarId,
+        _reason: &str,
+    ) {
         if !self.reverting {
             self.log.push((client, old, new));
         }
@@ -84,7 +91,10 @@ pub struct NodeFinder {
 impl NodeFinder {
     /// In-graph nodes whose op is of this kind, in id order.
     pub fn get(&self, kind: OpKind) -> Vec<NodeId> {
-        self.by_kind.get(&kind).map(|s| s.iter().copied().collect()).unwrap_or_default()
+        self.by_kind
+            .get(&kind)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -94,12 +104,18 @@ impl Feature for NodeFinder {
     }
     fn on_attach(&mut self, fg: &FunctionGraph) -> Result<()> {
         for n in fg.node_ids() {
-            self.by_kind.entry(fg.node(n).op.kind()).or_default().insert(n);
+            self.by_kind
+                .entry(fg.node(n).op.kind())
+                .or_default()
+                .insert(n);
         }
         Ok(())
     }
     fn on_import(&mut self, fg: &FunctionGraph, n: NodeId, _r: &str) {
-        self.by_kind.entry(fg.node(n).op.kind()).or_default().insert(n);
+        self.by_kind
+            .entry(fg.node(n).op.kind())
+            .or_default()
+            .insert(n);
     }
     fn on_prune(&mut self, fg: &FunctionGraph, n: NodeId, _r: &str) {
         if let Some(s) = self.by_kind.get_mut(&fg.node(n).op.kind()) {
@@ -112,14 +128,17 @@ impl FunctionGraph {
     /// A checkpoint of the [`History`] log (attaching History if needed).
     pub fn checkpoint(&mut self) -> usize {
         if !self.has_feature::<History>() {
-            self.attach_feature(History::default()).expect("History attaches unconditionally");
+            self.attach_feature(History::default())
+                .expect("History attaches unconditionally");
         }
         self.feature::<History>().map_or(0, History::len)
     }
 
     /// Undoes every change recorded after `checkpoint`.
     pub fn revert(&mut self, checkpoint: usize) {
-        let Some(h) = self.feature_mut::<History>() else { return };
+        let Some(h) = self.feature_mut::<History>() else {
+            return;
+        };
         if checkpoint >= h.log.len() {
             return;
         }
@@ -143,10 +162,15 @@ impl FunctionGraph {
     /// Requires the [`ReplaceValidate`] feature.
     pub fn replace_all_validate(&mut self, pairs: &[(VarId, VarId)], reason: &str) -> Result<()> {
         if !self.has_feature::<ReplaceValidate>() {
-            return Err(Error::Graph("replace_validate needs the ReplaceValidate feature".into()));
+            return Err(Error::Graph(
+                "replace_validate needs the ReplaceValidate feature".into(),
+            ));
         }
         let cp = self.checkpoint();
-        if let Err(e) = self.replace_all(pairs, reason).and_then(|_| self.validate()) {
+        if let Err(e) = self
+            .replace_all(pairs, reason)
+            .and_then(|_| self.validate())
+        {
             self.revert(cp);
             return Err(e);
         }
