@@ -80,12 +80,14 @@ impl DType {
             "i64" | "int64" => DType::I64,
             "f32" | "float32" => DType::F32,
             "f64" | "float64" => DType::F64,
-            _ => return Err(Error::Parse {
-                pos: 0,
-                msg: format!(
+            _ => {
+                return Err(Error::Parse {
+                    pos: 0,
+                    msg: format!(
                     "unknown dtype '{s}' (expected one of bool, u8, i8, i16, i32, i64, f32, f64)"
                 ),
-            }),
+                })
+            }
         })
     }
 

@@ -242,7 +242,13 @@ pub fn emit_scalar(
         }
     } else {
         let r = int_op(b, callees, op, args, out)?;
-        Ok(wrap_int(b, r, out))
+        if out.is_float() {
+            // An integer-domain op with a float result (a cast of an integer): `as f64`, then round.
+            let f = b.ins().fcvt_from_sint(types::F64, r);
+            Ok(from_f64(b, f, out))
+        } else {
+            Ok(wrap_int(b, r, out))
+        }
     }
 }
 
