@@ -33,7 +33,14 @@ fn argument_kinds() {
     };
     f.call_into(&[(&x).into(), (&y).into()], &mut outs).unwrap();
     assert!(outs[0].same_as(&a[0]));
-    assert_eq!(match &outs[0] { Value::F64(a) => a.as_ptr(), _ => unreachable!() }, ptr, "buffer reused");
+    assert_eq!(
+        match &outs[0] {
+            Value::F64(a) => a.as_ptr(),
+            _ => unreachable!(),
+        },
+        ptr,
+        "buffer reused"
+    );
 }
 
 #[test]
@@ -44,18 +51,24 @@ fn bad_inputs_name_the_input() {
     let msg = |e: Error| e.to_string();
     assert!(msg(f.call(&[(&x).into()]).unwrap_err()).contains("expected 2 inputs, got 1"));
     let xi = x.mapv(|v| v as i32);
-    assert!(msg(f.call(&[(&xi).into(), (&y).into()]).unwrap_err()).contains("input 0 ('x') has dtype i32, expected f64"));
+    assert!(msg(f.call(&[(&xi).into(), (&y).into()]).unwrap_err())
+        .contains("input 0 ('x') has dtype i32, expected f64"));
     let x2 = rand_f64(&[2, 5], 1, 0.0, 1.0);
-    assert!(msg(f.call(&[(&x2).into(), (&y).into()]).unwrap_err()).contains("input 0 ('x') has 2 dimension(s)"));
+    assert!(msg(f.call(&[(&x2).into(), (&y).into()]).unwrap_err())
+        .contains("input 0 ('x') has 2 dimension(s)"));
     let y3 = ArrayD::from_elem(IxDyn(&[3]), 2.0);
-    assert!(msg(f.call(&[(&x).into(), (&y3).into()]).unwrap_err()).contains("input 1 ('y') has size 3 in dimension 0"));
+    assert!(msg(f.call(&[(&x).into(), (&y3).into()]).unwrap_err())
+        .contains("input 1 ('y') has size 3 in dimension 0"));
     // Run-time broadcast mismatch between two unknown sizes names both inputs.
     let a = vector("a", DType::F64);
     let b = vector("b", DType::F64);
     let g = FunctionGraph::new(&[a.clone(), b.clone()], &[&a + &b]).unwrap();
     let f = compile(&g, &CompileOptions::default()).unwrap();
     let e = msg(f.call(&[(&x).into(), (&y3).into()]).unwrap_err());
-    assert!(e.contains("'a'") && e.contains("'b'") && e.contains("dimension 0"), "{e}");
+    assert!(
+        e.contains("'a'") && e.contains("'b'") && e.contains("dimension 0"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -85,12 +98,23 @@ fn cache_and_profiles() {
     let f1 = compile(&add_graph(), &CompileOptions::default()).unwrap();
     let f2 = compile(&add_graph(), &CompileOptions::default()).unwrap();
     assert!(f2.profile.cached, "identical graph reuses the module");
-    assert!(f1.profile.nodes.iter().all(|(_, l)| *l != Lowering::Fallback));
+    assert!(f1
+        .profile
+        .nodes
+        .iter()
+        .all(|(_, l)| *l != Lowering::Fallback));
     let x = rand_f64(&[10], 1, 0.0, 1.0);
     let y = ArrayD::from_elem(IxDyn(&[1]), 2.0);
     let (_, prof) = f1.call_profiled(&[(&x).into(), (&y).into()]).unwrap();
     assert_eq!(prof.nodes.len(), f1.profile.nodes.len());
-    let f3 = compile(&add_graph(), &CompileOptions { no_cache: true, ..Default::default() }).unwrap();
+    let f3 = compile(
+        &add_graph(),
+        &CompileOptions {
+            no_cache: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(!f3.profile.cached);
 }
 
@@ -104,7 +128,10 @@ impl CustomOp for Twice {
         Ok(vec![inputs[0].clone()])
     }
     fn perform(&self, inputs: &[&Value]) -> kiln::Result<Vec<Value>> {
-        Ok(vec![Value::from_f64_array(inputs[0].dtype(), inputs[0].to_f64_array().mapv(|v| 2.0 * v))])
+        Ok(vec![Value::from_f64_array(
+            inputs[0].dtype(),
+            inputs[0].to_f64_array().mapv(|v| 2.0 * v),
+        )])
     }
 }
 
@@ -112,20 +139,40 @@ impl CustomOp for Twice {
 fn custom_ops_fall_back_and_are_reported() {
     let x = vector("x", DType::F64);
     let t = Tensor::apply(Op::Custom(Arc::new(Twice)), &[&x.exp()]).unwrap();
-    check(&[x.clone()], &[&t + 1.0], &[Value::from(rand_f64(&[9], 1, 0.0, 1.0))], 2, "custom");
-    let f = compile(&FunctionGraph::new(&[x], &[t]).unwrap(), &CompileOptions::default()).unwrap();
+    check(
+        std::slice::from_ref(&x),
+        &[&t + 1.0],
+        &[Value::from(rand_f64(&[9], 1, 0.0, 1.0))],
+        2,
+        "custom",
+    );
+    let f = compile(
+        &FunctionGraph::new(&[x], &[t]).unwrap(),
+        &CompileOptions::default(),
+    )
+    .unwrap();
     assert_eq!(f.profile.fallbacks(), vec!["twice"]);
 }
 
 fn rss_pages() -> usize {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    s.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+    s.split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
 fn compile_and_drop_keeps_rss_flat() {
-    let codegen = kiln::linker::CodegenOptions { verify: false, single_pass_regalloc: false };
-    let opts = CompileOptions { no_cache: true, codegen, ..Default::default() };
+    let codegen = kiln::linker::CodegenOptions {
+        verify: false,
+        single_pass_regalloc: false,
+    };
+    let opts = CompileOptions {
+        no_cache: true,
+        codegen,
+        ..Default::default()
+    };
     let x = rand_f64(&[10], 1, 0.0, 1.0);
     let y = ArrayD::from_elem(IxDyn(&[1]), 2.0);
     let g = add_graph();
@@ -139,5 +186,8 @@ fn compile_and_drop_keeps_rss_flat() {
     }
     let after = rss_pages();
     // 4 KiB pages: allow 16 MiB of noise (leaking the code pages would cost far more).
-    assert!(after < before + 4096, "RSS grew from {before} to {after} pages");
+    assert!(
+        after < before + 4096,
+        "RSS grew from {before} to {after} pages"
+    );
 }

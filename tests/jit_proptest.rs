@@ -3,13 +3,28 @@
 mod jit_support;
 use jit_support::*;
 use kiln::linker::{compile, CompileOptions};
-use kiln::{elemwise, eval, matrix, tensor, DType, FunctionGraph, ReduceOp, ScalarOp, Tensor, Value};
+use kiln::{
+    elemwise, eval, matrix, tensor, DType, FunctionGraph, ReduceOp, ScalarOp, Tensor, Value,
+};
 use proptest::prelude::*;
 
-const UNARY: [ScalarOp; 7] =
-    [ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Exp, ScalarOp::Sqr, ScalarOp::Floor, ScalarOp::Tanh, ScalarOp::Sigmoid];
-const BINARY: [ScalarOp; 6] =
-    [ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Maximum, ScalarOp::Minimum, ScalarOp::TrueDiv];
+const UNARY: [ScalarOp; 7] = [
+    ScalarOp::Neg,
+    ScalarOp::Abs,
+    ScalarOp::Exp,
+    ScalarOp::Sqr,
+    ScalarOp::Floor,
+    ScalarOp::Tanh,
+    ScalarOp::Sigmoid,
+];
+const BINARY: [ScalarOp; 6] = [
+    ScalarOp::Add,
+    ScalarOp::Sub,
+    ScalarOp::Mul,
+    ScalarOp::Maximum,
+    ScalarOp::Minimum,
+    ScalarOp::TrueDiv,
+];
 
 #[derive(Debug, Clone)]
 enum Step {

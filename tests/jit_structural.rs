@@ -54,8 +54,12 @@ fn reductions_all_ops_dtypes_axes() {
                     if transpose {
                         v = kiln::map_value!(v, a => a.reversed_axes());
                     }
-                    let fg = kiln::FunctionGraph::new(&[x.clone()], &[r.clone()]).unwrap();
-                    let want = kiln::eval::evaluate(&fg, &[v.clone()]).unwrap();
+                    let fg = kiln::FunctionGraph::new(
+                        std::slice::from_ref(&x),
+                        std::slice::from_ref(&r),
+                    )
+                    .unwrap();
+                    let want = kiln::eval::evaluate(&fg, std::slice::from_ref(&v)).unwrap();
                     let f = kiln::linker::compile(&fg, &Default::default()).unwrap();
                     let got = f.call_values(&[v]).unwrap();
                     let what = format!("{op:?} {dtype} {axes:?} {shape:?} t={transpose}");
@@ -76,7 +80,7 @@ fn long_vector_sum_uses_tolerance() {
     let r = x.sum(&[0]).unwrap();
     let fg = kiln::FunctionGraph::new(&[x], &[r]).unwrap();
     let v = Value::from(rand_f64(&[100_003], 9, -1.0, 1.0));
-    let want = kiln::eval::evaluate(&fg, &[v.clone()]).unwrap();
+    let want = kiln::eval::evaluate(&fg, std::slice::from_ref(&v)).unwrap();
     let got = kiln::linker::compile(&fg, &Default::default())
         .unwrap()
         .call_values(&[v])
@@ -103,7 +107,13 @@ fn dimshuffle_reshape_shape_alloc() {
                 kiln::map_value!(rand_value(DType::F64, &[4, 12], 1), a => a.slice_move(s![.., ..;2]).into_dyn())
             }
         };
-        check(&[x.clone()], &outs, &[v], 0, &format!("views {layout}"));
+        check(
+            std::slice::from_ref(&x),
+            &outs,
+            &[v],
+            0,
+            &format!("views {layout}"),
+        );
     }
     // Alloc with a run-time shape and a broadcast value.
     let v = tensor("v", DType::I32, &[Some(1), None]);
@@ -183,11 +193,14 @@ fn dot_all_shapes_and_dtypes() {
 fn outputs_never_alias_inputs_and_repeat_outputs() {
     let x = tensor("x", DType::F64, &[None]);
     let y = &x + 1.0;
-    let fg =
-        kiln::FunctionGraph::new(&[x.clone()], &[x.clone(), y.clone(), y.clone(), x.t()]).unwrap();
+    let fg = kiln::FunctionGraph::new(
+        std::slice::from_ref(&x),
+        &[x.clone(), y.clone(), y.clone(), x.t()],
+    )
+    .unwrap();
     let f = kiln::linker::compile(&fg, &Default::default()).unwrap();
     let v = Value::from(rand_f64(&[5], 1, 0.0, 1.0));
-    let out = f.call_values(&[v.clone()]).unwrap();
+    let out = f.call_values(std::slice::from_ref(&v)).unwrap();
     assert!(out[0].same_as(&v) && out[3].same_as(&v) && out[1].same_as(&out[2]));
     let Value::F64(a) = &out[0] else { panic!() };
     let Value::F64(b) = &v else { panic!() };

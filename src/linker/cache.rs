@@ -15,7 +15,10 @@ use super::CompileOptions;
 use crate::error::Result;
 use crate::graph::FunctionGraph;
 
-static CACHE: Mutex<Option<FxHashMap<String, (Weak<Compiled>, CompileProfile)>>> = Mutex::new(None);
+/// Canonical key -> (weak module, profile of its compilation).
+type Entries = FxHashMap<String, (Weak<Compiled>, CompileProfile)>;
+
+static CACHE: Mutex<Option<Entries>> = Mutex::new(None);
 
 /// Compiles `fg`, reusing a live module compiled from an identical graph.
 pub fn compile_cached(fg: &FunctionGraph, opts: &CompileOptions) -> Result<Function> {

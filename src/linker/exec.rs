@@ -45,6 +45,7 @@ impl Default for ParallelOptions {
 /// element strides (`esz` bytes per element of each operand). With
 /// `acc0`, operand 0 is a reduction accumulator: work is only split where
 /// chunks write disjoint accumulator elements.
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
 fn drive(
     code: &JitCode,
     kernel: usize,
