@@ -12,6 +12,7 @@ pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod graph;
+pub mod linker;
 pub mod ops;
 pub mod rewrites;
 pub mod rewriting;

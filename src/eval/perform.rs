@@ -275,10 +275,14 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
     if dtype.is_float() {
         let a2 = a
             .to_f64_array()
+            .as_standard_layout()
+            .into_owned()
             .into_shape_with_order((m, ka))
             .map_err(|e| Error::eval(name, e.to_string()))?;
         let b2 = b
             .to_f64_array()
+            .as_standard_layout()
+            .into_owned()
             .into_shape_with_order((kb, n))
             .map_err(|e| Error::eval(name, e.to_string()))?;
         let c = a2
@@ -290,10 +294,14 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
     } else {
         let a2 = a
             .to_i64_array()
+            .as_standard_layout()
+            .into_owned()
             .into_shape_with_order((m, ka))
             .map_err(|e| Error::eval(name, e.to_string()))?;
         let b2 = b
             .to_i64_array()
+            .as_standard_layout()
+            .into_owned()
             .into_shape_with_order((kb, n))
             .map_err(|e| Error::eval(name, e.to_string()))?;
         let mut c = ndarray::Array2::<i64>::zeros((m, n));

@@ -256,11 +256,24 @@ pub fn round_to(v: f64, dtype: DType) -> f64 {
         DType::F64 => v,
         DType::F32 => v as f32 as f64,
         DType::Bool => (v != 0.0) as i64 as f64,
-        DType::U8 => (v as i64 as u8) as f64,
-        DType::I8 => (v as i64 as i8) as f64,
-        DType::I16 => (v as i64 as i16) as f64,
-        DType::I32 => (v as i64 as i32) as f64,
+        DType::U8 => (v as u8) as f64,
+        DType::I8 => (v as i8) as f64,
+        DType::I16 => (v as i16) as f64,
+        DType::I32 => (v as i32) as f64,
         DType::I64 => v as i64 as f64,
+    }
+}
+
+/// Wraps an `i64` result of the integer domain to `dtype` (two's complement
+/// truncation; bool is `!= 0`).
+pub fn wrap_i64(v: i64, dtype: DType) -> i64 {
+    match dtype {
+        DType::Bool => (v != 0) as i64,
+        DType::U8 => v as u8 as i64,
+        DType::I8 => v as i8 as i64,
+        DType::I16 => v as i16 as i64,
+        DType::I32 => v as i32 as i64,
+        DType::I64 | DType::F32 | DType::F64 => v,
     }
 }
 
@@ -316,5 +329,17 @@ mod tests {
         let s = c.push(ScalarOp::Add, &[CRef::Input(0), big]).unwrap();
         c.outputs = vec![s];
         assert_eq!(c.eval(&[1.0])[0], 16777216.0, "f32 addition rounds");
+    }
+
+    #[test]
+    fn float_to_int_saturates_and_int_results_wrap() {
+        assert_eq!(round_to(1e300, DType::I32), i32::MAX as f64);
+        assert_eq!(round_to(-1.0, DType::U8), 0.0);
+        assert_eq!(round_to(f64::NAN, DType::I16), 0.0);
+        let mut c = Composite::new(vec![DType::I8]);
+        let big = CRef::Const(ScalarConst::new(DType::I8, 100.0));
+        let s = c.push(ScalarOp::Add, &[CRef::Input(0), big]).unwrap();
+        c.outputs = vec![s];
+        assert_eq!(c.eval(&[100.0])[0], -56.0, "i8 addition wraps");
     }
 }

@@ -1,0 +1,197 @@
+//! Run-time arrays of a call: owned buffers and strided array descriptors.
+//!
+//! A [`Buffer`] is a standard-layout `Value` whose data pointer was taken
+//! once at creation; kernels write through that pointer and nothing else
+//! touches the `Value` until the buffer is turned back into a result. An
+//! [`Arr`] describes one variable's array during a call: a data pointer to
+//! its first logical element, shape and strides (in elements, possibly zero
+//! or negative), and the buffer it lives in (`None` for caller inputs and
+//! graph constants, which are never written). Views share the buffer's
+//! `Arc`, so a buffer is uniquely owned exactly when no other variable
+//! aliases it — the condition for reusing it in place or returning it.
+
+use std::sync::Arc;
+
+use ndarray::{ArrayD, IxDyn};
+use smallvec::SmallVec;
+
+use crate::graph::{DType, Value};
+
+/// An owned, standard-layout array that kernels write into.
+#[derive(Debug)]
+pub struct Buffer {
+    value: Value,
+    ptr: usize,
+}
+
+impl Buffer {
+    /// A zero-filled buffer of `shape` (large buffers come from `calloc`, so
+    /// zeroing is free until first touch).
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Buffer {
+        let sh = IxDyn(shape);
+        let value = match dtype {
+            DType::Bool => Value::Bool(ArrayD::from_elem(sh, false)),
+            DType::U8 => Value::U8(ArrayD::zeros(sh)),
+            DType::I8 => Value::I8(ArrayD::zeros(sh)),
+            DType::I16 => Value::I16(ArrayD::zeros(sh)),
+            DType::I32 => Value::I32(ArrayD::zeros(sh)),
+            DType::I64 => Value::I64(ArrayD::zeros(sh)),
+            DType::F32 => Value::F32(ArrayD::zeros(sh)),
+            DType::F64 => Value::F64(ArrayD::zeros(sh)),
+        };
+        Buffer::from_value(value)
+    }
+
+    /// Wraps a value (converted to standard layout if needed).
+    pub fn from_value(value: Value) -> Buffer {
+        let mut value = crate::map_value!(value, a => if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned() });
+        let ptr = crate::with_value!(&mut value, a => a.as_mut_ptr() as usize);
+        Buffer { value, ptr }
+    }
+
+    /// The data pointer.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr as *mut u8
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.value.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.value.is_empty()
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.value.dtype()
+    }
+
+    /// The buffer as a value of `shape` (same number of elements).
+    pub fn into_value(self, shape: &[usize]) -> Value {
+        if self.value.shape() == shape {
+            return self.value;
+        }
+        crate::map_value!(self.value, a => a.into_shape_with_order(IxDyn(shape)).expect("same number of elements"))
+    }
+}
+
+/// A strided view of one variable's array during a call.
+#[derive(Debug, Clone)]
+pub struct Arr {
+    /// Address of the first logical element.
+    pub ptr: *mut u8,
+    /// Shape.
+    pub shape: SmallVec<[usize; 4]>,
+    /// Strides in elements.
+    pub strides: SmallVec<[isize; 4]>,
+    /// Element type.
+    pub dtype: DType,
+    /// The owning buffer (`None`: read-only caller input or constant).
+    pub buf: Option<Arc<Buffer>>,
+}
+
+/// Row-major contiguous strides of `shape`.
+pub fn c_strides(shape: &[usize]) -> SmallVec<[isize; 4]> {
+    let mut s: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1isize;
+    for d in (0..shape.len()).rev() {
+        s[d] = acc;
+        acc *= shape[d].max(1) as isize;
+    }
+    s
+}
+
+impl Arr {
+    /// An array over a whole fresh buffer.
+    pub fn from_buffer(buf: Buffer, shape: &[usize]) -> Arr {
+        let dtype = buf.dtype();
+        let ptr = buf.ptr();
+        Arr {
+            ptr,
+            shape: shape.into(),
+            strides: c_strides(shape),
+            dtype,
+            buf: Some(Arc::new(buf)),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when the elements are row-major contiguous from `ptr`
+    /// (size-1 dimensions may have any stride).
+    pub fn is_standard(&self) -> bool {
+        let want = c_strides(&self.shape);
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .zip(&want)
+            .all(|((&n, &s), &w)| n <= 1 || s == w)
+    }
+
+    /// True when this array is the whole of a buffer nobody else references.
+    pub fn owns_whole_buffer(&self) -> bool {
+        match &self.buf {
+            Some(b) => {
+                Arc::strong_count(b) == 1
+                    && b.ptr() == self.ptr
+                    && b.len() == self.len()
+                    && self.is_standard()
+            }
+            None => false,
+        }
+    }
+
+    /// Reads element `offset` (in elements from `ptr`) as `i64` (floats truncate).
+    ///
+    /// # Safety
+    /// `offset` must address an element of this array.
+    pub unsafe fn read_i64(&self, offset: isize) -> i64 {
+        // SAFETY: the caller guarantees the element exists; `ptr` is aligned for `dtype`.
+        unsafe {
+            match self.dtype {
+                DType::Bool | DType::U8 => *self.ptr.offset(offset) as i64,
+                DType::I8 => *(self.ptr as *const i8).offset(offset) as i64,
+                DType::I16 => *(self.ptr as *const i16).offset(offset) as i64,
+                DType::I32 => *(self.ptr as *const i32).offset(offset) as i64,
+                DType::I64 => *(self.ptr as *const i64).offset(offset),
+                DType::F32 => *(self.ptr as *const f32).offset(offset) as i64,
+                DType::F64 => *(self.ptr as *const f64).offset(offset) as i64,
+            }
+        }
+    }
+
+    /// Reads every element in logical order as `i64` (for small shape vectors).
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        let n = self.len();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; self.shape.len()];
+        for _ in 0..n {
+            let off: isize = idx
+                .iter()
+                .zip(&self.strides)
+                .map(|(&i, &s)| i as isize * s)
+                .sum();
+            // SAFETY: `idx` stays within `shape`, so the offset addresses an element.
+            out.push(unsafe { self.read_i64(off) });
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,395 @@
+//! Compilation of a FunctionGraph: schedule, slot numbering, kernel
+//! generation for every node, liveness, and the canonical key of the
+//! compile cache.
+//!
+//! Every node of the supported op set is lowered to a JIT kernel, a view,
+//! metadata, or a runtime call (GEMM); only `Custom` ops fall back to their
+//! reference `perform`. Kernels of identical programs are generated once per
+//! module.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use rustc_hash::FxHashMap;
+
+use super::elemwise;
+use super::jit::{CodegenOptions, JitBuilder, JitCode};
+use super::plan::{self, Lowering, Plan, Slot, Step};
+use super::reduce;
+use crate::error::{Error, Result};
+use crate::graph::{DType, FunctionGraph, NodeId, Value};
+use crate::ops::{Composite, Op, ReduceOp, ScalarConst, ScalarOp};
+
+/// Timings and lowering decisions of one compilation.
+#[derive(Debug, Clone, Default)]
+pub struct CompileProfile {
+    /// Scheduling, planning and building Cranelift IR.
+    pub lower: std::time::Duration,
+    /// Cranelift code generation and linking.
+    pub codegen: std::time::Duration,
+    /// Number of JIT kernels in the module.
+    pub n_kernels: usize,
+    /// Per node: display name and how it was lowered, in schedule order.
+    pub nodes: Vec<(String, Lowering)>,
+    /// True when the module came from the compile cache.
+    pub cached: bool,
+}
+
+impl CompileProfile {
+    /// Names of the nodes that fell back to the reference evaluator.
+    pub fn fallbacks(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .filter(|(_, l)| *l == Lowering::Fallback)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+}
+
+/// The schedule of `fg`: a topological order respecting the features' orderings.
+pub fn schedule(fg: &FunctionGraph) -> Result<Vec<NodeId>> {
+    fg.try_toposort_with(&fg.orderings())
+}
+
+/// A canonical serialisation of the scheduled graph (types, ops, wiring,
+/// constants, input names): equal keys mean interchangeable compiled code.
+pub fn cache_key(fg: &FunctionGraph, order: &[NodeId], opts: &CodegenOptions) -> String {
+    let slots = plan::number_slots(fg, order);
+    let mut k = format!("{opts:?}|");
+    for &v in fg.inputs() {
+        let _ = write!(k, "in:{}:{:?};", fg.ty(v), fg.var(v).name);
+    }
+    for &c in &slots.consts {
+        let val = fg.constant_value(c).expect("constant");
+        let _ = write!(k, "c{}:{}:{:?}:", slots.map[&c], val.dtype(), val.shape());
+        crate::with_value!(val, a => for x in a.iter() { let _ = write!(k, "{x:?},"); });
+        k.push(';');
+    }
+    for &n in order {
+        let node = fg.node(n);
+        let _ = write!(k, "{:?}(", node.op);
+        for i in &node.inputs {
+            let _ = write!(k, "{},", slots.map[i]);
+        }
+        k.push_str(")->");
+        for o in &node.outputs {
+            let _ = write!(k, "{}:{},", slots.map[o], fg.ty(*o));
+        }
+        k.push(';');
+    }
+    k.push_str("out:");
+    for o in fg.outputs() {
+        let _ = write!(k, "{},", slots.map[o]);
+    }
+    k
+}
+
+/// The value of a constant that can be inlined into a kernel: a single
+/// element whose dimensions are all statically broadcastable.
+fn inline_const(fg: &FunctionGraph, v: crate::graph::VarId) -> Option<ScalarConst> {
+    let val = fg.constant_value(v)?;
+    if val.len() != 1 || !fg.ty(v).shape.iter().all(|d| *d == Some(1)) {
+        return None;
+    }
+    let bits = crate::with_value!(val, a => {
+        let x = *a.iter().next()?;
+        if val.dtype().is_float() {
+            crate::graph::Element::to_f64(x).to_bits()
+        } else {
+            crate::graph::Element::to_i64(x) as u64
+        }
+    });
+    Some(ScalarConst {
+        dtype: val.dtype(),
+        bits,
+    })
+}
+
+struct Kernels<'a> {
+    jb: &'a mut JitBuilder,
+    elem: FxHashMap<Composite, usize>,
+    red: FxHashMap<(ReduceOp, DType), usize>,
+}
+
+impl Kernels<'_> {
+    fn elem(&mut self, prog: Composite) -> Result<usize> {
+        if let Some(&k) = self.elem.get(&prog) {
+            return Ok(k);
+        }
+        let name = prog.to_string();
+        let k = elemwise::build(self.jb, &prog, &name)?;
+        self.elem.insert(prog, k);
+        Ok(k)
+    }
+    fn cast(&mut self, from: DType, to: DType) -> Result<usize> {
+        let op = if from == to {
+            ScalarOp::Identity
+        } else {
+            ScalarOp::Cast(to)
+        };
+        self.elem(elemwise::single_op_program(op, &[from], &[None])?)
+    }
+    fn reduce(&mut self, op: ReduceOp, d: DType) -> Result<usize> {
+        if let Some(&k) = self.red.get(&(op, d)) {
+            return Ok(k);
+        }
+        let k = reduce::build(self.jb, op, d, &format!("{}_{d}", op.name()))?;
+        self.red.insert((op, d), k);
+        Ok(k)
+    }
+}
+
+/// Compiles `fg` into a plan and its JIT code.
+pub fn compile_plan(
+    fg: &FunctionGraph,
+    opts: &CodegenOptions,
+) -> Result<(Plan, JitCode, CompileProfile)> {
+    let t0 = Instant::now();
+    let order = schedule(fg)?;
+    let slots = plan::number_slots(fg, &order);
+    let mut jb = JitBuilder::new(opts)?;
+    let mut ks = Kernels {
+        jb: &mut jb,
+        elem: FxHashMap::default(),
+        red: FxHashMap::default(),
+    };
+    let s = |v: &crate::graph::VarId| -> Slot { slots.map[v] };
+    let mut steps = Vec::with_capacity(order.len());
+    let mut uses: Vec<Vec<Slot>> = Vec::with_capacity(order.len());
+    let describe = |v: crate::graph::VarId| -> String {
+        let mut cur = v;
+        let mut via = Vec::new();
+        loop {
+            if let Some(n) = &fg.var(cur).name {
+                let mut d = format!("'{n}'");
+                if !via.is_empty() {
+                    d.push_str(&format!(" (through {})", via.join(", ")));
+                }
+                return d;
+            }
+            match fg.owner(cur) {
+                Some(n) if fg.node(n).op.view_map().len() == 1 => {
+                    via.push(fg.node(n).op.name());
+                    cur = fg.node(n).inputs[0];
+                }
+                Some(n) => return format!("the output of {}", fg.node(n).op.name()),
+                None => {
+                    return if fg.var(cur).is_constant() {
+                        "a constant".into()
+                    } else {
+                        format!("{cur}")
+                    }
+                }
+            }
+        }
+    };
+    for &n in &order {
+        let node = fg.node(n);
+        let name = node.op.name();
+        let ins: Vec<Slot> = node.inputs.iter().map(s).collect();
+        let outs: Vec<Slot> = node.outputs.iter().map(s).collect();
+        let in_dts: Vec<DType> = node.inputs.iter().map(|&v| fg.ty(v).dtype).collect();
+        let (step, lowering) = match &node.op {
+            Op::Elemwise { .. } | Op::Composite { .. } => {
+                let consts: Vec<Option<ScalarConst>> =
+                    node.inputs.iter().map(|&v| inline_const(fg, v)).collect();
+                let prog = match &node.op {
+                    Op::Elemwise { scalar, .. } => {
+                        elemwise::single_op_program(*scalar, &in_dts, &consts)?
+                    }
+                    Op::Composite { composite, .. } => {
+                        elemwise::inline_constants(composite, &consts)
+                    }
+                    _ => unreachable!("matched above"),
+                };
+                let kernel = ks.elem(prog)?;
+                let kept: Vec<usize> = (0..node.inputs.len())
+                    .filter(|&k| consts[k].is_none())
+                    .collect();
+                let step = Step::Elemwise {
+                    kernel,
+                    inputs: kept.iter().map(|&k| ins[k]).collect(),
+                    bcast: kept
+                        .iter()
+                        .map(|&k| fg.ty(node.inputs[k]).broadcastable())
+                        .collect(),
+                    outputs: outs
+                        .iter()
+                        .zip(&node.outputs)
+                        .map(|(&o, &v)| (o, fg.ty(v).dtype))
+                        .collect(),
+                    descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
+                };
+                (step, Lowering::Jit)
+            }
+            Op::CAReduce { op, axes } => {
+                let x = in_dts[0];
+                let out = fg.ty(node.outputs[0]).dtype;
+                let acc = reduce::acc_dtype(*op, x);
+                let kernel = ks.reduce(*op, x)?;
+                let cast = if acc != out {
+                    Some(ks.cast(acc, out)?)
+                } else {
+                    None
+                };
+                let nd = fg.ty(node.inputs[0]).ndim();
+                let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
+                (
+                    Step::Reduce {
+                        kernel,
+                        cast,
+                        op: *op,
+                        axes,
+                        input: ins[0],
+                        output: outs[0],
+                        acc,
+                        out,
+                    },
+                    Lowering::Jit,
+                )
+            }
+            Op::DimShuffle { new_order, .. } => (
+                Step::DimShuffle {
+                    input: ins[0],
+                    output: outs[0],
+                    new_order: new_order.clone(),
+                },
+                Lowering::Metadata,
+            ),
+            Op::Reshape { .. } => {
+                let copy = ks.cast(in_dts[0], in_dts[0])?;
+                (
+                    Step::Reshape {
+                        input: ins[0],
+                        shape: ins[1],
+                        output: outs[0],
+                        copy,
+                    },
+                    Lowering::Metadata,
+                )
+            }
+            Op::Alloc => {
+                let copy = ks.cast(in_dts[0], in_dts[0])?;
+                (
+                    Step::Alloc {
+                        value: ins[0],
+                        dims: ins[1..].to_vec(),
+                        output: outs[0],
+                        copy,
+                    },
+                    Lowering::Jit,
+                )
+            }
+            Op::Dot => {
+                let dtype = fg.ty(node.outputs[0]).dtype;
+                let mut casts = [None, None];
+                for k in 0..2 {
+                    if in_dts[k] != dtype {
+                        casts[k] = Some(ks.cast(in_dts[k], dtype)?);
+                    }
+                }
+                let l = if dtype.is_float() {
+                    Lowering::Runtime
+                } else {
+                    Lowering::Native
+                };
+                (
+                    Step::Dot {
+                        a: ins[0],
+                        b: ins[1],
+                        casts,
+                        output: outs[0],
+                        dtype,
+                    },
+                    l,
+                )
+            }
+            Op::Shape => (
+                Step::Shape {
+                    input: ins[0],
+                    output: outs[0],
+                },
+                Lowering::Metadata,
+            ),
+            Op::ShapeI(i) => (
+                Step::ShapeI {
+                    input: ins[0],
+                    dim: *i,
+                    output: outs[0],
+                },
+                Lowering::Metadata,
+            ),
+            Op::Custom(c) => {
+                for &d in &in_dts {
+                    ks.cast(d, d)?;
+                }
+                (
+                    Step::Custom {
+                        op: c.clone(),
+                        inputs: ins.clone(),
+                        outputs: outs.clone(),
+                    },
+                    Lowering::Fallback,
+                )
+            }
+        };
+        uses.push(ins);
+        steps.push((step, name, lowering));
+    }
+    let outputs: Vec<Slot> = fg.outputs().iter().map(s).collect();
+    let output_dtypes: Vec<DType> = fg.outputs().iter().map(|&o| fg.ty(o).dtype).collect();
+    let mut copy = FxHashMap::default();
+    for d in DType::ALL {
+        let used = output_dtypes.contains(&d) || fg.inputs().iter().any(|&v| fg.ty(v).dtype == d);
+        if used {
+            copy.insert(d, ks.cast(d, d)?);
+        }
+    }
+    for (k, v) in ks.elem.iter() {
+        if k.nodes.len() == 1 && k.nodes[0].op == ScalarOp::Identity && k.inputs.len() == 1 {
+            copy.entry(k.inputs[0]).or_insert(*v);
+        }
+    }
+    let n_kernels = ks.elem.len() + ks.red.len();
+    let release = plan::liveness(slots.n, &uses, &outputs, fg.inputs().len());
+    let consts: Vec<(Slot, std::sync::Arc<Value>)> = slots
+        .consts
+        .iter()
+        .map(|&c| (slots.map[&c], fg.var(c).constant.clone().expect("constant")))
+        .collect();
+    let inputs = fg
+        .inputs()
+        .iter()
+        .map(|&v| (fg.ty(v).clone(), fg.var(v).name.clone()))
+        .collect();
+    let nodes = steps.iter().map(|(_, n, l)| (n.clone(), *l)).collect();
+    let t1 = Instant::now();
+    let kernel_codegen = jb.codegen_time;
+    let code = jb.finish()?;
+    let codegen = kernel_codegen + t1.elapsed();
+    let lower = t1.duration_since(t0).saturating_sub(kernel_codegen);
+    let plan = Plan {
+        n_slots: slots.n,
+        inputs,
+        consts,
+        steps,
+        release,
+        outputs,
+        output_dtypes,
+        copy,
+    };
+    if plan.outputs.len() != fg.outputs().len() {
+        return Err(Error::Compile("output count mismatch".into()));
+    }
+    Ok((
+        plan,
+        code,
+        CompileProfile {
+            lower,
+            codegen,
+            n_kernels,
+            nodes,
+            cached: false,
+        },
+    ))
+}

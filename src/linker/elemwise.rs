@@ -1,0 +1,551 @@
+//! Element-wise kernel generation: one Cranelift function per scalar
+//! program (an `Elemwise` or `Composite` node with its size-1 constants
+//! inlined), with the ABI
+//! `extern "C" fn(ptrs: *const *mut u8, strides: *const isize, n: usize)`:
+//! operand `k` (inputs first, then outputs) starts at `ptrs[k]` and its
+//! element `i` is at byte offset `i * strides[k]`; the kernel computes
+//! elements `0..n` of the innermost dimension (the driver in `exec` loops
+//! the outer dimensions).
+//!
+//! Code paths, chosen at run time from the strides:
+//! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
+//!   element size and every output is contiguous, and every op has an exact
+//!   vector form; transcendental functions are then evaluated block-wise
+//!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
+//!   scratch area (values are computed in *levels*: level `L` needs the
+//!   results of `L` nested block calls);
+//! - a scalar path (any strides, every dtype, the tail of the vector path),
+//!   bit-identical to the reference evaluator (it calls the reference's own
+//!   scalar functions for transcendental ops).
+//!
+//! Invariant for in-place use: every input element `i` is read (and, in
+//! the blocked path, staged to scratch) before output element `i` is
+//! written, so an output may share the buffer of an input of the same
+//! layout.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+};
+use cranelift_frontend::FunctionBuilder;
+use rustc_hash::FxHashMap;
+
+use super::jit::JitBuilder;
+use super::mathcalls::{self, ScalarSig, BLOCK};
+use super::scalar_lower::{self as sl, Callees};
+use crate::error::Result;
+use crate::graph::DType;
+use crate::ops::{CRef, Composite, ScalarOp};
+
+/// How the vector path of a program is organised.
+#[derive(Debug, Clone)]
+struct VecPlan {
+    /// The single float dtype of every value.
+    dtype: DType,
+    /// Level of each node.
+    level: Vec<usize>,
+    /// Whether each node is a block-wise runtime call.
+    block: Vec<bool>,
+    /// Highest level.
+    max_level: usize,
+    /// Scratch slot of each staged value.
+    slots: FxHashMap<CRef, usize>,
+}
+
+fn ref_level(level: &[usize], r: CRef) -> usize {
+    match r {
+        CRef::Node(i) => level[i as usize],
+        _ => 0,
+    }
+}
+
+/// The vector plan of `prog`, if its values all share one float dtype and
+/// every op has an exact vector form or a block-wise runtime function.
+fn vector_plan(prog: &Composite) -> Option<VecPlan> {
+    let dtype = *prog
+        .inputs
+        .first()
+        .or(prog.nodes.first().map(|n| &n.dtype))?;
+    if !dtype.is_float() {
+        return None;
+    }
+    let all_same = prog.inputs.iter().all(|&d| d == dtype)
+        && prog
+            .nodes
+            .iter()
+            .all(|n| n.dtype == dtype && n.args.iter().all(|&a| prog.dtype_of(a) == dtype))
+        && prog.outputs.iter().all(|&o| prog.dtype_of(o) == dtype);
+    if !all_same {
+        return None;
+    }
+    let mut level = Vec::with_capacity(prog.nodes.len());
+    let mut block = Vec::with_capacity(prog.nodes.len());
+    for n in &prog.nodes {
+        let l = n
+            .args
+            .iter()
+            .map(|&a| ref_level(&level, a))
+            .max()
+            .unwrap_or(0);
+        if sl::vector_capable(n.op, n.args.len(), dtype) {
+            level.push(l);
+            block.push(false);
+        } else if mathcalls::block_symbol(n.op, dtype).is_some() {
+            level.push(l + 1);
+            block.push(true);
+        } else {
+            return None;
+        }
+    }
+    let max_level = level.iter().copied().max().unwrap_or(0);
+    let mut slots = FxHashMap::default();
+    if max_level > 0 {
+        let add = |r: CRef, slots: &mut FxHashMap<CRef, usize>| {
+            let k = slots.len();
+            slots.entry(r).or_insert(k);
+        };
+        for (i, n) in prog.nodes.iter().enumerate() {
+            if block[i] {
+                for &a in &n.args {
+                    add(a, &mut slots);
+                }
+                add(CRef::Node(i as u32), &mut slots);
+            } else {
+                for &a in &n.args {
+                    if ref_level(&level, a) < level[i]
+                        || (matches!(a, CRef::Input(_)) && level[i] > 0)
+                    {
+                        add(a, &mut slots);
+                    }
+                }
+            }
+        }
+        for &o in &prog.outputs {
+            if matches!(o, CRef::Input(_)) {
+                add(o, &mut slots);
+            }
+        }
+    }
+    Some(VecPlan {
+        dtype,
+        level,
+        block,
+        max_level,
+        slots,
+    })
+}
+
+/// Whether a program gets a vector path (for profiles and tests).
+pub fn is_vectorized(prog: &Composite) -> bool {
+    vector_plan(prog).is_some()
+}
+
+/// Builds the kernel of `prog` into `jb`; returns its index.
+pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
+    let ptr = jb.ptr_type();
+    let plan = vector_plan(prog);
+    // Imports.
+    let mut imports = Vec::new();
+    for n in &prog.nodes {
+        let dts: Vec<DType> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        if let Some((sym, sig)) = sl::scalar_callee(n.op, n.op.computes_in_float(&dts, n.dtype)) {
+            let (p, r) = match sig {
+                ScalarSig::F1 => (vec![types::F64], vec![types::F64]),
+                ScalarSig::F2 => (vec![types::F64, types::F64], vec![types::F64]),
+                ScalarSig::I2 => (vec![types::I64, types::I64], vec![types::I64]),
+            };
+            imports.push((sym, jb.import(sym, &p, &r)?));
+        }
+    }
+    if let Some(p) = &plan {
+        for (i, n) in prog.nodes.iter().enumerate() {
+            if p.block[i] {
+                let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
+                let mut params = vec![ptr; n.args.len() + 1];
+                params.push(types::I64);
+                imports.push((sym, jb.import(sym, &params, &[])?));
+            }
+        }
+    }
+    jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
+    let JitBuilder {
+        module, ctx, fctx, ..
+    } = jb;
+    let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+    let mut callees: Callees = FxHashMap::default();
+    for (sym, id) in imports {
+        let fref = cranelift_module::Module::declare_func_in_func(module, id, b.func);
+        callees.insert(sym, fref);
+    }
+    let n_in = prog.inputs.len();
+    let n_ops = n_in + prog.outputs.len();
+    let out_dts = prog.output_dtypes();
+    let op_dt = |k: usize| {
+        if k < n_in {
+            prog.inputs[k]
+        } else {
+            out_dts[k - n_in]
+        }
+    };
+
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let (pp, sp, n) = {
+        let p = b.block_params(entry);
+        (p[0], p[1], p[2])
+    };
+    let f = MemFlagsData::trusted();
+    let mut ptrs = Vec::with_capacity(n_ops);
+    let mut strides = Vec::with_capacity(n_ops);
+    for k in 0..n_ops {
+        ptrs.push(b.ins().load(ptr, f, pp, (8 * k) as i32));
+        strides.push(b.ins().load(types::I64, f, sp, (8 * k) as i32));
+    }
+    let exit = b.create_block();
+    let scalar_head = b.create_block();
+    let i_var = b.declare_var(types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.def_var(i_var, zero);
+
+    if let Some(plan) = &plan {
+        let esz = plan.dtype.size_of() as i64;
+        let lanes = 16 / esz;
+        let vty = sl::vector_type(plan.dtype);
+        // Vector path condition.
+        let mut ok = b.ins().iconst(types::I8, 1);
+        for (k, &s) in strides.iter().enumerate() {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+            let c = if k < n_in {
+                let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
+                b.ins().bor(c, z)
+            } else {
+                c
+            };
+            ok = b.ins().band(ok, c);
+        }
+        let big = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, lanes);
+        ok = b.ins().band(ok, big);
+        let vec_setup = b.create_block();
+        b.ins().brif(ok, vec_setup, &[], scalar_head, &[]);
+        b.switch_to_block(vec_setup);
+        b.seal_block(vec_setup);
+        // Broadcast inputs read from a 16-byte splat slot.
+        let mut bases = Vec::with_capacity(n_in);
+        for k in 0..n_in {
+            let slot =
+                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+            let saddr = b.ins().stack_addr(ptr, slot, 0);
+            let x = b.ins().load(sl::clif_type(plan.dtype), f, ptrs[k], 0);
+            let v = b.ins().splat(vty, x);
+            b.ins().store(f, v, saddr, 0);
+            let is0 = b.ins().icmp_imm_s(IntCC::Equal, strides[k], 0);
+            bases.push(b.ins().select(is0, saddr, ptrs[k]));
+        }
+        let cx = VecCtx {
+            plan,
+            prog,
+            bases: &bases,
+            strides: &strides,
+            ptrs: &ptrs,
+            n_in,
+            vty,
+            esz,
+        };
+        if plan.max_level == 0 {
+            // One vector loop over all complete vectors.
+            let head = b.create_block();
+            let body = b.create_block();
+            b.ins().jump(head, &[]);
+            b.switch_to_block(head);
+            let i = b.use_var(i_var);
+            let next = b.ins().iadd_imm_s(i, lanes);
+            let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
+            b.ins().brif(c, body, &[], scalar_head, &[]);
+            b.switch_to_block(body);
+            b.seal_block(body);
+            cx.level_body(&mut b, 0, i, None)?;
+            let next = b.ins().iadd_imm_s(i, lanes);
+            b.def_var(i_var, next);
+            b.ins().jump(head, &[]);
+            b.seal_block(head);
+        } else {
+            let nslots = plan.slots.len().max(1);
+            let sbytes = (nslots * BLOCK) as u32 * esz as u32;
+            let scratch = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                sbytes,
+                4,
+            ));
+            let sbase = b.ins().stack_addr(ptr, scratch, 0);
+            let blk_head = b.create_block();
+            let blk_body = b.create_block();
+            b.ins().jump(blk_head, &[]);
+            b.switch_to_block(blk_head);
+            let blk = b.use_var(i_var);
+            let rem = b.ins().isub(n, blk);
+            let c = b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
+            b.ins().brif(c, blk_body, &[], scalar_head, &[]);
+            b.switch_to_block(blk_body);
+            b.seal_block(blk_body);
+            let bmax = b.ins().iconst(types::I64, BLOCK as i64);
+            let m = b.ins().smin(rem, bmax);
+            let m = b.ins().band_imm_s(m, !(lanes - 1));
+            let j_var = b.declare_var(types::I64);
+            for lvl in 0..=plan.max_level {
+                if lvl > 0 {
+                    for (idx, node) in prog.nodes.iter().enumerate() {
+                        if plan.block[idx] && plan.level[idx] == lvl {
+                            let sym =
+                                mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
+                            let mut args: Vec<Value> = node
+                                .args
+                                .iter()
+                                .map(|a| {
+                                    b.ins()
+                                        .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
+                                })
+                                .collect();
+                            args.push(b.ins().iadd_imm_s(
+                                sbase,
+                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
+                            ));
+                            args.push(m);
+                            b.ins().call(callees[sym], &args);
+                        }
+                    }
+                }
+                let head = b.create_block();
+                let body = b.create_block();
+                let after = b.create_block();
+                let z = b.ins().iconst(types::I64, 0);
+                b.def_var(j_var, z);
+                b.ins().jump(head, &[]);
+                b.switch_to_block(head);
+                let j = b.use_var(j_var);
+                let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
+                b.ins().brif(c, body, &[], after, &[]);
+                b.switch_to_block(body);
+                b.seal_block(body);
+                let i = b.ins().iadd(blk, j);
+                cx.level_body(&mut b, lvl, i, Some((sbase, j)))?;
+                let nj = b.ins().iadd_imm_s(j, lanes);
+                b.def_var(j_var, nj);
+                b.ins().jump(head, &[]);
+                b.seal_block(head);
+                b.switch_to_block(after);
+                b.seal_block(after);
+            }
+            let nb = b.ins().iadd(blk, m);
+            b.def_var(i_var, nb);
+            b.ins().jump(blk_head, &[]);
+            b.seal_block(blk_head);
+        }
+    } else {
+        b.ins().jump(scalar_head, &[]);
+    }
+
+    // Scalar path: elements i..n with arbitrary strides.
+    b.switch_to_block(scalar_head);
+    let i = b.use_var(i_var);
+    let body = b.create_block();
+    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
+    b.ins().brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    b.seal_block(body);
+    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
+    let mut ins: Vec<Value> = Vec::with_capacity(n_in);
+    for k in 0..n_in {
+        let off = b.ins().imul(i, strides[k]);
+        let addr = b.ins().iadd(ptrs[k], off);
+        ins.push(sl::load(&mut b, prog.inputs[k], addr));
+    }
+    let get = |b: &mut FunctionBuilder<'_>, vals: &[Value], r: CRef| match r {
+        CRef::Input(k) => ins[k as usize],
+        CRef::Node(k) => vals[k as usize],
+        CRef::Const(c) => sl::constant(b, c.dtype, c.bits),
+    };
+    for node in &prog.nodes {
+        let args: Vec<Value> = node.args.iter().map(|&a| get(&mut b, &vals, a)).collect();
+        let dts: Vec<DType> = node.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        let v = sl::emit_scalar(&mut b, &callees, node.op, &args, &dts, node.dtype)?;
+        vals.push(v);
+    }
+    for (o, &r) in prog.outputs.iter().enumerate() {
+        let k = n_in + o;
+        let v = get(&mut b, &vals, r);
+        let off = b.ins().imul(i, strides[k]);
+        let addr = b.ins().iadd(ptrs[k], off);
+        sl::store(&mut b, op_dt(k), v, addr);
+    }
+    let ni = b.ins().iadd_imm_s(i, 1);
+    b.def_var(i_var, ni);
+    b.ins().jump(scalar_head, &[]);
+    b.seal_block(scalar_head);
+    b.switch_to_block(exit);
+    b.seal_block(exit);
+    b.ins().return_(&[]);
+    b.finalize(cranelift_module::Module::target_config(module));
+    jb.define_current(name)
+}
+
+struct VecCtx<'a> {
+    plan: &'a VecPlan,
+    prog: &'a Composite,
+    bases: &'a [Value],
+    strides: &'a [Value],
+    ptrs: &'a [Value],
+    n_in: usize,
+    vty: cranelift_codegen::ir::Type,
+    esz: i64,
+}
+
+impl VecCtx<'_> {
+    /// One vector iteration of level `lvl` at element `i` (block-relative
+    /// index `j` into the scratch area when blocked).
+    fn level_body(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        lvl: usize,
+        i: Value,
+        scratch: Option<(Value, Value)>,
+    ) -> Result<()> {
+        let f = MemFlagsData::trusted();
+        let plan = self.plan;
+        let mut memo: FxHashMap<CRef, Value> = FxHashMap::default();
+        let scratch_addr = |b: &mut FunctionBuilder<'_>, r: CRef| {
+            let (sbase, j) = scratch.expect("blocked");
+            let off = b.ins().imul_imm_s(j, self.esz);
+            let a = b.ins().iadd(sbase, off);
+            b.ins()
+                .iadd_imm_s(a, (plan.slots[&r] * BLOCK) as i64 * self.esz)
+        };
+        // Values of this level, in topological order.
+        let get = |b: &mut FunctionBuilder<'_>,
+                   memo: &mut FxHashMap<CRef, Value>,
+                   r: CRef|
+         -> Result<Value> {
+            if let Some(&v) = memo.get(&r) {
+                return Ok(v);
+            }
+            let v = match r {
+                CRef::Const(c) => sl::float_splat(b, self.vty, c.as_f64()),
+                CRef::Input(k) if lvl == 0 => {
+                    let k = k as usize;
+                    let off = b.ins().imul(i, self.strides[k]);
+                    let addr = b.ins().iadd(self.bases[k], off);
+                    b.ins().load(self.vty, f, addr, 0)
+                }
+                CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
+                    let node = &self.prog.nodes[k as usize];
+                    let args: Vec<Value> = node.args.iter().map(|&a| memo[&a]).collect();
+                    sl::emit_vector(b, node.op, &args, self.vty)?
+                }
+                _ => {
+                    let addr = scratch_addr(b, r);
+                    b.ins().load(self.vty, f, addr, 0)
+                }
+            };
+            memo.insert(r, v);
+            Ok(v)
+        };
+        let wanted = |r: CRef| match r {
+            CRef::Node(k) => plan.level[k as usize] == lvl,
+            _ => lvl == 0,
+        };
+        for (k, node) in self.prog.nodes.iter().enumerate() {
+            if plan.level[k] == lvl && !plan.block[k] {
+                for &a in &node.args {
+                    get(b, &mut memo, a)?;
+                }
+                get(b, &mut memo, CRef::Node(k as u32))?;
+            }
+        }
+        // Stage values needed later.
+        if scratch.is_some() {
+            let mut staged: Vec<(CRef, usize)> = plan.slots.iter().map(|(&r, &s)| (r, s)).collect();
+            staged.sort_by_key(|&(_, s)| s);
+            for (r, _) in staged {
+                let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
+                if wanted(r) && !is_block_result {
+                    let v = get(b, &mut memo, r)?;
+                    let addr = scratch_addr(b, r);
+                    b.ins().store(f, v, addr, 0);
+                }
+            }
+        }
+        // Outputs of this level.
+        for (o, &r) in self.prog.outputs.iter().enumerate() {
+            let lvl_r = ref_level(&plan.level, r);
+            if lvl_r != lvl {
+                continue;
+            }
+            let v = get(b, &mut memo, r)?;
+            let k = self.n_in + o;
+            let off = b.ins().imul_imm_s(i, self.esz);
+            let addr = b.ins().iadd(self.ptrs[k], off);
+            b.ins().store(f, v, addr, 0);
+        }
+        Ok(())
+    }
+}
+
+/// A one-node program: `op` applied to inputs of dtypes `inputs`, with
+/// `consts[k]` (when `Some`) inlined in place of input `k`.
+pub fn single_op_program(
+    op: ScalarOp,
+    inputs: &[DType],
+    consts: &[Option<crate::ops::ScalarConst>],
+) -> Result<Composite> {
+    let mut kept = Vec::new();
+    let mut args = Vec::new();
+    for (k, &d) in inputs.iter().enumerate() {
+        match consts[k] {
+            Some(c) => args.push(CRef::Const(c)),
+            None => {
+                args.push(CRef::Input(kept.len() as u32));
+                kept.push(d);
+            }
+        }
+    }
+    let mut c = Composite::new(kept);
+    let r = c.push(op, &args)?;
+    c.outputs = vec![r];
+    Ok(c)
+}
+
+/// `comp` with `consts[k]` (when `Some`) inlined in place of input `k`.
+pub fn inline_constants(comp: &Composite, consts: &[Option<crate::ops::ScalarConst>]) -> Composite {
+    let mut map = Vec::with_capacity(comp.inputs.len());
+    let mut kept = Vec::new();
+    for (k, &d) in comp.inputs.iter().enumerate() {
+        match consts[k] {
+            Some(c) => map.push(CRef::Const(c)),
+            None => {
+                map.push(CRef::Input(kept.len() as u32));
+                kept.push(d);
+            }
+        }
+    }
+    let sub = |r: CRef| match r {
+        CRef::Input(i) => map[i as usize],
+        r => r,
+    };
+    let mut c = Composite::new(kept);
+    c.nodes = comp
+        .nodes
+        .iter()
+        .map(|n| crate::ops::CNode {
+            op: n.op,
+            args: n.args.iter().map(|&a| sub(a)).collect(),
+            dtype: n.dtype,
+        })
+        .collect();
+    c.outputs = comp.outputs.iter().map(|&o| sub(o)).collect();
+    c
+}

@@ -1,0 +1,711 @@
+//! Execution of a plan for one call: per-call slot table, kernel drivers
+//! (dimension collapsing, the outer-dimension loop, parallel splitting),
+//! views, reductions, GEMM, and result extraction.
+//!
+//! Invariants: all mutable state is local to the call ([`Exec`]), so a
+//! Function can run on many threads at once; caller inputs and constants
+//! are only read; an intermediate buffer is released (or reused in place by
+//! the element-wise step that last reads it) after its last use; a result
+//! never aliases an input.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use smallvec::SmallVec;
+
+use super::buffer::{c_strides, Arr, Buffer};
+use super::jit::JitCode;
+use super::plan::{Plan, Slot, Step};
+use super::reduce;
+use crate::error::{Error, Result};
+use crate::graph::{DType, TensorType, Value};
+
+/// The ABI of every generated kernel.
+pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
+
+/// Parallel execution settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParallelOptions {
+    /// Element count from which a kernel is split over threads (0: never).
+    pub threshold: usize,
+    /// Minimum elements per chunk.
+    pub grain: usize,
+}
+
+impl Default for ParallelOptions {
+    fn default() -> Self {
+        ParallelOptions {
+            threshold: 1 << 17,
+            grain: 1 << 15,
+        }
+    }
+}
+
+/// Runs `kernel` over `shape` for operands with the given pointers and
+/// element strides (`esz` bytes per element of each operand). With
+/// `acc0`, operand 0 is a reduction accumulator: work is only split where
+/// chunks write disjoint accumulator elements.
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
+fn drive(
+    code: &JitCode,
+    kernel: usize,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    acc0: bool,
+) {
+    if shape.contains(&0) {
+        return;
+    }
+    let nops = ptrs.len();
+    // Drop size-1 dimensions, convert strides to bytes, collapse.
+    let mut dims: Vec<(usize, SmallVec<[isize; 6]>)> = Vec::new();
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let st: SmallVec<[isize; 6]> = (0..nops).map(|k| strides[k][d] * esz[k] as isize).collect();
+        if let Some((n, last)) = dims.last_mut() {
+            // Merge into the previous (outer) dimension when it steps exactly over this one.
+            if last
+                .iter()
+                .zip(&st)
+                .all(|(&o, &i)| o == i * shape[d] as isize)
+            {
+                *n *= shape[d];
+                *last = st;
+                continue;
+            }
+        }
+        dims.push((shape[d], st));
+    }
+    if dims.is_empty() {
+        dims.push((1, SmallVec::from_elem(0, nops)));
+    }
+    // SAFETY: `kernel` indexes a function of `code` generated with the `KernelFn` ABI.
+    let f: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(code.ptr(kernel)) };
+    let (inner_n, inner_st) = dims.pop().expect("one dimension");
+    let outer: Vec<(usize, SmallVec<[isize; 6]>)> = dims;
+    let rows: usize = outer.iter().map(|d| d.0).product();
+    let total = rows * inner_n;
+    let base: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+    let run_rows = |r0: usize, r1: usize, i0: usize, i1: usize| {
+        let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+        for r in r0..r1 {
+            let mut rem = r;
+            let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            for (n, st) in outer.iter().rev() {
+                let i = rem % n;
+                rem /= n;
+                for k in 0..nops {
+                    off[k] += i as isize * st[k];
+                }
+            }
+            for k in 0..nops {
+                p[k] = (base[k] as isize + off[k] + i0 as isize * inner_st[k]) as *mut u8;
+            }
+            // SAFETY: every operand covers `shape` with these strides (checked by
+            // the caller), so elements i0..i1 of this row are in bounds; chunks
+            // handed to other threads write disjoint output elements.
+            unsafe { f(p.as_ptr(), inner_st.as_ptr(), i1 - i0) };
+        }
+    };
+    let threads = kiln_runtime::parallel::num_threads();
+    let parallel = par.threshold > 0 && total >= par.threshold && threads > 1;
+    let inner_split_ok = !acc0 || inner_st[0] != 0;
+    let outer_split_ok = !acc0 || outer.iter().all(|(_, st)| st[0] != 0);
+    if parallel && rows == 1 && inner_split_ok {
+        kiln_runtime::parallel::parallel_for(inner_n, par.grain, &|s, e| run_rows(0, 1, s, e));
+    } else if parallel && rows > 1 && outer_split_ok {
+        let grain_rows = par.grain.div_ceil(inner_n).max(1);
+        kiln_runtime::parallel::parallel_for(rows, grain_rows, &|s, e| run_rows(s, e, 0, inner_n));
+    } else {
+        run_rows(0, rows, 0, inner_n);
+    }
+}
+
+/// One call's state.
+pub struct Exec<'a> {
+    plan: &'a Plan,
+    code: &'a JitCode,
+    par: ParallelOptions,
+    slots: Vec<Option<Arr>>,
+    /// Per-step run times, when profiling.
+    pub times: Option<Vec<Duration>>,
+}
+
+// SAFETY: raw pointers in `Arr` refer to caller inputs, constants owned by
+// the plan, or buffers owned through `Arc`s in the same table; the table is
+// only used by the thread running the call (worker threads of `drive`
+// receive plain addresses for disjoint chunks).
+unsafe impl Send for Exec<'_> {}
+
+fn err(name: &str, msg: String) -> Error {
+    Error::eval(name, msg)
+}
+
+impl<'a> Exec<'a> {
+    /// A call of `plan` on validated input arrays.
+    pub fn new(
+        plan: &'a Plan,
+        code: &'a JitCode,
+        par: ParallelOptions,
+        inputs: Vec<Arr>,
+        profile: bool,
+    ) -> Self {
+        let mut slots: Vec<Option<Arr>> = vec![None; plan.n_slots];
+        for (k, a) in inputs.into_iter().enumerate() {
+            slots[k] = Some(a);
+        }
+        for (s, v) in &plan.consts {
+            slots[*s] = Some(value_arr(v));
+        }
+        Exec {
+            plan,
+            code,
+            par,
+            slots,
+            times: profile.then(Vec::new),
+        }
+    }
+
+    fn get(&self, s: Slot) -> Arr {
+        self.slots[s].clone().expect("slot computed before use")
+    }
+
+    /// Runs every step and returns the output arrays.
+    pub fn run(mut self) -> Result<(Vec<Arr>, Option<Vec<Duration>>)> {
+        let plan = self.plan;
+        for (k, (step, name, _)) in plan.steps.iter().enumerate() {
+            let t = self.times.is_some().then(Instant::now);
+            self.step(k, step, name)?;
+            for &s in &plan.release[k] {
+                self.slots[s] = None;
+            }
+            if let (Some(t), Some(times)) = (t, self.times.as_mut()) {
+                times.push(t.elapsed());
+            }
+        }
+        let outs = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        let times = self.times.take();
+        Ok((outs, times))
+    }
+
+    fn alloc(&self, dtype: DType, shape: &[usize]) -> Arr {
+        Arr::from_buffer(Buffer::zeros(dtype, shape), shape)
+    }
+
+    fn cast(&self, x: &Arr, kernel: usize, to: DType) -> Arr {
+        let out = self.alloc(to, &x.shape);
+        drive(
+            self.code,
+            kernel,
+            &[x.ptr, out.ptr],
+            &[&x.strides, &out.strides],
+            &[x.dtype.size_of(), to.size_of()],
+            &x.shape,
+            self.par,
+            false,
+        );
+        out
+    }
+
+    fn step(&mut self, k: usize, step: &Step, name: &str) -> Result<()> {
+        match step {
+            Step::Elemwise {
+                kernel,
+                inputs,
+                bcast,
+                outputs,
+                descs,
+            } => {
+                let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
+                let ndim = bcast.first().map_or(0, |b| b.len());
+                let mut shape = vec![1usize; ndim];
+                for d in 0..ndim {
+                    let mut size: Option<(usize, usize)> = None;
+                    for (i, a) in ins.iter().enumerate() {
+                        if bcast[i][d] {
+                            continue;
+                        }
+                        match size {
+                            None => size = Some((a.shape[d], i)),
+                            Some((n, j)) if n != a.shape[d] => {
+                                return Err(err(
+                                    name,
+                                    format!(
+                                        "shape mismatch in dimension {d}: {} has size {n} but {} has size {}; only dimensions of static size 1 broadcast",
+                                        descs[j], descs[i], a.shape[d]
+                                    ),
+                                ))
+                            }
+                            _ => {}
+                        }
+                    }
+                    shape[d] = size.map_or(1, |s| s.0);
+                }
+                // Outputs: reuse a dying, uniquely owned input buffer of the same layout, else allocate.
+                let dying = &self.plan.release[k];
+                let mut reused: Vec<Slot> = Vec::new();
+                let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
+                for &(_, dt) in outputs {
+                    let cand = inputs.iter().zip(&ins).find(|(s, a)| {
+                        dying.contains(s)
+                            && !reused.contains(s)
+                            && a.dtype == dt
+                            && a.shape.as_slice() == shape.as_slice()
+                            && a.buf.as_ref().is_some_and(|b| {
+                                let refs = 1 + inputs.iter().filter(|&t| t == *s).count();
+                                Arc::strong_count(b) == refs
+                                    && b.ptr() == a.ptr
+                                    && b.len() == a.len()
+                            })
+                            && a.is_standard()
+                    });
+                    match cand {
+                        Some((&s, a)) => {
+                            reused.push(s);
+                            outs.push(a.clone());
+                        }
+                        None => outs.push(self.alloc(dt, &shape)),
+                    }
+                }
+                let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
+                ptrs.extend(outs.iter().map(|a| a.ptr));
+                let in_strides: Vec<SmallVec<[isize; 4]>> = ins
+                    .iter()
+                    .map(|a| {
+                        a.strides
+                            .iter()
+                            .enumerate()
+                            .map(|(d, &s)| if a.shape[d] == 1 { 0 } else { s })
+                            .collect()
+                    })
+                    .collect();
+                let mut strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
+                strides.extend(outs.iter().map(|a| a.strides.as_slice()));
+                let mut esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
+                esz.extend(outputs.iter().map(|o| o.1.size_of()));
+                drop(ins);
+                drive(
+                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, false,
+                );
+                for ((s, _), a) in outputs.iter().zip(outs) {
+                    self.slots[*s] = Some(a);
+                }
+            }
+            Step::Reduce {
+                kernel,
+                cast,
+                op,
+                axes,
+                input,
+                output,
+                acc,
+                out,
+            } => {
+                let x = self.get(*input);
+                if matches!(op, crate::ops::ReduceOp::Max | crate::ops::ReduceOp::Min) {
+                    if let Some(&a) = axes.iter().find(|&&a| x.shape[a] == 0) {
+                        return Err(err(
+                            name,
+                            format!(
+                                "zero-size reduction along axis {a}: {} has no identity",
+                                op.name().to_lowercase()
+                            ),
+                        ));
+                    }
+                }
+                let out_shape: Vec<usize> = (0..x.shape.len())
+                    .filter(|d| !axes.contains(d))
+                    .map(|d| x.shape[d])
+                    .collect();
+                let accum = self.alloc(*acc, &out_shape);
+                let bits = reduce::identity_bits(*op, *acc);
+                if bits != 0 {
+                    let n = accum.len();
+                    // SAFETY: the accumulator buffer holds `n` 8-byte elements.
+                    let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
+                    sl.fill(bits);
+                }
+                let mut acc_strides: SmallVec<[isize; 4]> = SmallVec::new();
+                let mut kd = 0;
+                for d in 0..x.shape.len() {
+                    if axes.contains(&d) {
+                        acc_strides.push(0);
+                    } else {
+                        acc_strides.push(accum.strides[kd]);
+                        kd += 1;
+                    }
+                }
+                let xs: SmallVec<[isize; 4]> = x
+                    .strides
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &s)| if x.shape[d] == 1 { 0 } else { s })
+                    .collect();
+                drive(
+                    self.code,
+                    *kernel,
+                    &[accum.ptr, x.ptr],
+                    &[&acc_strides, &xs],
+                    &[8, x.dtype.size_of()],
+                    &x.shape,
+                    self.par,
+                    true,
+                );
+                let res = match cast {
+                    Some(c) => self.cast(&accum, *c, *out),
+                    None => accum,
+                };
+                self.slots[*output] = Some(res);
+            }
+            Step::DimShuffle {
+                input,
+                output,
+                new_order,
+            } => {
+                let x = self.get(*input);
+                let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
+                for d in 0..x.shape.len() {
+                    if !kept.contains(&d) && x.shape[d] != 1 {
+                        return Err(err(
+                            name,
+                            format!("dropped dimension {d} has size {}", x.shape[d]),
+                        ));
+                    }
+                }
+                let mut v = x.clone();
+                v.shape = new_order
+                    .iter()
+                    .map(|d| d.map_or(1, |d| x.shape[d]))
+                    .collect();
+                v.strides = new_order
+                    .iter()
+                    .map(|d| d.map_or(0, |d| x.strides[d]))
+                    .collect();
+                self.slots[*output] = Some(v);
+            }
+            Step::Reshape {
+                input,
+                shape,
+                output,
+                copy,
+            } => {
+                let x = self.get(*input);
+                let target = self.get(*shape).to_i64_vec();
+                let size = x.len();
+                let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+                let mut sh = Vec::with_capacity(target.len());
+                for &d in &target {
+                    if d == -1 {
+                        if known == 0 || size as i64 % known != 0 {
+                            return Err(err(
+                                name,
+                                format!("cannot reshape size {size} into {target:?}"),
+                            ));
+                        }
+                        sh.push((size as i64 / known) as usize);
+                    } else if d < 0 {
+                        return Err(err(name, format!("invalid size {d} in {target:?}")));
+                    } else {
+                        sh.push(d as usize);
+                    }
+                }
+                if sh.iter().product::<usize>() != size
+                    || target.iter().filter(|&&d| d == -1).count() > 1
+                {
+                    return Err(err(
+                        name,
+                        format!(
+                            "cannot reshape array of shape {:?} into {target:?}",
+                            x.shape
+                        ),
+                    ));
+                }
+                let src = if x.is_standard() {
+                    x
+                } else {
+                    let out = self.alloc(x.dtype, &x.shape);
+                    let es = x.dtype.size_of();
+                    drive(
+                        self.code,
+                        *copy,
+                        &[x.ptr, out.ptr],
+                        &[&x.strides, &out.strides],
+                        &[es, es],
+                        &x.shape,
+                        self.par,
+                        false,
+                    );
+                    out
+                };
+                let mut v = src;
+                v.strides = c_strides(&sh);
+                v.shape = sh.into();
+                self.slots[*output] = Some(v);
+            }
+            Step::Alloc {
+                value,
+                dims,
+                output,
+                copy,
+            } => {
+                let v = self.get(*value);
+                let mut shape = Vec::with_capacity(dims.len());
+                for (k, &d) in dims.iter().enumerate() {
+                    let a = self.get(d);
+                    let s = a.to_i64_vec().first().copied().unwrap_or(0);
+                    if s < 0 {
+                        return Err(err(name, format!("negative size {s} for dimension {k}")));
+                    }
+                    shape.push(s as usize);
+                }
+                let total = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
+                if total.is_none_or(|t| {
+                    t.checked_mul(v.dtype.size_of())
+                        .is_none_or(|b| b > isize::MAX as usize)
+                }) {
+                    return Err(err(
+                        name,
+                        format!("shape {shape:?} is too large to allocate"),
+                    ));
+                }
+                let off = shape.len() - v.shape.len();
+                let mut st: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+                for (i, (&n, &s)) in v.shape.iter().zip(&v.strides).enumerate() {
+                    if n == 1 {
+                        continue;
+                    }
+                    if n != shape[off + i] {
+                        return Err(err(
+                            name,
+                            format!(
+                                "value of shape {:?} cannot broadcast to {shape:?}",
+                                v.shape.as_slice()
+                            ),
+                        ));
+                    }
+                    st[off + i] = s;
+                }
+                let out = self.alloc(v.dtype, &shape);
+                let es = v.dtype.size_of();
+                drive(
+                    self.code,
+                    *copy,
+                    &[v.ptr, out.ptr],
+                    &[&st, &out.strides],
+                    &[es, es],
+                    &shape,
+                    self.par,
+                    false,
+                );
+                self.slots[*output] = Some(out);
+            }
+            Step::Dot {
+                a,
+                b,
+                casts,
+                output,
+                dtype,
+            } => {
+                let mut a = self.get(*a);
+                let mut b = self.get(*b);
+                if let Some(c) = casts[0] {
+                    a = self.cast(&a, c, *dtype);
+                }
+                if let Some(c) = casts[1] {
+                    b = self.cast(&b, c, *dtype);
+                }
+                let res = self.dot(name, &a, &b, *dtype)?;
+                self.slots[*output] = Some(res);
+            }
+            Step::Shape { input, output } => {
+                let x = self.get(*input);
+                let v: Vec<i64> = x.shape.iter().map(|&d| d as i64).collect();
+                let val = Value::I64(
+                    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[v.len()]), v).expect("1-d"),
+                );
+                self.slots[*output] =
+                    Some(Arr::from_buffer(Buffer::from_value(val), &[x.shape.len()]));
+            }
+            Step::ShapeI { input, dim, output } => {
+                let x = self.get(*input);
+                let val = Value::scalar_i64(DType::I64, x.shape[*dim] as i64);
+                self.slots[*output] = Some(Arr::from_buffer(Buffer::from_value(val), &[]));
+            }
+            Step::Custom {
+                op,
+                inputs,
+                outputs,
+            } => {
+                let vals: Vec<Value> = inputs
+                    .iter()
+                    .map(|&s| to_value(self.plan, self.code, self.par, self.get(s)))
+                    .collect();
+                let refs: Vec<&Value> = vals.iter().collect();
+                let res = op.perform(&refs)?;
+                if res.len() != outputs.len() {
+                    return Err(err(
+                        name,
+                        format!("returned {} outputs, expected {}", res.len(), outputs.len()),
+                    ));
+                }
+                for (&s, v) in outputs.iter().zip(res) {
+                    let shape = v.shape().to_vec();
+                    self.slots[s] = Some(Arr::from_buffer(Buffer::from_value(v), &shape));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn dot(&self, name: &str, a: &Arr, b: &Arr, dtype: DType) -> Result<Arr> {
+        let (sa, sb) = (&a.shape, &b.shape);
+        let ka = sa[sa.len() - 1];
+        let kb = sb[0];
+        if ka != kb {
+            return Err(err(
+                name,
+                format!(
+                    "shapes {:?} and {:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)",
+                    sa.as_slice(),
+                    sb.as_slice(),
+                    sa.len() - 1
+                ),
+            ));
+        }
+        let (m, rsa, csa) = if sa.len() == 2 {
+            (sa[0], a.strides[0], a.strides[1])
+        } else {
+            (1, 0, a.strides[0])
+        };
+        let (n, rsb, csb) = if sb.len() == 2 {
+            (sb[1], b.strides[0], b.strides[1])
+        } else {
+            (1, b.strides[0], 0)
+        };
+        let mut out_shape = Vec::new();
+        if sa.len() == 2 {
+            out_shape.push(m);
+        }
+        if sb.len() == 2 {
+            out_shape.push(n);
+        }
+        let c = self.alloc(dtype, &out_shape);
+        let k = ka;
+        match dtype {
+            // SAFETY: a is m×k, b is k×n with the given element strides; c is a
+            // fresh contiguous m×n buffer that overlaps neither.
+            DType::F64 => unsafe {
+                kiln_runtime::gemm::kiln_gemm_f64(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.ptr as *const f64,
+                    rsa,
+                    csa,
+                    b.ptr as *const f64,
+                    rsb,
+                    csb,
+                    0.0,
+                    c.ptr as *mut f64,
+                    n as isize,
+                    1,
+                )
+            },
+            // SAFETY: as above.
+            DType::F32 => unsafe {
+                kiln_runtime::gemm::kiln_gemm_f32(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.ptr as *const f32,
+                    rsa,
+                    csa,
+                    b.ptr as *const f32,
+                    rsb,
+                    csb,
+                    0.0,
+                    c.ptr as *mut f32,
+                    n as isize,
+                    1,
+                )
+            },
+            _ => {
+                let mut acc = vec![0i64; m * n];
+                for i in 0..m {
+                    for l in 0..k {
+                        // SAFETY: (i, l) is within a's m×k shape.
+                        let x = unsafe { a.read_i64(i as isize * rsa + l as isize * csa) };
+                        for j in 0..n {
+                            // SAFETY: (l, j) is within b's k×n shape.
+                            let y = unsafe { b.read_i64(l as isize * rsb + j as isize * csb) };
+                            acc[i * n + j] = acc[i * n + j].wrapping_add(x.wrapping_mul(y));
+                        }
+                    }
+                }
+                let v = Value::from_i64_array(
+                    dtype,
+                    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&out_shape), acc)
+                        .expect("sized"),
+                );
+                return Ok(Arr::from_buffer(Buffer::from_value(v), &out_shape));
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// A read-only array over a value owned elsewhere (constants).
+pub fn value_arr(v: &Value) -> Arr {
+    crate::with_value!(v, a => Arr {
+        ptr: a.as_ptr() as *mut u8,
+        shape: a.shape().into(),
+        strides: a.strides().into(),
+        dtype: v.dtype(),
+        buf: None,
+    })
+}
+
+/// Checks an input against its declared type (message names the input).
+pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<()> {
+    crate::eval::check_input(k, name, ty, a.dtype, &a.shape)
+}
+
+/// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
+pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
+    let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
+    let k = plan.copy[&x.dtype];
+    let es = x.dtype.size_of();
+    drive(
+        code,
+        k,
+        &[x.ptr, out.ptr],
+        &[&x.strides, &out.strides],
+        &[es, es],
+        &x.shape,
+        par,
+        false,
+    );
+    out
+}
+
+/// An owned value with the contents of `x`: its buffer when `x` is the whole
+/// of a buffer nobody else references, else a copy.
+pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Value {
+    let x = if x.owns_whole_buffer() {
+        x
+    } else {
+        copy(plan, code, par, &x)
+    };
+    let shape = x.shape.to_vec();
+    let buf = x.buf.expect("owned buffer");
+    Arc::try_unwrap(buf)
+        .expect("uniquely owned")
+        .into_value(&shape)
+}

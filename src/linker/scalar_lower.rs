@@ -1,0 +1,526 @@
+//! Lowering of scalar ops to Cranelift IR, in the two computation domains of
+//! the reference evaluator (see `ops::scalar`): the `f64` domain for any op
+//! that touches a float, and the wrapping `i64` domain for integer and bool
+//! ops.
+//!
+//! Value representation (the *canonical* form every kernel uses): `f64` and
+//! `f32` values live in `F64` / `F32` registers; every integer and bool
+//! value lives in an `I64` register holding the value of its dtype
+//! (sign-extended, `u8` and `bool` zero-extended, bool is 0 or 1).
+//! Conversions reproduce the reference bit for bit: integers enter the
+//! float domain with `as f64`, float results become integers with Rust's
+//! saturating `as` (NaN gives 0), integer results wrap to their width.
+//!
+//! The vector form ([`emit_vector`]) handles a subset of ops on `F64X2` /
+//! `F32X4` whose results equal the scalar ones bit for bit (see
+//! [`vector_capable`]).
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, FuncRef, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::FunctionBuilder;
+use rustc_hash::FxHashMap;
+
+use super::mathcalls::{self, ScalarSig};
+use crate::error::{Error, Result};
+use crate::graph::DType;
+use crate::ops::ScalarOp;
+
+/// Imported callees available to the function being built, by symbol.
+pub type Callees = FxHashMap<&'static str, FuncRef>;
+
+/// The CLIF type of a canonical value of `dtype`.
+pub fn clif_type(dtype: DType) -> Type {
+    match dtype {
+        DType::F64 => types::F64,
+        DType::F32 => types::F32,
+        _ => types::I64,
+    }
+}
+
+/// The 128-bit vector type for a float dtype.
+pub fn vector_type(dtype: DType) -> Type {
+    if dtype == DType::F32 {
+        types::F32X4
+    } else {
+        types::F64X2
+    }
+}
+
+/// Loads one element of `dtype` at `addr` in canonical form.
+pub fn load(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
+    let f = MemFlagsData::trusted();
+    match dtype {
+        DType::F64 => b.ins().load(types::F64, f, addr, 0),
+        DType::F32 => b.ins().load(types::F32, f, addr, 0),
+        DType::I64 => b.ins().load(types::I64, f, addr, 0),
+        DType::I32 => b.ins().sload32(f, addr, 0),
+        DType::I16 => b.ins().sload16(types::I64, f, addr, 0),
+        DType::I8 => b.ins().sload8(types::I64, f, addr, 0),
+        DType::U8 | DType::Bool => b.ins().uload8(types::I64, f, addr, 0),
+    }
+}
+
+/// Stores a canonical value of `dtype` at `addr`.
+pub fn store(b: &mut FunctionBuilder<'_>, dtype: DType, v: Value, addr: Value) {
+    let f = MemFlagsData::trusted();
+    match dtype {
+        DType::F64 | DType::F32 | DType::I64 => b.ins().store(f, v, addr, 0),
+        DType::I32 => b.ins().istore32(f, v, addr, 0),
+        DType::I16 => b.ins().istore16(f, v, addr, 0),
+        DType::I8 | DType::U8 | DType::Bool => b.ins().istore8(f, v, addr, 0),
+    };
+}
+
+/// A canonical constant of `dtype` from the bits of a `ScalarConst`.
+pub fn constant(b: &mut FunctionBuilder<'_>, dtype: DType, bits: u64) -> Value {
+    match dtype {
+        DType::F64 => b.ins().f64const(f64::from_bits(bits)),
+        DType::F32 => b.ins().f32const(f64::from_bits(bits) as f32),
+        _ => b.ins().iconst(types::I64, bits as i64),
+    }
+}
+
+/// Converts a canonical value to the `f64` domain (`as f64`).
+pub fn to_f64(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
+    match dtype {
+        DType::F64 => v,
+        DType::F32 => b.ins().fpromote(types::F64, v),
+        _ => b.ins().fcvt_from_sint(types::F64, v),
+    }
+}
+
+/// Converts an `f64` to the canonical value of `dtype` (Rust `as`:
+/// rounding for `f32`, saturating truncation for integers, `!= 0` for bool).
+pub fn from_f64(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
+    let clamp = |b: &mut FunctionBuilder<'_>, v: Value, lo: i64, hi: i64| {
+        let i = b.ins().fcvt_to_sint_sat(types::I64, v);
+        let lo = b.ins().iconst(types::I64, lo);
+        let hi = b.ins().iconst(types::I64, hi);
+        let i = b.ins().smax(i, lo);
+        b.ins().smin(i, hi)
+    };
+    match dtype {
+        DType::F64 => v,
+        DType::F32 => b.ins().fdemote(types::F32, v),
+        DType::I64 => b.ins().fcvt_to_sint_sat(types::I64, v),
+        DType::I32 => clamp(b, v, i32::MIN as i64, i32::MAX as i64),
+        DType::I16 => clamp(b, v, i16::MIN as i64, i16::MAX as i64),
+        DType::I8 => clamp(b, v, i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => clamp(b, v, 0, u8::MAX as i64),
+        DType::Bool => {
+            let z = b.ins().f64const(0.0);
+            let c = b.ins().fcmp(FloatCC::NotEqual, v, z);
+            b.ins().uextend(types::I64, c)
+        }
+    }
+}
+
+/// Wraps an `i64` to the canonical value of `dtype` (integers wrap, bool is `!= 0`).
+pub fn wrap_int(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
+    match dtype {
+        DType::I64 => v,
+        DType::I32 | DType::I16 | DType::I8 => {
+            let t = match dtype {
+                DType::I32 => types::I32,
+                DType::I16 => types::I16,
+                _ => types::I8,
+            };
+            let r = b.ins().ireduce(t, v);
+            b.ins().sextend(types::I64, r)
+        }
+        DType::U8 => {
+            let r = b.ins().ireduce(types::I8, v);
+            b.ins().uextend(types::I64, r)
+        }
+        DType::Bool => {
+            let c = b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+            b.ins().uextend(types::I64, c)
+        }
+        DType::F32 | DType::F64 => unreachable!("wrap_int on a float dtype"),
+    }
+}
+
+fn bool_i64(b: &mut FunctionBuilder<'_>, c: Value) -> Value {
+    b.ins().uextend(types::I64, c)
+}
+
+/// The callee symbols a scalar node needs in the per-element path.
+pub fn scalar_callee(op: ScalarOp, in_float: bool) -> Option<(&'static str, ScalarSig)> {
+    if in_float {
+        mathcalls::scalar_symbol(op)
+    } else if op == ScalarOp::Pow {
+        Some(mathcalls::INT_POW)
+    } else {
+        None
+    }
+}
+
+fn call(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    name: &'static str,
+    args: &[Value],
+) -> Result<Value> {
+    let f = *callees
+        .get(name)
+        .ok_or_else(|| Error::Compile(format!("callee {name} was not imported")))?;
+    let inst = b.ins().call(f, args);
+    Ok(b.inst_results(inst)[0])
+}
+
+/// NaN-propagating maximum (`nan_max`) or minimum of two f64 or f32 scalars or vectors.
+fn nan_minmax(b: &mut FunctionBuilder<'_>, a: Value, x: Value, max: bool, ty: Type) -> Value {
+    let cc = if max {
+        FloatCC::GreaterThanOrEqual
+    } else {
+        FloatCC::LessThanOrEqual
+    };
+    let c = b.ins().fcmp(cc, a, x);
+    let u = b.ins().fcmp(FloatCC::Unordered, a, x);
+    let nan = float_splat(b, ty, f64::NAN);
+    if ty.is_vector() {
+        let c = vmask(b, c, ty);
+        let u = vmask(b, u, ty);
+        let r = b.ins().bitselect(c, a, x);
+        b.ins().bitselect(u, nan, r)
+    } else {
+        let r = b.ins().select(c, a, x);
+        b.ins().select(u, nan, r)
+    }
+}
+
+/// A float constant of type `ty` (scalar or splat vector).
+pub fn float_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: f64) -> Value {
+    let lane = ty.lane_type();
+    let s = if lane == types::F32 {
+        b.ins().f32const(v as f32)
+    } else {
+        b.ins().f64const(v)
+    };
+    if ty.is_vector() {
+        b.ins().splat(ty, s)
+    } else {
+        s
+    }
+}
+
+/// Reinterprets a vector comparison mask as the float vector type `ty`.
+fn vmask(b: &mut FunctionBuilder<'_>, m: Value, ty: Type) -> Value {
+    b.ins().bitcast(
+        ty,
+        MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little),
+        m,
+    )
+}
+
+/// Emits scalar op `op` on canonical arguments `args` (of dtypes `dts`),
+/// producing the canonical value of dtype `out`.
+pub fn emit_scalar(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    op: ScalarOp,
+    args: &[Value],
+    dts: &[DType],
+    out: DType,
+) -> Result<Value> {
+    if op.computes_in_float(dts, out) {
+        let f: Vec<Value> = args
+            .iter()
+            .zip(dts)
+            .map(|(&v, &d)| to_f64(b, v, d))
+            .collect();
+        match float_op(b, callees, op, &f)? {
+            FRes::F(v) => Ok(from_f64(b, v, out)),
+            FRes::B(v) => {
+                if out == DType::Bool {
+                    Ok(v)
+                } else {
+                    let fv = b.ins().fcvt_from_sint(types::F64, v);
+                    Ok(from_f64(b, fv, out))
+                }
+            }
+        }
+    } else {
+        let r = int_op(b, callees, op, args, out)?;
+        if out.is_float() {
+            // An integer-domain op with a float result (a cast of an integer): `as f64`, then round.
+            let f = b.ins().fcvt_from_sint(types::F64, r);
+            Ok(from_f64(b, f, out))
+        } else {
+            Ok(wrap_int(b, r, out))
+        }
+    }
+}
+
+enum FRes {
+    /// An f64.
+    F(Value),
+    /// A bool as i64 0/1.
+    B(Value),
+}
+
+fn float_op(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    op: ScalarOp,
+    a: &[Value],
+) -> Result<FRes> {
+    use ScalarOp::*;
+    let ty = types::F64;
+    let cmp = |b: &mut FunctionBuilder<'_>, cc: FloatCC| {
+        let c = b.ins().fcmp(cc, a[0], a[1]);
+        FRes::B(bool_i64(b, c))
+    };
+    let nz = |b: &mut FunctionBuilder<'_>, v: Value| {
+        let z = b.ins().f64const(0.0);
+        b.ins().fcmp(FloatCC::NotEqual, v, z)
+    };
+    Ok(FRes::F(match op {
+        Add => a[1..].iter().fold(a[0], |s, &x| b.ins().fadd(s, x)),
+        Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().fmul(s, x)),
+        Sub => b.ins().fsub(a[0], a[1]),
+        TrueDiv => b.ins().fdiv(a[0], a[1]),
+        IntDiv => {
+            let q = b.ins().fdiv(a[0], a[1]);
+            b.ins().floor(q)
+        }
+        Neg => b.ins().fneg(a[0]),
+        Reciprocal => {
+            let one = b.ins().f64const(1.0);
+            b.ins().fdiv(one, a[0])
+        }
+        Abs => b.ins().fabs(a[0]),
+        Sign => sign_float(b, a[0], ty),
+        Sqr => b.ins().fmul(a[0], a[0]),
+        Maximum => nan_minmax(b, a[0], a[1], true, ty),
+        Minimum => nan_minmax(b, a[0], a[1], false, ty),
+        Clip => {
+            let m = nan_minmax(b, a[0], a[1], true, ty);
+            nan_minmax(b, m, a[2], false, ty)
+        }
+        Sqrt => b.ins().sqrt(a[0]),
+        Floor => b.ins().floor(a[0]),
+        Ceil => b.ins().ceil(a[0]),
+        Round => b.ins().nearest(a[0]),
+        Lt => return Ok(cmp(b, FloatCC::LessThan)),
+        Le => return Ok(cmp(b, FloatCC::LessThanOrEqual)),
+        Gt => return Ok(cmp(b, FloatCC::GreaterThan)),
+        Ge => return Ok(cmp(b, FloatCC::GreaterThanOrEqual)),
+        Eq => return Ok(cmp(b, FloatCC::Equal)),
+        Neq => return Ok(cmp(b, FloatCC::NotEqual)),
+        And | Or | Xor => {
+            let x = nz(b, a[0]);
+            let y = nz(b, a[1]);
+            let r = match op {
+                And => b.ins().band(x, y),
+                Or => b.ins().bor(x, y),
+                _ => b.ins().bxor(x, y),
+            };
+            return Ok(FRes::B(bool_i64(b, r)));
+        }
+        Invert => {
+            let z = b.ins().f64const(0.0);
+            let c = b.ins().fcmp(FloatCC::Equal, a[0], z);
+            return Ok(FRes::B(bool_i64(b, c)));
+        }
+        Switch => {
+            let c = nz(b, a[0]);
+            b.ins().select(c, a[1], a[2])
+        }
+        Second => a[1],
+        Identity | Cast(_) => a[0],
+        op => match mathcalls::scalar_symbol(op) {
+            Some((name, _)) => call(b, callees, name, a)?,
+            None => return Err(Error::Compile(format!("no float lowering for {op}"))),
+        },
+    }))
+}
+
+fn sign_float(b: &mut FunctionBuilder<'_>, x: Value, ty: Type) -> Value {
+    let zero = float_splat(b, ty, 0.0);
+    let one = float_splat(b, ty, 1.0);
+    let mone = float_splat(b, ty, -1.0);
+    let lt = b.ins().fcmp(FloatCC::LessThan, x, zero);
+    let gt = b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+    let un = b.ins().fcmp(FloatCC::Unordered, x, x);
+    if ty.is_vector() {
+        let (lt, gt, un) = (vmask(b, lt, ty), vmask(b, gt, ty), vmask(b, un, ty));
+        let r = b.ins().bitselect(lt, mone, zero);
+        let r = b.ins().bitselect(gt, one, r);
+        b.ins().bitselect(un, x, r)
+    } else {
+        let r = b.ins().select(lt, mone, zero);
+        let r = b.ins().select(gt, one, r);
+        b.ins().select(un, x, r)
+    }
+}
+
+fn int_op(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    op: ScalarOp,
+    a: &[Value],
+    out: DType,
+) -> Result<Value> {
+    use ScalarOp::*;
+    let cmp = |b: &mut FunctionBuilder<'_>, cc: IntCC| {
+        let c = b.ins().icmp(cc, a[0], a[1]);
+        bool_i64(b, c)
+    };
+    let nz = |b: &mut FunctionBuilder<'_>, v: Value| b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+    Ok(match op {
+        Add => a[1..].iter().fold(a[0], |s, &x| b.ins().iadd(s, x)),
+        Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().imul(s, x)),
+        Sub => b.ins().isub(a[0], a[1]),
+        IntDiv | Mod => int_divmod(b, a[0], a[1], op == IntDiv),
+        Pow => call(b, callees, mathcalls::INT_POW.0, a)?,
+        Neg => b.ins().ineg(a[0]),
+        Abs => b.ins().iabs(a[0]),
+        Sign => {
+            let z = b.ins().iconst(types::I64, 0);
+            let one = b.ins().iconst(types::I64, 1);
+            let mone = b.ins().iconst(types::I64, -1);
+            let lt = b.ins().icmp_imm_s(IntCC::SignedLessThan, a[0], 0);
+            let gt = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, a[0], 0);
+            let r = b.ins().select(lt, mone, z);
+            b.ins().select(gt, one, r)
+        }
+        Sqr => b.ins().imul(a[0], a[0]),
+        Maximum => b.ins().smax(a[0], a[1]),
+        Minimum => b.ins().smin(a[0], a[1]),
+        Clip => {
+            let m = b.ins().smax(a[0], a[1]);
+            b.ins().smin(m, a[2])
+        }
+        Lt => cmp(b, IntCC::SignedLessThan),
+        Le => cmp(b, IntCC::SignedLessThanOrEqual),
+        Gt => cmp(b, IntCC::SignedGreaterThan),
+        Ge => cmp(b, IntCC::SignedGreaterThanOrEqual),
+        Eq => cmp(b, IntCC::Equal),
+        Neq => cmp(b, IntCC::NotEqual),
+        And | Or | Xor if out == DType::Bool => {
+            let x = nz(b, a[0]);
+            let y = nz(b, a[1]);
+            let r = match op {
+                And => b.ins().band(x, y),
+                Or => b.ins().bor(x, y),
+                _ => b.ins().bxor(x, y),
+            };
+            bool_i64(b, r)
+        }
+        And => b.ins().band(a[0], a[1]),
+        Or => b.ins().bor(a[0], a[1]),
+        Xor => b.ins().bxor(a[0], a[1]),
+        Invert if out == DType::Bool => {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, a[0], 0);
+            bool_i64(b, c)
+        }
+        Invert => b.ins().bnot(a[0]),
+        Switch => {
+            let c = nz(b, a[0]);
+            b.ins().select(c, a[1], a[2])
+        }
+        Second => a[1],
+        Identity | Cast(_) => a[0],
+        op => {
+            return Err(Error::Compile(format!(
+                "{op} has no integer-domain lowering"
+            )))
+        }
+    })
+}
+
+/// numpy floor division / modulo on i64 without traps: `x // 0 == x % 0 == 0`,
+/// `MIN // -1` wraps to `MIN`.
+fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
+    let is0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+    let ism1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
+    let bad = b.ins().bor(is0, ism1);
+    let one = b.ins().iconst(types::I64, 1);
+    let zero = b.ins().iconst(types::I64, 0);
+    let safe = b.ins().select(bad, one, d);
+    let q0 = b.ins().sdiv(a, safe);
+    let r0 = b.ins().srem(a, safe);
+    let na = b.ins().ineg(a);
+    let q = b.ins().select(ism1, na, q0);
+    let r = b.ins().select(ism1, zero, r0);
+    let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+    if div {
+        let x = b.ins().bxor(a, d);
+        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+        let adj = b.ins().band(rnz, neg);
+        let adj = bool_i64(b, adj);
+        let q = b.ins().isub(q, adj);
+        b.ins().select(is0, zero, q)
+    } else {
+        let x = b.ins().bxor(r, d);
+        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+        let adj = b.ins().band(rnz, neg);
+        let rb = b.ins().iadd(r, d);
+        let r = b.ins().select(adj, rb, r);
+        b.ins().select(is0, zero, r)
+    }
+}
+
+/// True when `op` with `nargs` arguments has a vector lowering on lanes of
+/// `dtype` that equals the scalar reference bit for bit (for `f32`, only ops
+/// whose single rounding in `f32` equals the reference's `f64` evaluation
+/// followed by rounding).
+pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
+    use ScalarOp::*;
+    match op {
+        Add | Mul => dtype == DType::F64 || nargs == 2,
+        Sub | TrueDiv | Neg | Reciprocal | Abs | Sqr | Sqrt | Floor | Ceil | Round | Maximum
+        | Minimum | Clip | Sign | Switch | Second | Identity => true,
+        Cast(d) => d == dtype,
+        IntDiv => dtype == DType::F64,
+        _ => false,
+    }
+}
+
+/// Emits a [`vector_capable`] op on vectors of type `ty` (all arguments of the same type).
+pub fn emit_vector(
+    b: &mut FunctionBuilder<'_>,
+    op: ScalarOp,
+    a: &[Value],
+    ty: Type,
+) -> Result<Value> {
+    use ScalarOp::*;
+    Ok(match op {
+        Add => a[1..].iter().fold(a[0], |s, &x| b.ins().fadd(s, x)),
+        Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().fmul(s, x)),
+        Sub => b.ins().fsub(a[0], a[1]),
+        TrueDiv => b.ins().fdiv(a[0], a[1]),
+        IntDiv => {
+            let q = b.ins().fdiv(a[0], a[1]);
+            b.ins().floor(q)
+        }
+        Neg => b.ins().fneg(a[0]),
+        Reciprocal => {
+            let one = float_splat(b, ty, 1.0);
+            b.ins().fdiv(one, a[0])
+        }
+        Abs => b.ins().fabs(a[0]),
+        Sqr => b.ins().fmul(a[0], a[0]),
+        Sqrt => b.ins().sqrt(a[0]),
+        Floor => b.ins().floor(a[0]),
+        Ceil => b.ins().ceil(a[0]),
+        Round => b.ins().nearest(a[0]),
+        Maximum => nan_minmax(b, a[0], a[1], true, ty),
+        Minimum => nan_minmax(b, a[0], a[1], false, ty),
+        Clip => {
+            let m = nan_minmax(b, a[0], a[1], true, ty);
+            nan_minmax(b, m, a[2], false, ty)
+        }
+        Sign => sign_float(b, a[0], ty),
+        Switch => {
+            let z = float_splat(b, ty, 0.0);
+            let c = b.ins().fcmp(FloatCC::NotEqual, a[0], z);
+            let c = vmask(b, c, ty);
+            b.ins().bitselect(c, a[1], a[2])
+        }
+        Second => a[1],
+        Identity | Cast(_) => a[0],
+        op => return Err(Error::Compile(format!("{op} has no vector lowering"))),
+    })
+}
