@@ -214,7 +214,7 @@ impl Composite {
 /// reference evaluator uses for these dtypes, and rounds the result to `out`.
 pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> f64 {
     if op.computes_in_float(dtypes, out) {
-        convert_f64(op.eval_f64(args), out)
+        round_to(op.eval_f64(args), out)
     } else {
         // A float argument in the integer domain (a `switch` condition) is its truth value.
         let ints: SmallVec<[i64; 3]> = args
@@ -228,29 +228,15 @@ pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> 
                 }
             })
             .collect();
-        round_to(op.eval_i64(&ints, out) as f64, out)
+        wrap_i64(op.eval_i64(&ints, out), out) as f64
     }
 }
 
 /// Converts a float-domain result to `dtype` with Rust `as` semantics (what
-/// `Value::from_f64_array` does): floats round, integers truncate toward zero
-/// and saturate, NaN gives 0, `bool` tests nonzero. Used for `cast` of a float.
-pub fn convert_f64(v: f64, dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => v,
-        DType::F32 => v as f32 as f64,
-        DType::Bool => (v != 0.0) as i64 as f64,
-        DType::U8 => v as u8 as f64,
-        DType::I8 => v as i8 as f64,
-        DType::I16 => v as i16 as f64,
-        DType::I32 => v as i32 as f64,
-        DType::I64 => v as i64 as f64,
-    }
-}
-
-/// Rounds an integer-domain result carried as `f64` to `dtype` (integers
-/// wrap); note that `i64` values beyond 2^53 lose precision when carried as `f64`.
-/// Float-domain results go through [`convert_f64`], which saturates instead.
+/// `Value::cast` does): floats round, integers truncate toward zero and
+/// saturate, NaN gives 0, `bool` tests nonzero. Integer-domain results go
+/// through [`wrap_i64`] instead. `i64` values beyond 2^53 lose precision
+/// when carried as `f64`.
 pub fn round_to(v: f64, dtype: DType) -> f64 {
     match dtype {
         DType::F64 => v,
