@@ -11,6 +11,7 @@
 pub mod error;
 pub mod eval;
 pub mod expr;
+pub mod function;
 pub mod graph;
 pub mod linker;
 pub mod ops;
@@ -19,6 +20,7 @@ pub mod rewriting;
 pub mod tensor;
 
 pub use error::{Error, Result};
+pub use function::{function, CompiledFunction, FunctionBuilder};
 pub use graph::{DType, FunctionGraph, TensorType, Value};
 pub use ops::{Op, ReduceOp, ScalarOp};
 pub use tensor::*;
