@@ -313,6 +313,39 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
+/// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
+/// through single-client *unary* element-wise ops only (lifting through
+/// binary ops after canonicalize would leave constants out of canonical
+/// order): used by specialize, whose rules create DimShuffles.
+pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
+        return local_dimshuffle_identity(fg, n);
+    };
+    let lift = match &fg.node(inner).op {
+        Op::DimShuffle { .. } => true,
+        Op::Elemwise { .. } => fg.node(inner).inputs.len() == 1,
+        _ => false,
+    };
+    if lift {
+        local_dimshuffle_lift(fg, n)
+    } else {
+        local_dimshuffle_identity(fg, n)
+    }
+}
+
+fn local_dimshuffle_identity(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::DimShuffle {
+        input_ndim,
+        new_order,
+    } = &fg.node(n).op
+    else {
+        return Ok(None);
+    };
+    let identity =
+        new_order.len() == *input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k));
+    Ok(identity.then(|| fg.node(n).inputs[0]))
+}
+
 /// Lifts DimShuffles towards the inputs: merges nested DimShuffles, removes
 /// identity ones, and moves a DimShuffle of a single-client Elemwise onto
 /// the Elemwise's inputs.

@@ -15,6 +15,9 @@ use crate::ops::{Op, ScalarOp};
 
 use super::util::{elemwise, match_type, unique_constant};
 
+/// The largest number of inputs of a `main` node the canonizer builds.
+pub const MAX_FANIN: usize = 32;
+
 /// A canonizer for one (main, inverse, reciprocal) triple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AlgebraicCanonizer {
@@ -192,7 +195,7 @@ impl AlgebraicCanonizer {
             match terms {
                 [] => Ok(super::util::scalar_const(fg, dtype, self.neutral())),
                 [one] => Ok(*one),
-                many => elemwise(fg, self.main, many),
+                many => self.balanced(fg, many),
             }
         };
         match (num.len(), denum.len()) {
@@ -207,6 +210,26 @@ impl AlgebraicCanonizer {
                 elemwise(fg, self.inverse, &[n, d])
             }
         }
+    }
+
+    /// `main(*terms)` as one node, or as a tree of nodes of at most
+    /// [`MAX_FANIN`] inputs when there are more terms (so that a cluster of
+    /// 100,000 terms does not become one node with 100,000 inputs).
+    fn balanced(&self, fg: &mut FunctionGraph, terms: &[VarId]) -> Result<VarId> {
+        let mut level = terms.to_vec();
+        while level.len() > MAX_FANIN {
+            level = level
+                .chunks(MAX_FANIN)
+                .map(|c| {
+                    if c.len() == 1 {
+                        Ok(c[0])
+                    } else {
+                        elemwise(fg, self.main, c)
+                    }
+                })
+                .collect::<Result<_>>()?;
+        }
+        elemwise(fg, self.main, &level)
     }
 
     /// The canonical replacement for `node`'s output, or `None` when the node

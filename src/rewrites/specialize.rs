@@ -113,11 +113,21 @@ pub fn rules() -> Vec<Rule> {
             apply: local_sum_of_neg_to_neg_of_sum,
             fast_compile: false,
         },
-        // Also in canonicalize: the rules above create DimShuffles that must merge.
+        // The rules above can put a function next to its inverse.
         Rule {
-            name: "local_dimshuffle_lift",
+            name: "local_func_inv",
+            tracks: &[
+                OpKind::Elemwise(ScalarOp::Neg),
+                OpKind::Elemwise(ScalarOp::Reciprocal),
+            ],
+            apply: super::canonicalize::local_func_inv,
+            fast_compile: false,
+        },
+        // The rules above create DimShuffles that must merge with their inputs.
+        Rule {
+            name: "local_dimshuffle_merge",
             tracks: &[OpKind::DimShuffle],
-            apply: super::canonicalize::local_dimshuffle_lift,
+            apply: super::canonicalize::local_dimshuffle_merge,
             fast_compile: false,
         },
     ]
