@@ -314,16 +314,15 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
 }
 
 /// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
-/// through single-client *unary* element-wise ops only (lifting through
-/// binary ops after canonicalize would leave constants out of canonical
-/// order): used by specialize, whose rules create DimShuffles.
+/// through single-client element-wise ops, as `local_dimshuffle_lift` does
+/// in canonicalize: used by specialize, whose rules create DimShuffles.
 pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
         return local_dimshuffle_identity(fg, n);
     };
     let lift = match &fg.node(inner).op {
         Op::DimShuffle { .. } => true,
-        Op::Elemwise { .. } => fg.node(inner).inputs.len() == 1,
+        Op::Elemwise { .. } => true,
         _ => false,
     };
     if lift {
