@@ -286,7 +286,8 @@ pub fn local_add_neg_to_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
             return finish(fg, n, new);
         }
         if let Some(c) = unique_constant(fg, b) {
-            if c < 0.0 && fg.ty(b).ndim() == 0 && unique_constant(fg, a).is_none() {
+            let scalar_like = fg.ty(b).broadcastable().iter().all(|&d| d);
+            if c < 0.0 && scalar_like && unique_constant(fg, a).is_none() {
                 let pos = scalar_const(fg, fg.ty(b).dtype, -c);
                 let new = elemwise(fg, ScalarOp::Sub, &[a, pos])?;
                 return finish(fg, n, new);
@@ -366,7 +367,10 @@ pub fn local_mul_exp_to_exp_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     finish(fg, n, new)
 }
 
-/// `x ** a * x ** b -> x ** (a + b)` for factors with the same base.
+/// `x ** a * x ** b -> x ** (a + b)` for factors with the same base and
+/// constant exponents whose sum is exact. (With variable exponents the sum
+/// may round — `3 + 1e100` is even — and flip the sign of a negative base's
+/// power, so the rewrite would not be value-preserving.)
 pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let pows: Vec<(usize, VarId, VarId)> = ins
@@ -374,6 +378,9 @@ pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
         .enumerate()
         .filter_map(|(k, &i)| {
             owner_if(fg, i, ScalarOp::Pow).map(|p| (k, input(fg, p, 0), input(fg, p, 1)))
+        })
+        .filter(|&(_, _, e)| {
+            unique_constant(fg, e).is_some_and(|c| c.is_finite() && c.abs() < 1e15)
         })
         .collect();
     for (i, &(k1, base, e1)) in pows.iter().enumerate() {
@@ -461,13 +468,7 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
     let order: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
     let mut moved = Vec::new();
     for &k in &outside {
-        moved.push(fg.apply1(
-            Op::DimShuffle {
-                input_ndim: nd,
-                new_order: order.clone(),
-            },
-            &[ins[k]],
-        )?);
+        moved.push(super::util::dimshuffle(fg, ins[k], nd, &order)?);
     }
     let inside: Vec<VarId> = ins
         .iter()
