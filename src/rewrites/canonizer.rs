@@ -216,7 +216,7 @@ impl AlgebraicCanonizer {
             return Ok(None);
         }
         let out = fg.node(node).outputs[0];
-        if fg.clients(out).is_empty() || self.feeds_cluster(fg, out) {
+        if fg.clients(out).is_empty() || self.is_cluster_inner(fg, out) {
             return Ok(None);
         }
         let out_ty = fg.ty(out).clone();
@@ -281,8 +281,9 @@ impl AlgebraicCanonizer {
         }
     }
 
-    /// Does some client of `v` (through single-client DimShuffles) belong to the cluster?
-    fn feeds_cluster(&self, fg: &FunctionGraph, v: VarId) -> bool {
+    /// Does some client of `v` (through single-client DimShuffles) belong to
+    /// the cluster? Then `v`'s node is not the cluster's root.
+    pub fn is_cluster_inner(&self, fg: &FunctionGraph, v: VarId) -> bool {
         fg.clients(v).iter().any(|&c| {
             let Client::Node(mut n, _) = c else {
                 return false;
