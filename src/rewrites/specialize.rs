@@ -128,7 +128,9 @@ fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>
 }
 
 /// `x ** e` for `e` in {2, 1, 0, 0.5, -0.5, -1, -2}: `sqr`, `x`, `1`, `sqrt`,
-/// `reciprocal(sqrt)`, `reciprocal`, `reciprocal(sqr)`.
+/// `reciprocal(abs(sqrt))`, `reciprocal`, `reciprocal(sqr)`. (`x ** 0.5` at
+/// `x = -inf` is `+inf` by C99's `pow` but NaN by `sqrt`: the one documented
+/// difference, as in PyTensor.)
 pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = input(fg, n, 0);
     let Some(e) = unique_constant(fg, input(fg, n, 1)) else {
@@ -146,8 +148,11 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     } else if e == 0.5 && float {
         unary(fg, ScalarOp::Sqrt, x)?
     } else if e == -0.5 && float {
+        // sqrt(-0) is -0 and 1 / -0 is -inf, but (-0) ** -0.5 is +inf: abs
+        // clears the sign of zero (and keeps NaN for negative x).
         let s = unary(fg, ScalarOp::Sqrt, x)?;
-        unary(fg, ScalarOp::Reciprocal, s)?
+        let a = unary(fg, ScalarOp::Abs, s)?;
+        unary(fg, ScalarOp::Reciprocal, a)?
     } else if e == -1.0 && float {
         unary(fg, ScalarOp::Reciprocal, x)?
     } else if e == -2.0 && float {
