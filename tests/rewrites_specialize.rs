@@ -52,7 +52,12 @@ fn pow_specialize_each_exponent() {
 
 #[test]
 fn pow_to_nested_squaring() {
-    check_rule("local_pow_to_nested_squaring", g("x ** 3"), "(x ** 3.0)", "(x * sqr(x))");
+    check_rule(
+        "local_pow_to_nested_squaring",
+        g("x ** 3"),
+        "(x ** 3.0)",
+        "(x * sqr(x))",
+    );
     check_rule(
         "local_pow_to_nested_squaring",
         g("x ** -5"),
@@ -73,7 +78,12 @@ fn pow_to_nested_squaring() {
 fn mul_specialize() {
     check_rule("local_mul_specialize", g("1.0 * x"), "(1.0 * x)", "x");
     check_rule("local_mul_specialize", g("-1.0 * x"), "(-1.0 * x)", "(-x)");
-    check_rule("local_mul_specialize", g("0.0 * x"), "(0.0 * x)", "second(x, 0.0)");
+    check_rule(
+        "local_mul_specialize",
+        g("0.0 * x"),
+        "(0.0 * x)",
+        "second(x, 0.0)",
+    );
     check_no_fire("local_mul_specialize", g("2.0 * x"));
 }
 
@@ -84,7 +94,12 @@ fn add_remove_zeros() {
 
 #[test]
 fn div_to_reciprocal() {
-    check_rule("local_div_to_reciprocal", g("1 / x"), "(1.0 / x)", "reciprocal(x)");
+    check_rule(
+        "local_div_to_reciprocal",
+        g("1 / x"),
+        "(1.0 / x)",
+        "reciprocal(x)",
+    );
 }
 
 #[test]
@@ -95,27 +110,67 @@ fn mul_to_sqr() {
 
 #[test]
 fn add_neg_to_sub() {
-    check_rule("local_add_neg_to_sub", g("x + (-y)"), "(x + (-y))", "(x - y)");
-    check_rule("local_add_neg_to_sub", g("x + -2.0"), "(x + -2.0)", "(x - 2.0)");
+    check_rule(
+        "local_add_neg_to_sub",
+        g("x + (-y)"),
+        "(x + (-y))",
+        "(x - y)",
+    );
+    check_rule(
+        "local_add_neg_to_sub",
+        g("x + -2.0"),
+        "(x + -2.0)",
+        "(x - 2.0)",
+    );
     // The canonical form of x - 1 is add(-1, x): specialize turns it back.
-    check_rule("local_add_neg_to_sub", g("-1.0 + x"), "(-1.0 + x)", "(x - 1.0)");
+    check_rule(
+        "local_add_neg_to_sub",
+        g("-1.0 + x"),
+        "(-1.0 + x)",
+        "(x - 1.0)",
+    );
 }
 
 #[test]
 fn neg_div_neg() {
-    check_rule("local_neg_div_neg", g("-((-x) / y)"), "(-((-x) / y))", "(x / y)");
-    check_rule("local_neg_div_neg", g("-(x / (-y))"), "(-(x / (-y)))", "(x / y)");
+    check_rule(
+        "local_neg_div_neg",
+        g("-((-x) / y)"),
+        "(-((-x) / y))",
+        "(x / y)",
+    );
+    check_rule(
+        "local_neg_div_neg",
+        g("-(x / (-y))"),
+        "(-(x / (-y)))",
+        "(x / y)",
+    );
 }
 
 #[test]
 fn abs_merge() {
-    check_rule("local_abs_merge", g("abs(x) * abs(y)"), "(abs(x) * abs(y))", "abs((x * y))");
-    check_rule("local_abs_merge", g("abs(x) / abs(y)"), "(abs(x) / abs(y))", "abs((x / y))");
+    check_rule(
+        "local_abs_merge",
+        g("abs(x) * abs(y)"),
+        "(abs(x) * abs(y))",
+        "abs((x * y))",
+    );
+    check_rule(
+        "local_abs_merge",
+        g("abs(x) / abs(y)"),
+        "(abs(x) / abs(y))",
+        "abs((x / y))",
+    );
 }
 
 #[test]
 fn elemwise_sub_zeros() {
-    check_rule("local_elemwise_sub_zeros", g("x - x"), "(x - x)", "second(x, 0.0)");
+    check_rule(
+        "local_elemwise_sub_zeros",
+        g("x - x"),
+        "(x - x)",
+        "second(x, 0.0)",
+    );
 }
 
 #[test]

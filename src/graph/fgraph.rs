@@ -512,16 +512,21 @@ impl FunctionGraph {
     /// Would replacing `old` by `new` create a cycle (does `new` depend on `old`)?
     /// Exact, like [`FunctionGraph::depends_on`], but the search from `new` stops
     /// at variables known to be ancestors of `old` (collected in a small bounded
-    /// walk), which cannot depend on `old` in an acyclic graph. Local rewrites
+    /// breadth-first walk), which cannot depend on `old` in an acyclic graph. Local rewrites
     /// return such ancestors, so the check is O(1) for them instead of O(graph).
     fn replacement_creates_cycle(&self, new: VarId, old: VarId) -> bool {
         if new == old {
             return true;
         }
         let mut below: rustc_hash::FxHashSet<VarId> = rustc_hash::FxHashSet::default();
+        // Breadth-first, so that the nearest ancestors (where a local rewrite's
+        // replacement plugs in) are collected before the budget runs out.
         let mut frontier = vec![old];
-        let mut budget = 64usize;
-        'collect: while let Some(v) = frontier.pop() {
+        let mut next = 0;
+        let mut budget = 256usize;
+        'collect: while next < frontier.len() {
+            let v = frontier[next];
+            next += 1;
             if let Some(n) = self.owner(v) {
                 for &i in &self.nodes[n.index()].inputs {
                     if below.insert(i) {
