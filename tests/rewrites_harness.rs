@@ -13,6 +13,8 @@
 //! of |before|, |after|, 1 and the magnitudes of the template's
 //! sub-expressions at that element (cancellation is exact only up to them);
 //! on edge inputs (±0, ±inf, NaN, 1e±100, 700) only finiteness is compared,
+//! and not where a sub-expression is beyond 1e±150 (reassociating a product
+//! moves its overflows and underflows),
 //! since there a cancelled-then-divided original can be arbitrarily wrong,
 //! and only for the rule alone: FAST_RUN flattens and reorders whole sums
 //! (`(z + (x + y))` becomes `add(z, x, y)`), which moves exact cancellations
@@ -24,6 +26,9 @@
 //! Rules that never fire over the whole run fail the test by name, so the
 //! list of registered rules and the templates stay in step.
 
+// Templates such as `a - a` and `a / a` are the point.
+#![allow(clippy::eq_op)]
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,7 +36,7 @@ use kiln::eval::evaluate;
 use kiln::rewriting::{rewrite_graph, Mode};
 use kiln::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
 mod common_rewrites;
 use common_rewrites::*;
@@ -167,7 +172,7 @@ fn templates() -> Vec<Template> {
         ),
         t("local_exp_log", Vectors, |[a, ..], _| a.exp().log()),
         t("local_exp_log", Vectors, |[a, ..], _| a.log().exp()),
-        t("local_func_inv", Vectors, |[a, ..], _| (-&(-a))),
+        t("local_func_inv", Vectors, |[a, ..], _| -&(-a)),
         t("local_func_inv", Vectors, |[a, ..], _| {
             a.tanh().arctanh().tanh()
         }),
@@ -317,15 +322,25 @@ fn check_values(
                 .fold(0.0f64, |m, x| m.max(x.abs()));
             for (k, (&x, &y)) in fa.iter().zip(fb.iter()).enumerate() {
                 let mut s = 0.0f64;
+                let mut tiny = f64::INFINITY;
                 for sa in &scale_arrays {
                     if sa.shape() == fa.shape() {
                         let v = sa.iter().nth(k).copied().unwrap_or(0.0);
                         if v.is_finite() {
                             s = s.max(v.abs());
+                            if v != 0.0 {
+                                tiny = tiny.min(v.abs());
+                            }
                         }
                     } else {
                         s = s.max(global);
                     }
+                }
+                // Reassociating products moves overflows and underflows: where a
+                // sub-expression is beyond 1e±150 (exp(700) is 1e304), edge
+                // values are out of the range the rules promise anything for.
+                if !tame && (s > 1e150 || tiny < 1e-150 || x.abs() > 1e150) {
+                    continue;
                 }
                 let rtol = tame_rtol;
                 // Signs of zeros are not preserved (`x * 0 -> 0`), so neither is
@@ -367,11 +382,19 @@ fn every_registered_rule_fires_and_preserves_values() {
     let fired: RefCell<BTreeMap<&'static str, usize>> = RefCell::new(BTreeMap::new());
     let fast_run = Mode::fast_run();
     for tpl in templates() {
-        let mut runner = TestRunner::new(Config {
-            cases: 6,
+        // Deterministic, so that a CI run is reproducible.
+        // KILN_HARNESS_CASES=200 for a deeper local run.
+        let cases = std::env::var("KILN_HARNESS_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(6);
+        let config = Config {
+            cases,
             failure_persistence: None,
             ..Config::default()
-        });
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
         let result = runner.run(
             &(sub_strategy(), sub_strategy(), sub_strategy()),
             |(s0, s1, s2)| {

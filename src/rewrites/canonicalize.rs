@@ -434,8 +434,8 @@ pub fn local_pow_canonicalize(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
     let ins = fg.node(n).inputs.to_vec();
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let new = match unique_constant(fg, ins[1]) {
-        Some(e) if e == 0.0 => scalar_const(fg, out_ty.dtype, 1.0),
-        Some(e) if e == 1.0 => ins[0],
+        Some(0.0) => scalar_const(fg, out_ty.dtype, 1.0),
+        Some(1.0) => ins[0],
         _ => return Ok(None),
     };
     match_type(fg, new, &out_ty, &ins).map(Some)

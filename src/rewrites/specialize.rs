@@ -213,12 +213,12 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     let mut changed = false;
     for &i in &ins {
         match unique_constant(fg, i) {
-            Some(c) if c == 1.0 => changed = true,
-            Some(c) if c == -1.0 => {
+            Some(1.0) => changed = true,
+            Some(-1.0) => {
                 negate = !negate;
                 changed = true;
             }
-            Some(c) if c == 0.0 => {
+            Some(0.0) => {
                 let z = scalar_const(fg, dtype, 0.0);
                 return finish(fg, n, z);
             }
