@@ -428,6 +428,10 @@ mod tests {
         let (mut n, mut d) = (vec![vx, vy], vec![vx]);
         c.simplify_factors(&mut n, &mut d);
         assert_eq!((n, d), (vec![vy], vec![]));
+        // [a, b], [c, d] -> unchanged (nothing in common).
+        let (mut n, mut d) = (vec![vx, vy], vec![vz]);
+        c.simplify_factors(&mut n, &mut d);
+        assert_eq!((n, d), (vec![vx, vy], vec![vz]));
         let k =
             |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
         let (two, three, four) = (k(&mut fg, 2.0), k(&mut fg, 3.0), k(&mut fg, 4.0));
