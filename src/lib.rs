@@ -18,6 +18,7 @@ pub mod ops;
 pub mod rewrites;
 pub mod rewriting;
 pub mod tensor;
+pub mod workloads;
 
 pub use error::{Error, Result};
 pub use function::{function, CompiledFunction, FunctionBuilder};
