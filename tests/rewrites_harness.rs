@@ -154,6 +154,12 @@ fn templates() -> Vec<Template> {
         t("local_dimshuffle_lift", Vectors, |[a, b, _], _| {
             (a + b).dimshuffle(&[Some(0), None]).unwrap()
         }),
+        t("local_dimshuffle_merge", Vectors, |[a, ..], _| {
+            a.dimshuffle(&[Some(0), None])
+                .unwrap()
+                .dimshuffle(&[None, Some(0), Some(1)])
+                .unwrap()
+        }),
         t("local_fill_sink", Vectors, |[a, b, c], _| {
             &e(S::Second, &[a, b]) + c
         }),

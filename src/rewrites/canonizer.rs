@@ -84,6 +84,19 @@ impl AlgebraicCanonizer {
                 leaf(&mut num, &mut denum);
                 continue;
             };
+            // Canonicalize writes `-x` as `-1 * x`: the additive canonizer sees
+            // through that form as through `neg`, so both give one canonical sum.
+            if self.main == ScalarOp::Add {
+                if let Some(x) = super::util::is_neg(fg, v) {
+                    if fg
+                        .owner_op(v)
+                        .is_some_and(|op| op.is_elemwise(ScalarOp::Mul))
+                    {
+                        stack.push((x, !positive));
+                        continue;
+                    }
+                }
+            }
             let node = fg.node(n);
             match (self.member(&node.op), &node.op) {
                 (Some(op), _) => {
