@@ -449,8 +449,8 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     finish(fg, n, new)
 }
 
-/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is a
-/// finite constant broadcastable over every reduced axis (`prod` likewise with `c ** n`
+/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is
+/// broadcastable over every reduced axis (and not an infinite constant) (`prod` likewise with `c ** n`
 /// only for scalars of known count, so it is left to sums).
 pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Op::CAReduce {
@@ -479,12 +479,14 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         ScalarOp::Mul => (0..ins.len()).collect(),
         _ => vec![1],
     };
-    // Only finite constants move out: `c * sum(X)` is NaN for an empty X
-    // when c is infinite, where `sum(c * X)` is 0.
+    // Infinite or NaN constants stay inside: `c * sum(X)` is NaN for an empty
+    // X when c is infinite, where `sum(c * X)` is 0. (A variable factor that
+    // is infinite at run time over an empty X has the same difference, as
+    // in PyTensor.)
     let outside: Vec<usize> = candidates
         .into_iter()
         .filter(|&k| {
-            scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_some_and(f64::is_finite)
+            scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_none_or(f64::is_finite)
         })
         .collect();
     if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
@@ -514,10 +516,13 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         },
         &[inner_val],
     )?;
-    // Constants first, as the canonical form has them.
+    // Constants first, as the canonical form has them; variables after the sum.
     let new = if op == ScalarOp::Mul {
-        let mut all = moved;
+        let (mut all, vars): (Vec<VarId>, Vec<VarId>) = moved
+            .into_iter()
+            .partition(|&v| unique_constant(fg, v).is_some());
         all.push(s);
+        all.extend(vars);
         elemwise(fg, ScalarOp::Mul, &all)?
     } else {
         let mut all = vec![s];
