@@ -8,6 +8,7 @@
 //!
 //! See `ARCHITECTURE.md` for the folders in processing order.
 
+pub mod cli;
 pub mod error;
 pub mod eval;
 pub mod expr;
@@ -18,6 +19,7 @@ pub mod ops;
 pub mod rewrites;
 pub mod rewriting;
 pub mod tensor;
+pub mod workloads;
 
 pub use error::{Error, Result};
 pub use function::{function, CompiledFunction, FunctionBuilder};
