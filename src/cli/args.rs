@@ -36,7 +36,8 @@ pub enum Command {
 /// `kiln eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// The expression, e.g. "log(1 + exp(x))".
+    /// The expression, e.g. "log(1 + exp(x))" (may start with '-').
+    #[arg(allow_hyphen_values = true)]
     pub expr: String,
     /// An input NAME=FILE.npy; its dtype and static shape come from the file.
     #[arg(long = "in", value_name = "NAME=FILE.npy")]
@@ -67,7 +68,8 @@ pub enum GraphFormat {
 /// `kiln rewrite`.
 #[derive(Debug, Args)]
 pub struct RewriteArgs {
-    /// The expression.
+    /// The expression (may start with '-').
+    #[arg(allow_hyphen_values = true)]
     pub expr: String,
     /// An input declaration NAME=DTYPE[DIMS], e.g. x=f64[:], X=f32[:, 3], s=f64[].
     #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
@@ -104,6 +106,7 @@ pub struct RewriteArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// An expression to measure (with --var declarations giving concrete sizes).
+    #[arg(allow_hyphen_values = true)]
     pub expr: Option<String>,
     /// An input NAME=DTYPE[SIZES] with concrete sizes, e.g. x=f64[1000000].
     #[arg(long = "var", value_name = "NAME=DTYPE[SIZES]")]
@@ -147,7 +150,8 @@ pub struct BenchArgs {
 /// `kiln dot`.
 #[derive(Debug, Args)]
 pub struct DotArgs {
-    /// The expression.
+    /// The expression (may start with '-').
+    #[arg(allow_hyphen_values = true)]
     pub expr: String,
     /// An input declaration NAME=DTYPE[DIMS].
     #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]

@@ -228,9 +228,7 @@ mod tests {
 
     #[test]
     fn summaries() {
-        let v = Value::from(
-            ArrayD::from_shape_vec(IxDyn(&[8]), (0..8).collect()).unwrap(),
-        );
+        let v = Value::from(ArrayD::from_shape_vec(IxDyn(&[8]), (0..8).collect()).unwrap());
         assert_eq!(
             summary(&v),
             "shape (8,)  dtype i32\n[0, 1, 2, ..., 5, 6, 7]\nmin 0  max 7  mean 3.5\n"
