@@ -241,7 +241,21 @@ pub fn emit_scalar(
             }
         }
     } else {
-        let r = int_op(b, callees, op, args, out)?;
+        // A float argument in the integer domain (the condition of a `switch`)
+        // enters as its truth value, as in the reference evaluator.
+        let ints: Vec<Value> = args
+            .iter()
+            .zip(dts)
+            .map(|(&v, &d)| {
+                if d.is_float() {
+                    let f = to_f64(b, v, d);
+                    from_f64(b, f, DType::Bool)
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let r = int_op(b, callees, op, &ints, out)?;
         if out.is_float() {
             // An integer-domain op with a float result (a cast of an integer): `as f64`, then round.
             let f = b.ins().fcvt_from_sint(types::F64, r);
@@ -280,10 +294,6 @@ fn float_op(
         Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().fmul(s, x)),
         Sub => b.ins().fsub(a[0], a[1]),
         TrueDiv => b.ins().fdiv(a[0], a[1]),
-        IntDiv => {
-            let q = b.ins().fdiv(a[0], a[1]);
-            b.ins().floor(q)
-        }
         Neg => b.ins().fneg(a[0]),
         Reciprocal => {
             let one = b.ins().f64const(1.0);
@@ -473,7 +483,6 @@ pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
         Sub | TrueDiv | Neg | Reciprocal | Abs | Sqr | Sqrt | Floor | Ceil | Round | Maximum
         | Minimum | Clip | Sign | Switch | Second | Identity => true,
         Cast(d) => d == dtype,
-        IntDiv => dtype == DType::F64,
         _ => false,
     }
 }
@@ -491,10 +500,6 @@ pub fn emit_vector(
         Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().fmul(s, x)),
         Sub => b.ins().fsub(a[0], a[1]),
         TrueDiv => b.ins().fdiv(a[0], a[1]),
-        IntDiv => {
-            let q = b.ins().fdiv(a[0], a[1]);
-            b.ins().floor(q)
-        }
         Neg => b.ins().fneg(a[0]),
         Reciprocal => {
             let one = float_splat(b, ty, 1.0);

@@ -143,6 +143,23 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
     Ok(stats)
 }
 
+/// Repeats [`fuse_elemwise`] until a pass finds nothing to fuse (a pass can
+/// enable another: a Composite is itself fuseable), at most 16 times, so
+/// that fusing an already fused graph changes nothing.
+pub fn fuse_to_fixed_point(fg: &mut FunctionGraph, max_operands: usize) -> Result<FusionStats> {
+    let mut total = FusionStats::default();
+    for _ in 0..16 {
+        let s = fuse_elemwise(fg, max_operands)?;
+        total.groups += s.groups;
+        total.fused_nodes += s.fused_nodes;
+        total.inconsistent += s.inconsistent;
+        if s.fused_nodes == 0 {
+            break;
+        }
+    }
+    Ok(total)
+}
+
 /// A one-element constant, inlined into the Composite instead of passed in.
 fn is_inlinable(fg: &FunctionGraph, v: VarId) -> bool {
     fg.constant_value(v).is_some_and(|c| c.len() == 1)

@@ -88,7 +88,7 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     {
         let db = optdb.sequence_mut("elemwise_fusion")?;
         let fuse = FnGraphRewriter::new("composite_elemwise_fusion", |fg| {
-            fusion::fuse_elemwise(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
+            fusion::fuse_to_fixed_point(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
         });
         db.register_graph(
             "composite_elemwise_fusion",

@@ -113,6 +113,13 @@ pub fn rules() -> Vec<Rule> {
             apply: local_sum_of_neg_to_neg_of_sum,
             fast_compile: false,
         },
+        // Also in canonicalize: the rules above create DimShuffles that must merge.
+        Rule {
+            name: "local_dimshuffle_lift",
+            tracks: &[OpKind::DimShuffle],
+            apply: super::canonicalize::local_dimshuffle_lift,
+            fast_compile: false,
+        },
     ]
 }
 
