@@ -512,29 +512,37 @@ impl FunctionGraph {
     /// Would replacing `old` by `new` create a cycle (does `new` depend on `old`)?
     /// Exact, like [`FunctionGraph::depends_on`], but the search from `new` stops
     /// at variables known to be ancestors of `old` (collected in a small bounded
-    /// walk), which cannot depend on `old` in an acyclic graph. Local rewrites
+    /// breadth-first walk), which cannot depend on `old` in an acyclic graph. Local rewrites
     /// return such ancestors, so the check is O(1) for them instead of O(graph).
     fn replacement_creates_cycle(&self, new: VarId, old: VarId) -> bool {
         if new == old {
             return true;
         }
-        let mut below: rustc_hash::FxHashSet<VarId> = rustc_hash::FxHashSet::default();
-        let mut frontier = vec![old];
-        let mut budget = 64usize;
-        'collect: while let Some(v) = frontier.pop() {
+        // Breadth-first, so that the nearest ancestors (where a local rewrite's
+        // replacement plugs in) are collected before the budget runs out. A
+        // small vector: membership tests over at most 128 ids beat hashing.
+        const BUDGET: usize = 128;
+        let mut below: Vec<VarId> = Vec::with_capacity(BUDGET + 8);
+        let mut next = 0;
+        if let Some(n) = self.owner(old) {
+            below.extend(self.nodes[n.index()].inputs.iter().copied());
+        }
+        'collect: while next < below.len() {
+            let v = below[next];
+            next += 1;
             if let Some(n) = self.owner(v) {
                 for &i in &self.nodes[n.index()].inputs {
-                    if below.insert(i) {
-                        frontier.push(i);
-                        budget -= 1;
-                        if budget == 0 {
-                            break 'collect;
-                        }
+                    if below.len() >= BUDGET {
+                        break 'collect;
+                    }
+                    if !below.contains(&i) {
+                        below.push(i);
                     }
                 }
             }
         }
-        let mut seen = rustc_hash::FxHashSet::default();
+        let mut seen: Vec<NodeId> = Vec::new();
+        let mut seen_set: rustc_hash::FxHashSet<NodeId> = rustc_hash::FxHashSet::default();
         let mut stack = vec![new];
         while let Some(v) = stack.pop() {
             if v == old {
@@ -544,7 +552,20 @@ impl FunctionGraph {
                 continue;
             }
             if let Some(n) = self.owner(v) {
-                if seen.insert(n) {
+                let fresh = if seen.len() < 32 {
+                    if seen.contains(&n) {
+                        false
+                    } else {
+                        seen.push(n);
+                        if seen.len() == 32 {
+                            seen_set.extend(seen.iter().copied());
+                        }
+                        true
+                    }
+                } else {
+                    seen_set.insert(n)
+                };
+                if fresh {
                     stack.extend(self.nodes[n.index()].inputs.iter().copied());
                 }
             }

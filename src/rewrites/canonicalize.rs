@@ -45,6 +45,12 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_greedy_distributor",
+            tracks: kinds!(Mul, TrueDiv),
+            apply: local_greedy_distributor,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_neg_to_mul",
             tracks: kinds!(Neg),
             apply: local_neg_to_mul,
@@ -204,6 +210,150 @@ pub fn local_add_canonizer(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
     AlgebraicCanonizer::ADD.transform(fg, n)
 }
 
+/// PyTensor's `local_greedy_distributor`: distributes the factors of a
+/// product or quotient into a sum among them when that saves
+/// multiplications and divisions (a division counts 2):
+/// `(a / x + b / y) * x * y -> a * y + b * x`, `(a / x + b) * x -> a + b * x`,
+/// `(x * y + x * z) / x -> y + z`. It never distributes `(a + b) * x` (that
+/// adds work). Like the canonizer it acts only at the root of a mul/div cluster.
+pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let mul = AlgebraicCanonizer::MUL;
+    let out = out_of(fg, n);
+    let out_ty = fg.ty(out).clone();
+    if !out_ty.dtype.is_float() || fg.clients(out).is_empty() || mul.is_cluster_inner(fg, out) {
+        return Ok(None);
+    }
+    let (mut num, mut denum) = mul.get_num_denum(fg, out);
+    if num.len() == 1 && denum.is_empty() {
+        return Ok(None);
+    }
+    let leaves: Vec<VarId> = num.iter().chain(&denum).copied().collect();
+    let mut change = false;
+    let (mut new_num, mut new_denum) = (Vec::new(), Vec::new());
+    for side in [true, false] {
+        let candidates = if side { num.clone() } else { denum.clone() };
+        for cand in candidates {
+            let (this, other) = if side {
+                (&mut num, &mut denum)
+            } else {
+                (&mut denum, &mut num)
+            };
+            let Some(pos) = this.iter().position(|&v| v == cand) else {
+                continue;
+            };
+            this.remove(pos);
+            let (c, factor) = attempt_distribution(fg, cand, this, other, out_ty.dtype)?;
+            change |= c;
+            if side {
+                new_num.push(factor);
+            } else {
+                new_denum.push(factor);
+            }
+        }
+    }
+    if !change {
+        return Ok(None);
+    }
+    new_num.extend(num);
+    new_denum.extend(denum);
+    let new = mul.merge_num_denum(fg, &new_num, &new_denum, out_ty.dtype)?;
+    let mut shape_from = leaves;
+    shape_from.retain(|&v| fg.constant_value(v).is_none());
+    let new = match_type(fg, new, &out_ty, &shape_from)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// Tries to move each of `num` and `denum` into the sum `factor`; returns
+/// whether anything moved and the new factor (`num` and `denum` keep what
+/// could not be distributed).
+fn attempt_distribution(
+    fg: &mut FunctionGraph,
+    factor: VarId,
+    num: &mut Vec<VarId>,
+    denum: &mut Vec<VarId>,
+    dtype: DType,
+) -> Result<(bool, VarId)> {
+    let (mul, add) = (AlgebraicCanonizer::MUL, AlgebraicCanonizer::ADD);
+    let (pos, neg) = add.get_num_denum(fg, factor);
+    if pos.len() == 1 && neg.is_empty() {
+        return Ok((false, factor));
+    }
+    let mut pos_pairs: Vec<(Vec<VarId>, Vec<VarId>)> =
+        pos.iter().map(|&t| mul.get_num_denum(fg, t)).collect();
+    let mut neg_pairs: Vec<(Vec<VarId>, Vec<VarId>)> =
+        neg.iter().map(|&t| mul.get_num_denum(fg, t)).collect();
+    let mut change = false;
+    for (is_num, list) in [(true, num.clone()), (false, denum.clone())] {
+        for v in list {
+            let (n_add, d_add) = if is_num {
+                (vec![v], vec![])
+            } else {
+                (vec![], vec![v])
+            };
+            if let Some((p, q)) =
+                distribute_greedy(fg, &pos_pairs, &neg_pairs, &n_add, &d_add, dtype)
+            {
+                pos_pairs = p;
+                neg_pairs = q;
+                change = true;
+                let l = if is_num { &mut *num } else { &mut *denum };
+                if let Some(k) = l.iter().position(|&x| x == v) {
+                    l.remove(k);
+                }
+            }
+        }
+    }
+    if !change {
+        return Ok((false, factor));
+    }
+    let build =
+        |fg: &mut FunctionGraph, pairs: &[(Vec<VarId>, Vec<VarId>)]| -> Result<Vec<VarId>> {
+            pairs
+                .iter()
+                .map(|(n, d)| mul.merge_num_denum(fg, n, d, dtype))
+                .collect()
+        };
+    let p = build(fg, &pos_pairs)?;
+    let q = build(fg, &neg_pairs)?;
+    Ok((true, add.merge_num_denum(fg, &p, &q, dtype)?))
+}
+
+type Pairs = Vec<(Vec<VarId>, Vec<VarId>)>;
+
+/// Adds `num` / `denum` to every term of the sum and keeps the result when
+/// it saves operations (PyTensor's `distribute_greedy`, division cost 2).
+fn distribute_greedy(
+    fg: &mut FunctionGraph,
+    pos_pairs: &Pairs,
+    neg_pairs: &Pairs,
+    num: &[VarId],
+    denum: &[VarId],
+    dtype: DType,
+) -> Option<(Pairs, Pairs)> {
+    const DIV_COST: isize = 2;
+    let mul = AlgebraicCanonizer::MUL;
+    let mut score = num.len() as isize + DIV_COST * denum.len() as isize;
+    let mut extend = |fg: &mut FunctionGraph, pairs: &Pairs| -> Pairs {
+        pairs
+            .iter()
+            .map(|(n, d)| {
+                let mut nn = n.clone();
+                nn.extend_from_slice(num);
+                let mut dd = d.clone();
+                dd.extend_from_slice(denum);
+                let (nn, dd) = mul.simplify(fg, nn, dd, dtype);
+                score += n.len() as isize + DIV_COST * d.len() as isize
+                    - nn.len() as isize
+                    - DIV_COST * dd.len() as isize;
+                (nn, dd)
+            })
+            .collect()
+    };
+    let p = extend(fg, pos_pairs);
+    let q = extend(fg, neg_pairs);
+    (score > 0).then_some((p, q))
+}
+
 /// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,
 /// `identity(x)`, `cast{d}(x)` of a `d` tensor, `maximum(x, x)`, `and(x, x)`,
 /// `switch(c, x, x)`, `switch` on a constant condition, and comparisons of an
@@ -284,8 +434,8 @@ pub fn local_pow_canonicalize(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
     let ins = fg.node(n).inputs.to_vec();
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let new = match unique_constant(fg, ins[1]) {
-        Some(e) if e == 0.0 => scalar_const(fg, out_ty.dtype, 1.0),
-        Some(e) if e == 1.0 => ins[0],
+        Some(0.0) => scalar_const(fg, out_ty.dtype, 1.0),
+        Some(1.0) => ins[0],
         _ => return Ok(None),
     };
     match_type(fg, new, &out_ty, &ins).map(Some)
@@ -311,6 +461,38 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     }
     let new = match_type(fg, ins[0], &out_ty, &ins)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
+/// through single-client element-wise ops, as `local_dimshuffle_lift` does
+/// in canonicalize: used by specialize, whose rules create DimShuffles.
+pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
+        return local_dimshuffle_identity(fg, n);
+    };
+    let lift = match &fg.node(inner).op {
+        Op::DimShuffle { .. } => true,
+        Op::Elemwise { .. } => true,
+        _ => false,
+    };
+    if lift {
+        local_dimshuffle_lift(fg, n)
+    } else {
+        local_dimshuffle_identity(fg, n)
+    }
+}
+
+fn local_dimshuffle_identity(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::DimShuffle {
+        input_ndim,
+        new_order,
+    } = &fg.node(n).op
+    else {
+        return Ok(None);
+    };
+    let identity =
+        new_order.len() == *input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k));
+    Ok(identity.then(|| fg.node(n).inputs[0]))
 }
 
 /// Lifts DimShuffles towards the inputs: merges nested DimShuffles, removes

@@ -15,6 +15,9 @@ use crate::ops::{Op, ScalarOp};
 
 use super::util::{elemwise, match_type, unique_constant};
 
+/// The largest number of inputs of a `main` node the canonizer builds.
+pub const MAX_FANIN: usize = 32;
+
 /// A canonizer for one (main, inverse, reciprocal) triple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AlgebraicCanonizer {
@@ -192,7 +195,7 @@ impl AlgebraicCanonizer {
             match terms {
                 [] => Ok(super::util::scalar_const(fg, dtype, self.neutral())),
                 [one] => Ok(*one),
-                many => elemwise(fg, self.main, many),
+                many => self.balanced(fg, many),
             }
         };
         match (num.len(), denum.len()) {
@@ -209,6 +212,26 @@ impl AlgebraicCanonizer {
         }
     }
 
+    /// `main(*terms)` as one node, or as a tree of nodes of at most
+    /// [`MAX_FANIN`] inputs when there are more terms (so that a cluster of
+    /// 100,000 terms does not become one node with 100,000 inputs).
+    fn balanced(&self, fg: &mut FunctionGraph, terms: &[VarId]) -> Result<VarId> {
+        let mut level = terms.to_vec();
+        while level.len() > MAX_FANIN {
+            level = level
+                .chunks(MAX_FANIN)
+                .map(|c| {
+                    if c.len() == 1 {
+                        Ok(c[0])
+                    } else {
+                        elemwise(fg, self.main, c)
+                    }
+                })
+                .collect::<Result<_>>()?;
+        }
+        elemwise(fg, self.main, &level)
+    }
+
     /// The canonical replacement for `node`'s output, or `None` when the node
     /// is not a cluster root or is already canonical.
     pub fn transform(&self, fg: &mut FunctionGraph, node: NodeId) -> Result<Option<VarId>> {
@@ -216,23 +239,74 @@ impl AlgebraicCanonizer {
             return Ok(None);
         }
         let out = fg.node(node).outputs[0];
-        if fg.clients(out).is_empty() || self.feeds_cluster(fg, out) {
+        if fg.clients(out).is_empty() || self.is_cluster_inner(fg, out) {
             return Ok(None);
         }
         let out_ty = fg.ty(out).clone();
         let (orig_num, orig_denum) = self.get_num_denum(fg, out);
         let (num, denum) = self.simplify(fg, orig_num.clone(), orig_denum.clone(), out_ty.dtype);
-        if same_terms(fg, &orig_num, &num) && same_terms(fg, &orig_denum, &denum) {
+        if same_terms(fg, &orig_num, &num)
+            && same_terms(fg, &orig_denum, &denum)
+            && self.is_merged_form(fg, out, &num, &denum)
+        {
             return Ok(None);
         }
         let new = self.merge_num_denum(fg, &num, &denum, out_ty.dtype)?;
-        let inputs = fg.node(node).inputs.to_vec();
-        let new = match_type(fg, new, &out_ty, &inputs)?;
+        // Restore the shape from the cluster's leaves (already computed), then its inputs.
+        let mut shape_from: Vec<VarId> = orig_num
+            .iter()
+            .chain(&orig_denum)
+            .copied()
+            .filter(|&v| fg.constant_value(v).is_none())
+            .collect();
+        shape_from.extend(fg.node(node).inputs.iter().copied());
+        let new = match_type(fg, new, &out_ty, &shape_from)?;
         Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
     }
 
-    /// Does some client of `v` (through single-client DimShuffles) belong to the cluster?
-    fn feeds_cluster(&self, fg: &FunctionGraph, v: VarId) -> bool {
+    /// True when `v` already has the structure [`merge_num_denum`](Self::merge_num_denum)
+    /// builds for `(num, denum)`: `main(*num)`, `reciprocal(main(*denum))` or
+    /// `inverse(main(*num), main(*denum))`, each `main` of one term being the term
+    /// itself (element-wise alignment DimShuffles are looked through). A cluster
+    /// with the right terms but another shape (`x / y / z`, `(x * y) * z`) is
+    /// rebuilt: `x / (y * z)`, `x * y * z` (one pass over the memory).
+    pub fn is_merged_form(
+        &self,
+        fg: &FunctionGraph,
+        v: VarId,
+        num: &[VarId],
+        denum: &[VarId],
+    ) -> bool {
+        let inputs_of = |v: VarId, op: ScalarOp| -> Option<Vec<VarId>> {
+            let n = fg.owner(v)?;
+            let node = fg.node(n);
+            (node.op.scalar_op() == Some(op)).then(|| node.inputs.to_vec())
+        };
+        let product_is = |v: VarId, terms: &[VarId]| -> bool {
+            match terms {
+                [] => false,
+                [one] => strip_left_pad(fg, v) == *one,
+                many => inputs_of(v, self.main).is_some_and(|ins| {
+                    ins.len() == many.len()
+                        && ins
+                            .iter()
+                            .zip(many)
+                            .all(|(&i, &t)| strip_left_pad(fg, i) == t)
+                }),
+            }
+        };
+        match (num.len(), denum.len()) {
+            (0, 0) | (1, 0) => false,
+            (_, 0) => product_is(v, num),
+            (0, _) => inputs_of(v, self.reciprocal).is_some_and(|ins| product_is(ins[0], denum)),
+            _ => inputs_of(v, self.inverse)
+                .is_some_and(|ins| product_is(ins[0], num) && product_is(ins[1], denum)),
+        }
+    }
+
+    /// Does some client of `v` (through single-client DimShuffles) belong to
+    /// the cluster? Then `v`'s node is not the cluster's root.
+    pub fn is_cluster_inner(&self, fg: &FunctionGraph, v: VarId) -> bool {
         fg.clients(v).iter().any(|&c| {
             let Client::Node(mut n, _) = c else {
                 return false;
@@ -265,6 +339,20 @@ pub fn only_adds_left_dims(input_ndim: usize, new_order: &[Option<usize>]) -> bo
             .iter()
             .enumerate()
             .all(|(k, d)| *d == Some(k))
+}
+
+/// `v` without the DimShuffles that only add broadcastable dimensions on the left.
+pub fn strip_left_pad(fg: &FunctionGraph, mut v: VarId) -> VarId {
+    while let Some(n) = fg.owner(v) {
+        match &fg.node(n).op {
+            Op::DimShuffle {
+                input_ndim,
+                new_order,
+            } if only_adds_left_dims(*input_ndim, new_order) => v = fg.node(n).inputs[0],
+            _ => break,
+        }
+    }
+    v
 }
 
 fn same_terms(fg: &FunctionGraph, a: &[VarId], b: &[VarId]) -> bool {
@@ -363,6 +451,10 @@ mod tests {
         let (mut n, mut d) = (vec![vx, vy], vec![vx]);
         c.simplify_factors(&mut n, &mut d);
         assert_eq!((n, d), (vec![vy], vec![]));
+        // [a, b], [c, d] -> unchanged (nothing in common).
+        let (mut n, mut d) = (vec![vx, vy], vec![vz]);
+        c.simplify_factors(&mut n, &mut d);
+        assert_eq!((n, d), (vec![vx, vy], vec![vz]));
         let k =
             |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
         let (two, three, four) = (k(&mut fg, 2.0), k(&mut fg, 3.0), k(&mut fg, 4.0));

@@ -12,7 +12,7 @@
 //! root in the order (such a client cannot lead back into the group, which
 //! keeps the group convex); its value then becomes an extra output of the
 //! Composite (multi-output). The number of Composite inputs is bounded by
-//! `max_operands`. Scalar constants are inlined into the Composite; only
+//! `max_operands`, and its size by [`MAX_FUSED_NODES`]. Scalar constants are inlined into the Composite; only
 //! values used outside the group become outputs.
 //!
 //! Groups are built after all grouping decisions, producers first, each from
@@ -29,6 +29,10 @@ use crate::ops::{CRef, Composite, Op, ScalarConst};
 /// The default bound on the number of inputs of a fused Composite.
 pub const DEFAULT_MAX_OPERANDS: usize = 32;
 
+/// The bound on the number of scalar nodes of a fused Composite (a kernel
+/// of thousands of operations compiles slowly and spills registers).
+pub const MAX_FUSED_NODES: usize = 256;
+
 /// What one fusion pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FusionStats {
@@ -44,6 +48,14 @@ fn fuseable(fg: &FunctionGraph, n: NodeId) -> bool {
     match &fg.node(n).op {
         Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.is_empty(),
         _ => false,
+    }
+}
+
+/// Scalar operations a node contributes to a Composite.
+fn scalar_size(fg: &FunctionGraph, n: NodeId) -> usize {
+    match &fg.node(n).op {
+        Op::Composite { composite, .. } => composite.nodes.len(),
+        _ => 1,
     }
 }
 
@@ -68,6 +80,7 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         let root_idx = index[&root];
         let root_pattern = pattern(fg, root);
         let mut members = vec![root];
+        let mut scalar_nodes = scalar_size(fg, root);
         group_of.insert(root, gid);
         let mut external_inputs: Vec<VarId> = fg.node(root).inputs.to_vec();
         let mut heap: BinaryHeap<(usize, NodeId)> = BinaryHeap::new();
@@ -81,7 +94,11 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
             };
         push_inputs(fg, &mut heap, root);
         while let Some((_, p)) = heap.pop() {
-            if group_of.contains_key(&p) || !fuseable(fg, p) || pattern(fg, p) != root_pattern {
+            if group_of.contains_key(&p)
+                || !fuseable(fg, p)
+                || pattern(fg, p) != root_pattern
+                || scalar_nodes + scalar_size(fg, p) > MAX_FUSED_NODES
+            {
                 continue;
             }
             let outs = fg.node(p).outputs.clone();
@@ -110,6 +127,7 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
                 continue;
             }
             external_inputs = new_inputs;
+            scalar_nodes += scalar_size(fg, p);
             members.push(p);
             group_of.insert(p, gid);
             push_inputs(fg, &mut heap, p);

@@ -47,8 +47,7 @@ fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
 /// Turns element-wise nodes inplace where safe (see the module docs).
 pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
     if !fg.has_feature::<DestroyHandler>() {
-        let mutable = fg.mutable_inputs().to_vec();
-        fg.attach_feature(DestroyHandler::new(&mutable))?;
+        fg.attach_feature(DestroyHandler::new(fg.mutable_inputs()))?;
     }
     let order = fg.try_toposort_with(&fg.orderings())?;
     let pos: FxHashMap<NodeId, usize> = order.iter().enumerate().map(|(k, &n)| (n, k)).collect();

@@ -113,11 +113,21 @@ pub fn rules() -> Vec<Rule> {
             apply: local_sum_of_neg_to_neg_of_sum,
             fast_compile: false,
         },
-        // Also in canonicalize: the rules above create DimShuffles that must merge.
+        // The rules above can put a function next to its inverse.
         Rule {
-            name: "local_dimshuffle_lift",
+            name: "local_func_inv",
+            tracks: &[
+                OpKind::Elemwise(ScalarOp::Neg),
+                OpKind::Elemwise(ScalarOp::Reciprocal),
+            ],
+            apply: super::canonicalize::local_func_inv,
+            fast_compile: false,
+        },
+        // The rules above create DimShuffles that must merge with their inputs.
+        Rule {
+            name: "local_dimshuffle_merge",
             tracks: &[OpKind::DimShuffle],
-            apply: super::canonicalize::local_dimshuffle_lift,
+            apply: super::canonicalize::local_dimshuffle_merge,
             fast_compile: false,
         },
     ]
@@ -135,7 +145,9 @@ fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>
 }
 
 /// `x ** e` for `e` in {2, 1, 0, 0.5, -0.5, -1, -2}: `sqr`, `x`, `1`, `sqrt`,
-/// `reciprocal(sqrt)`, `reciprocal`, `reciprocal(sqr)`.
+/// `reciprocal(abs(sqrt))`, `reciprocal`, `reciprocal(sqr)`. (`x ** 0.5` at
+/// `x = -inf` is `+inf` by C99's `pow` but NaN by `sqrt`: the one documented
+/// difference, as in PyTensor.)
 pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = input(fg, n, 0);
     let Some(e) = unique_constant(fg, input(fg, n, 1)) else {
@@ -153,8 +165,11 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     } else if e == 0.5 && float {
         unary(fg, ScalarOp::Sqrt, x)?
     } else if e == -0.5 && float {
+        // sqrt(-0) is -0 and 1 / -0 is -inf, but (-0) ** -0.5 is +inf: abs
+        // clears the sign of zero (and keeps NaN for negative x).
         let s = unary(fg, ScalarOp::Sqrt, x)?;
-        unary(fg, ScalarOp::Reciprocal, s)?
+        let a = unary(fg, ScalarOp::Abs, s)?;
+        unary(fg, ScalarOp::Reciprocal, a)?
     } else if e == -1.0 && float {
         unary(fg, ScalarOp::Reciprocal, x)?
     } else if e == -2.0 && float {
@@ -215,12 +230,12 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     let mut changed = false;
     for &i in &ins {
         match unique_constant(fg, i) {
-            Some(c) if c == 1.0 => changed = true,
-            Some(c) if c == -1.0 => {
+            Some(1.0) => changed = true,
+            Some(-1.0) => {
                 negate = !negate;
                 changed = true;
             }
-            Some(c) if c == 0.0 => {
+            Some(0.0) => {
                 let z = scalar_const(fg, dtype, 0.0);
                 return finish(fg, n, z);
             }
@@ -293,7 +308,8 @@ pub fn local_add_neg_to_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
             return finish(fg, n, new);
         }
         if let Some(c) = unique_constant(fg, b) {
-            if c < 0.0 && fg.ty(b).ndim() == 0 && unique_constant(fg, a).is_none() {
+            let scalar_like = fg.ty(b).broadcastable().iter().all(|&d| d);
+            if c < 0.0 && scalar_like && unique_constant(fg, a).is_none() {
                 let pos = scalar_const(fg, fg.ty(b).dtype, -c);
                 let new = elemwise(fg, ScalarOp::Sub, &[a, pos])?;
                 return finish(fg, n, new);
@@ -373,7 +389,10 @@ pub fn local_mul_exp_to_exp_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     finish(fg, n, new)
 }
 
-/// `x ** a * x ** b -> x ** (a + b)` for factors with the same base.
+/// `x ** a * x ** b -> x ** (a + b)` for factors with the same base and
+/// constant exponents whose sum is exact. (With variable exponents the sum
+/// may round — `3 + 1e100` is even — and flip the sign of a negative base's
+/// power, so the rewrite would not be value-preserving.)
 pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let pows: Vec<(usize, VarId, VarId)> = ins
@@ -381,6 +400,9 @@ pub fn local_mul_pow_to_pow_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
         .enumerate()
         .filter_map(|(k, &i)| {
             owner_if(fg, i, ScalarOp::Pow).map(|p| (k, input(fg, p, 0), input(fg, p, 1)))
+        })
+        .filter(|&(_, _, e)| {
+            unique_constant(fg, e).is_some_and(|c| c.is_finite() && c.abs() < 1e15)
         })
         .collect();
     for (i, &(k1, base, e1)) in pows.iter().enumerate() {
@@ -427,8 +449,8 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     finish(fg, n, new)
 }
 
-/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is
-/// broadcastable over every reduced axis (`prod` likewise with `c ** n`
+/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is a
+/// finite constant broadcastable over every reduced axis (`prod` likewise with `c ** n`
 /// only for scalars of known count, so it is left to sums).
 pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Op::CAReduce {
@@ -457,9 +479,13 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         ScalarOp::Mul => (0..ins.len()).collect(),
         _ => vec![1],
     };
+    // Only finite constants move out: `c * sum(X)` is NaN for an empty X
+    // when c is infinite, where `sum(c * X)` is 0.
     let outside: Vec<usize> = candidates
         .into_iter()
-        .filter(|&k| scalar_like(fg, ins[k]))
+        .filter(|&k| {
+            scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_some_and(f64::is_finite)
+        })
         .collect();
     if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
         return Ok(None);
@@ -468,13 +494,7 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
     let order: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
     let mut moved = Vec::new();
     for &k in &outside {
-        moved.push(fg.apply1(
-            Op::DimShuffle {
-                input_ndim: nd,
-                new_order: order.clone(),
-            },
-            &[ins[k]],
-        )?);
+        moved.push(super::util::dimshuffle(fg, ins[k], nd, &order)?);
     }
     let inside: Vec<VarId> = ins
         .iter()
@@ -494,11 +514,14 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         },
         &[inner_val],
     )?;
-    let mut all = vec![s];
-    all.extend(moved);
+    // Constants first, as the canonical form has them.
     let new = if op == ScalarOp::Mul {
+        let mut all = moved;
+        all.push(s);
         elemwise(fg, ScalarOp::Mul, &all)?
     } else {
+        let mut all = vec![s];
+        all.extend(moved);
         elemwise(fg, ScalarOp::TrueDiv, &all)?
     };
     finish(fg, n, new)

@@ -197,8 +197,11 @@ pub fn local_expm1(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     finish(fg, n, new)
 }
 
-/// `log(exp(a) + exp(b) + ...) -> m + log(exp(a - m) + exp(b - m) + ...)` with
-/// `m = maximum(a, b, ...)`, returning `m` itself where `m` is infinite.
+/// `log(exp(a) + exp(b) + ...) -> m + log(s(a) + s(b) + ...)` with
+/// `m = maximum(a, b, ...)` and `s(p) = switch(isinf(m), exp(m), exp(p - m))`
+/// (PyTensor's form): the shift is skipped where `m` is infinite, so
+/// `x = y = ±inf` stay right, and the switches inside the sum make the result
+/// no longer a `log` of a sum of `exp`s, so the rule does not fire on it again.
 pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let arg = input(fg, n, 0);
     let Some(a) = owner_if(fg, arg, ScalarOp::Add) else {
@@ -214,24 +217,28 @@ pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
         .collect();
     let Some(args) = args else { return Ok(None) };
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    if !dtype.is_float() {
+        return Ok(None);
+    }
     let mut m = args[0];
     for &x in &args[1..] {
         m = elemwise(fg, ScalarOp::Maximum, &[m, x])?;
     }
-    let shifted: Vec<VarId> = args
-        .iter()
-        .map(|&x| {
-            let d = elemwise(fg, ScalarOp::Sub, &[x, m])?;
-            unary(fg, ScalarOp::Exp, d)
-        })
-        .collect::<Result<_>>()?;
-    let s = elemwise(fg, ScalarOp::Add, &shifted)?;
-    let l = unary(fg, ScalarOp::Log, s)?;
-    let stable = elemwise(fg, ScalarOp::Add, &[m, l])?;
     let am = unary(fg, ScalarOp::Abs, m)?;
     let inf = scalar_const(fg, dtype, f64::INFINITY);
     let is_inf = elemwise(fg, ScalarOp::Eq, &[am, inf])?;
-    let new = elemwise(fg, ScalarOp::Switch, &[is_inf, m, stable])?;
+    let exp_m = unary(fg, ScalarOp::Exp, m)?;
+    let terms: Vec<VarId> = args
+        .iter()
+        .map(|&x| {
+            let d = elemwise(fg, ScalarOp::Sub, &[x, m])?;
+            let e = unary(fg, ScalarOp::Exp, d)?;
+            elemwise(fg, ScalarOp::Switch, &[is_inf, exp_m, e])
+        })
+        .collect::<Result<_>>()?;
+    let s = elemwise(fg, ScalarOp::Add, &terms)?;
+    let l = unary(fg, ScalarOp::Log, s)?;
+    let new = elemwise(fg, ScalarOp::Add, &[m, l])?;
     finish(fg, n, new)
 }
 

@@ -181,3 +181,41 @@ pub fn neg(fg: &mut FunctionGraph, x: VarId) -> Result<VarId> {
 pub fn unary(fg: &mut FunctionGraph, op: ScalarOp, x: VarId) -> Result<VarId> {
     fg.apply1(Op::elemwise(op), &[x])
 }
+
+/// `DimShuffle{order}(v)`, composed with `v`'s own DimShuffle when it has one
+/// (so that no DimShuffle of a DimShuffle is built), and `v` itself when the
+/// composition is the identity.
+pub fn dimshuffle(
+    fg: &mut FunctionGraph,
+    v: VarId,
+    input_ndim: usize,
+    order: &[Option<usize>],
+) -> Result<VarId> {
+    let (src, src_ndim, composed) = match fg.owner(v).map(|n| (n, fg.node(n).op.clone())) {
+        Some((
+            n,
+            Op::DimShuffle {
+                input_ndim: nd0,
+                new_order: inner,
+            },
+        )) => (
+            fg.node(n).inputs[0],
+            nd0,
+            order
+                .iter()
+                .map(|d| d.and_then(|k| inner[k]))
+                .collect::<Vec<_>>(),
+        ),
+        _ => (v, input_ndim, order.to_vec()),
+    };
+    if composed.len() == src_ndim && composed.iter().enumerate().all(|(k, d)| *d == Some(k)) {
+        return Ok(src);
+    }
+    fg.apply1(
+        Op::DimShuffle {
+            input_ndim: src_ndim,
+            new_order: composed,
+        },
+        &[src],
+    )
+}

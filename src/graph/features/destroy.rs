@@ -128,25 +128,29 @@ impl Feature for DestroyHandler {
         let mut owner_of_root: FxHashMap<VarId, NodeId> = FxHashMap::default();
         let outputs: FxHashSet<VarId> = fg.outputs().iter().copied().collect();
         for (root, n) in self.destroyed_roots(fg) {
-            let op = fg.node(n).op.name();
+            // Rendered only for an error: a fused Composite's name is long to format.
+            let op = || fg.node(n).op.name();
             if let Some(&other) = owner_of_root.get(&root) {
                 if other != n {
                     return Err(Error::Validation(format!(
-                        "{} is destroyed by two nodes: {} ({other}) and {op} ({n})",
+                        "{} is destroyed by two nodes: {} ({other}) and {} ({n})",
                         Self::describe(fg, root),
-                        fg.node(other).op.name()
+                        fg.node(other).op.name(),
+                        op()
                     )));
                 }
             }
             owner_of_root.insert(root, n);
             if fg.var(root).is_constant() {
                 return Err(Error::Validation(format!(
-                    "{op} ({n}) would overwrite a constant"
+                    "{} ({n}) would overwrite a constant",
+                    op()
                 )));
             }
             if fg.inputs().contains(&root) && !self.mutable_inputs.contains(&root) {
                 return Err(Error::Validation(format!(
-                    "{op} ({n}) would overwrite the input {}, which is not declared mutable",
+                    "{} ({n}) would overwrite the input {}, which is not declared mutable",
+                    op(),
                     Self::describe(fg, root)
                 )));
             }
@@ -166,13 +170,15 @@ impl Feature for DestroyHandler {
                     .find(|&(j, &v)| j != di as usize && v != destroyed && views.contains(&v))
                 {
                     return Err(Error::Validation(format!(
-                        "{op} ({n}) overwrites its input {di} while reading a view of the same memory as input {j}"
+                        "{} ({n}) overwrites its input {di} while reading a view of the same memory as input {j}",
+                        op()
                     )));
                 }
             }
             if let Some(v) = views.into_iter().find(|v| outputs.contains(v)) {
                 return Err(Error::Validation(format!(
-                    "{op} ({n}) would overwrite {}, which is (a view of) the graph output {}",
+                    "{} ({n}) would overwrite {}, which is (a view of) the graph output {}",
+                    op(),
                     Self::describe(fg, root),
                     Self::describe(fg, v)
                 )));

@@ -1,0 +1,254 @@
+//! The specialize rules: before/after in pprint form (an equilibrium of the
+//! rule alone), fixed point, and value preservation on random and edge
+//! inputs (README rule 5).
+
+mod common_rewrites;
+
+use common_rewrites::*;
+use kiln::*;
+
+const XYZ: &str = "x=f64[:]; y=f64[:]; z=f64[:]";
+
+fn g(src: &str) -> FunctionGraph {
+    graph(XYZ, src)
+}
+
+/// C99 `pow(-inf, 0.5)` is `+inf` (and `pow(-inf, -0.5)` is 0) where
+/// `sqrt(-inf)` is NaN: the documented exception of `x ** ±0.5 -> sqrt`
+/// (PyTensor's rule too; the square root of -inf is undefined).
+fn pow_half_at_minus_inf(ins: &[f64], _before: f64, after: f64) -> bool {
+    ins[0] == f64::NEG_INFINITY && after.is_nan()
+}
+
+#[test]
+fn pow_specialize_each_exponent() {
+    for (src, before, after) in [
+        ("x ** 2", "(x ** 2.0)", "sqr(x)"),
+        ("x ** 1", "(x ** 1.0)", "x"),
+        ("x ** 0", "(x ** 0.0)", "second(x, 1.0)"),
+        ("x ** -1", "(x ** -1.0)", "reciprocal(x)"),
+        ("x ** -2", "(x ** -2.0)", "reciprocal(sqr(x))"),
+    ] {
+        check_rule("local_pow_specialize", g(src), before, after);
+    }
+    check_rule_allowing(
+        "local_pow_specialize",
+        g("x ** 0.5"),
+        "(x ** 0.5)",
+        "sqrt(x)",
+        &pow_half_at_minus_inf,
+    );
+    check_rule_allowing(
+        "local_pow_specialize",
+        g("x ** -0.5"),
+        "(x ** -0.5)",
+        "reciprocal(abs(sqrt(x)))",
+        &pow_half_at_minus_inf,
+    );
+    check_no_fire("local_pow_specialize", g("x ** 3"));
+    // Integer reciprocals are not specialised.
+    check_no_fire("local_pow_specialize", graph("i=i64[:]", "i ** -1"));
+}
+
+#[test]
+fn pow_to_nested_squaring() {
+    check_rule(
+        "local_pow_to_nested_squaring",
+        g("x ** 3"),
+        "(x ** 3.0)",
+        "(x * sqr(x))",
+    );
+    check_rule(
+        "local_pow_to_nested_squaring",
+        g("x ** -5"),
+        "(x ** -5.0)",
+        "reciprocal((x * sqr(sqr(x))))",
+    );
+    check_rule(
+        "local_pow_to_nested_squaring",
+        g("x ** 10"),
+        "(x ** 10.0)",
+        "(sqr(x) * sqr(sqr(sqr(x))))",
+    );
+    check_no_fire("local_pow_to_nested_squaring", g("x ** 2.5"));
+    check_no_fire("local_pow_to_nested_squaring", g("x ** 1000"));
+}
+
+#[test]
+fn mul_specialize() {
+    check_rule("local_mul_specialize", g("1.0 * x"), "(1.0 * x)", "x");
+    check_rule("local_mul_specialize", g("-1.0 * x"), "(-1.0 * x)", "(-x)");
+    check_rule(
+        "local_mul_specialize",
+        g("0.0 * x"),
+        "(0.0 * x)",
+        "second(x, 0.0)",
+    );
+    check_no_fire("local_mul_specialize", g("2.0 * x"));
+}
+
+#[test]
+fn add_remove_zeros() {
+    check_rule("local_add_remove_zeros", g("x + 0"), "(x + 0.0)", "x");
+}
+
+#[test]
+fn div_to_reciprocal() {
+    check_rule(
+        "local_div_to_reciprocal",
+        g("1 / x"),
+        "(1.0 / x)",
+        "reciprocal(x)",
+    );
+}
+
+#[test]
+fn mul_to_sqr() {
+    check_rule("local_mul_to_sqr", g("x * x"), "(x * x)", "sqr(x)");
+    check_no_fire("local_mul_to_sqr", g("x * y"));
+}
+
+#[test]
+fn add_neg_to_sub() {
+    check_rule(
+        "local_add_neg_to_sub",
+        g("x + (-y)"),
+        "(x + (-y))",
+        "(x - y)",
+    );
+    check_rule(
+        "local_add_neg_to_sub",
+        g("x + -2.0"),
+        "(x + -2.0)",
+        "(x - 2.0)",
+    );
+    // The canonical form of x - 1 is add(-1, x): specialize turns it back.
+    check_rule(
+        "local_add_neg_to_sub",
+        g("-1.0 + x"),
+        "(-1.0 + x)",
+        "(x - 1.0)",
+    );
+}
+
+#[test]
+fn neg_div_neg() {
+    check_rule(
+        "local_neg_div_neg",
+        g("-((-x) / y)"),
+        "(-((-x) / y))",
+        "(x / y)",
+    );
+    check_rule(
+        "local_neg_div_neg",
+        g("-(x / (-y))"),
+        "(-(x / (-y)))",
+        "(x / y)",
+    );
+}
+
+#[test]
+fn abs_merge() {
+    check_rule(
+        "local_abs_merge",
+        g("abs(x) * abs(y)"),
+        "(abs(x) * abs(y))",
+        "abs((x * y))",
+    );
+    check_rule(
+        "local_abs_merge",
+        g("abs(x) / abs(y)"),
+        "(abs(x) / abs(y))",
+        "abs((x / y))",
+    );
+}
+
+#[test]
+fn elemwise_sub_zeros() {
+    check_rule(
+        "local_elemwise_sub_zeros",
+        g("x - x"),
+        "(x - x)",
+        "second(x, 0.0)",
+    );
+}
+
+#[test]
+fn mul_exp_to_exp_add() {
+    check_rule(
+        "local_mul_exp_to_exp_add",
+        g("exp(x) * exp(y) * z"),
+        "((exp(x) * exp(y)) * z)",
+        "(exp((x + y)) * z)",
+    );
+    check_rule(
+        "local_mul_exp_to_exp_add",
+        g("exp(x) * exp(y)"),
+        "(exp(x) * exp(y))",
+        "exp((x + y))",
+    );
+}
+
+#[test]
+fn mul_pow_to_pow_add() {
+    check_rule(
+        "local_mul_pow_to_pow_add",
+        g("(x ** 2) * (x ** 3) * y"),
+        "(((x ** 2.0) * (x ** 3.0)) * y)",
+        "((x ** (2.0 + 3.0)) * y)",
+    );
+    // Variable exponents may round when added (3 + 1e100 is even): left alone.
+    check_no_fire("local_mul_pow_to_pow_add", g("(x ** y) * (x ** z)"));
+}
+
+#[test]
+fn div_exp_to_mul_exp() {
+    check_rule(
+        "local_div_exp_to_mul_exp",
+        g("x / exp(y)"),
+        "(x / exp(y))",
+        "(x * exp((-y)))",
+    );
+}
+
+#[test]
+fn sum_prod_of_mul_or_div() {
+    check_rule(
+        "local_sum_prod_of_mul_or_div",
+        graph("X=f64[:, :]; s=f64[]", "sum(X * s)"),
+        "sum((X * s[None, None]))",
+        "(sum(X) * s)",
+    );
+    check_rule(
+        "local_sum_prod_of_mul_or_div",
+        graph("X=f64[:, :]; s=f64[:]", "sum(X / s, axis=0)"),
+        "sum((X / s[None, :]), axis=0)",
+        "(sum(X, axis=0) / s)",
+    );
+    // The factor varies along the reduced axis: it stays inside.
+    check_no_fire(
+        "local_sum_prod_of_mul_or_div",
+        graph("X=f64[:, :]; s=f64[:]", "sum(X * s, axis=1)"),
+    );
+}
+
+#[test]
+fn sum_of_neg_to_neg_of_sum() {
+    check_rule(
+        "local_sum_of_neg_to_neg_of_sum",
+        graph("X=f64[:, :]", "sum(-X, axis=1)"),
+        "sum((-X), axis=1)",
+        "(-sum(X, axis=1))",
+    );
+}
+
+#[test]
+fn fast_run_specialises_the_poly_workload() {
+    let fg = graph("x=f64[:]", "2*x**3 - 3*x**2 + x - 1");
+    let mut new = fg.clone();
+    fast_run_nofusion(&mut new);
+    assert_preserves(&fg, &new, "poly");
+    let text = show(&new);
+    assert!(!text.contains("**"), "no pow left: {text}");
+    assert!(text.contains("sqr(x)"), "{text}");
+}

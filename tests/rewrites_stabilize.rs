@@ -1,0 +1,466 @@
+//! The stabilize rules: before/after in pprint form (an equilibrium of the
+//! rule alone), fixed point, value preservation on random and edge inputs,
+//! and accuracy after FAST_RUN against high-precision references computed
+//! here by hand (series expansions where f64 formulas cancel).
+
+mod common_rewrites;
+
+use common_rewrites::*;
+use kiln::eval::evaluate;
+use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::*;
+use ndarray::{ArrayD, IxDyn};
+
+const XYZ: &str = "x=f64[:]; y=f64[:]; z=f64[:]";
+
+fn g(src: &str) -> FunctionGraph {
+    graph(XYZ, src)
+}
+
+// ------------------------------------------------------------ each rule
+
+#[test]
+fn log1p() {
+    check_rule("local_log1p", g("log(1 + x)"), "log((1.0 + x))", "log1p(x)");
+    check_rule(
+        "local_log1p",
+        g("log(1 - x)"),
+        "log((1.0 - x))",
+        "log1p((-x))",
+    );
+    check_no_fire("local_log1p", g("log(2 + x)"));
+}
+
+#[test]
+fn expm1() {
+    check_rule("local_expm1", g("exp(x) - 1"), "(exp(x) - 1.0)", "expm1(x)");
+    // The canonical form of exp(x) - 1 is add(-1, exp(x)).
+    check_rule(
+        "local_expm1",
+        g("-1 + exp(x)"),
+        "(-1.0 + exp(x))",
+        "expm1(x)",
+    );
+    check_no_fire("local_expm1", g("exp(x) - 2"));
+}
+
+#[test]
+fn log_add_exp() {
+    let m = "maximum(x, y)";
+    let s = |p: &str| format!("where((abs({m}) == inf), exp({m}), exp(({p} - {m})))");
+    check_rule(
+        "local_log_add_exp",
+        g("log(exp(x) + exp(y))"),
+        "log((exp(x) + exp(y)))",
+        &format!("({m} + log(({} + {})))", s("x"), s("y")),
+    );
+}
+
+#[test]
+fn log_sum_exp() {
+    let m = "where((abs(max(X, axis=1)) == inf), 0.0, max(X, axis=1))";
+    check_rule(
+        "local_log_sum_exp",
+        graph("X=f64[:, :]", "log(sum(exp(X), axis=1))"),
+        "log(sum(exp(X), axis=1))",
+        &format!("(log(sum(exp((X - {m}[:, None])), axis=1)) + {m})"),
+    );
+    check_no_fire(
+        "local_log_sum_exp",
+        graph("X=f64[:, :]", "log(max(exp(X), axis=1))"),
+    );
+}
+
+#[test]
+fn logsigm_to_softplus() {
+    check_rule(
+        "logsigm_to_softplus",
+        g("log(sigmoid(x))"),
+        "log(sigmoid(x))",
+        "(-softplus((-x)))",
+    );
+}
+
+#[test]
+fn log1msigm_to_softplus() {
+    check_rule(
+        "log1msigm_to_softplus",
+        g("log(1 - sigmoid(x))"),
+        "log((1.0 - sigmoid(x)))",
+        "(-softplus(x))",
+    );
+}
+
+#[test]
+fn log1p_neg_sigmoid() {
+    check_rule(
+        "log1p_neg_sigmoid",
+        g("log1p(-sigmoid(x))"),
+        "log1p((-sigmoid(x)))",
+        "(-softplus(x))",
+    );
+}
+
+#[test]
+fn log1p_plusminus_exp() {
+    check_rule(
+        "local_log1p_plusminus_exp",
+        g("log1p(exp(x))"),
+        "log1p(exp(x))",
+        "softplus(x)",
+    );
+    // For 0 < x < 1e-16, exp(x) rounds to 1 and the original gives -inf where
+    // the true value, the log of a negative number, is NaN.
+    check_rule_allowing(
+        "local_log1p_plusminus_exp",
+        g("log1p(-exp(x))"),
+        "log1p((-exp(x)))",
+        "log1mexp(x)",
+        &|ins, before, after| ins[0] > 0.0 && before == f64::NEG_INFINITY && after.is_nan(),
+    );
+}
+
+#[test]
+fn logmexpm1_to_log1mexp() {
+    check_rule(
+        "logmexpm1_to_log1mexp",
+        g("log(-expm1(x))"),
+        "log((-expm1(x)))",
+        "log1mexp(x)",
+    );
+}
+
+#[test]
+fn exp_over_1_plus_exp() {
+    check_rule(
+        "local_exp_over_1_plus_exp",
+        g("exp(x) / (1 + exp(x))"),
+        "(exp(x) / (1.0 + exp(x)))",
+        "sigmoid(x)",
+    );
+    check_no_fire("local_exp_over_1_plus_exp", g("exp(x) / (1 + exp(y))"));
+}
+
+#[test]
+fn reciprocal_1_plus_exp() {
+    check_rule(
+        "local_reciprocal_1_plus_exp",
+        g("1 / (1 + exp(x))"),
+        "(1.0 / (1.0 + exp(x)))",
+        "sigmoid((-x))",
+    );
+    check_rule(
+        "local_reciprocal_1_plus_exp",
+        g("(1 + exp(x)) ** -1"),
+        "((1.0 + exp(x)) ** -1.0)",
+        "sigmoid((-x))",
+    );
+}
+
+#[test]
+fn one_minus_sigmoid() {
+    check_rule(
+        "local_1msigmoid",
+        g("1 - sigmoid(x)"),
+        "(1.0 - sigmoid(x))",
+        "sigmoid((-x))",
+    );
+}
+
+#[test]
+fn sigm_times_exp() {
+    check_rule(
+        "local_sigm_times_exp",
+        g("exp(x) * sigmoid(-x)"),
+        "(exp(x) * sigmoid((-x)))",
+        "sigmoid(x)",
+    );
+    check_rule(
+        "local_sigm_times_exp",
+        g("exp(-x) * sigmoid(x) * y"),
+        "((exp((-x)) * sigmoid(x)) * y)",
+        "(sigmoid((-x)) * y)",
+    );
+    check_no_fire("local_sigm_times_exp", g("exp(x) * sigmoid(x)"));
+}
+
+// ------------------------------------------------------------ accuracy after FAST_RUN
+
+/// Evaluates `src` over one f64 vector `x` before and after FAST_RUN.
+fn before_after(src: &str, xs: &[f64]) -> (Vec<f64>, Vec<f64>, String) {
+    let fg = graph("x=f64[:]", src);
+    let mut new = fg.clone();
+    rewrite_graph(&mut new, &Mode::fast_run()).unwrap();
+    new.check_integrity().unwrap();
+    let v = Value::from_f64_array(
+        DType::F64,
+        ArrayD::from_shape_vec(IxDyn(&[xs.len()]), xs.to_vec()).unwrap(),
+    );
+    let a = evaluate(&fg, std::slice::from_ref(&v)).unwrap().remove(0);
+    let b = evaluate(&new, &[v]).unwrap().remove(0);
+    let flat = |v: &Value| v.to_f64_array().iter().copied().collect::<Vec<f64>>();
+    (flat(&a), flat(&b), show(&new))
+}
+
+fn rel_err(got: f64, want: f64) -> f64 {
+    if got == want {
+        0.0
+    } else if !got.is_finite() || !want.is_finite() {
+        f64::INFINITY
+    } else {
+        (got - want).abs() / want.abs().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// `log(1 + exp(x))` to full precision: series in `exp(-|x|)` in the tails.
+fn softplus_ref(x: f64) -> f64 {
+    if x < -20.0 {
+        let e = x.exp();
+        e - e * e / 2.0 + e * e * e / 3.0
+    } else if x > 20.0 {
+        let e = (-x).exp();
+        x + e - e * e / 2.0
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// Asserts the rewritten graph is within `tol` of `reference` at every
+/// point, and strictly more accurate than the original at `fragile` points.
+fn assert_more_accurate(
+    src: &str,
+    xs: &[f64],
+    fragile: &[f64],
+    reference: fn(f64) -> f64,
+    tol: f64,
+) {
+    let (before, after, text) = before_after(src, xs);
+    for (k, &x) in xs.iter().enumerate() {
+        let want = reference(x);
+        let e_after = rel_err(after[k], want);
+        assert!(
+            e_after <= tol,
+            "{src} at x = {x}: got {} want {want} (rel err {e_after:e}); rewritten: {text}",
+            after[k]
+        );
+        if fragile.contains(&x) {
+            let e_before = rel_err(before[k], want);
+            assert!(
+                e_after < e_before,
+                "{src} at x = {x}: rewritten ({}) not more accurate than the original ({})",
+                after[k],
+                before[k]
+            );
+        }
+    }
+}
+
+fn range(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|k| lo + (hi - lo) * k as f64 / (n - 1) as f64)
+        .collect()
+}
+
+#[test]
+fn softplus_is_finite_and_correct_at_800_and_minus_800() {
+    let (before, after, text) = before_after("log(1 + exp(x))", &[800.0, -800.0, -30.0]);
+    assert_eq!(text, "softplus(x)");
+    assert_eq!(before[0], f64::INFINITY, "the original overflows");
+    assert_eq!(after[0], 800.0);
+    assert_eq!(after[1], 0.0); // exp(-800) is below the smallest subnormal
+    let mut xs = range(-800.0, 800.0, 161);
+    xs.extend(range(-40.0, 40.0, 161));
+    assert_more_accurate(
+        "log(1 + exp(x))",
+        &xs,
+        &[800.0, 710.0, -30.0, -40.0],
+        softplus_ref,
+        4e-16,
+    );
+}
+
+#[test]
+fn log_sigmoid_is_more_accurate() {
+    let xs: Vec<f64> = [-800.0, -100.0, 40.0, 100.0]
+        .into_iter()
+        .chain(range(-50.0, 50.0, 101))
+        .collect();
+    assert_more_accurate(
+        "log(sigmoid(x))",
+        &xs,
+        &[-800.0, 40.0],
+        |x| -softplus_ref(-x),
+        4e-16,
+    );
+}
+
+#[test]
+fn log_one_minus_sigmoid_is_more_accurate() {
+    let xs: Vec<f64> = [800.0, 100.0, -40.0, -100.0]
+        .into_iter()
+        .chain(range(-50.0, 50.0, 101))
+        .collect();
+    assert_more_accurate(
+        "log(1 - sigmoid(x))",
+        &xs,
+        &[800.0, -40.0],
+        |x| -softplus_ref(x),
+        4e-16,
+    );
+}
+
+/// `log(1 - exp(x))` for x < 0: series for `-expm1(x)` near 0.
+fn log1mexp_ref(x: f64) -> f64 {
+    if x > -1e-3 {
+        let u = -x * (1.0 + x / 2.0 + x * x / 6.0 + x * x * x / 24.0 + x.powi(4) / 120.0);
+        u.ln()
+    } else if x > -1.0 {
+        (-x.exp_m1()).ln()
+    } else {
+        (-x.exp()).ln_1p()
+    }
+}
+
+#[test]
+fn log1p_neg_exp_is_more_accurate_near_zero() {
+    let xs = [-1e-10, -1e-7, -1e-5, -0.1, -1.0, -10.0, -800.0];
+    assert_more_accurate("log1p(-exp(x))", &xs, &[-1e-10, -1e-7], log1mexp_ref, 1e-15);
+}
+
+/// `exp(x) - 1` by its series near 0.
+fn expm1_ref(x: f64) -> f64 {
+    if x.abs() < 1e-3 {
+        x * (1.0 + x / 2.0 + x * x / 6.0 + x * x * x / 24.0 + x.powi(4) / 120.0)
+    } else {
+        x.exp_m1()
+    }
+}
+
+#[test]
+fn exp_minus_one_is_more_accurate_near_zero() {
+    let (_, _, text) = before_after("exp(x) - 1", &[0.0]);
+    assert_eq!(text, "expm1(x)");
+    let xs = [1e-10, -1e-10, 1e-5, -1e-7, 0.5, -3.0, 20.0];
+    assert_more_accurate("exp(x) - 1", &xs, &[1e-10, -1e-10, -1e-7], expm1_ref, 1e-15);
+}
+
+/// `log(1 + x)` by its series near 0.
+fn log1p_ref(x: f64) -> f64 {
+    if x.abs() < 1e-4 {
+        x * (1.0 - x / 2.0 + x * x / 3.0 - x * x * x / 4.0)
+    } else {
+        x.ln_1p()
+    }
+}
+
+#[test]
+fn log_one_plus_tiny_is_more_accurate() {
+    let (_, _, text) = before_after("log(1 + x)", &[0.0]);
+    assert_eq!(text, "log1p(x)");
+    let xs = [1e-12, -1e-12, 1e-300, 3e-9, 0.5, 10.0];
+    assert_more_accurate(
+        "log(1 + x)",
+        &xs,
+        &[1e-12, -1e-12, 1e-300, 3e-9],
+        log1p_ref,
+        1e-15,
+    );
+}
+
+#[test]
+fn log_sum_exp_rows_near_1000_and_infinite() {
+    let fg = graph("X=f64[:, :]", "log(sum(exp(X), axis=1))");
+    let mut new = fg.clone();
+    rewrite_graph(&mut new, &Mode::fast_run()).unwrap();
+    let inf = f64::INFINITY;
+    let rows: Vec<[f64; 3]> = vec![
+        [1000.0, 1000.0, 1000.0],
+        [1000.0, 999.0, 998.0],
+        [-1000.0, -1001.0, -1000.0],
+        [1000.0, -inf, 0.0],
+        [-inf, -inf, -inf],
+        [inf, 0.0, 1.0],
+        [inf, -inf, 3.0],
+        [0.5, -0.25, 2.0],
+    ];
+    let lse = |r: &[f64; 3]| -> f64 {
+        let m = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if m.is_infinite() {
+            return m;
+        }
+        m + r.iter().map(|&v| (v - m).exp()).sum::<f64>().ln()
+    };
+    let want: Vec<f64> = rows.iter().map(lse).collect();
+    assert!((want[0] - (1000.0 + 3f64.ln())).abs() < 1e-12);
+    let data: Vec<f64> = rows.iter().flatten().copied().collect();
+    let v = Value::from_f64_array(
+        DType::F64,
+        ArrayD::from_shape_vec(IxDyn(&[rows.len(), 3]), data).unwrap(),
+    );
+    let before = evaluate(&fg, std::slice::from_ref(&v)).unwrap().remove(0);
+    let after = evaluate(&new, &[v]).unwrap().remove(0);
+    let before: Vec<f64> = before.to_f64_array().iter().copied().collect();
+    let after: Vec<f64> = after.to_f64_array().iter().copied().collect();
+    assert_eq!(before[0], inf, "the original overflows");
+    assert_eq!(before[2], f64::NEG_INFINITY, "the original underflows");
+    for (k, (&got, &w)) in after.iter().zip(&want).enumerate() {
+        assert!(
+            got == w || (got - w).abs() <= 1e-15 * w.abs(),
+            "row {k} {:?}: got {got}, want {w}",
+            rows[k]
+        );
+    }
+}
+
+#[test]
+fn log_add_exp_is_correct_for_large_and_infinite_arguments() {
+    let fg = graph("x=f64[:]; y=f64[:]", "log(exp(x) + exp(y))");
+    let mut new = fg.clone();
+    rewrite_graph(&mut new, &Mode::fast_run()).unwrap();
+    let inf = f64::INFINITY;
+    let xs = [1000.0, -1000.0, inf, -inf, inf, 3.0, -inf];
+    let ys = [1000.0, -1001.0, inf, -inf, -inf, 0.5, 2.0];
+    let mk = |d: &[f64]| {
+        Value::from_f64_array(
+            DType::F64,
+            ArrayD::from_shape_vec(IxDyn(&[d.len()]), d.to_vec()).unwrap(),
+        )
+    };
+    let after = evaluate(&new, &[mk(&xs), mk(&ys)]).unwrap().remove(0);
+    let after: Vec<f64> = after.to_f64_array().iter().copied().collect();
+    for k in 0..xs.len() {
+        let (a, b) = (xs[k], ys[k]);
+        let m = a.max(b);
+        let want = if m.is_infinite() {
+            m
+        } else {
+            m + ((a - m).exp() + (b - m).exp()).ln()
+        };
+        assert!(
+            after[k] == want || (after[k] - want).abs() <= 1e-15 * want.abs(),
+            "log(exp({a}) + exp({b})): got {}, want {want}",
+            after[k]
+        );
+    }
+}
+
+#[test]
+fn stabilize_fires_after_canonicalize_on_the_workloads() {
+    // The canonical forms (add(-1, exp(x)), mul(-1, ...)) are what stabilize matches.
+    for (src, want) in [
+        ("log(1 + exp(x))", "softplus(x)"),
+        ("exp(x) - 1", "expm1(x)"),
+        ("log(1 + x)", "log1p(x)"),
+        ("log(sigmoid(x))", "(-softplus((-x)))"),
+        ("log(1 - sigmoid(x))", "(-softplus(x))"),
+        ("log1p(-exp(x))", "log1mexp(x)"),
+        ("exp(x) / (1 + exp(x))", "sigmoid(x)"),
+        ("1 / (1 + exp(x))", "sigmoid((-x))"),
+        ("exp(x) * sigmoid(-x)", "sigmoid(x)"),
+    ] {
+        let fg = graph("x=f64[:]", src);
+        let mut new = fg.clone();
+        fast_run_nofusion(&mut new);
+        assert_eq!(show(&new), want, "{src}");
+    }
+}
