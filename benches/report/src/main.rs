@@ -168,7 +168,7 @@ fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
     root.fill(&WHITE)?;
     let vals: Vec<f64> = table.values().filter_map(|v| v.0).filter(|&v| v > 0.0).collect();
     let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-3) / 2.0;
-    let hi = vals.iter().cloned().fold(0.0, f64::max) * 2.0;
+    let hi = vals.iter().cloned().fold(0.0, f64::max) * 12.0; // headroom for the legend
     let mut chart = ChartBuilder::on(&root)
         .caption("Run time per workload (median ms, log scale; lower is better)", ("sans-serif", 24))
         .margin(15)
