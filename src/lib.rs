@@ -8,6 +8,7 @@
 //!
 //! See `ARCHITECTURE.md` for the folders in processing order.
 
+pub mod cli;
 pub mod error;
 pub mod eval;
 pub mod expr;

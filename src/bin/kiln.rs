@@ -1,3 +1,6 @@
-//! The kiln command-line interface (a placeholder until the CLI lands).
+//! The `kiln` command line: `eval`, `rewrite`, `bench` and `dot`.
+//! The logic lives in the library ([`kiln::cli`]); see `kiln --help`.
 
-fn main() {}
+fn main() {
+    std::process::exit(kiln::cli::main());
+}

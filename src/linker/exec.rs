@@ -126,6 +126,15 @@ fn drive(
     }
 }
 
+/// What a profiled call measured.
+#[derive(Debug, Clone, Default)]
+pub struct CallStats {
+    /// Run time of each step.
+    pub times: Vec<Duration>,
+    /// Peak bytes of the buffers the call owned.
+    pub peak_bytes: usize,
+}
+
 /// One call's state.
 pub struct Exec<'a> {
     plan: &'a Plan,
@@ -134,6 +143,8 @@ pub struct Exec<'a> {
     slots: Vec<Option<Arr>>,
     /// Per-step run times, when profiling.
     pub times: Option<Vec<Duration>>,
+    /// Peak bytes of the buffers this call allocated, when profiling.
+    peak_bytes: usize,
 }
 
 // SAFETY: raw pointers in `Arr` refer to caller inputs, constants owned by
@@ -168,19 +179,39 @@ impl<'a> Exec<'a> {
             par,
             slots,
             times: profile.then(Vec::new),
+            peak_bytes: 0,
         }
+    }
+
+    /// Bytes of the distinct buffers the call owns right now (intermediates
+    /// and results; caller inputs and constants are not counted).
+    fn live_bytes(&self) -> usize {
+        let mut seen: rustc_hash::FxHashSet<*const Buffer> = Default::default();
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|a| a.buf.as_ref())
+            .filter(|b| seen.insert(Arc::as_ptr(b)))
+            .map(|b| b.len() * b.dtype().size_of())
+            .sum()
     }
 
     fn get(&self, s: Slot) -> Arr {
         self.slots[s].clone().expect("slot computed before use")
     }
 
-    /// Runs every step and returns the output arrays.
-    pub fn run(mut self) -> Result<(Vec<Arr>, Option<Vec<Duration>>)> {
+    /// Runs every step and returns the output arrays, and when profiling the
+    /// per-step times and the peak bytes of call-owned buffers (sampled after
+    /// each step, before its dead inputs are released, so a step's inputs
+    /// and outputs count together; scratch a step frees within itself is not seen).
+    pub fn run(mut self) -> Result<(Vec<Arr>, Option<CallStats>)> {
         let plan = self.plan;
         for (k, (step, name, _)) in plan.steps.iter().enumerate() {
             let t = self.times.is_some().then(Instant::now);
             self.step(k, step, name)?;
+            if self.times.is_some() {
+                self.peak_bytes = self.peak_bytes.max(self.live_bytes());
+            }
             for &s in &plan.release[k] {
                 self.slots[s] = None;
             }
@@ -189,7 +220,11 @@ impl<'a> Exec<'a> {
             }
         }
         let outs = plan.outputs.iter().map(|&s| self.get(s)).collect();
-        let times = self.times.take();
+        let peak_bytes = self.peak_bytes;
+        let times = self
+            .times
+            .take()
+            .map(|times| CallStats { times, peak_bytes });
         Ok((outs, times))
     }
 

@@ -13,7 +13,7 @@ use ndarray::{ArrayD, ArrayViewD};
 
 use super::buffer::Arr;
 use super::compile::CompileProfile;
-use super::exec::{check, to_value, Exec, ParallelOptions};
+use super::exec::{check, to_value, CallStats, Exec, ParallelOptions};
 use super::jit::JitCode;
 use super::plan::Plan;
 use crate::error::{Error, Result};
@@ -130,6 +130,9 @@ pub struct RunProfile {
     pub nodes: Vec<(String, Duration)>,
     /// Whole call.
     pub total: Duration,
+    /// Peak bytes of the buffers the call allocated (intermediates and
+    /// results, not caller inputs or constants), sampled after each step.
+    pub peak_bytes: usize,
 }
 
 /// A compiled, callable graph.
@@ -163,11 +166,7 @@ impl Function {
             .collect()
     }
 
-    fn run(
-        &self,
-        inputs: &[Arg<'_>],
-        profile: bool,
-    ) -> Result<(Vec<Value>, Option<Vec<Duration>>)> {
+    fn run(&self, inputs: &[Arg<'_>], profile: bool) -> Result<(Vec<Value>, Option<CallStats>)> {
         let arrs = self.prepare(inputs)?;
         let c = &*self.compiled;
         let exec = Exec::new(&c.plan, &c.code, self.par, arrs, profile);
@@ -227,14 +226,16 @@ impl Function {
     /// Evaluates and reports the run time of every node.
     pub fn call_profiled(&self, inputs: &[Arg<'_>]) -> Result<(Vec<Value>, RunProfile)> {
         let t = std::time::Instant::now();
-        let (vals, times) = self.run(inputs, true)?;
+        let (vals, prof) = self.run(inputs, true)?;
+        let CallStats { times, peak_bytes } = prof.unwrap_or_default();
         let names = self.compiled.plan.steps.iter().map(|(_, n, _)| n.clone());
-        let nodes = names.zip(times.unwrap_or_default()).collect();
+        let nodes = names.zip(times).collect();
         Ok((
             vals,
             RunProfile {
                 nodes,
                 total: t.elapsed(),
+                peak_bytes,
             },
         ))
     }

@@ -1,0 +1,212 @@
+"""The Python side of benches/compare.sh: the eight workloads of
+workloads.md (same expressions, same sizes) timed with numpy, numexpr
+(2 threads), PyTensor (C and numba backends) and JAX (jit, CPU), plus
+PyTensor's FAST_RUN rewrite time on the chain graph.
+
+Run time: median of RUNS calls after a first call; compile: the first call
+(for PyTensor: pytensor.function(...) plus the first call), cold (PyTensor
+compiles into a fresh compiledir). One JSON object per line:
+{"system", "workload", "run_ms", "compile_ms", "error"}.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+# A fresh PyTensor compile directory: compile times are cold, as the kiln ones.
+os.environ.setdefault("PYTENSOR_FLAGS", "compiledir=" + tempfile.mkdtemp(prefix="pytensor-"))
+
+import numpy as np
+
+N = 10_000_000
+WORKLOADS = [
+    ("softplus", "log(1 + exp(x))", [("x", (N,), "normal")]),
+    ("poly", "2*x**3 - 3*x**2 + x - 1", [("x", (N,), "normal")]),
+    ("gauss", "exp(-((x - 0.5)**2) / (2 * 1.5**2)) / (1.5 * 2.5066282746310002)", [("x", (N,), "normal")]),
+    ("sigmoid_xent", "mean(-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z))))",
+     [("t", (N,), "binary"), ("z", (N,), "normal")]),
+    ("logsumexp", "log(sum(exp(X), axis=1))", [("X", (1000, 2000), "normal")]),
+    ("outer_tanh", "tanh(u[:, None] + v[None, :])", [("u", (2000,), "normal"), ("v", (2000,), "normal")]),
+    ("mlp", "tanh(A @ W + b)", [("A", (512, 512), "normal"), ("W", (512, 512), "normal"), ("b", (512,), "normal")]),
+    ("canon", "(a*b)/(b*c)*(c/a)*x",
+     [("a", (N,), "unit"), ("b", (N,), "unit"), ("c", (N,), "unit"), ("x", (N,), "normal")]),
+]
+# numexpr cannot index or call sigmoid / reductions in the middle: its forms, where it has one.
+NUMEXPR = {
+    "softplus": "log(1 + exp(x))",
+    "poly": "2*x**3 - 3*x**2 + x - 1",
+    "gauss": "exp(-((x - 0.5)**2) / (2 * 1.5**2)) / (1.5 * 2.5066282746310002)",
+    "outer_tanh": "tanh(u2 + v2)",
+    "canon": "(a*b)/(b*c)*(c/a)*x",
+}
+
+
+def data(seed=2024):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, _, inputs in WORKLOADS:
+        vals = {}
+        for v, shape, dist in inputs:
+            if dist == "normal":
+                vals[v] = rng.standard_normal(shape)
+            elif dist == "unit":
+                vals[v] = rng.uniform(0.5, 1.5, shape)
+            else:
+                vals[v] = rng.integers(0, 2, shape).astype(np.float64)
+        out[name] = vals
+    return out
+
+
+def timed(f, runs):
+    t = time.perf_counter()
+    f()
+    first = (time.perf_counter() - t) * 1e3
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ts), first
+
+
+def emit(out, system, workload, run_ms=None, compile_ms=None, error=None, **extra):
+    rec = {"system": system, "workload": workload, "run_ms": run_ms, "compile_ms": compile_ms, "error": error}
+    rec.update(extra)
+    line = json.dumps(rec)
+    print(line, flush=True)
+    out.write(line + "\n")
+    out.flush()
+
+
+def run_numpy(out, inputs, runs):
+    ns = dict(log=np.log, exp=np.exp, tanh=np.tanh, mean=np.mean, sum=np.sum,
+              sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)))
+    for name, expr, _ in WORKLOADS:
+        env = dict(ns, **inputs[name])
+        code = compile(expr, name, "eval")
+        r, _ = timed(lambda: eval(code, env), runs)
+        emit(out, "numpy", name, r, None)
+
+
+def run_numexpr(out, inputs, runs):
+    import numexpr as ne
+    ne.set_num_threads(2)
+    for name, _, _ in WORKLOADS:
+        if name not in NUMEXPR:
+            emit(out, "numexpr", name, error="not expressible in numexpr")
+            continue
+        env = dict(inputs[name])
+        if name == "outer_tanh":
+            env = {"u2": env["u"][:, None], "v2": env["v"][None, :]}
+        r, first = timed(lambda: ne.evaluate(NUMEXPR[name], local_dict=env), runs)
+        emit(out, "numexpr", name, r, first)
+
+
+def run_pytensor(out, inputs, runs, mode, system):
+    import pytensor
+    import pytensor.tensor as pt
+    ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid)
+    for name, expr, decl in WORKLOADS:
+        try:
+            syms = {v: pt.tensor(v, dtype="float64", shape=(None,) * len(shape)) for v, shape, _ in decl}
+            y = eval(expr, dict(ns, **syms))
+            args = [inputs[name][v] for v, _, _ in decl]
+            t = time.perf_counter()
+            f = pytensor.function([syms[v] for v, _, _ in decl], y, mode=mode)
+            f(*args)
+            compile_ms = (time.perf_counter() - t) * 1e3
+            r, _ = timed(lambda: f(*args), runs)
+            emit(out, system, name, r, compile_ms)
+        except Exception as e:  # report and go on
+            emit(out, system, name, error=f"{type(e).__name__}: {e}"[:300])
+
+
+def run_jax(out, inputs, runs):
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid)
+    for name, expr, decl in WORKLOADS:
+        names = [v for v, _, _ in decl]
+        code = compile(expr, name, "eval")
+        f = jax.jit(lambda *a, code=code, names=names: eval(code, dict(ns, **dict(zip(names, a)))))
+        args = [jax.device_put(inputs[name][v]) for v in names]
+        r, first = timed(lambda: f(*args).block_until_ready(), runs)
+        emit(out, "jax", name, r, first)
+
+
+def chain(pt, k):
+    xs = [pt.vector(f"x{i}", dtype="float64") for i in range(8)]
+    pool = list(xs)
+    for i in range(k):
+        n = len(pool)
+        a = pool[n - 1 - (i * 7) % min(20, n)]
+        b = pool[(i * 13) % n]
+        m = i % 6
+        if m == 0:
+            r = a + b
+        elif m == 1:
+            r = a * b
+        elif m == 2:
+            r = a - 2.0 * b
+        elif m == 3:
+            r = pt.exp(-a) / (1.0 + b * b)
+        elif m == 4:
+            r = pt.log1p(a * a) * 0.5
+        else:
+            r = pt.tanh(a) + b / 3.0
+        pool.append(r)
+    return xs, pool[-1]
+
+
+def run_pytensor_chain(out, ks):
+    import pytensor.tensor as pt
+    from pytensor.compile.mode import get_mode
+    from pytensor.graph.fg import FunctionGraph
+    sys.setrecursionlimit(100000)
+    for k in ks:
+        try:
+            xs, y = chain(pt, k)
+            fg = FunctionGraph(xs, [y], clone=True)
+            n_before = len(fg.apply_nodes)
+            rewriter = get_mode("FAST_RUN").optimizer
+            t = time.perf_counter()
+            rewriter.rewrite(fg)
+            ms = (time.perf_counter() - t) * 1e3
+            emit(out, "pytensor", f"chain_{k}", rewrite_ms=ms, nodes_before=n_before,
+                 nodes_after=len(fg.apply_nodes))
+        except Exception as e:
+            emit(out, "pytensor", f"chain_{k}", error=f"{type(e).__name__}: {e}"[:300])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chain", default="100,300,1000,3000")
+    a = ap.parse_args()
+    inputs = data()
+    with open(a.out, "w") as out:
+        steps = [
+            ("numpy", lambda: run_numpy(out, inputs, a.runs)),
+            ("numexpr", lambda: run_numexpr(out, inputs, a.runs)),
+            ("pytensor_c", lambda: run_pytensor(out, inputs, a.runs, "FAST_RUN", "pytensor_c")),
+            ("pytensor_numba", lambda: run_pytensor(out, inputs, a.runs, "NUMBA", "pytensor_numba")),
+            ("jax", lambda: run_jax(out, inputs, a.runs)),
+            ("pytensor_chain", lambda: run_pytensor_chain(out, [int(k) for k in a.chain.split(",")])),
+        ]
+        for system, step in steps:
+            print(f"-- {system}", file=sys.stderr, flush=True)
+            try:
+                step()
+            except Exception as e:  # e.g. the package did not install
+                traceback.print_exc(file=sys.stderr)
+                emit(out, system, "*", error=f"{type(e).__name__}: {e}"[:300])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+//! The command-line arguments (clap derive). `kiln --help` and
+//! `kiln SUBCOMMAND --help` print these docs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// kiln: a JIT compiler for tensor expressions (PyTensor-style graph
+/// rewriting, Cranelift code generation).
+///
+/// Expressions use numpy / numexpr-like syntax: `log(1 + exp(x))`,
+/// `tanh(A @ W + b)`, `sum(X, axis=1)`, `u[:, None]`. Modes: none,
+/// fast_compile, fast_run, optionally followed by -TAG / +TAG to exclude /
+/// include rewrites by tag (fast_run-fusion, fast_run-inplace).
+#[derive(Debug, Parser)]
+#[command(name = "kiln", version, about, long_about = None)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate an expression on .npy inputs.
+    Eval(EvalArgs),
+    /// Print the graph before and after rewriting.
+    Rewrite(RewriteArgs),
+    /// Measure compile time, run time, node counts and peak buffer bytes.
+    Bench(BenchArgs),
+    /// Write the graph as Graphviz DOT.
+    Dot(DotArgs),
+}
+
+/// `kiln eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The expression, e.g. "log(1 + exp(x))" (may start with '-').
+    #[arg(allow_hyphen_values = true)]
+    pub expr: String,
+    /// An input NAME=FILE.npy; its dtype and static shape come from the file.
+    #[arg(long = "in", value_name = "NAME=FILE.npy")]
+    pub inputs: Vec<String>,
+    /// Write the result to this .npy file (dtype kept) instead of printing a summary.
+    #[arg(long, value_name = "FILE.npy")]
+    pub out: Option<PathBuf>,
+    /// Rewriting mode.
+    #[arg(long, default_value = "fast_run")]
+    pub mode: String,
+    /// Print the function, rewriter and per-node run profiles.
+    #[arg(long)]
+    pub profile: bool,
+}
+
+/// How `kiln rewrite` prints graphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum GraphFormat {
+    /// Infix text: `log1p(exp(x))`.
+    #[default]
+    Pprint,
+    /// Debug tree with `[id A]` tags.
+    Dprint,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// `kiln rewrite`.
+#[derive(Debug, Args)]
+pub struct RewriteArgs {
+    /// The expression (may start with '-').
+    #[arg(allow_hyphen_values = true)]
+    pub expr: String,
+    /// An input declaration NAME=DTYPE[DIMS], e.g. x=f64[:], X=f32[:, 3], s=f64[].
+    #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
+    pub vars: Vec<String>,
+    /// The mode whose rewrites run (default fast_run; with --include/--require
+    /// and no --mode, the query holds only those tags, as PyTensor's
+    /// rewrite_graph(include=...)).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Tags to include (comma-separated).
+    #[arg(long, value_name = "TAG,..")]
+    pub include: Vec<String>,
+    /// Tags every selected rewrite must have (comma-separated).
+    #[arg(long, value_name = "TAG,..")]
+    pub require: Vec<String>,
+    /// Tags to exclude (comma-separated).
+    #[arg(long, value_name = "TAG,..")]
+    pub exclude: Vec<String>,
+    /// Print the rewriter profile.
+    #[arg(long)]
+    pub profile: bool,
+    /// Print which rewrite fired on which node.
+    #[arg(long)]
+    pub log: bool,
+    /// Graph format.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Pprint)]
+    pub format: GraphFormat,
+    /// Print one JSON object {before, after, nodes_before, nodes_after, ops_after}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `kiln bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// An expression to measure (with --var declarations giving concrete sizes).
+    #[arg(allow_hyphen_values = true)]
+    pub expr: Option<String>,
+    /// An input NAME=DTYPE[SIZES] with concrete sizes, e.g. x=f64[1000000].
+    #[arg(long = "var", value_name = "NAME=DTYPE[SIZES]")]
+    pub vars: Vec<String>,
+    /// Run the eight workloads of the benchmark suite.
+    #[arg(long, conflicts_with_all = ["expr", "chain"])]
+    pub suite: bool,
+    /// Build the chain graph of K operations.
+    #[arg(long, value_name = "K", conflicts_with = "expr")]
+    pub chain: Option<usize>,
+    /// Length of the chain graph's input vectors.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub chain_size: usize,
+    /// Divide every suite input dimension by this (quick runs).
+    #[arg(long, value_name = "D", default_value_t = 1)]
+    pub scale_down: usize,
+    /// Only these suite workloads (comma-separated names).
+    #[arg(long, value_name = "NAME,..")]
+    pub only: Vec<String>,
+    /// Modes to measure (comma-separated).
+    #[arg(
+        long,
+        value_name = "MODE,..",
+        default_value = "none,fast_compile,fast_run"
+    )]
+    pub modes: String,
+    /// Timed runs per mode (after one warm-up run); the median is reported.
+    #[arg(long, value_name = "N", default_value_t = 7)]
+    pub runs: usize,
+    /// Threads for kernels (0: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `kiln dot`.
+#[derive(Debug, Args)]
+pub struct DotArgs {
+    /// The expression (may start with '-').
+    #[arg(allow_hyphen_values = true)]
+    pub expr: String,
+    /// An input declaration NAME=DTYPE[DIMS].
+    #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
+    pub vars: Vec<String>,
+    /// The mode whose rewrites run before drawing.
+    #[arg(long, default_value = "fast_run")]
+    pub mode: String,
+    /// Draw the graph before rewriting.
+    #[arg(long)]
+    pub before: bool,
+    /// Write to this file instead of stdout.
+    #[arg(long, short, value_name = "FILE.dot")]
+    pub output: Option<PathBuf>,
+}

@@ -1,0 +1,319 @@
+//! `kiln bench`: per workload and mode, compile time (rewriting and code
+//! generation separately), run time (median of N calls after one warm-up
+//! call), node counts before and after rewriting, and the peak bytes of the
+//! buffers one call allocates (intermediates and the result, not the
+//! inputs; [`RunProfile::peak_bytes`](crate::linker::RunProfile)).
+//!
+//! Workloads: an expression with `--var NAME=DTYPE[SIZES]` (deterministic
+//! data: standard normal floats, integers in 1..=9, random booleans), the
+//! suite of [`crate::workloads::suite`] (`--suite`), or the chain graph of
+//! [`crate::workloads::chain_graph`] (`--chain K`, inputs of `--chain-size`
+//! elements). Graphs are compiled with unknown input sizes (dimensions of
+//! size 1 stay static so they broadcast), bypassing the compile cache, so
+//! every mode pays its full compile time.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::{build, declare_all, parse_mode, split_list, BenchArgs, CliError, CliResult};
+use crate::graph::{DType, FunctionGraph, Value};
+use crate::linker::{self, Arg, CompileOptions};
+use crate::rewriting::{rewrite_graph, Mode};
+use crate::tensor::tensor;
+use crate::workloads::{self, Rng};
+
+/// A graph to measure with its input values.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Its name in the report.
+    pub name: String,
+    /// The graph, before rewriting.
+    pub graph: FunctionGraph,
+    /// Input values, in the graph's input order.
+    pub values: Vec<Value>,
+}
+
+/// One measurement (one line of `--json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Workload name.
+    pub workload: String,
+    /// Mode name as given.
+    pub mode: String,
+    /// Rewriting plus code generation, ms.
+    pub compile_ms: f64,
+    /// Rewriting, ms.
+    pub rewrite_ms: f64,
+    /// Lowering and code generation, ms.
+    pub codegen_ms: f64,
+    /// Median run time, ms.
+    pub run_ms: f64,
+    /// Number of timed runs.
+    pub runs: usize,
+    /// Apply nodes before rewriting.
+    pub nodes_before: usize,
+    /// Apply nodes after rewriting.
+    pub nodes_after: usize,
+    /// Peak bytes of call-owned buffers during one call.
+    pub peak_bytes: usize,
+}
+
+impl Row {
+    /// The row as a JSON object with the documented keys.
+    pub fn to_json(&self) -> serde_json::Value {
+        let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
+        serde_json::json!({
+            "workload": self.workload,
+            "mode": self.mode,
+            "compile_ms": r3(self.compile_ms),
+            "rewrite_ms": r3(self.rewrite_ms),
+            "codegen_ms": r3(self.codegen_ms),
+            "run_ms": r3(self.run_ms),
+            "runs": self.runs,
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "peak_bytes": self.peak_bytes,
+        })
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The median of the samples (mean of the middle two for an even count).
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Compiles `case` under `mode` (as `kiln::function` does, without the
+/// compile cache) and times `runs` calls after one profiled warm-up call.
+pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliResult<Row> {
+    let fail = |e: crate::Error| CliError::usage(format!("{} under {mode_name}: {e}", case.name));
+    let t0 = Instant::now();
+    let mut fg = case.graph.clone();
+    let nodes_before = fg.n_nodes();
+    let t_rw = Instant::now();
+    rewrite_graph(&mut fg, mode).map_err(fail)?;
+    let rewrite = t_rw.elapsed();
+    let opts = CompileOptions {
+        no_cache: true,
+        ..Default::default()
+    };
+    let t_cg = Instant::now();
+    let f = linker::compile(&fg, &opts).map_err(fail)?;
+    let codegen = t_cg.elapsed();
+    let compile = t0.elapsed();
+    let args: Vec<Arg<'_>> = case.values.iter().map(Arg::from).collect();
+    let (_, warm) = f.call_profiled(&args).map_err(fail)?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = f.call(&args).map_err(fail)?;
+        times.push(ms(t.elapsed()));
+        drop(out);
+    }
+    Ok(Row {
+        workload: case.name.clone(),
+        mode: mode_name.to_string(),
+        compile_ms: ms(compile),
+        rewrite_ms: ms(rewrite),
+        codegen_ms: ms(codegen),
+        run_ms: median(times),
+        runs,
+        nodes_before,
+        nodes_after: fg.n_nodes(),
+        peak_bytes: warm.peak_bytes,
+    })
+}
+
+/// Deterministic data of a dtype and shape: normal floats, integers in 1..=9, random booleans.
+pub fn generate(dtype: DType, shape: &[usize], rng: &mut Rng) -> Value {
+    let n: usize = shape.iter().product();
+    let data: Vec<f64> = (0..n)
+        .map(|_| match dtype {
+            DType::Bool => (rng.next_u64() >> 63) as f64,
+            d if d.is_float() => rng.normal(),
+            _ => (1 + rng.next_u64() % 9) as f64,
+        })
+        .collect();
+    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), data).expect("sizes match");
+    Value::from_f64_array(dtype, a)
+}
+
+/// The case of an expression with concrete `NAME=DTYPE[SIZES]` declarations.
+pub fn expr_case(expr: &str, vars: &[String]) -> CliResult<Case> {
+    let decls = declare_all(vars)?;
+    let mut rng = Rng::new(42);
+    let mut values = Vec::new();
+    let mut generic = Vec::new();
+    for d in &decls {
+        let sizes: Vec<usize> = d
+            .dims
+            .iter()
+            .map(|s| {
+                s.ok_or_else(|| {
+                    CliError::usage(format!(
+                        "bench needs concrete sizes: '{}' has a ':' dimension (write e.g. {}={}[1000])",
+                        d.name, d.name, d.dtype
+                    ))
+                })
+            })
+            .collect::<CliResult<_>>()?;
+        values.push(generate(d.dtype, &sizes, &mut rng));
+        let dims: Vec<Option<usize>> = sizes.iter().map(|&s| (s == 1).then_some(1)).collect();
+        generic.push(super::Declared {
+            tensor: tensor(&d.name, d.dtype, &dims),
+            dims,
+            ..d.clone()
+        });
+    }
+    let y = build(expr, &generic)?;
+    let ins: Vec<_> = generic.iter().map(|d| d.tensor.clone()).collect();
+    let graph = FunctionGraph::new(&ins, &[y]).map_err(|e| CliError::from_kiln(e, expr))?;
+    Ok(Case {
+        name: "expr".into(),
+        graph,
+        values,
+    })
+}
+
+/// The suite's cases (every dimension divided by `scale_down`), optionally only the named ones.
+pub fn suite_cases(scale_down: usize, only: &[String]) -> CliResult<Vec<Case>> {
+    let suite = workloads::suite();
+    for name in only {
+        if !suite.iter().any(|w| w.name == name) {
+            let names: Vec<&str> = suite.iter().map(|w| w.name).collect();
+            return Err(CliError::usage(format!(
+                "unknown workload '{name}' (the suite has {})",
+                names.join(", ")
+            )));
+        }
+    }
+    suite
+        .iter()
+        .filter(|w| only.is_empty() || only.iter().any(|o| o == w.name))
+        .map(|w| {
+            Ok(Case {
+                name: w.name.to_string(),
+                graph: w.graph().map_err(|e| CliError::from_kiln(e, w.expr))?,
+                values: w.generate_scaled(2024, scale_down),
+            })
+        })
+        .collect()
+}
+
+/// The chain graph of `k` operations on vectors of `size` elements.
+pub fn chain_case(k: usize, size: usize) -> CliResult<Case> {
+    let graph = workloads::chain_graph(k).map_err(|e| CliError::usage(e.to_string()))?;
+    let mut rng = Rng::new(7);
+    let values = (0..graph.inputs().len())
+        .map(|_| generate(DType::F64, &[size], &mut rng))
+        .collect();
+    Ok(Case {
+        name: format!("chain_{k}"),
+        graph,
+        values,
+    })
+}
+
+const HEADER: &str = "workload      mode                compile_ms  rewrite_ms  codegen_ms      run_ms  runs  nodes_before  nodes_after  peak_bytes";
+
+fn table_row(r: &Row) -> String {
+    format!(
+        "{:<13} {:<18} {:>11.2} {:>11.2} {:>11.2} {:>11.3} {:>5} {:>13} {:>12} {:>11}",
+        r.workload,
+        r.mode,
+        r.compile_ms,
+        r.rewrite_ms,
+        r.codegen_ms,
+        r.run_ms,
+        r.runs,
+        r.nodes_before,
+        r.nodes_after,
+        r.peak_bytes
+    )
+}
+
+/// Runs `kiln bench`.
+pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
+    let modes: Vec<(String, Mode)> = split_list(std::slice::from_ref(&a.modes))
+        .into_iter()
+        .map(|m| parse_mode(&m).map(|mode| (m, mode)))
+        .collect::<CliResult<_>>()?;
+    if modes.is_empty() {
+        return Err(CliError::usage("--modes lists no mode"));
+    }
+    if let Some(t) = a.threads {
+        linker::set_num_threads(t);
+    }
+    let cases = if a.suite {
+        suite_cases(a.scale_down.max(1), &split_list(&a.only))?
+    } else if let Some(k) = a.chain {
+        vec![chain_case(k, a.chain_size)?]
+    } else if let Some(e) = &a.expr {
+        vec![expr_case(e, &a.vars)?]
+    } else {
+        return Err(CliError::usage(
+            "nothing to measure: give an expression with --var declarations, --suite, or --chain K",
+        ));
+    };
+    if !a.json {
+        writeln!(out, "{HEADER}")?;
+    }
+    let total = cases.len() * modes.len();
+    let mut done = 0;
+    for case in &cases {
+        for (name, mode) in &modes {
+            done += 1;
+            if !a.quiet {
+                eprint!("[{done}/{total}] {} {name} ... ", case.name);
+            }
+            let row = measure(case, name, mode, a.runs)?;
+            if !a.quiet {
+                eprintln!("compile {:.1} ms, run {:.3} ms", row.compile_ms, row.run_ms);
+            }
+            if a.json {
+                writeln!(out, "{}", row.to_json())?;
+            } else {
+                writeln!(out, "{}", table_row(&row))?;
+            }
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
+
+    #[test]
+    fn measures_an_expression_in_every_mode() {
+        let case = expr_case("exp(x) * 2 + y", &["x=f64[100]".into(), "y=f64[1]".into()]).unwrap();
+        for m in ["none", "fast_run", "fast_run-fusion"] {
+            let r = measure(&case, m, &parse_mode(m).unwrap(), 2).unwrap();
+            assert_eq!(r.nodes_before, 3);
+            assert!(r.peak_bytes >= 800, "{r:?}");
+            assert!(r.compile_ms >= r.rewrite_ms);
+        }
+        let e = expr_case("x", &["x=f64[:]".into()]).unwrap_err();
+        assert!(e.message.contains("concrete sizes"));
+    }
+}
