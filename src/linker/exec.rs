@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use smallvec::SmallVec;
 
-use super::buffer::{c_strides, Arr, Buffer};
+use super::buffer::{c_strides, Arr, Buffer, BufferPool};
 use super::jit::JitCode;
 use super::plan::{Plan, Slot, Step};
 use super::reduce;
@@ -131,6 +131,7 @@ pub struct Exec<'a> {
     plan: &'a Plan,
     code: &'a JitCode,
     par: ParallelOptions,
+    pool: &'a BufferPool,
     slots: Vec<Option<Arr>>,
     /// Per-step run times, when profiling.
     pub times: Option<Vec<Duration>>,
@@ -152,6 +153,7 @@ impl<'a> Exec<'a> {
         plan: &'a Plan,
         code: &'a JitCode,
         par: ParallelOptions,
+        pool: &'a BufferPool,
         inputs: Vec<Arr>,
         profile: bool,
     ) -> Self {
@@ -166,6 +168,7 @@ impl<'a> Exec<'a> {
             plan,
             code,
             par,
+            pool,
             slots,
             times: profile.then(Vec::new),
         }
@@ -182,19 +185,55 @@ impl<'a> Exec<'a> {
             let t = self.times.is_some().then(Instant::now);
             self.step(k, step, name)?;
             for &s in &plan.release[k] {
-                self.slots[s] = None;
+                self.release(s);
             }
             if let (Some(t), Some(times)) = (t, self.times.as_mut()) {
                 times.push(t.elapsed());
             }
         }
-        let outs = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        let outs: Vec<Arr> = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        for &s in &plan.outputs {
+            self.slots[s] = None;
+        }
+        // Intermediates still held (e.g. never released) go back to the pool
+        // unless an output shares them (then they are not uniquely owned).
+        for s in 0..self.slots.len() {
+            self.release(s);
+        }
         let times = self.times.take();
         Ok((outs, times))
     }
 
+    /// Empties slot `s`, returning its buffer to the pool when this was the
+    /// last reference to it.
+    fn release(&mut self, s: Slot) {
+        if let Some(a) = self.slots[s].take() {
+            if let Some(b) = a.buf {
+                if let Ok(b) = Arc::try_unwrap(b) {
+                    self.pool.give(b);
+                }
+            }
+        }
+    }
+
+    /// A buffer for `shape` whose contents the caller overwrites entirely:
+    /// from the pool when one fits, else fresh.
     fn alloc(&self, dtype: DType, shape: &[usize]) -> Arr {
-        Arr::from_buffer(Buffer::zeros(dtype, shape), shape)
+        match self.pool.take(dtype, shape) {
+            Some(b) => Arr::from_buffer(b, shape),
+            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
+        }
+    }
+
+    /// A zero-filled buffer for `shape` (pooled buffers are cleared).
+    fn alloc_zeroed(&self, dtype: DType, shape: &[usize]) -> Arr {
+        match self.pool.take(dtype, shape) {
+            Some(mut b) => {
+                b.zero();
+                Arr::from_buffer(b, shape)
+            }
+            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
+        }
     }
 
     fn cast(&self, x: &Arr, kernel: usize, to: DType) -> Arr {
@@ -322,7 +361,7 @@ impl<'a> Exec<'a> {
                     .filter(|d| !axes.contains(d))
                     .map(|d| x.shape[d])
                     .collect();
-                let accum = self.alloc(*acc, &out_shape);
+                let accum = self.alloc_zeroed(*acc, &out_shape);
                 let bits = reduce::identity_bits(*op, *acc);
                 if bits != 0 {
                     let n = accum.len();
@@ -680,6 +719,26 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
 /// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
 pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
     let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
+    if x.is_standard() {
+        // Contiguous source: a (parallel) memcpy.
+        let bytes = x.len() * x.dtype.size_of();
+        let (src, dst) = (x.ptr as usize, out.ptr as usize);
+        let chunk = |s: usize, e: usize| {
+            // SAFETY: [s, e) is within the `bytes` bytes of both the source
+            // array (contiguous from `ptr`) and the fresh output buffer, which
+            // do not overlap; chunks are disjoint.
+            unsafe {
+                std::ptr::copy_nonoverlapping((src + s) as *const u8, (dst + s) as *mut u8, e - s)
+            }
+        };
+        let esz = x.dtype.size_of();
+        if par.threshold > 0 && x.len() >= par.threshold {
+            kiln_runtime::parallel::parallel_for(bytes, par.grain * esz, &chunk);
+        } else {
+            chunk(0, bytes);
+        }
+        return out;
+    }
     let k = plan.copy[&x.dtype];
     let es = x.dtype.size_of();
     drive(
