@@ -65,6 +65,12 @@ fn main() -> kiln::Result<()> {
             std::hint::black_box(f.call(&args)?);
             times.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        if std::env::var("KILN_PROFILE").is_ok() {
+            let (_, prof) = f.call_profiled(&args)?;
+            for (node, t) in &prof.nodes {
+                eprintln!("  {:8.3} ms  {node}", t.as_secs_f64() * 1e3);
+            }
+        }
         if std::env::var("KILN_SMAPS").is_ok() {
             let out = f.call(&args)?;
             let sm = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();

@@ -13,7 +13,8 @@
 //!   vector form; transcendental functions are then evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
-//!   results of `L` nested block calls);
+//!   results of `L` nested block calls); a program that is one such call
+//!   on contiguous operands makes it once over the whole range instead;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
@@ -233,6 +234,44 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         b.ins().brif(ok, vec_setup, &[], scalar_head, &[]);
         b.switch_to_block(vec_setup);
         b.seal_block(vec_setup);
+        // One block-wise op straight from the inputs to the output: when every
+        // operand is contiguous, one runtime call over all n elements (no
+        // staging through the scratch area).
+        let direct = prog.nodes.len() == 1
+            && plan.block[0]
+            && prog.nodes[0]
+                .args
+                .iter()
+                .all(|a| matches!(a, CRef::Input(_)))
+            && prog.outputs.len() == 1
+            && prog.outputs[0] == CRef::Node(0);
+        if direct {
+            let mut all = b.ins().iconst(types::I8, 1);
+            for &s in &strides {
+                let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+                all = b.ins().band(all, c);
+            }
+            let direct_blk = b.create_block();
+            let staged_blk = b.create_block();
+            b.ins().brif(all, direct_blk, &[], staged_blk, &[]);
+            b.switch_to_block(direct_blk);
+            b.seal_block(direct_blk);
+            let sym = mathcalls::block_symbol(prog.nodes[0].op, plan.dtype).expect("planned");
+            let mut args: Vec<Value> = prog.nodes[0]
+                .args
+                .iter()
+                .map(|a| match a {
+                    CRef::Input(k) => ptrs[*k as usize],
+                    _ => unreachable!("checked: inputs only"),
+                })
+                .collect();
+            args.push(ptrs[n_in]);
+            args.push(n);
+            b.ins().call(callees[sym], &args);
+            b.ins().jump(exit, &[]);
+            b.switch_to_block(staged_blk);
+            b.seal_block(staged_blk);
+        }
         // Broadcast inputs read from a 16-byte splat slot.
         let mut bases = Vec::with_capacity(n_in);
         for k in 0..n_in {
