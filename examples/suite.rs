@@ -4,7 +4,8 @@
 //! `benches/python_baseline.py` run in the same session.
 //!
 //! `cargo run --release --example suite [-- name ...]`; `KILN_BENCH_N`
-//! overrides the 10^7 vector length.
+//! overrides the 10^7 vector length, `KILN_THREADS` the thread count,
+//! `KILN_PROFILE=1` prints per-node times.
 
 #[path = "../benches/suite_data.rs"]
 mod suite_data;
@@ -25,6 +26,12 @@ fn main() -> kiln::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000_000);
     let only: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(t) = std::env::var("KILN_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        kiln::linker::set_num_threads(t);
+    }
     println!("workload,kiln_ms,compile_ms,rewrite_ms,codegen_ms");
     for w in suite_data::suite(n) {
         if !only.is_empty() && !only.iter().any(|o| o == w.name) {

@@ -20,6 +20,9 @@ use super::reduce;
 use crate::error::{Error, Result};
 use crate::graph::{DType, TensorType, Value};
 
+/// Elements per partial of a parallel full reduction.
+pub const REDUCE_CHUNK: usize = 1 << 16;
+
 /// The ABI of every generated kernel.
 pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
 
@@ -385,16 +388,28 @@ impl<'a> Exec<'a> {
                     .enumerate()
                     .map(|(d, &s)| if x.shape[d] == 1 { 0 } else { s })
                     .collect();
-                drive(
-                    self.code,
-                    *kernel,
-                    &[accum.ptr, x.ptr],
-                    &[&acc_strides, &xs],
-                    &[8, x.dtype.size_of()],
-                    &x.shape,
-                    self.par,
-                    true,
-                );
+                let n = x.len();
+                let threads = kiln_runtime::parallel::num_threads();
+                if out_shape.is_empty()
+                    && x.dtype == *acc
+                    && x.is_standard()
+                    && self.par.threshold > 0
+                    && n >= self.par.threshold
+                    && threads > 1
+                {
+                    self.full_reduce_parallel(*kernel, &x, &accum, bits);
+                } else {
+                    drive(
+                        self.code,
+                        *kernel,
+                        &[accum.ptr, x.ptr],
+                        &[&acc_strides, &xs],
+                        &[8, x.dtype.size_of()],
+                        &x.shape,
+                        self.par,
+                        true,
+                    );
+                }
                 let res = match cast {
                     Some(c) => self.cast(&accum, *c, *out),
                     None => accum,
@@ -599,6 +614,55 @@ impl<'a> Exec<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A full reduction of the contiguous `x` (whose dtype is the 8-byte
+    /// accumulator dtype) into the one-element `accum` (holding the identity
+    /// `bits`), over threads: chunks of [`REDUCE_CHUNK`] elements are reduced
+    /// into per-chunk partials in parallel, then the partials are reduced in
+    /// chunk order by the same kernel. The chunking depends only on the
+    /// length, so the result does not depend on the thread count; it differs
+    /// from the sequential order only by floating-point reassociation (for
+    /// sums: within n·eps·sum|x_i| of the exact value, like any order).
+    fn full_reduce_parallel(&self, kernel: usize, x: &Arr, accum: &Arr, bits: u64) {
+        let n = x.len();
+        let chunks = n.div_ceil(REDUCE_CHUNK);
+        let mut partials = vec![bits; chunks];
+        let pbase = partials.as_mut_ptr() as usize;
+        let xbase = x.ptr as usize;
+        let es = x.dtype.size_of();
+        let seq = ParallelOptions {
+            threshold: 0,
+            ..self.par
+        };
+        let code = self.code;
+        let run = |c0: usize, c1: usize| {
+            for c in c0..c1 {
+                let s = c * REDUCE_CHUNK;
+                let len = REDUCE_CHUNK.min(n - s);
+                drive(
+                    code,
+                    kernel,
+                    &[(pbase + 8 * c) as *mut u8, (xbase + s * es) as *mut u8],
+                    &[&[0], &[1]],
+                    &[8, es],
+                    &[len],
+                    seq,
+                    true,
+                );
+            }
+        };
+        kiln_runtime::parallel::parallel_for(chunks, 1, &run);
+        drive(
+            self.code,
+            kernel,
+            &[accum.ptr, partials.as_mut_ptr() as *mut u8],
+            &[&[0], &[1]],
+            &[8, 8],
+            &[chunks],
+            seq,
+            true,
+        );
     }
 
     fn dot(&self, name: &str, a: &Arr, b: &Arr, dtype: DType) -> Result<Arr> {
