@@ -284,7 +284,21 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             let is0 = b.ins().icmp_imm_s(IntCC::Equal, strides[k], 0);
             bases.push(b.ins().select(is0, saddr, ptrs[k]));
         }
+        // A block-wise node that is the program's only output and feeds no
+        // other node is written by its runtime call straight into the output
+        // (contiguous on this path) instead of through the scratch area. All
+        // inputs are read (staged) at level 0, before any such write.
+        let direct_out = match prog.outputs.as_slice() {
+            [CRef::Node(i)]
+                if plan.block[*i as usize]
+                    && prog.nodes.iter().all(|n| !n.args.contains(&CRef::Node(*i))) =>
+            {
+                Some(*i)
+            }
+            _ => None,
+        };
         let cx = VecCtx {
+            direct_out,
             plan,
             prog,
             bases: &bases,
@@ -350,10 +364,16 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
                                         .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
                                 })
                                 .collect();
-                            args.push(b.ins().iadd_imm_s(
-                                sbase,
-                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
-                            ));
+                            if direct_out == Some(idx as u32) {
+                                // The program's only output, contiguous here: write it in place.
+                                let off = b.ins().imul_imm_s(blk, esz);
+                                args.push(b.ins().iadd(ptrs[n_in], off));
+                            } else {
+                                args.push(b.ins().iadd_imm_s(
+                                    sbase,
+                                    (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
+                                ));
+                            }
                             args.push(m);
                             b.ins().call(callees[sym], &args);
                         }
@@ -434,6 +454,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
 }
 
 struct VecCtx<'a> {
+    /// The block-wise node whose runtime call writes the output directly.
+    direct_out: Option<u32>,
     plan: &'a VecPlan,
     prog: &'a Composite,
     bases: &'a [Value],
@@ -521,7 +543,9 @@ impl VecCtx<'_> {
         // Outputs of this level.
         for (o, &r) in self.prog.outputs.iter().enumerate() {
             let lvl_r = ref_level(&plan.level, r);
-            if lvl_r != lvl {
+            if lvl_r != lvl
+                || (scratch.is_some() && matches!(r, CRef::Node(k) if Some(k) == self.direct_out))
+            {
                 continue;
             }
             let v = get(b, &mut memo, r)?;
