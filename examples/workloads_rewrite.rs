@@ -3,9 +3,12 @@ use kiln::rewriting::{rewrite_graph, Mode};
 use kiln::*;
 use std::collections::HashMap;
 
+/// (name, expression, inputs with their (unknown) dimensions).
+type Workload<'a> = (&'a str, &'a str, Vec<(&'a str, Vec<Option<usize>>)>);
+
 fn main() -> Result<()> {
     let f = DType::F64;
-    let wl: Vec<(&str, &str, Vec<(&str, Vec<Option<usize>>)>)> = vec![
+    let wl: Vec<Workload<'_>> = vec![
         ("softplus", "log(1 + exp(x))", vec![("x", vec![None])]),
         ("poly", "2*x**3 - 3*x**2 + x - 1", vec![("x", vec![None])]),
         (

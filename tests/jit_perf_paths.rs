@@ -13,9 +13,15 @@ fn lone_block_op_and_direct_output() {
     let x = vector("x", DType::F64);
     let n = 300_001; // parallel, with a ragged tail
     let vx = Value::from(rand_f64(&[n], 11, -30.0, 30.0));
-    check(&[x.clone()], &[x.softplus()], &[vx.clone()], 3, "softplus");
     check(
-        &[x.clone()],
+        std::slice::from_ref(&x),
+        &[x.softplus()],
+        std::slice::from_ref(&vx),
+        3,
+        "softplus",
+    );
+    check(
+        std::slice::from_ref(&x),
         &[(&x * 0.5 - 1.0).exp()],
         &[vx],
         2,
@@ -38,7 +44,7 @@ fn parallel_full_reductions_and_pool_reuse() {
     let want_sum: f64 = vx.iter().map(|v| v.abs()).sum();
     let want_max = vx.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let fg = FunctionGraph::new(
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &[x.abs().sum(&[0]).unwrap(), x.max(&[0]).unwrap()],
     )
     .unwrap();
@@ -71,7 +77,7 @@ fn parallel_gemm_and_output_copy() {
     );
     // An output that is an input is returned as a copy.
     let x = vector("x", DType::F64);
-    let f = function(&[x.clone()], &[x.clone()])
+    let f = function(std::slice::from_ref(&x), std::slice::from_ref(&x))
         .mode(Mode::fast_run())
         .compile()
         .unwrap();
