@@ -14,7 +14,7 @@ fn main() -> kiln::Result<()> {
     let x = vector("x", DType::F64);
     let y = (1.0 + x.exp()).log();
 
-    let before = FunctionGraph::new(&[x.clone()], &[y.clone()])?;
+    let before = FunctionGraph::new(std::slice::from_ref(&x), std::slice::from_ref(&y))?;
     println!("before rewriting: {}", pprint(&before, before.outputs()[0]));
 
     let f = function(&[x], &[y])

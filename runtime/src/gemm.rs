@@ -1,7 +1,7 @@
 //! Strided general matrix multiply C = alpha·A·B + beta·C for f64 and f32,
 //! backed by the `matrixmultiply` crate (chosen over `gemm` by the
-//! benchmark in `benches/gemm.rs`, see BENCH_NOTES.md). Single-threaded:
-//! callers parallelise over batches with [`crate::parallel`].
+//! benchmark in `benches/gemm.rs`, see BENCH_NOTES.md). Large products
+//! are split by row blocks over the [`crate::parallel`] pool.
 
 /// C (m×n) = alpha·A (m×k) · B (k×n) + beta·C, f64. Strides are in
 /// elements and may be negative or zero-free arbitrary (row stride `rs*`,
@@ -33,9 +33,54 @@ pub unsafe extern "C" fn kiln_gemm_f64(
     if m == 0 || n == 0 {
         return;
     }
-    // SAFETY: the caller's contract is exactly matrixmultiply's (which
-    // treats beta == 0 as "C is not read" and k == 0 as C = beta·C).
-    unsafe { matrixmultiply::dgemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
+    let (au, bu, cu) = (a as usize, b as usize, c as usize);
+    let rows = |r0: usize, r1: usize| {
+        let b = bu as *const f64;
+        let a = (au as isize + r0 as isize * rsa * 8) as *const f64;
+        let c = (cu as isize + r0 as isize * rsc * 8) as *mut f64;
+        // SAFETY: the caller's contract is exactly matrixmultiply's (which
+        // treats beta == 0 as "C is not read" and k == 0 as C = beta·C),
+        // restricted to rows r0..r1 of A and C; distinct row ranges write
+        // distinct C elements.
+        unsafe {
+            matrixmultiply::dgemm(
+                r1 - r0,
+                k,
+                n,
+                alpha,
+                a,
+                rsa,
+                csa,
+                b,
+                rsb,
+                csb,
+                beta,
+                c,
+                rsc,
+                csc,
+            )
+        }
+    };
+    split_rows(m, k, n, &rows);
+}
+
+/// Products of at least this many multiply-adds are split over threads.
+pub const PARALLEL_FLOPS: usize = 1 << 22;
+
+/// Runs `rows(r0, r1)` over [0, m): split into row blocks (multiples of 8
+/// rows, the micro-kernel height) over the [`crate::parallel`] pool when
+/// m·k·n is large, else in one call. Each C element is computed by the same
+/// kernel in the same order either way, so results do not depend on the split.
+fn split_rows(m: usize, k: usize, n: usize, rows: &(dyn Fn(usize, usize) + Sync)) {
+    let threads = crate::parallel::num_threads();
+    if threads > 1 && m >= 16 && m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS {
+        let blocks = m.div_ceil(8);
+        crate::parallel::parallel_for(blocks, blocks.div_ceil(threads).max(1), &|s, e| {
+            rows(s * 8, (e * 8).min(m))
+        });
+    } else {
+        rows(0, m);
+    }
 }
 
 /// f32 version of [`kiln_gemm_f64`].
@@ -63,8 +108,32 @@ pub unsafe extern "C" fn kiln_gemm_f32(
     if m == 0 || n == 0 {
         return;
     }
-    // SAFETY: as in `kiln_gemm_f64`.
-    unsafe { matrixmultiply::sgemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
+    let (au, bu, cu) = (a as usize, b as usize, c as usize);
+    let rows = |r0: usize, r1: usize| {
+        let b = bu as *const f32;
+        let a = (au as isize + r0 as isize * rsa * 4) as *const f32;
+        let c = (cu as isize + r0 as isize * rsc * 4) as *mut f32;
+        // SAFETY: as in `kiln_gemm_f64`, for rows r0..r1.
+        unsafe {
+            matrixmultiply::sgemm(
+                r1 - r0,
+                k,
+                n,
+                alpha,
+                a,
+                rsa,
+                csa,
+                b,
+                rsb,
+                csb,
+                beta,
+                c,
+                rsc,
+                csc,
+            )
+        }
+    };
+    split_rows(m, k, n, &rows);
 }
 
 /// Safe row-major form: `c (m×n) = alpha·a (m×k)·b (k×n) + beta·c`.

@@ -5,6 +5,7 @@
 //!   run-time CPU dispatch (AVX-512 / AVX2 / baseline) and `extern "C"`
 //!   entry points listed by [`math::math_symbols`].
 //! - [`gemm`]: strided GEMM `C = alpha·A·B + beta·C` for f64 / f32.
+//! - [`mem`]: transparent-huge-page advice for large buffers.
 //! - [`parallel`]: a contiguous-chunk parallel-for over a resizable thread
 //!   pool, with an `extern "C"` form that never unwinds into its caller.
 //!
@@ -14,6 +15,7 @@
 
 pub mod gemm;
 pub mod math;
+pub mod mem;
 pub mod parallel;
 
 /// Every `extern "C"` entry point of the runtime (math, GEMM, parallel

@@ -39,7 +39,30 @@ impl Buffer {
             DType::F32 => Value::F32(ArrayD::zeros(sh)),
             DType::F64 => Value::F64(ArrayD::zeros(sh)),
         };
-        Buffer::from_value(value)
+        let b = Buffer::from_value(value);
+        // Fresh large buffers are untouched (calloc maps zero pages lazily):
+        // ask for huge pages before the first write faults them in.
+        kiln_runtime::mem::advise_hugepages(b.ptr(), b.len() * dtype.size_of());
+        b
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len() * self.dtype().size_of()
+    }
+
+    /// Zeroes every element.
+    pub fn zero(&mut self) {
+        // SAFETY: `ptr` addresses the buffer's `bytes()` bytes, which this
+        // exclusive borrow owns; all-zero bytes are a valid value of every dtype.
+        unsafe { std::ptr::write_bytes(self.ptr(), 0, self.bytes()) };
+    }
+
+    /// The same storage with a new shape of the same number of elements.
+    pub fn reshaped(self, shape: &[usize]) -> Buffer {
+        let ptr = self.ptr;
+        let value = self.into_value(shape);
+        Buffer { value, ptr }
     }
 
     /// Wraps a value (converted to standard layout if needed).
@@ -75,6 +98,55 @@ impl Buffer {
             return self.value;
         }
         crate::map_value!(self.value, a => a.into_shape_with_order(IxDyn(shape)).expect("same number of elements"))
+    }
+}
+
+/// A free list of intermediate buffers kept across calls of one Function,
+/// so large intermediates are not re-allocated (and re-faulted) every call.
+///
+/// Thread-safe (a mutex around the list; it is held only to push or pop).
+/// Bounded: at most [`BufferPool::MAX_BUFFERS`] buffers and
+/// [`BufferPool::MAX_BYTES`] bytes are kept; smaller buffers than
+/// [`BufferPool::MIN_BYTES`] are never pooled (malloc serves them well).
+#[derive(Debug, Default)]
+pub struct BufferPool {
+    free: std::sync::Mutex<Vec<Buffer>>,
+}
+
+impl BufferPool {
+    /// Buffers below this size are not pooled.
+    pub const MIN_BYTES: usize = 64 << 10;
+    /// Most buffers kept.
+    pub const MAX_BUFFERS: usize = 8;
+    /// Most bytes kept.
+    pub const MAX_BYTES: usize = 1 << 30;
+
+    /// A pooled buffer of `dtype` with exactly `shape`'s element count, if any
+    /// (its contents are whatever the last user left).
+    pub fn take(&self, dtype: DType, shape: &[usize]) -> Option<Buffer> {
+        let n: usize = shape.iter().product();
+        if n * dtype.size_of() < Self::MIN_BYTES {
+            return None;
+        }
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let i = free
+            .iter()
+            .position(|b| b.dtype() == dtype && b.len() == n)?;
+        let b = free.swap_remove(i);
+        drop(free);
+        Some(b.reshaped(shape))
+    }
+
+    /// Returns a buffer to the pool (dropped if too small or the pool is full).
+    pub fn give(&self, b: Buffer) {
+        if b.bytes() < Self::MIN_BYTES {
+            return;
+        }
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let held: usize = free.iter().map(Buffer::bytes).sum();
+        if free.len() < Self::MAX_BUFFERS && held + b.bytes() <= Self::MAX_BYTES {
+            free.push(b);
+        }
     }
 }
 

@@ -42,7 +42,11 @@ pub fn compile_cached(fg: &FunctionGraph, opts: &CompileOptions) -> Result<Funct
         }
     }
     let (plan, code, profile) = compile::compile_plan(fg, &opts.codegen)?;
-    let compiled = Arc::new(Compiled { plan, code });
+    let compiled = Arc::new(Compiled {
+        plan,
+        code,
+        pool: Default::default(),
+    });
     if let Some(k) = key {
         let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         let map = guard.get_or_insert_with(FxHashMap::default);

@@ -13,7 +13,8 @@
 //!   vector form; transcendental functions are then evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
-//!   results of `L` nested block calls);
+//!   results of `L` nested block calls); a program that is one such call
+//!   on contiguous operands makes it once over the whole range instead;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
@@ -233,6 +234,44 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         b.ins().brif(ok, vec_setup, &[], scalar_head, &[]);
         b.switch_to_block(vec_setup);
         b.seal_block(vec_setup);
+        // One block-wise op straight from the inputs to the output: when every
+        // operand is contiguous, one runtime call over all n elements (no
+        // staging through the scratch area).
+        let direct = prog.nodes.len() == 1
+            && plan.block[0]
+            && prog.nodes[0]
+                .args
+                .iter()
+                .all(|a| matches!(a, CRef::Input(_)))
+            && prog.outputs.len() == 1
+            && prog.outputs[0] == CRef::Node(0);
+        if direct {
+            let mut all = b.ins().iconst(types::I8, 1);
+            for &s in &strides {
+                let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+                all = b.ins().band(all, c);
+            }
+            let direct_blk = b.create_block();
+            let staged_blk = b.create_block();
+            b.ins().brif(all, direct_blk, &[], staged_blk, &[]);
+            b.switch_to_block(direct_blk);
+            b.seal_block(direct_blk);
+            let sym = mathcalls::block_symbol(prog.nodes[0].op, plan.dtype).expect("planned");
+            let mut args: Vec<Value> = prog.nodes[0]
+                .args
+                .iter()
+                .map(|a| match a {
+                    CRef::Input(k) => ptrs[*k as usize],
+                    _ => unreachable!("checked: inputs only"),
+                })
+                .collect();
+            args.push(ptrs[n_in]);
+            args.push(n);
+            b.ins().call(callees[sym], &args);
+            b.ins().jump(exit, &[]);
+            b.switch_to_block(staged_blk);
+            b.seal_block(staged_blk);
+        }
         // Broadcast inputs read from a 16-byte splat slot.
         let mut bases = Vec::with_capacity(n_in);
         for k in 0..n_in {
@@ -245,7 +284,21 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             let is0 = b.ins().icmp_imm_s(IntCC::Equal, strides[k], 0);
             bases.push(b.ins().select(is0, saddr, ptrs[k]));
         }
+        // A block-wise node that is the program's only output and feeds no
+        // other node is written by its runtime call straight into the output
+        // (contiguous on this path) instead of through the scratch area. All
+        // inputs are read (staged) at level 0, before any such write.
+        let direct_out = match prog.outputs.as_slice() {
+            [CRef::Node(i)]
+                if plan.block[*i as usize]
+                    && prog.nodes.iter().all(|n| !n.args.contains(&CRef::Node(*i))) =>
+            {
+                Some(*i)
+            }
+            _ => None,
+        };
         let cx = VecCtx {
+            direct_out,
             plan,
             prog,
             bases: &bases,
@@ -311,10 +364,16 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
                                         .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
                                 })
                                 .collect();
-                            args.push(b.ins().iadd_imm_s(
-                                sbase,
-                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
-                            ));
+                            if direct_out == Some(idx as u32) {
+                                // The program's only output, contiguous here: write it in place.
+                                let off = b.ins().imul_imm_s(blk, esz);
+                                args.push(b.ins().iadd(ptrs[n_in], off));
+                            } else {
+                                args.push(b.ins().iadd_imm_s(
+                                    sbase,
+                                    (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
+                                ));
+                            }
                             args.push(m);
                             b.ins().call(callees[sym], &args);
                         }
@@ -395,6 +454,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
 }
 
 struct VecCtx<'a> {
+    /// The block-wise node whose runtime call writes the output directly.
+    direct_out: Option<u32>,
     plan: &'a VecPlan,
     prog: &'a Composite,
     bases: &'a [Value],
@@ -482,7 +543,9 @@ impl VecCtx<'_> {
         // Outputs of this level.
         for (o, &r) in self.prog.outputs.iter().enumerate() {
             let lvl_r = ref_level(&plan.level, r);
-            if lvl_r != lvl {
+            if lvl_r != lvl
+                || (scratch.is_some() && matches!(r, CRef::Node(k) if Some(k) == self.direct_out))
+            {
                 continue;
             }
             let v = get(b, &mut memo, r)?;

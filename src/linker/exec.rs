@@ -13,12 +13,15 @@ use std::time::{Duration, Instant};
 
 use smallvec::SmallVec;
 
-use super::buffer::{c_strides, Arr, Buffer};
+use super::buffer::{c_strides, Arr, Buffer, BufferPool};
 use super::jit::JitCode;
 use super::plan::{Plan, Slot, Step};
 use super::reduce;
 use crate::error::{Error, Result};
 use crate::graph::{DType, TensorType, Value};
+
+/// Elements per partial of a parallel full reduction.
+pub const REDUCE_CHUNK: usize = 1 << 16;
 
 /// The ABI of every generated kernel.
 pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
@@ -140,6 +143,7 @@ pub struct Exec<'a> {
     plan: &'a Plan,
     code: &'a JitCode,
     par: ParallelOptions,
+    pool: &'a BufferPool,
     slots: Vec<Option<Arr>>,
     /// Per-step run times, when profiling.
     pub times: Option<Vec<Duration>>,
@@ -163,6 +167,7 @@ impl<'a> Exec<'a> {
         plan: &'a Plan,
         code: &'a JitCode,
         par: ParallelOptions,
+        pool: &'a BufferPool,
         inputs: Vec<Arr>,
         profile: bool,
     ) -> Self {
@@ -177,6 +182,7 @@ impl<'a> Exec<'a> {
             plan,
             code,
             par,
+            pool,
             slots,
             times: profile.then(Vec::new),
             peak_bytes: 0,
@@ -213,13 +219,21 @@ impl<'a> Exec<'a> {
                 self.peak_bytes = self.peak_bytes.max(self.live_bytes());
             }
             for &s in &plan.release[k] {
-                self.slots[s] = None;
+                self.release(s);
             }
             if let (Some(t), Some(times)) = (t, self.times.as_mut()) {
                 times.push(t.elapsed());
             }
         }
-        let outs = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        let outs: Vec<Arr> = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        for &s in &plan.outputs {
+            self.slots[s] = None;
+        }
+        // Intermediates still held (e.g. never released) go back to the pool
+        // unless an output shares them (then they are not uniquely owned).
+        for s in 0..self.slots.len() {
+            self.release(s);
+        }
         let peak_bytes = self.peak_bytes;
         let times = self
             .times
@@ -228,8 +242,36 @@ impl<'a> Exec<'a> {
         Ok((outs, times))
     }
 
+    /// Empties slot `s`, returning its buffer to the pool when this was the
+    /// last reference to it.
+    fn release(&mut self, s: Slot) {
+        if let Some(a) = self.slots[s].take() {
+            if let Some(b) = a.buf {
+                if let Ok(b) = Arc::try_unwrap(b) {
+                    self.pool.give(b);
+                }
+            }
+        }
+    }
+
+    /// A buffer for `shape` whose contents the caller overwrites entirely:
+    /// from the pool when one fits, else fresh.
     fn alloc(&self, dtype: DType, shape: &[usize]) -> Arr {
-        Arr::from_buffer(Buffer::zeros(dtype, shape), shape)
+        match self.pool.take(dtype, shape) {
+            Some(b) => Arr::from_buffer(b, shape),
+            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
+        }
+    }
+
+    /// A zero-filled buffer for `shape` (pooled buffers are cleared).
+    fn alloc_zeroed(&self, dtype: DType, shape: &[usize]) -> Arr {
+        match self.pool.take(dtype, shape) {
+            Some(mut b) => {
+                b.zero();
+                Arr::from_buffer(b, shape)
+            }
+            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
+        }
     }
 
     fn cast(&self, x: &Arr, kernel: usize, to: DType) -> Arr {
@@ -357,7 +399,7 @@ impl<'a> Exec<'a> {
                     .filter(|d| !axes.contains(d))
                     .map(|d| x.shape[d])
                     .collect();
-                let accum = self.alloc(*acc, &out_shape);
+                let accum = self.alloc_zeroed(*acc, &out_shape);
                 let bits = reduce::identity_bits(*op, *acc);
                 if bits != 0 {
                     let n = accum.len();
@@ -381,16 +423,28 @@ impl<'a> Exec<'a> {
                     .enumerate()
                     .map(|(d, &s)| if x.shape[d] == 1 { 0 } else { s })
                     .collect();
-                drive(
-                    self.code,
-                    *kernel,
-                    &[accum.ptr, x.ptr],
-                    &[&acc_strides, &xs],
-                    &[8, x.dtype.size_of()],
-                    &x.shape,
-                    self.par,
-                    true,
-                );
+                let n = x.len();
+                let threads = kiln_runtime::parallel::num_threads();
+                if out_shape.is_empty()
+                    && x.dtype == *acc
+                    && x.is_standard()
+                    && self.par.threshold > 0
+                    && n >= self.par.threshold
+                    && threads > 1
+                {
+                    self.full_reduce_parallel(*kernel, &x, &accum, bits);
+                } else {
+                    drive(
+                        self.code,
+                        *kernel,
+                        &[accum.ptr, x.ptr],
+                        &[&acc_strides, &xs],
+                        &[8, x.dtype.size_of()],
+                        &x.shape,
+                        self.par,
+                        true,
+                    );
+                }
                 let res = match cast {
                     Some(c) => self.cast(&accum, *c, *out),
                     None => accum,
@@ -597,6 +651,55 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    /// A full reduction of the contiguous `x` (whose dtype is the 8-byte
+    /// accumulator dtype) into the one-element `accum` (holding the identity
+    /// `bits`), over threads: chunks of [`REDUCE_CHUNK`] elements are reduced
+    /// into per-chunk partials in parallel, then the partials are reduced in
+    /// chunk order by the same kernel. The chunking depends only on the
+    /// length, so the result does not depend on the thread count; it differs
+    /// from the sequential order only by floating-point reassociation (for
+    /// sums: within n·eps·sum|x_i| of the exact value, like any order).
+    fn full_reduce_parallel(&self, kernel: usize, x: &Arr, accum: &Arr, bits: u64) {
+        let n = x.len();
+        let chunks = n.div_ceil(REDUCE_CHUNK);
+        let mut partials = vec![bits; chunks];
+        let pbase = partials.as_mut_ptr() as usize;
+        let xbase = x.ptr as usize;
+        let es = x.dtype.size_of();
+        let seq = ParallelOptions {
+            threshold: 0,
+            ..self.par
+        };
+        let code = self.code;
+        let run = |c0: usize, c1: usize| {
+            for c in c0..c1 {
+                let s = c * REDUCE_CHUNK;
+                let len = REDUCE_CHUNK.min(n - s);
+                drive(
+                    code,
+                    kernel,
+                    &[(pbase + 8 * c) as *mut u8, (xbase + s * es) as *mut u8],
+                    &[&[0], &[1]],
+                    &[8, es],
+                    &[len],
+                    seq,
+                    true,
+                );
+            }
+        };
+        kiln_runtime::parallel::parallel_for(chunks, 1, &run);
+        drive(
+            self.code,
+            kernel,
+            &[accum.ptr, partials.as_mut_ptr() as *mut u8],
+            &[&[0], &[1]],
+            &[8, 8],
+            &[chunks],
+            seq,
+            true,
+        );
+    }
+
     fn dot(&self, name: &str, a: &Arr, b: &Arr, dtype: DType) -> Result<Arr> {
         let (sa, sb) = (&a.shape, &b.shape);
         let ka = sa[sa.len() - 1];
@@ -715,6 +818,26 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
 /// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
 pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
     let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
+    if x.is_standard() {
+        // Contiguous source: a (parallel) memcpy.
+        let bytes = x.len() * x.dtype.size_of();
+        let (src, dst) = (x.ptr as usize, out.ptr as usize);
+        let chunk = |s: usize, e: usize| {
+            // SAFETY: [s, e) is within the `bytes` bytes of both the source
+            // array (contiguous from `ptr`) and the fresh output buffer, which
+            // do not overlap; chunks are disjoint.
+            unsafe {
+                std::ptr::copy_nonoverlapping((src + s) as *const u8, (dst + s) as *mut u8, e - s)
+            }
+        };
+        let esz = x.dtype.size_of();
+        if par.threshold > 0 && x.len() >= par.threshold {
+            kiln_runtime::parallel::parallel_for(bytes, par.grain * esz, &chunk);
+        } else {
+            chunk(0, bytes);
+        }
+        return out;
+    }
     let k = plan.copy[&x.dtype];
     let es = x.dtype.size_of();
     drive(

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ndarray::{ArrayD, ArrayViewD};
 
-use super::buffer::Arr;
+use super::buffer::{Arr, BufferPool};
 use super::compile::CompileProfile;
 use super::exec::{check, to_value, CallStats, Exec, ParallelOptions};
 use super::jit::JitCode;
@@ -121,6 +121,8 @@ impl Arg<'_> {
 pub struct Compiled {
     pub(crate) plan: Plan,
     pub(crate) code: JitCode,
+    /// Intermediate buffers kept between calls.
+    pub(crate) pool: BufferPool,
 }
 
 /// Per-node run times of one call, in schedule order.
@@ -169,7 +171,7 @@ impl Function {
     fn run(&self, inputs: &[Arg<'_>], profile: bool) -> Result<(Vec<Value>, Option<CallStats>)> {
         let arrs = self.prepare(inputs)?;
         let c = &*self.compiled;
-        let exec = Exec::new(&c.plan, &c.code, self.par, arrs, profile);
+        let exec = Exec::new(&c.plan, &c.code, self.par, &c.pool, arrs, profile);
         let (outs, times) = exec.run()?;
         // Results are taken from their buffers when uniquely owned, else copied.
         let vals = outs

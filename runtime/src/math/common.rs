@@ -103,14 +103,17 @@ pub(crate) fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
     (s, b - (s - a))
 }
 
-/// Horner evaluation c[0] + x·(c[1] + x·(...)).
+/// Horner evaluation c[0] + x·(c[1] + x·(...)), each step one fused
+/// multiply-add (`mul_add`: a `vfmadd` in the AVX2 / AVX-512 variants, a
+/// correctly rounded software fma in the baseline one, so every variant
+/// gives the same bits; the baseline variant is slower for it).
 #[inline(always)]
 pub(crate) fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
         i -= 1;
-        acc = acc * x + c[i];
+        acc = acc.mul_add(x, c[i]);
     }
     acc
 }

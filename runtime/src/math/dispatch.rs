@@ -1,6 +1,7 @@
 //! Block drivers and run-time CPU dispatch for the math kernels.
 //!
-//! A driver copies up to [`BLOCK`] inputs into a stack buffer, maps the
+//! f64 drivers map groups of 16 elements loaded straight from the input;
+//! f32 drivers copy up to [`BLOCK`] inputs into a stack buffer, map the
 //! (inlined, branch-free) scalar kernel over the whole fixed-size buffer —
 //! a loop rustc auto-vectorises — and copies the results out. Because the
 //! input block is copied before any output is written, `out` may be the
@@ -71,27 +72,44 @@ pub fn isa() -> Isa {
     }
 }
 
-/// Maps `f` over `n` f64 values from `x` into `out`, block by block.
+/// Lanes per step of the direct loops: two AVX-512 or four AVX2 vectors,
+/// enough independent work to hide the latency of the kernels' chains.
+const LANES: usize = 16;
+
+/// Maps `f` over `n` f64 values from `x` into `out`.
+///
+/// Whole groups of [`LANES`] elements are loaded into a fixed-size local
+/// array straight from `x`, mapped (a loop rustc vectorises fully, with the
+/// kernel's constants hoisted out of the outer loop) and stored to `out`;
+/// the last `n % LANES` go through a zero-padded local array. Each group is
+/// read before it is written, so `out == x` (in place) is fine.
 ///
 /// # Safety
 /// `x` must be valid for `n` reads and `out` for `n` writes; they are either
 /// identical or do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn unary_f64(x: *const f64, out: *mut f64, n: usize, f: impl Fn(f64) -> f64) {
-    let mut buf = [0.0f64; BLOCK];
     let mut i = 0;
-    while i < n {
-        let len = (n - i).min(BLOCK);
-        // SAFETY: x[i..i+len] is readable (caller contract); buf is a local
-        // array of BLOCK >= len elements.
-        unsafe { ptr::copy_nonoverlapping(x.add(i), buf.as_mut_ptr(), len) };
-        for v in buf.iter_mut() {
-            *v = f(*v);
+    while i + LANES <= n {
+        // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
+        let mut v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        for e in v.iter_mut() {
+            *e = f(*e);
         }
-        // SAFETY: out[i..i+len] is writable (caller contract); the input of
-        // this block has already been read, so in-place use is fine.
-        unsafe { ptr::copy_nonoverlapping(buf.as_ptr(), out.add(i), len) };
-        i += len;
+        // SAFETY: out[i..i+LANES] is writable; this group's input was read above.
+        unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], v) };
+        i += LANES;
+    }
+    if i < n {
+        let len = n - i;
+        let mut v = [0.0f64; LANES];
+        // SAFETY: x[i..n] is readable and len < LANES fits the local array.
+        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
+        for e in v.iter_mut() {
+            *e = f(*e);
+        }
+        // SAFETY: out[i..n] is writable.
+        unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };
     }
 }
 
@@ -116,7 +134,8 @@ pub(crate) unsafe fn unary_f32(x: *const f32, out: *mut f32, n: usize, f: impl F
     }
 }
 
-/// Maps a binary kernel over `n` f64 pairs.
+/// Maps a binary kernel over `n` f64 pairs (groups of [`LANES`] as in
+/// [`unary_f64`]).
 ///
 /// # Safety
 /// `x`, `y` valid for `n` reads, `out` for `n` writes; `out` may be
@@ -129,22 +148,36 @@ pub(crate) unsafe fn binary_f64(
     n: usize,
     f: impl Fn(f64, f64) -> f64,
 ) {
-    let mut bx = [0.0f64; BLOCK];
-    let mut by = [0.0f64; BLOCK];
     let mut i = 0;
-    while i < n {
-        let len = (n - i).min(BLOCK);
-        // SAFETY: see `unary_f64`.
+    while i + LANES <= n {
+        // SAFETY: x[i..i+LANES] and y[i..i+LANES] are readable (i + LANES <= n).
+        let (mut a, b): ([f64; LANES], [f64; LANES]) = unsafe {
+            (
+                ptr::read_unaligned(x.add(i) as *const [f64; LANES]),
+                ptr::read_unaligned(y.add(i) as *const [f64; LANES]),
+            )
+        };
+        for (p, q) in a.iter_mut().zip(b.iter()) {
+            *p = f(*p, *q);
+        }
+        // SAFETY: out[i..i+LANES] is writable; both inputs were read above.
+        unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], a) };
+        i += LANES;
+    }
+    if i < n {
+        let len = n - i;
+        let mut a = [0.0f64; LANES];
+        let mut b = [0.0f64; LANES];
+        // SAFETY: x[i..n], y[i..n] readable; len < LANES.
         unsafe {
-            ptr::copy_nonoverlapping(x.add(i), bx.as_mut_ptr(), len);
-            ptr::copy_nonoverlapping(y.add(i), by.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(x.add(i), a.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(y.add(i), b.as_mut_ptr(), len);
         }
-        for (a, b) in bx.iter_mut().zip(by.iter()) {
-            *a = f(*a, *b);
+        for (p, q) in a.iter_mut().zip(b.iter()) {
+            *p = f(*p, *q);
         }
-        // SAFETY: see `unary_f64`.
-        unsafe { ptr::copy_nonoverlapping(bx.as_ptr(), out.add(i), len) };
-        i += len;
+        // SAFETY: out[i..n] writable.
+        unsafe { ptr::copy_nonoverlapping(a.as_ptr(), out.add(i), len) };
     }
 }
 

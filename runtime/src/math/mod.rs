@@ -50,7 +50,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, $kernel) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
                 /// AVX2 variant.
                 ///
@@ -60,7 +60,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f64_avx2(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, $kernel) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
                 /// Baseline variant.
                 ///
@@ -68,7 +68,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f64`.
                 pub(super) unsafe fn f64_base(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, $kernel) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
                 /// AVX-512 variant.
                 ///
@@ -78,7 +78,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, $kernel) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
                 /// AVX2 variant.
                 ///
@@ -88,7 +88,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, $kernel) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
                 /// Baseline variant.
                 ///
@@ -96,7 +96,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, $kernel) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |v| $kernel(v)) }
                 }
             }
 
@@ -173,7 +173,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
                 /// AVX2 variant.
                 ///
@@ -183,7 +183,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f64_avx2(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
                 /// Baseline variant.
                 ///
@@ -191,7 +191,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `binary_f64`.
                 pub(super) unsafe fn f64_base(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, $bkernel) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
                 /// AVX-512 variant.
                 ///
@@ -201,7 +201,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
                 /// AVX2 variant.
                 ///
@@ -211,7 +211,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
                 /// Baseline variant.
                 ///
@@ -219,7 +219,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `binary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, $bkernel) }
+                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
                 }
             }
 
