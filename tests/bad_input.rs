@@ -5,7 +5,7 @@
 use kiln::linker::Arg;
 use kiln::rewriting::Mode;
 use kiln::*;
-use ndarray::{arr1, arr2, s, ArrayD, IxDyn};
+use ndarray::{arr1, arr2, s, ArrayD};
 
 fn f64s(v: &[f64]) -> ArrayD<f64> {
     arr1(v).into_dyn()

@@ -470,11 +470,10 @@ pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
     let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
         return local_dimshuffle_identity(fg, n);
     };
-    let lift = match &fg.node(inner).op {
-        Op::DimShuffle { .. } => true,
-        Op::Elemwise { .. } => true,
-        _ => false,
-    };
+    let lift = matches!(
+        fg.node(inner).op,
+        Op::DimShuffle { .. } | Op::Elemwise { .. }
+    );
     if lift {
         local_dimshuffle_lift(fg, n)
     } else {
