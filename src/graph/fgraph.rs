@@ -159,6 +159,16 @@ impl std::fmt::Debug for FunctionGraph {
     }
 }
 
+/// Whether new graphs check their integrity after every mutation: always in
+/// debug builds, and in release builds when the environment variable
+/// `KILN_VERIFY` is set to `1` (as CI does for the test suite).
+pub fn verify_by_default() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        cfg!(debug_assertions) || std::env::var("KILN_VERIFY").is_ok_and(|v| v == "1")
+    })
+}
+
 impl Default for FunctionGraph {
     fn default() -> Self {
         Self::empty()
@@ -176,13 +186,14 @@ impl FunctionGraph {
             features: Vec::new(),
             n_live_nodes: 0,
             stats: GraphStats::default(),
-            check_after_mutation: cfg!(debug_assertions),
+            check_after_mutation: verify_by_default(),
             mutable_inputs: Vec::new(),
         }
     }
 
     /// Turns the integrity check after every mutation on or off (on by default
-    /// in debug builds; very large graphs in tests may turn it off).
+    /// in debug builds and with `KILN_VERIFY=1`, see [`verify_by_default`];
+    /// very large graphs in tests may turn it off).
     pub fn set_check_after_mutation(&mut self, on: bool) {
         self.check_after_mutation = on;
     }

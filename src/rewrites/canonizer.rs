@@ -299,6 +299,19 @@ impl AlgebraicCanonizer {
             match terms {
                 [] => false,
                 [one] => strip_left_pad(fg, v) == *one,
+                // More terms than one node takes: the balanced tree `balanced` builds.
+                many if many.len() > MAX_FANIN => {
+                    let mut leaves = Vec::with_capacity(many.len());
+                    let mut stack = vec![v];
+                    while let Some(x) = stack.pop() {
+                        // Terms are never `main` nodes: get_num_denum flattened them.
+                        match inputs_of(x, self.main) {
+                            Some(ins) => stack.extend(ins.into_iter().rev()),
+                            None => leaves.push(strip_left_pad(fg, x)),
+                        }
+                    }
+                    leaves == many
+                }
                 many => inputs_of(v, self.main).is_some_and(|ins| {
                     ins.len() == many.len()
                         && ins

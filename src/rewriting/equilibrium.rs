@@ -513,8 +513,8 @@ impl EquilibriumGraphRewriter {
                     cleanup(&mut run, fg, &mut pass)?;
                 }
             }
-            if cfg!(debug_assertions) {
-                // The verifier runs after every pass in debug builds and tests.
+            if crate::graph::fgraph::verify_by_default() {
+                // The verifier runs after every pass in debug builds and in tests (KILN_VERIFY=1).
                 fg.check_integrity()?;
             }
             pass.applied_by.sort_by_key(|a| std::cmp::Reverse(a.1));

@@ -67,8 +67,8 @@ impl GraphRewriter for SequentialGraphRewriter {
                 .rewriter
                 .apply(fg)
                 .map_err(|e| Error::Rewrite(format!("{} (in {}): {e}", r.name, self.name)))?;
-            if cfg!(debug_assertions) {
-                // The verifier runs after every pass in debug builds and tests.
+            if crate::graph::fgraph::verify_by_default() {
+                // The verifier runs after every pass in debug builds and in tests (KILN_VERIFY=1).
                 fg.check_integrity().map_err(|e| {
                     Error::Rewrite(format!("after {} (in {}): {e}", r.name, self.name))
                 })?;
