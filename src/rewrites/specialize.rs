@@ -9,9 +9,9 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
 use super::util::{
-    elemwise, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary,
-    unique_constant,
+    elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
 };
+use super::util::{finish, input};
 
 /// Largest integer exponent expanded by nested squaring.
 pub const MAX_SQUARING_EXPONENT: f64 = 512.0;
@@ -131,17 +131,6 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
     ]
-}
-
-fn input(fg: &FunctionGraph, n: NodeId, k: usize) -> VarId {
-    fg.node(n).inputs[k]
-}
-
-fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>> {
-    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
-    let ins = fg.node(n).inputs.to_vec();
-    let new = match_type(fg, new, &out_ty, &ins)?;
-    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
 /// `x ** e` for `e` in {2, 1, 0, 0.5, -0.5, -1, -2}: `sqr`, `x`, `1`, `sqrt`,

@@ -12,9 +12,10 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
 use super::util::{
-    elemwise, is_1pexp, is_constant_equal, is_neg, match_type, neg, owner_if, scalar_const, unary,
+    elemwise, is_1pexp, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary,
     unique_constant,
 };
+use super::util::{finish, input};
 
 /// Every stabilize rule, in registration order.
 pub fn rules() -> Vec<Rule> {
@@ -102,17 +103,6 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
     ]
-}
-
-fn input(fg: &FunctionGraph, n: NodeId, k: usize) -> VarId {
-    fg.node(n).inputs[k]
-}
-
-fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>> {
-    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
-    let ins = fg.node(n).inputs.to_vec();
-    let new = match_type(fg, new, &out_ty, &ins)?;
-    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
 /// `log(1 + x) -> log1p(x)` (any add with a constant-1 term) and `log(1 - x) -> log1p(-x)`.

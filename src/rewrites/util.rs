@@ -219,3 +219,18 @@ pub fn dimshuffle(
         &[src],
     )
 }
+
+/// Input `k` of node `n`.
+pub fn input(fg: &FunctionGraph, n: NodeId, k: usize) -> VarId {
+    fg.node(n).inputs[k]
+}
+
+/// Adapts `new` to the type of node `n`'s output (cast, pad, fill from the
+/// node's inputs) and returns it as the rule's replacement, or `None` when
+/// the types cannot be reconciled.
+pub fn finish(fg: &mut FunctionGraph, n: NodeId, new: VarId) -> Result<Option<VarId>> {
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    let ins = fg.node(n).inputs.to_vec();
+    let new = match_type(fg, new, &out_ty, &ins)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
