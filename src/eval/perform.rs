@@ -273,18 +273,8 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
         out_shape.push(n);
     }
     if dtype.is_float() {
-        let a2 = a
-            .to_f64_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_shape_with_order((m, ka))
-            .map_err(|e| Error::eval(name, e.to_string()))?;
-        let b2 = b
-            .to_f64_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_shape_with_order((kb, n))
-            .map_err(|e| Error::eval(name, e.to_string()))?;
+        let a2 = as_matrix(name, a.to_f64_array(), m, ka)?;
+        let b2 = as_matrix(name, b.to_f64_array(), kb, n)?;
         let c = a2
             .dot(&b2)
             .into_dyn()
@@ -292,18 +282,8 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
             .expect("same size");
         Ok(Value::from_f64_array(dtype, c.mapv(|v| round_to(v, dtype))))
     } else {
-        let a2 = a
-            .to_i64_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_shape_with_order((m, ka))
-            .map_err(|e| Error::eval(name, e.to_string()))?;
-        let b2 = b
-            .to_i64_array()
-            .as_standard_layout()
-            .into_owned()
-            .into_shape_with_order((kb, n))
-            .map_err(|e| Error::eval(name, e.to_string()))?;
+        let a2 = as_matrix(name, a.to_i64_array(), m, ka)?;
+        let b2 = as_matrix(name, b.to_i64_array(), kb, n)?;
         let mut c = ndarray::Array2::<i64>::zeros((m, n));
         for i in 0..m {
             for j in 0..n {
@@ -319,6 +299,19 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
                 .expect("same size"),
         ))
     }
+}
+
+/// A 1-d or 2-d operand of `dot` as a `rows x cols` matrix (any layout).
+fn as_matrix<T: Clone>(
+    name: &str,
+    a: ArrayD<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<ndarray::Array2<T>> {
+    a.as_standard_layout()
+        .into_owned()
+        .into_shape_with_order((rows, cols))
+        .map_err(|e| Error::eval(name, e.to_string()))
 }
 
 fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
