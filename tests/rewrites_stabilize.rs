@@ -184,6 +184,46 @@ fn sigm_times_exp() {
     check_no_fire("local_sigm_times_exp", g("exp(x) * sigmoid(x)"));
 }
 
+/// The multiplication tree looks through nested products and negations,
+/// keeping signs (seed 004's parse_mul_tree / simplify_mul / compute_mul).
+#[test]
+fn sigm_times_exp_through_the_mul_tree() {
+    check_rule(
+        "local_sigm_times_exp",
+        g("-exp(x) * sigmoid(-x)"),
+        "((-exp(x)) * sigmoid((-x)))",
+        "(-sigmoid(x))",
+    );
+    check_rule(
+        "local_sigm_times_exp",
+        g("(exp(x) * y) * -sigmoid(-x)"),
+        "((exp(x) * y) * (-sigmoid((-x))))",
+        "(y * (-sigmoid(x)))",
+    );
+    check_rule(
+        "local_sigm_times_exp",
+        g("exp(-x) * -sigmoid(x)"),
+        "(exp((-x)) * (-sigmoid(x)))",
+        "(-sigmoid((-x)))",
+    );
+}
+
+/// A nested product that other nodes also use is a leaf: looking into it
+/// would duplicate its work.
+#[test]
+fn sigm_times_exp_keeps_shared_products() {
+    let ins = decls(XYZ);
+    let mut map: std::collections::HashMap<String, Tensor> = ins
+        .iter()
+        .map(|t| (t.name().unwrap().to_string(), t.clone()))
+        .collect();
+    let shared = build_expression("exp(x) * y", &map).unwrap();
+    map.insert("p".into(), shared.clone());
+    let product = build_expression("p * sigmoid(-x)", &map).unwrap();
+    let fg = FunctionGraph::new(&ins, &[product, shared]).unwrap();
+    check_no_fire("local_sigm_times_exp", fg);
+}
+
 // ------------------------------------------------------------ accuracy after FAST_RUN
 
 /// Evaluates `src` over one f64 vector `x` before and after FAST_RUN.

@@ -6,6 +6,7 @@ pub mod canonicalize;
 pub mod canonizer;
 pub mod fusion;
 pub mod inplace;
+pub mod mul_tree;
 pub mod register;
 pub mod rule;
 pub mod specialize;

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
+use super::mul_tree::{compute_mul, parse_mul_tree, perform_sigm_times_exp, simplify_mul};
 use super::rule::Rule;
 use super::util::{
     elemwise, is_1pexp, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary,
@@ -440,50 +441,17 @@ pub fn local_1msigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
 }
 
 /// In a product, `exp(x) * sigmoid(-x) -> sigmoid(x)` and
-/// `exp(-x) * sigmoid(x) -> sigmoid(-x)` (seed 004's `local_sigm_times_exp`,
-/// over the flat factor list of one `mul`).
+/// `exp(-x) * sigmoid(x) -> sigmoid(-x)` (seed 004's `local_sigm_times_exp`):
+/// the product is parsed into a multiplication tree through nested
+/// single-client `mul`/`neg` nodes, pairs are replaced anywhere in it, and
+/// the simplified tree is rebuilt.
 pub fn local_sigm_times_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let mut factors = fg.node(n).inputs.to_vec();
-    let mut changed = false;
-    let mut i = 0;
-    while i < factors.len() {
-        let Some(e) = owner_if(fg, factors[i], ScalarOp::Exp) else {
-            i += 1;
-            continue;
-        };
-        let a = input(fg, e, 0);
-        // Find sigmoid(-a) (giving sigmoid(a)) or, for a = -b, sigmoid(b) (giving sigmoid(-b)).
-        let partner = factors.iter().enumerate().find_map(|(j, &f)| {
-            let s = owner_if(fg, f, ScalarOp::Sigmoid)?;
-            let b = input(fg, s, 0);
-            if is_neg(fg, b) == Some(a) {
-                Some((j, a, false))
-            } else if is_neg(fg, a) == Some(b) {
-                Some((j, b, true))
-            } else {
-                None
-            }
-        });
-        let Some((j, arg, negate)) = partner else {
-            i += 1;
-            continue;
-        };
-        let x = if negate { neg(fg, arg)? } else { arg };
-        let sig = unary(fg, ScalarOp::Sigmoid, x)?;
-        let (lo, hi) = (i.min(j), i.max(j));
-        factors.remove(hi);
-        factors.remove(lo);
-        factors.insert(lo, sig);
-        changed = true;
-        i = 0;
-    }
-    if !changed {
+    let out = fg.node(n).outputs[0];
+    let mut tree = parse_mul_tree(fg, out);
+    if !perform_sigm_times_exp(fg, &mut tree)? {
         return Ok(None);
     }
-    let new = if factors.len() == 1 {
-        factors[0]
-    } else {
-        elemwise(fg, ScalarOp::Mul, &factors)?
-    };
+    let dtype = fg.ty(out).dtype;
+    let new = compute_mul(fg, &simplify_mul(tree), dtype)?;
     finish(fg, n, new)
 }
