@@ -133,9 +133,11 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
         ArcCosh => "kiln_arccosh_f64",
         Erf => "kiln_erf_f64",
         Erfc => "kiln_erfc_f64",
-        // Not `sin`/`cos`/`tan`: the runtime's kernels have no Payne-Hanek
-        // reduction (inaccurate beyond |x| = 1.3e7, NaN from 2^50 on), so they
-        // take the per-element path, which is exact for every argument.
+        // Lanes beyond the vector reduction's exact range (|x| >= 1.3e7)
+        // are recomputed by the runtime with the C library's functions.
+        Sin => "kiln_sin_f64",
+        Cos => "kiln_cos_f64",
+        Tan => "kiln_tan_f64",
         // Not `pow`: kiln_pow_f64 measured 70-99 ns/element against 20 for the
         // C library's pow called per element (10^7 elements, this machine), so
         // programs with `pow` take the per-element path.

@@ -72,6 +72,37 @@ pub fn isa() -> Isa {
     }
 }
 
+/// A kernel's accurate range and the exact scalar function that replaces
+/// it outside that range: after a group is mapped, every lane whose input
+/// `x` has `!(|x| < limit)` (including ±inf and NaN) is recomputed with
+/// `exact`. The check costs one vector compare per group; groups without
+/// such lanes are untouched.
+#[derive(Clone, Copy)]
+pub(crate) struct Fixup {
+    /// The kernel is accurate for `|x| < limit`.
+    pub limit: f64,
+    /// The function used for the other lanes.
+    pub exact: fn(f64) -> f64,
+}
+
+/// Recomputes the lanes of `v` whose input in `orig` is outside `fix`'s range.
+#[inline(always)]
+fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
+    let Some(fix) = fix else {
+        return;
+    };
+    let outside = orig
+        .iter()
+        .fold(false, |acc, e| acc | !(e.abs() < fix.limit));
+    if outside {
+        for (o, x) in v.iter_mut().zip(orig) {
+            if !(x.abs() < fix.limit) {
+                *o = (fix.exact)(*x);
+            }
+        }
+    }
+}
+
 /// Lanes per step of the direct loops: two AVX-512 or four AVX2 vectors,
 /// enough independent work to hide the latency of the kernels' chains.
 const LANES: usize = 16;
@@ -82,20 +113,29 @@ const LANES: usize = 16;
 /// array straight from `x`, mapped (a loop rustc vectorises fully, with the
 /// kernel's constants hoisted out of the outer loop) and stored to `out`;
 /// the last `n % LANES` go through a zero-padded local array. Each group is
-/// read before it is written, so `out == x` (in place) is fine.
+/// read before it is written, so `out == x` (in place) is fine. With a
+/// [`Fixup`], lanes outside the kernel's range are recomputed exactly.
 ///
 /// # Safety
 /// `x` must be valid for `n` reads and `out` for `n` writes; they are either
 /// identical or do not overlap.
 #[inline(always)]
-pub(crate) unsafe fn unary_f64(x: *const f64, out: *mut f64, n: usize, f: impl Fn(f64) -> f64) {
+pub(crate) unsafe fn unary_f64(
+    x: *const f64,
+    out: *mut f64,
+    n: usize,
+    f: impl Fn(f64) -> f64,
+    fix: Option<Fixup>,
+) {
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
         let mut v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        let orig = v;
         for e in v.iter_mut() {
             *e = f(*e);
         }
+        apply_fixup(&orig, &mut v, fix);
         // SAFETY: out[i..i+LANES] is writable; this group's input was read above.
         unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], v) };
         i += LANES;
@@ -105,28 +145,43 @@ pub(crate) unsafe fn unary_f64(x: *const f64, out: *mut f64, n: usize, f: impl F
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and len < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
+        let orig = v;
         for e in v.iter_mut() {
             *e = f(*e);
         }
+        apply_fixup(&orig, &mut v, fix);
         // SAFETY: out[i..n] is writable.
         unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };
     }
 }
 
-/// f32 version of [`unary_f64`]: widens, applies the f64 kernel, rounds.
+/// f32 version of [`unary_f64`]: widens, applies the f64 kernel (and the
+/// fixup), rounds.
 ///
 /// # Safety
 /// As for [`unary_f64`].
 #[inline(always)]
-pub(crate) unsafe fn unary_f32(x: *const f32, out: *mut f32, n: usize, f: impl Fn(f64) -> f64) {
+pub(crate) unsafe fn unary_f32(
+    x: *const f32,
+    out: *mut f32,
+    n: usize,
+    f: impl Fn(f64) -> f64,
+    fix: Option<Fixup>,
+) {
     let mut buf = [0.0f32; BLOCK];
+    let mut wide = [0.0f64; BLOCK];
     let mut i = 0;
     while i < n {
         let len = (n - i).min(BLOCK);
         // SAFETY: see `unary_f64`.
         unsafe { ptr::copy_nonoverlapping(x.add(i), buf.as_mut_ptr(), len) };
-        for v in buf.iter_mut() {
-            *v = f(f64::from(*v)) as f32;
+        for (w, v) in wide.iter_mut().zip(buf.iter()) {
+            *w = f(f64::from(*v));
+        }
+        let orig = buf.map(f64::from);
+        apply_fixup(&orig, &mut wide, fix);
+        for (v, w) in buf.iter_mut().zip(wide.iter()) {
+            *v = *w as f32;
         }
         // SAFETY: see `unary_f64`.
         unsafe { ptr::copy_nonoverlapping(buf.as_ptr(), out.add(i), len) };

@@ -7,17 +7,39 @@
 //! k mod 4; tan = sin/cos (or -cos/sin in odd quadrants).
 //!
 //! Accuracy (measured, see ACCURACY.md): sin/cos <= 1 ULP and tan <= 3 ULP
-//! in f64 for |x| < 1e5, the same for |x| up to 1.3e7. Beyond 1.3e7 the head
-//! products are no longer exact and the absolute error grows like
-//! |x|·2^-53 (1e9: ~1e-7 absolute). For |x| >= 2^50 and for ±inf / NaN the
-//! result is NaN (no Payne-Hanek reduction is implemented).
+//! in f64 for |x| < [`EXACT_LIMIT`] (1.3e7, where the head products stop
+//! being exact). The block drivers recompute every lane at or beyond that
+//! limit (and ±inf / NaN) with the C library's correctly reduced function
+//! (the [`Fixup`]s below), so the block functions are accurate for every
+//! argument; the vector path alone would lose accuracy beyond 1.3e7 and
+//! return NaN from 2^50 on.
 
 use super::common::{copysign, horner, round_k, sel, two_sum};
+use super::dispatch::Fixup;
 
 const PIO2_1: f64 = 1.570_796_327_665_448_2;
 const PIO2_2: f64 = -8.705_515_692_000_731e-10;
 const PIO2_3: f64 = -3.503_434_396_954_818e-19;
 const PIO2_4: f64 = -1.135_111_860_752_220_2e-28;
+
+/// Arguments below this magnitude are reduced exactly by [`reduce`].
+pub(crate) const EXACT_LIMIT: f64 = 1.3e7;
+
+/// Lanes at or beyond [`EXACT_LIMIT`] take the C library's `sin`.
+pub(crate) const SIN_FIXUP: Fixup = Fixup {
+    limit: EXACT_LIMIT,
+    exact: f64::sin,
+};
+/// Lanes at or beyond [`EXACT_LIMIT`] take the C library's `cos`.
+pub(crate) const COS_FIXUP: Fixup = Fixup {
+    limit: EXACT_LIMIT,
+    exact: f64::cos,
+};
+/// Lanes at or beyond [`EXACT_LIMIT`] take the C library's `tan`.
+pub(crate) const TAN_FIXUP: Fixup = Fixup {
+    limit: EXACT_LIMIT,
+    exact: f64::tan,
+};
 
 /// (-1)^n/(2n+1)! for n = 1..=8: sin(r) = r + r³·S(r²).
 const SIN_C: [f64; 8] = [
