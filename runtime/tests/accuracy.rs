@@ -99,7 +99,8 @@ fn trig_huge_arguments_take_the_exact_path() {
     x.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN]);
     type F64Fn = fn(&[f64], &mut [f64]);
     type F32Fn = fn(&[f32], &mut [f32]);
-    let fns: [(&str, F64Fn, F32Fn, fn(f64) -> f64); 3] = [
+    type Case = (&'static str, F64Fn, F32Fn, fn(f64) -> f64);
+    let fns: [Case; 3] = [
         ("sin", sin_f64, sin_f32, f64::sin),
         ("cos", cos_f64, cos_f32, f64::cos),
         ("tan", tan_f64, tan_f32, f64::tan),
@@ -109,7 +110,7 @@ fn trig_huge_arguments_take_the_exact_path() {
         f64_fn(&x, &mut o);
         let mut small = vec![0.0; 1];
         for (i, (&xi, &oi)) in x.iter().zip(&o).enumerate() {
-            if !(xi.abs() < 1.3e7) {
+            if xi.abs() >= 1.3e7 || xi.is_nan() {
                 assert!(
                     oi.to_bits() == exact(xi).to_bits() || (oi.is_nan() && exact(xi).is_nan()),
                     "{name}({xi:e}) = {oi:e}, std gives {:e}",
@@ -126,7 +127,7 @@ fn trig_huge_arguments_take_the_exact_path() {
         f32_fn(&x32, &mut o32);
         for (&xi, &oi) in x32.iter().zip(&o32) {
             let want = exact(f64::from(xi)) as f32;
-            if !(xi.abs() < 1.3e7) {
+            if xi.abs() >= 1.3e7 || xi.is_nan() {
                 assert!(
                     oi.to_bits() == want.to_bits() || (oi.is_nan() && want.is_nan()),
                     "{name}_f32({xi:e}) = {oi:e}, want {want:e}"

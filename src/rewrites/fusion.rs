@@ -44,7 +44,7 @@ pub struct FusionStats {
     pub inconsistent: usize,
 }
 
-fn fuseable(fg: &FunctionGraph, n: NodeId) -> bool {
+pub(super) fn fuseable(fg: &FunctionGraph, n: NodeId) -> bool {
     match &fg.node(n).op {
         Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.is_empty(),
         _ => false,
@@ -52,14 +52,14 @@ fn fuseable(fg: &FunctionGraph, n: NodeId) -> bool {
 }
 
 /// Scalar operations a node contributes to a Composite.
-fn scalar_size(fg: &FunctionGraph, n: NodeId) -> usize {
+pub(super) fn scalar_size(fg: &FunctionGraph, n: NodeId) -> usize {
     match &fg.node(n).op {
         Op::Composite { composite, .. } => composite.nodes.len(),
         _ => 1,
     }
 }
 
-fn pattern(fg: &FunctionGraph, n: NodeId) -> Vec<bool> {
+pub(super) fn pattern(fg: &FunctionGraph, n: NodeId) -> Vec<bool> {
     fg.ty(fg.node(n).outputs[0]).broadcastable()
 }
 
@@ -179,13 +179,13 @@ pub fn fuse_to_fixed_point(fg: &mut FunctionGraph, max_operands: usize) -> Resul
 }
 
 /// A one-element constant, inlined into the Composite instead of passed in.
-fn is_inlinable(fg: &FunctionGraph, v: VarId) -> bool {
+pub(super) fn is_inlinable(fg: &FunctionGraph, v: VarId) -> bool {
     fg.constant_value(v).is_some_and(|c| c.len() == 1)
 }
 
 /// Builds the Composite for `members` (in topological order) and returns the
 /// replacements of the member outputs used outside the group.
-fn build_composite(
+pub(super) fn build_composite(
     fg: &mut FunctionGraph,
     members: &[NodeId],
 ) -> Result<Option<Vec<(VarId, VarId)>>> {

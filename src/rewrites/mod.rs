@@ -9,6 +9,7 @@ pub mod inplace;
 pub mod mul_tree;
 pub mod register;
 pub mod rule;
+pub mod sibling_fusion;
 pub mod specialize;
 pub mod stabilize;
 pub mod util;

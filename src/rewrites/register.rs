@@ -14,7 +14,7 @@ use crate::rewriting::{
 };
 
 use super::rule::Rule;
-use super::{canonicalize, fusion, inplace, specialize, stabilize};
+use super::{canonicalize, fusion, inplace, sibling_fusion, specialize, stabilize};
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
 pub const ADD_DESTROY_HANDLER: f64 = 49.5;
@@ -95,6 +95,15 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
             Arc::new(fuse),
             &["fast_run", "fusion"],
             0.0,
+        )?;
+        let siblings = FnGraphRewriter::new("sibling_elemwise_fusion", |fg| {
+            sibling_fusion::merge_siblings(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
+        });
+        db.register_graph(
+            "sibling_elemwise_fusion",
+            Arc::new(siblings),
+            &["fast_run", "fusion"],
+            1.0,
         )?;
     }
     let add_dh = FnGraphRewriter::new("add_destroy_handler", |fg| {

@@ -91,12 +91,10 @@ fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     let Some(fix) = fix else {
         return;
     };
-    let outside = orig
-        .iter()
-        .fold(false, |acc, e| acc | !(e.abs() < fix.limit));
-    if outside {
+    let outside = |x: f64| x.abs() >= fix.limit || x.is_nan();
+    if orig.iter().fold(false, |acc, &e| acc | outside(e)) {
         for (o, x) in v.iter_mut().zip(orig) {
-            if !(x.abs() < fix.limit) {
+            if outside(*x) {
                 *o = (fix.exact)(*x);
             }
         }
