@@ -144,12 +144,7 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         stats.groups += 1;
         match build_composite(fg, &members)? {
             Some(pairs) => {
-                let ok = if fg.has_feature::<ReplaceValidate>() {
-                    fg.replace_all_validate(&pairs, "elemwise_fusion").is_ok()
-                } else {
-                    fg.replace_all(&pairs, "elemwise_fusion").is_ok()
-                };
-                if ok {
+                if replace_group(fg, &pairs, "elemwise_fusion") {
                     stats.fused_nodes += members.len();
                 } else {
                     stats.inconsistent += 1;
@@ -176,6 +171,20 @@ pub fn fuse_to_fixed_point(fg: &mut FunctionGraph, max_operands: usize) -> Resul
         }
     }
     Ok(total)
+}
+
+/// Replaces a group's outputs by the Composite's, validating when the graph
+/// has ReplaceValidate; false when the replacement was refused.
+pub(super) fn replace_group(
+    fg: &mut FunctionGraph,
+    pairs: &[(VarId, VarId)],
+    reason: &str,
+) -> bool {
+    if fg.has_feature::<ReplaceValidate>() {
+        fg.replace_all_validate(pairs, reason).is_ok()
+    } else {
+        fg.replace_all(pairs, reason).is_ok()
+    }
 }
 
 /// A one-element constant, inlined into the Composite instead of passed in.

@@ -23,10 +23,10 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::fusion::{
-    build_composite, fuseable, is_inlinable, pattern, scalar_size, MAX_FUSED_NODES,
+    build_composite, fuseable, is_inlinable, pattern, replace_group, scalar_size, MAX_FUSED_NODES,
 };
 use crate::error::Result;
-use crate::graph::{Client, FunctionGraph, NodeId, ReplaceValidate, VarId};
+use crate::graph::{Client, FunctionGraph, NodeId, VarId};
 
 /// Upper bound on the nodes one cycle check may visit.
 pub const MAX_PATH_SEARCH: usize = 4096;
@@ -98,14 +98,7 @@ fn merge_round(fg: &mut FunctionGraph, max_operands: usize) -> Result<usize> {
         let Some(replacements) = build_composite(fg, &[a, b])? else {
             continue;
         };
-        let ok = if fg.has_feature::<ReplaceValidate>() {
-            fg.replace_all_validate(&replacements, "sibling_elemwise_fusion")
-                .is_ok()
-        } else {
-            fg.replace_all(&replacements, "sibling_elemwise_fusion")
-                .is_ok()
-        };
-        if ok {
+        if replace_group(fg, &replacements, "sibling_elemwise_fusion") {
             merged += 1;
         }
     }
