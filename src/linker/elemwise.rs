@@ -387,7 +387,8 @@ pub(super) fn vector_bases(
     let vty = sl::vector_type(dtype);
     let mut bases = Vec::with_capacity(ptrs.len());
     for (&p, &s) in ptrs.iter().zip(strides) {
-        let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
         let x = b.ins().load(sl::clif_type(dtype), f, p, 0);
         let v = b.ins().splat(vty, x);
@@ -504,8 +505,7 @@ impl<'a> VecCtx<'a> {
             if lvl > 0 {
                 for (idx, node) in prog.nodes.iter().enumerate() {
                     if plan.block[idx] && plan.level[idx] == lvl {
-                        let sym =
-                            mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
+                        let sym = mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
                         let mut args: Vec<Value> = node
                             .args
                             .iter()
@@ -529,6 +529,9 @@ impl<'a> VecCtx<'a> {
                     }
                 }
             }
+            if !self.level_has_vector_work(lvl) {
+                continue;
+            }
             let head = b.create_block();
             let body = b.create_block();
             let after = b.create_block();
@@ -551,6 +554,25 @@ impl<'a> VecCtx<'a> {
             b.seal_block(after);
         }
         Ok(())
+    }
+
+    /// Whether the blocked path's vector loop of level `lvl` has anything
+    /// to do: a vector node to compute, a value to stage, or an output to
+    /// store (a level of block-wise calls only, whose result goes straight
+    /// to the output, needs no loop).
+    fn level_has_vector_work(&self, lvl: usize) -> bool {
+        let plan = self.plan;
+        let vector_node =
+            (0..self.prog.nodes.len()).any(|k| plan.level[k] == lvl && !plan.block[k]);
+        let staged = plan.slots.keys().any(|&r| match r {
+            CRef::Node(k) => plan.level[k as usize] == lvl && !plan.block[k as usize],
+            _ => lvl == 0,
+        });
+        let output = self.prog.outputs.iter().any(|&r| {
+            ref_level(&plan.level, r) == lvl
+                && !matches!(r, CRef::Node(k) if Some(k) == self.direct_out)
+        });
+        vector_node || staged || output
     }
 
     /// One vector iteration of level `lvl` at element `i` (block-relative

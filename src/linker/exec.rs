@@ -744,9 +744,19 @@ impl<'a> Exec<'a> {
                 let p: Vec<*mut u8> = bases
                     .iter()
                     .enumerate()
-                    .map(|(k, &b)| (b as isize + s as isize * strides[k][d0] * esz[k] as isize) as *mut u8)
+                    .map(|(k, &b)| {
+                        (b as isize + s as isize * strides[k][d0] * esz[k] as isize) as *mut u8
+                    })
                     .collect();
-                drive_full(code, kernel, (pbase + 8 * c) as *mut u8, &p, strides, esz, &sub);
+                drive_full(
+                    code,
+                    kernel,
+                    (pbase + 8 * c) as *mut u8,
+                    &p,
+                    strides,
+                    esz,
+                    &sub,
+                );
             }
         };
         kiln_runtime::parallel::parallel_for(chunks, 1, &run);

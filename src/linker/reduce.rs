@@ -423,7 +423,12 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
 /// Returns its index.
-pub fn build_fused(jb: &mut JitBuilder, op: ReduceOp, prog: &Composite, name: &str) -> Result<usize> {
+pub fn build_fused(
+    jb: &mut JitBuilder,
+    op: ReduceOp,
+    prog: &Composite,
+    name: &str,
+) -> Result<usize> {
     let [_] = prog.outputs.as_slice() else {
         return Err(Error::Compile(format!(
             "a fused reduction needs a one-output pre-map, {prog} has {}",
@@ -477,7 +482,9 @@ pub fn build_fused(jb: &mut JitBuilder, op: ReduceOp, prog: &Composite, name: &s
         let lanes = 16 / esz;
         // Vector path: inputs contiguous or broadcast, accumulators one
         // element (row) or contiguous (column), at least one vector.
-        let mut ok = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, lanes);
+        let mut ok = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, lanes);
         for &s in &strides {
             let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
             let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
@@ -508,7 +515,9 @@ pub fn build_fused(jb: &mut JitBuilder, op: ReduceOp, prog: &Composite, name: &s
         b.switch_to_block(blk_head);
         let blk = b.use_var(i_var);
         let rem = b.ins().isub(n, blk);
-        let c = b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
+        let c = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
         b.ins().brif(c, blk_body, &[], vdone, &[]);
         b.switch_to_block(blk_body);
         b.seal_block(blk_body);

@@ -176,14 +176,20 @@ mod tests {
         let x = matrix("x", DType::F64);
         let y = x.exp().sum(&[1]).unwrap();
         let mut fg = FunctionGraph::new(&[x], &[y]).unwrap();
-        let before = evaluate(&fg, &[Value::F64(arr2(&[[0.0, 1.0], [2.0, 3.0]]).into_dyn())])
-            .unwrap();
+        let before = evaluate(
+            &fg,
+            &[Value::F64(arr2(&[[0.0, 1.0], [2.0, 3.0]]).into_dyn())],
+        )
+        .unwrap();
         let s = fuse_reductions(&mut fg).unwrap();
         fg.check_integrity().unwrap();
         assert_eq!(s.fused, 1);
         assert_eq!(pprint_outputs(&fg), "sum{exp(i0)}(x, axis=1)");
-        let after = evaluate(&fg, &[Value::F64(arr2(&[[0.0, 1.0], [2.0, 3.0]]).into_dyn())])
-            .unwrap();
+        let after = evaluate(
+            &fg,
+            &[Value::F64(arr2(&[[0.0, 1.0], [2.0, 3.0]]).into_dyn())],
+        )
+        .unwrap();
         assert_eq!(before, after);
         assert_eq!(fuse_reductions(&mut fg).unwrap().fused, 0, "idempotent");
     }
