@@ -341,7 +341,7 @@ fn fused_full_reductions_are_chunked_over_threads() {
     check_reduction(
         std::slice::from_ref(&m),
         &[r],
-        &[vm.clone()],
+        std::slice::from_ref(&vm),
         "f32 2-d full max (NaN)",
     );
     let r = fused(ReduceOp::Sum, Some(vec![0]), mul_add(DType::F32), &[&m, &m]);

@@ -704,8 +704,8 @@ impl<'a> Exec<'a> {
 
     /// A full reduction over threads of operands `ptrs` (element `strides`,
     /// `esz` bytes per element) covering `shape`, into the one-element
-    /// `accum` (holding the identity `bits`): the outermost dimension of size
-    /// > 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
+    /// `accum` (holding the identity `bits`): the outermost dimension larger
+    /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
     /// by `kernel` into its own partial in parallel, then the partials are
     /// reduced in chunk order by `combine` (a plain reduction kernel of the
     /// accumulator dtype). The chunking depends only on the shape, so the
