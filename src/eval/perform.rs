@@ -17,6 +17,11 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::Composite { composite, .. } => composite_perform(&name, composite, inputs, types),
         Op::DimShuffle { new_order, .. } => Ok(vec![dimshuffle(&name, new_order, inputs[0])?]),
         Op::CAReduce { op: r, axes } => Ok(vec![reduce(&name, *r, axes.as_deref(), inputs[0])?]),
+        Op::FusedReduce { op: r, axes, pre } => {
+            // By definition: the CAReduce of the Composite's value.
+            let mapped = composite_perform(&name, pre, inputs, types)?;
+            Ok(vec![reduce(&name, *r, axes.as_deref(), &mapped[0])?])
+        }
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
         Op::Reshape { .. } => Ok(vec![reshape(&name, inputs[0], inputs[1])?]),

@@ -270,26 +270,34 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
                 format!("{}({})", op.name(), args[0])
             }
         }
-        Op::CAReduce { op: r, axes } => {
-            let f = match r {
-                ReduceOp::Sum => "sum",
-                ReduceOp::Prod => "prod",
-                ReduceOp::Max => "max",
-                ReduceOp::Min => "min",
-                ReduceOp::All => "all",
-                ReduceOp::Any => "any",
-            };
-            match axes {
-                None => format!("{f}({})", args[0]),
-                Some(a) if a.len() == 1 => format!("{f}({}, axis={})", args[0], a[0]),
-                Some(a) => {
-                    let list: Vec<String> = a.iter().map(|x| x.to_string()).collect();
-                    let tail = if a.len() == 1 { "," } else { "" };
-                    format!("{f}({}, axis=({}{tail}))", args[0], list.join(", "))
-                }
-            }
+        Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::FusedReduce { op: r, axes, pre } => {
+            reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }
         _ => format!("{}({})", op.name(), args.join(", ")),
+    }
+}
+
+/// `sum(x, axis=1)`, `max(x)`, `prod(x, axis=(0, 2))`; a fused reduction
+/// shows its pre-map after the name and its inputs as arguments:
+/// `sum{exp(sub(i0, i1))}(X, m[:, None], axis=1)`.
+fn reduce_call(r: ReduceOp, axes: &Option<Vec<usize>>, pre: &str, args: &[&str]) -> String {
+    let f = match r {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Prod => "prod",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+        ReduceOp::All => "all",
+        ReduceOp::Any => "any",
+    };
+    let args = args.join(", ");
+    match axes {
+        None => format!("{f}{pre}({args})"),
+        Some(a) if a.len() == 1 => format!("{f}{pre}({args}, axis={})", a[0]),
+        Some(a) => {
+            let list: Vec<String> = a.iter().map(|x| x.to_string()).collect();
+            format!("{f}{pre}({args}, axis=({}))", list.join(", "))
+        }
     }
 }
 

@@ -109,6 +109,7 @@ struct Kernels<'a> {
     jb: &'a mut JitBuilder,
     elem: FxHashMap<Composite, usize>,
     red: FxHashMap<(ReduceOp, DType), usize>,
+    fused: FxHashMap<(ReduceOp, Composite), usize>,
 }
 
 impl Kernels<'_> {
@@ -137,6 +138,16 @@ impl Kernels<'_> {
         self.red.insert((op, d), k);
         Ok(k)
     }
+    fn fused_reduce(&mut self, op: ReduceOp, prog: Composite) -> Result<usize> {
+        let key = (op, prog);
+        if let Some(&k) = self.fused.get(&key) {
+            return Ok(k);
+        }
+        let name = format!("{}{}", op.name(), key.1);
+        let k = reduce::build_fused(self.jb, op, &key.1, &name)?;
+        self.fused.insert(key, k);
+        Ok(k)
+    }
 }
 
 /// Compiles `fg` into a plan and its JIT code.
@@ -152,6 +163,7 @@ pub fn compile_plan(
         jb: &mut jb,
         elem: FxHashMap::default(),
         red: FxHashMap::default(),
+        fused: FxHashMap::default(),
     };
     let s = |v: &crate::graph::VarId| -> Slot { slots.map[v] };
     let mut steps = Vec::with_capacity(order.len());
@@ -241,6 +253,53 @@ pub fn compile_plan(
                         op: *op,
                         axes,
                         input: ins[0],
+                        output: outs[0],
+                        acc,
+                        out,
+                    },
+                    Lowering::Jit,
+                )
+            }
+            Op::FusedReduce { op, axes, pre } => {
+                let mut consts: Vec<Option<ScalarConst>> =
+                    node.inputs.iter().map(|&v| inline_const(fg, v)).collect();
+                if consts.iter().all(Option::is_some) {
+                    // Keep one array operand: it carries the iteration shape.
+                    consts[0] = None;
+                }
+                let prog = elemwise::inline_constants(pre, &consts);
+                let mapped = prog.output_dtypes()[0];
+                let out = fg.ty(node.outputs[0]).dtype;
+                let acc = reduce::acc_dtype(*op, mapped);
+                let kernel = ks.fused_reduce(*op, prog)?;
+                let nd = fg.ty(node.inputs[0]).ndim();
+                let full = axes.as_ref().is_none_or(|a| a.len() == nd);
+                let combine = if full {
+                    Some(ks.reduce(*op, acc)?)
+                } else {
+                    None
+                };
+                let cast = if acc != out {
+                    Some(ks.cast(acc, out)?)
+                } else {
+                    None
+                };
+                let kept: Vec<usize> = (0..node.inputs.len())
+                    .filter(|&k| consts[k].is_none())
+                    .collect();
+                (
+                    Step::FusedReduce {
+                        kernel,
+                        combine,
+                        cast,
+                        op: *op,
+                        axes: axes.clone().unwrap_or_else(|| (0..nd).collect()),
+                        inputs: kept.iter().map(|&k| ins[k]).collect(),
+                        bcast: kept
+                            .iter()
+                            .map(|&k| fg.ty(node.inputs[k]).broadcastable())
+                            .collect(),
+                        descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
                         output: outs[0],
                         acc,
                         out,
@@ -350,7 +409,7 @@ pub fn compile_plan(
             copy.entry(k.inputs[0]).or_insert(*v);
         }
     }
-    let n_kernels = ks.elem.len() + ks.red.len();
+    let n_kernels = ks.elem.len() + ks.red.len() + ks.fused.len();
     let release = plan::liveness(slots.n, &uses, &outputs, fg.inputs().len());
     let consts: Vec<(Slot, std::sync::Arc<Value>)> = slots
         .consts

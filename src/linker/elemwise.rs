@@ -29,6 +29,8 @@ use cranelift_codegen::ir::{
     types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_frontend::FunctionBuilder;
+use cranelift_jit::JITModule;
+use cranelift_module::FuncId;
 use rustc_hash::FxHashMap;
 
 use super::jit::JitBuilder;
@@ -40,17 +42,17 @@ use crate::ops::{CRef, Composite, ScalarOp};
 
 /// How the vector path of a program is organised.
 #[derive(Debug, Clone)]
-struct VecPlan {
+pub(super) struct VecPlan {
     /// The single float dtype of every value.
-    dtype: DType,
+    pub(super) dtype: DType,
     /// Level of each node.
     level: Vec<usize>,
     /// Whether each node is a block-wise runtime call.
     block: Vec<bool>,
     /// Highest level.
-    max_level: usize,
+    pub(super) max_level: usize,
     /// Scratch slot of each staged value.
-    slots: FxHashMap<CRef, usize>,
+    pub(super) slots: FxHashMap<CRef, usize>,
 }
 
 fn ref_level(level: &[usize], r: CRef) -> usize {
@@ -62,7 +64,7 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 
 /// The vector plan of `prog`, if its values all share one float dtype and
 /// every op has an exact vector form or a block-wise runtime function.
-fn vector_plan(prog: &Composite) -> Option<VecPlan> {
+pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
     let dtype = *prog
         .inputs
         .first()
@@ -145,39 +147,13 @@ pub fn is_vectorized(prog: &Composite) -> bool {
 pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
     let plan = vector_plan(prog);
-    // Imports.
-    let mut imports = Vec::new();
-    for n in &prog.nodes {
-        let dts: Vec<DType> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
-        if let Some((sym, sig)) = sl::scalar_callee(n.op, n.op.computes_in_float(&dts, n.dtype)) {
-            let (p, r) = match sig {
-                ScalarSig::F1 => (vec![types::F64], vec![types::F64]),
-                ScalarSig::F2 => (vec![types::F64, types::F64], vec![types::F64]),
-                ScalarSig::I2 => (vec![types::I64, types::I64], vec![types::I64]),
-            };
-            imports.push((sym, jb.import(sym, &p, &r)?));
-        }
-    }
-    if let Some(p) = &plan {
-        for (i, n) in prog.nodes.iter().enumerate() {
-            if p.block[i] {
-                let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
-                let mut params = vec![ptr; n.args.len() + 1];
-                params.push(types::I64);
-                imports.push((sym, jb.import(sym, &params, &[])?));
-            }
-        }
-    }
+    let imports = import_callees(jb, prog, plan.as_ref())?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
-    let mut callees: Callees = FxHashMap::default();
-    for (sym, id) in imports {
-        let fref = cranelift_module::Module::declare_func_in_func(module, id, b.func);
-        callees.insert(sym, fref);
-    }
+    let callees = declare_callees(module, &mut b, imports);
     let n_in = prog.inputs.len();
     let n_ops = n_in + prog.outputs.len();
     let out_dts = prog.output_dtypes();
@@ -213,7 +189,6 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     if let Some(plan) = &plan {
         let esz = plan.dtype.size_of() as i64;
         let lanes = 16 / esz;
-        let vty = sl::vector_type(plan.dtype);
         // Vector path condition.
         let mut ok = b.ins().iconst(types::I8, 1);
         for (k, &s) in strides.iter().enumerate() {
@@ -272,42 +247,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             b.switch_to_block(staged_blk);
             b.seal_block(staged_blk);
         }
-        // Broadcast inputs read from a 16-byte splat slot.
-        let mut bases = Vec::with_capacity(n_in);
-        for k in 0..n_in {
-            let slot =
-                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
-            let saddr = b.ins().stack_addr(ptr, slot, 0);
-            let x = b.ins().load(sl::clif_type(plan.dtype), f, ptrs[k], 0);
-            let v = b.ins().splat(vty, x);
-            b.ins().store(f, v, saddr, 0);
-            let is0 = b.ins().icmp_imm_s(IntCC::Equal, strides[k], 0);
-            bases.push(b.ins().select(is0, saddr, ptrs[k]));
-        }
-        // A block-wise node that is the program's only output and feeds no
-        // other node is written by its runtime call straight into the output
-        // (contiguous on this path) instead of through the scratch area. All
-        // inputs are read (staged) at level 0, before any such write.
-        let direct_out = match prog.outputs.as_slice() {
-            [CRef::Node(i)]
-                if plan.block[*i as usize]
-                    && prog.nodes.iter().all(|n| !n.args.contains(&CRef::Node(*i))) =>
-            {
-                Some(*i)
-            }
-            _ => None,
-        };
-        let cx = VecCtx {
-            direct_out,
-            plan,
-            prog,
-            bases: &bases,
-            strides: &strides,
-            ptrs: &ptrs,
-            n_in,
-            vty,
-            esz,
-        };
+        let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
+        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs);
         if plan.max_level == 0 {
             // One vector loop over all complete vectors.
             let head = b.create_block();
@@ -349,57 +290,7 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             let bmax = b.ins().iconst(types::I64, BLOCK as i64);
             let m = b.ins().smin(rem, bmax);
             let m = b.ins().band_imm_s(m, !(lanes - 1));
-            let j_var = b.declare_var(types::I64);
-            for lvl in 0..=plan.max_level {
-                if lvl > 0 {
-                    for (idx, node) in prog.nodes.iter().enumerate() {
-                        if plan.block[idx] && plan.level[idx] == lvl {
-                            let sym =
-                                mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
-                            let mut args: Vec<Value> = node
-                                .args
-                                .iter()
-                                .map(|a| {
-                                    b.ins()
-                                        .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
-                                })
-                                .collect();
-                            if direct_out == Some(idx as u32) {
-                                // The program's only output, contiguous here: write it in place.
-                                let off = b.ins().imul_imm_s(blk, esz);
-                                args.push(b.ins().iadd(ptrs[n_in], off));
-                            } else {
-                                args.push(b.ins().iadd_imm_s(
-                                    sbase,
-                                    (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
-                                ));
-                            }
-                            args.push(m);
-                            b.ins().call(callees[sym], &args);
-                        }
-                    }
-                }
-                let head = b.create_block();
-                let body = b.create_block();
-                let after = b.create_block();
-                let z = b.ins().iconst(types::I64, 0);
-                b.def_var(j_var, z);
-                b.ins().jump(head, &[]);
-                b.switch_to_block(head);
-                let j = b.use_var(j_var);
-                let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
-                b.ins().brif(c, body, &[], after, &[]);
-                b.switch_to_block(body);
-                b.seal_block(body);
-                let i = b.ins().iadd(blk, j);
-                cx.level_body(&mut b, lvl, i, Some((sbase, j)))?;
-                let nj = b.ins().iadd_imm_s(j, lanes);
-                b.def_var(j_var, nj);
-                b.ins().jump(head, &[]);
-                b.seal_block(head);
-                b.switch_to_block(after);
-                b.seal_block(after);
-            }
+            cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
             let nb = b.ins().iadd(blk, m);
             b.def_var(i_var, nb);
             b.ins().jump(blk_head, &[]);
@@ -417,27 +308,9 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     b.ins().brif(c, body, &[], exit, &[]);
     b.switch_to_block(body);
     b.seal_block(body);
-    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
-    let mut ins: Vec<Value> = Vec::with_capacity(n_in);
-    for k in 0..n_in {
-        let off = b.ins().imul(i, strides[k]);
-        let addr = b.ins().iadd(ptrs[k], off);
-        ins.push(sl::load(&mut b, prog.inputs[k], addr));
-    }
-    let get = |b: &mut FunctionBuilder<'_>, vals: &[Value], r: CRef| match r {
-        CRef::Input(k) => ins[k as usize],
-        CRef::Node(k) => vals[k as usize],
-        CRef::Const(c) => sl::constant(b, c.dtype, c.bits),
-    };
-    for node in &prog.nodes {
-        let args: Vec<Value> = node.args.iter().map(|&a| get(&mut b, &vals, a)).collect();
-        let dts: Vec<DType> = node.args.iter().map(|&a| prog.dtype_of(a)).collect();
-        let v = sl::emit_scalar(&mut b, &callees, node.op, &args, &dts, node.dtype)?;
-        vals.push(v);
-    }
-    for (o, &r) in prog.outputs.iter().enumerate() {
+    let outs = emit_scalar_program(&mut b, &callees, prog, &ptrs[..n_in], &strides[..n_in], i)?;
+    for (o, &v) in outs.iter().enumerate() {
         let k = n_in + o;
-        let v = get(&mut b, &vals, r);
         let off = b.ins().imul(i, strides[k]);
         let addr = b.ins().iadd(ptrs[k], off);
         sl::store(&mut b, op_dt(k), v, addr);
@@ -453,7 +326,114 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     jb.define_current(name)
 }
 
-struct VecCtx<'a> {
+/// Imports the callees `prog` needs into `jb`: the per-element shims of its
+/// scalar path and, with a vector `plan`, the block-wise runtime functions.
+pub(super) fn import_callees(
+    jb: &mut JitBuilder,
+    prog: &Composite,
+    plan: Option<&VecPlan>,
+) -> Result<Vec<(&'static str, FuncId)>> {
+    let ptr = jb.ptr_type();
+    let mut imports = Vec::new();
+    for n in &prog.nodes {
+        let dts: Vec<DType> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        if let Some((sym, sig)) = sl::scalar_callee(n.op, n.op.computes_in_float(&dts, n.dtype)) {
+            let (p, r) = match sig {
+                ScalarSig::F1 => (vec![types::F64], vec![types::F64]),
+                ScalarSig::F2 => (vec![types::F64, types::F64], vec![types::F64]),
+                ScalarSig::I2 => (vec![types::I64, types::I64], vec![types::I64]),
+            };
+            imports.push((sym, jb.import(sym, &p, &r)?));
+        }
+    }
+    if let Some(p) = plan {
+        for (i, n) in prog.nodes.iter().enumerate() {
+            if p.block[i] {
+                let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
+                let mut params = vec![ptr; n.args.len() + 1];
+                params.push(types::I64);
+                imports.push((sym, jb.import(sym, &params, &[])?));
+            }
+        }
+    }
+    Ok(imports)
+}
+
+/// Declares imported callees in the function being built.
+pub(super) fn declare_callees(
+    module: &mut JITModule,
+    b: &mut FunctionBuilder<'_>,
+    imports: Vec<(&'static str, FuncId)>,
+) -> Callees {
+    let mut callees: Callees = FxHashMap::default();
+    for (sym, id) in imports {
+        let fref = cranelift_module::Module::declare_func_in_func(module, id, b.func);
+        callees.insert(sym, fref);
+    }
+    callees
+}
+
+/// The vector-path base address of each input (stride 0 or the element
+/// size): a broadcast input (stride 0) reads a 16-byte stack slot holding
+/// its element splat to every lane, the others read their own memory.
+pub(super) fn vector_bases(
+    b: &mut FunctionBuilder<'_>,
+    ptr: cranelift_codegen::ir::Type,
+    dtype: DType,
+    ptrs: &[Value],
+    strides: &[Value],
+) -> Vec<Value> {
+    let f = MemFlagsData::trusted();
+    let vty = sl::vector_type(dtype);
+    let mut bases = Vec::with_capacity(ptrs.len());
+    for (&p, &s) in ptrs.iter().zip(strides) {
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+        let saddr = b.ins().stack_addr(ptr, slot, 0);
+        let x = b.ins().load(sl::clif_type(dtype), f, p, 0);
+        let v = b.ins().splat(vty, x);
+        b.ins().store(f, v, saddr, 0);
+        let is0 = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
+        bases.push(b.ins().select(is0, saddr, p));
+    }
+    bases
+}
+
+/// The canonical values of `prog`'s outputs at element `i` of inputs at
+/// `ptrs` with byte `strides` (the scalar path: any strides, every dtype,
+/// bit-identical to the reference evaluator).
+pub(super) fn emit_scalar_program(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    prog: &Composite,
+    ptrs: &[Value],
+    strides: &[Value],
+    i: Value,
+) -> Result<Vec<Value>> {
+    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
+    let mut ins: Vec<Value> = Vec::with_capacity(ptrs.len());
+    for (k, (&p, &s)) in ptrs.iter().zip(strides).enumerate() {
+        let off = b.ins().imul(i, s);
+        let addr = b.ins().iadd(p, off);
+        ins.push(sl::load(b, prog.inputs[k], addr));
+    }
+    let get = |b: &mut FunctionBuilder<'_>, vals: &[Value], r: CRef| match r {
+        CRef::Input(k) => ins[k as usize],
+        CRef::Node(k) => vals[k as usize],
+        CRef::Const(c) => sl::constant(b, c.dtype, c.bits),
+    };
+    for node in &prog.nodes {
+        let args: Vec<Value> = node.args.iter().map(|&a| get(b, &vals, a)).collect();
+        let dts: Vec<DType> = node.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        let v = sl::emit_scalar(b, callees, node.op, &args, &dts, node.dtype)?;
+        vals.push(v);
+    }
+    Ok(prog.outputs.iter().map(|&r| get(b, &vals, r)).collect())
+}
+
+/// The vector path of one program inside a kernel being built: the plan
+/// and the operands' pointers and strides (inputs first, then outputs).
+pub(super) struct VecCtx<'a> {
     /// The block-wise node whose runtime call writes the output directly.
     direct_out: Option<u32>,
     plan: &'a VecPlan,
@@ -466,7 +446,135 @@ struct VecCtx<'a> {
     esz: i64,
 }
 
-impl VecCtx<'_> {
+impl<'a> VecCtx<'a> {
+    /// The context of `prog` with vector plan `plan`, operand pointers
+    /// `ptrs` and byte `strides` (inputs then outputs; outputs are
+    /// contiguous on the vector path) and the inputs' [`vector_bases`].
+    pub(super) fn new(
+        plan: &'a VecPlan,
+        prog: &'a Composite,
+        bases: &'a [Value],
+        strides: &'a [Value],
+        ptrs: &'a [Value],
+    ) -> Self {
+        // A block-wise node that is the program's only output and feeds no
+        // other node is written by its runtime call straight into the output
+        // (contiguous on this path) instead of through the scratch area. All
+        // inputs are read (staged) at level 0, before any such write.
+        let direct_out = match prog.outputs.as_slice() {
+            [CRef::Node(i)]
+                if plan.block[*i as usize]
+                    && prog.nodes.iter().all(|n| !n.args.contains(&CRef::Node(*i))) =>
+            {
+                Some(*i)
+            }
+            _ => None,
+        };
+        let esz = plan.dtype.size_of() as i64;
+        VecCtx {
+            direct_out,
+            plan,
+            prog,
+            bases,
+            strides,
+            ptrs,
+            n_in: prog.inputs.len(),
+            vty: sl::vector_type(plan.dtype),
+            esz,
+        }
+    }
+
+    /// The blocked vector path for elements `blk..blk + m` (`m` a multiple
+    /// of the lane count, at most [`BLOCK`]): every level in turn, its
+    /// block-wise runtime calls then one vector loop, staging values in the
+    /// scratch area at `sbase`, writing the outputs.
+    pub(super) fn emit_levels(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        callees: &Callees,
+        sbase: Value,
+        blk: Value,
+        m: Value,
+    ) -> Result<()> {
+        let plan = self.plan;
+        let prog = self.prog;
+        let (n_in, esz, ptrs, direct_out) = (self.n_in, self.esz, self.ptrs, self.direct_out);
+        let lanes = 16 / esz;
+        let j_var = b.declare_var(types::I64);
+        for lvl in 0..=plan.max_level {
+            if lvl > 0 {
+                for (idx, node) in prog.nodes.iter().enumerate() {
+                    if plan.block[idx] && plan.level[idx] == lvl {
+                        let sym = mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
+                        let mut args: Vec<Value> = node
+                            .args
+                            .iter()
+                            .map(|a| {
+                                b.ins()
+                                    .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
+                            })
+                            .collect();
+                        if direct_out == Some(idx as u32) {
+                            // The program's only output, contiguous here: write it in place.
+                            let off = b.ins().imul_imm_s(blk, esz);
+                            args.push(b.ins().iadd(ptrs[n_in], off));
+                        } else {
+                            args.push(b.ins().iadd_imm_s(
+                                sbase,
+                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
+                            ));
+                        }
+                        args.push(m);
+                        b.ins().call(callees[sym], &args);
+                    }
+                }
+            }
+            if !self.level_has_vector_work(lvl) {
+                continue;
+            }
+            let head = b.create_block();
+            let body = b.create_block();
+            let after = b.create_block();
+            let z = b.ins().iconst(types::I64, 0);
+            b.def_var(j_var, z);
+            b.ins().jump(head, &[]);
+            b.switch_to_block(head);
+            let j = b.use_var(j_var);
+            let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
+            b.ins().brif(c, body, &[], after, &[]);
+            b.switch_to_block(body);
+            b.seal_block(body);
+            let i = b.ins().iadd(blk, j);
+            self.level_body(b, lvl, i, Some((sbase, j)))?;
+            let nj = b.ins().iadd_imm_s(j, lanes);
+            b.def_var(j_var, nj);
+            b.ins().jump(head, &[]);
+            b.seal_block(head);
+            b.switch_to_block(after);
+            b.seal_block(after);
+        }
+        Ok(())
+    }
+
+    /// Whether the blocked path's vector loop of level `lvl` has anything
+    /// to do: a vector node to compute, a value to stage, or an output to
+    /// store (a level of block-wise calls only, whose result goes straight
+    /// to the output, needs no loop).
+    fn level_has_vector_work(&self, lvl: usize) -> bool {
+        let plan = self.plan;
+        let vector_node =
+            (0..self.prog.nodes.len()).any(|k| plan.level[k] == lvl && !plan.block[k]);
+        let staged = plan.slots.keys().any(|&r| match r {
+            CRef::Node(k) => plan.level[k as usize] == lvl && !plan.block[k as usize],
+            _ => lvl == 0,
+        });
+        let output = self.prog.outputs.iter().any(|&r| {
+            ref_level(&plan.level, r) == lvl
+                && !matches!(r, CRef::Node(k) if Some(k) == self.direct_out)
+        });
+        vector_node || staged || output
+    }
+
     /// One vector iteration of level `lvl` at element `i` (block-relative
     /// index `j` into the scratch area when blocked).
     fn level_body(

@@ -19,6 +19,7 @@ use super::plan::{Plan, Slot, Step};
 use super::reduce;
 use crate::error::{Error, Result};
 use crate::graph::{DType, TensorType, Value};
+use crate::ops::ReduceOp;
 
 /// Elements per partial of a parallel full reduction.
 pub const REDUCE_CHUNK: usize = 1 << 16;
@@ -124,6 +125,11 @@ fn drive(
     } else if parallel && rows > 1 && outer_split_ok {
         let grain_rows = par.grain.div_ceil(inner_n).max(1);
         kiln_runtime::parallel::parallel_for(rows, grain_rows, &|s, e| run_rows(s, e, 0, inner_n));
+    } else if parallel && rows > 1 && inner_split_ok {
+        // Reduction into the inner dimension (e.g. over the rows of a matrix):
+        // every chunk of columns runs all rows into its own accumulators.
+        let grain_cols = par.grain.div_ceil(rows).max(16);
+        kiln_runtime::parallel::parallel_for(inner_n, grain_cols, &|s, e| run_rows(0, rows, s, e));
     } else {
         run_rows(0, rows, 0, inner_n);
     }
@@ -299,30 +305,7 @@ impl<'a> Exec<'a> {
                 descs,
             } => {
                 let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
-                let ndim = bcast.first().map_or(0, |b| b.len());
-                let mut shape = vec![1usize; ndim];
-                for d in 0..ndim {
-                    let mut size: Option<(usize, usize)> = None;
-                    for (i, a) in ins.iter().enumerate() {
-                        if bcast[i][d] {
-                            continue;
-                        }
-                        match size {
-                            None => size = Some((a.shape[d], i)),
-                            Some((n, j)) if n != a.shape[d] => {
-                                return Err(err(
-                                    name,
-                                    format!(
-                                        "shape mismatch in dimension {d}: {} has size {n} but {} has size {}; only dimensions of static size 1 broadcast",
-                                        descs[j], descs[i], a.shape[d]
-                                    ),
-                                ))
-                            }
-                            _ => {}
-                        }
-                    }
-                    shape[d] = size.map_or(1, |s| s.0);
-                }
+                let shape = broadcast_shape(name, &ins, bcast, descs)?;
                 // Outputs: reuse a dying, uniquely owned input buffer of the same layout, else allocate.
                 let dying = &self.plan.release[k];
                 let mut reused: Vec<Slot> = Vec::new();
@@ -351,16 +334,8 @@ impl<'a> Exec<'a> {
                 }
                 let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
                 ptrs.extend(outs.iter().map(|a| a.ptr));
-                let in_strides: Vec<SmallVec<[isize; 4]>> = ins
-                    .iter()
-                    .map(|a| {
-                        a.strides
-                            .iter()
-                            .enumerate()
-                            .map(|(d, &s)| if a.shape[d] == 1 { 0 } else { s })
-                            .collect()
-                    })
-                    .collect();
+                let in_strides: Vec<SmallVec<[isize; 4]>> =
+                    ins.iter().map(broadcast_strides).collect();
                 let mut strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
                 strides.extend(outs.iter().map(|a| a.strides.as_slice()));
                 let mut esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
@@ -384,55 +359,22 @@ impl<'a> Exec<'a> {
                 out,
             } => {
                 let x = self.get(*input);
-                if matches!(op, crate::ops::ReduceOp::Max | crate::ops::ReduceOp::Min) {
-                    if let Some(&a) = axes.iter().find(|&&a| x.shape[a] == 0) {
-                        return Err(err(
-                            name,
-                            format!(
-                                "zero-size reduction along axis {a}: {} has no identity",
-                                op.name().to_lowercase()
-                            ),
-                        ));
-                    }
-                }
-                let out_shape: Vec<usize> = (0..x.shape.len())
-                    .filter(|d| !axes.contains(d))
-                    .map(|d| x.shape[d])
-                    .collect();
-                let accum = self.alloc_zeroed(*acc, &out_shape);
-                let bits = reduce::identity_bits(*op, *acc);
-                if bits != 0 {
-                    let n = accum.len();
-                    // SAFETY: the accumulator buffer holds `n` 8-byte elements.
-                    let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
-                    sl.fill(bits);
-                }
-                let mut acc_strides: SmallVec<[isize; 4]> = SmallVec::new();
-                let mut kd = 0;
-                for d in 0..x.shape.len() {
-                    if axes.contains(&d) {
-                        acc_strides.push(0);
-                    } else {
-                        acc_strides.push(accum.strides[kd]);
-                        kd += 1;
-                    }
-                }
-                let xs: SmallVec<[isize; 4]> = x
-                    .strides
-                    .iter()
-                    .enumerate()
-                    .map(|(d, &s)| if x.shape[d] == 1 { 0 } else { s })
-                    .collect();
+                let (accum, acc_strides, bits) =
+                    self.reduce_accumulator(name, *op, *acc, axes, &x.shape)?;
+                let xs = broadcast_strides(&x);
                 let n = x.len();
-                let threads = kiln_runtime::parallel::num_threads();
-                if out_shape.is_empty()
-                    && x.dtype == *acc
-                    && x.is_standard()
-                    && self.par.threshold > 0
-                    && n >= self.par.threshold
-                    && threads > 1
-                {
-                    self.full_reduce_parallel(*kernel, &x, &accum, bits);
+                if accum.shape.is_empty() && x.dtype == *acc && self.chunked(n) {
+                    // The kernel itself combines the partials (input dtype = accumulator dtype).
+                    self.full_reduce_chunked(
+                        *kernel,
+                        *kernel,
+                        &[x.ptr],
+                        &[&xs],
+                        &[x.dtype.size_of()],
+                        &x.shape,
+                        &accum,
+                        bits,
+                    );
                 } else {
                     drive(
                         self.code,
@@ -445,6 +387,60 @@ impl<'a> Exec<'a> {
                         true,
                     );
                 }
+                let res = match cast {
+                    Some(c) => self.cast(&accum, *c, *out),
+                    None => accum,
+                };
+                self.slots[*output] = Some(res);
+            }
+            Step::FusedReduce {
+                kernel,
+                combine,
+                cast,
+                op,
+                axes,
+                inputs,
+                bcast,
+                descs,
+                output,
+                acc,
+                out,
+            } => {
+                let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
+                let shape = broadcast_shape(name, &ins, bcast, descs)?;
+                let (accum, acc_strides, bits) =
+                    self.reduce_accumulator(name, *op, *acc, axes, &shape)?;
+                let in_strides: Vec<SmallVec<[isize; 4]>> =
+                    ins.iter().map(broadcast_strides).collect();
+                let esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
+                let in_ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
+                let strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
+                let total: usize = shape.iter().product();
+                match combine {
+                    Some(c) if accum.shape.is_empty() && self.chunked(total) => self
+                        .full_reduce_chunked(
+                            *kernel, *c, &in_ptrs, &strides, &esz, &shape, &accum, bits,
+                        ),
+                    _ => {
+                        let mut ptrs = vec![accum.ptr];
+                        ptrs.extend(&in_ptrs);
+                        let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
+                        all_strides.extend(&strides);
+                        let mut all_esz = vec![8];
+                        all_esz.extend(&esz);
+                        drive(
+                            self.code,
+                            *kernel,
+                            &ptrs,
+                            &all_strides,
+                            &all_esz,
+                            &shape,
+                            self.par,
+                            true,
+                        );
+                    }
+                }
+                drop(ins);
                 let res = match cast {
                     Some(c) => self.cast(&accum, *c, *out),
                     None => accum,
@@ -651,52 +647,127 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// A full reduction of the contiguous `x` (whose dtype is the 8-byte
-    /// accumulator dtype) into the one-element `accum` (holding the identity
-    /// `bits`), over threads: chunks of [`REDUCE_CHUNK`] elements are reduced
-    /// into per-chunk partials in parallel, then the partials are reduced in
-    /// chunk order by the same kernel. The chunking depends only on the
-    /// length, so the result does not depend on the thread count; it differs
-    /// from the sequential order only by floating-point reassociation (for
-    /// sums: within n·eps·sum|x_i| of the exact value, like any order).
-    fn full_reduce_parallel(&self, kernel: usize, x: &Arr, accum: &Arr, bits: u64) {
-        let n = x.len();
-        let chunks = n.div_ceil(REDUCE_CHUNK);
+    /// Whether a full reduction of `n` elements is split over threads.
+    fn chunked(&self, n: usize) -> bool {
+        self.par.threshold > 0
+            && n >= self.par.threshold
+            && kiln_runtime::parallel::num_threads() > 1
+    }
+
+    /// The zero-filled-then-identity accumulator of reducing `shape` with
+    /// `op` over `axes`, its strides over the dimensions of `shape` (0 on
+    /// the reduced axes) and the identity's bits. Max and min of an empty
+    /// axis are errors, as in the reference.
+    fn reduce_accumulator(
+        &self,
+        name: &str,
+        op: ReduceOp,
+        acc: DType,
+        axes: &[usize],
+        shape: &[usize],
+    ) -> Result<(Arr, SmallVec<[isize; 4]>, u64)> {
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+            if let Some(&a) = axes.iter().find(|&&a| shape[a] == 0) {
+                return Err(err(
+                    name,
+                    format!(
+                        "zero-size reduction along axis {a}: {} has no identity",
+                        op.name().to_lowercase()
+                    ),
+                ));
+            }
+        }
+        let out_shape: Vec<usize> = (0..shape.len())
+            .filter(|d| !axes.contains(d))
+            .map(|d| shape[d])
+            .collect();
+        let accum = self.alloc_zeroed(acc, &out_shape);
+        let bits = reduce::identity_bits(op, acc);
+        if bits != 0 {
+            let n = accum.len();
+            // SAFETY: the accumulator buffer holds `n` 8-byte elements.
+            let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
+            sl.fill(bits);
+        }
+        let mut acc_strides: SmallVec<[isize; 4]> = SmallVec::new();
+        let mut kd = 0;
+        for d in 0..shape.len() {
+            if axes.contains(&d) {
+                acc_strides.push(0);
+            } else {
+                acc_strides.push(accum.strides[kd]);
+                kd += 1;
+            }
+        }
+        Ok((accum, acc_strides, bits))
+    }
+
+    /// A full reduction over threads of operands `ptrs` (element `strides`,
+    /// `esz` bytes per element) covering `shape`, into the one-element
+    /// `accum` (holding the identity `bits`): the outermost dimension larger
+    /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
+    /// by `kernel` into its own partial in parallel, then the partials are
+    /// reduced in chunk order by `combine` (a plain reduction kernel of the
+    /// accumulator dtype). The chunking depends only on the shape, so the
+    /// result does not depend on the thread count; it differs from the
+    /// sequential order only by floating-point reassociation (for sums:
+    /// within n·eps·sum|x_i| of the exact value, like any order).
+    #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
+    fn full_reduce_chunked(
+        &self,
+        kernel: usize,
+        combine: usize,
+        ptrs: &[*mut u8],
+        strides: &[&[isize]],
+        esz: &[usize],
+        shape: &[usize],
+        accum: &Arr,
+        bits: u64,
+    ) {
+        let total: usize = shape.iter().product();
+        let Some(d0) = shape.iter().position(|&s| s > 1) else {
+            drive_full(self.code, kernel, accum.ptr, ptrs, strides, esz, shape);
+            return;
+        };
+        let inner = total / shape[d0];
+        let per_chunk = (REDUCE_CHUNK / inner.max(1)).max(1);
+        let chunks = shape[d0].div_ceil(per_chunk);
         let mut partials = vec![bits; chunks];
         let pbase = partials.as_mut_ptr() as usize;
-        let xbase = x.ptr as usize;
-        let es = x.dtype.size_of();
-        let seq = ParallelOptions {
-            threshold: 0,
-            ..self.par
-        };
+        let bases: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
         let code = self.code;
         let run = |c0: usize, c1: usize| {
+            let mut sub = shape.to_vec();
             for c in c0..c1 {
-                let s = c * REDUCE_CHUNK;
-                let len = REDUCE_CHUNK.min(n - s);
-                drive(
+                let s = c * per_chunk;
+                sub[d0] = per_chunk.min(shape[d0] - s);
+                let p: Vec<*mut u8> = bases
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| {
+                        (b as isize + s as isize * strides[k][d0] * esz[k] as isize) as *mut u8
+                    })
+                    .collect();
+                drive_full(
                     code,
                     kernel,
-                    &[(pbase + 8 * c) as *mut u8, (xbase + s * es) as *mut u8],
-                    &[&[0], &[1]],
-                    &[8, es],
-                    &[len],
-                    seq,
-                    true,
+                    (pbase + 8 * c) as *mut u8,
+                    &p,
+                    strides,
+                    esz,
+                    &sub,
                 );
             }
         };
         kiln_runtime::parallel::parallel_for(chunks, 1, &run);
-        drive(
+        drive_full(
             self.code,
-            kernel,
-            &[accum.ptr, partials.as_mut_ptr() as *mut u8],
-            &[&[0], &[1]],
-            &[8, 8],
+            combine,
+            accum.ptr,
+            &[partials.as_mut_ptr() as *mut u8],
+            &[&[1]],
+            &[8],
             &[chunks],
-            seq,
-            true,
         );
     }
 
@@ -797,6 +868,85 @@ impl<'a> Exec<'a> {
         }
         Ok(c)
     }
+}
+
+/// The run-time shape of an element-wise iteration over `ins` under the
+/// static broadcasting rule: per dimension, the inputs not statically
+/// broadcastable (`bcast`) must agree; the message names them (`descs`).
+fn broadcast_shape(
+    name: &str,
+    ins: &[Arr],
+    bcast: &[Vec<bool>],
+    descs: &[String],
+) -> Result<Vec<usize>> {
+    let ndim = bcast.first().map_or(0, |b| b.len());
+    let mut shape = vec![1usize; ndim];
+    for d in 0..ndim {
+        let mut size: Option<(usize, usize)> = None;
+        for (i, a) in ins.iter().enumerate() {
+            if bcast[i][d] {
+                continue;
+            }
+            match size {
+                None => size = Some((a.shape[d], i)),
+                Some((n, j)) if n != a.shape[d] => {
+                    return Err(err(
+                        name,
+                        format!(
+                            "shape mismatch in dimension {d}: {} has size {n} but {} has size {}; only dimensions of static size 1 broadcast",
+                            descs[j], descs[i], a.shape[d]
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        shape[d] = size.map_or(1, |s| s.0);
+    }
+    Ok(shape)
+}
+
+/// The element strides of `a` with 0 for its size-1 dimensions (broadcast reads).
+fn broadcast_strides(a: &Arr) -> SmallVec<[isize; 4]> {
+    a.strides
+        .iter()
+        .enumerate()
+        .map(|(d, &s)| if a.shape[d] == 1 { 0 } else { s })
+        .collect()
+}
+
+/// Runs reduction `kernel` sequentially over `shape` into the single
+/// accumulator element at `acc` (stride 0 in every dimension).
+fn drive_full(
+    code: &JitCode,
+    kernel: usize,
+    acc: *mut u8,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+) {
+    let zeros: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut all_ptrs = vec![acc];
+    all_ptrs.extend_from_slice(ptrs);
+    let mut all_strides: Vec<&[isize]> = vec![&zeros];
+    all_strides.extend_from_slice(strides);
+    let mut all_esz = vec![8];
+    all_esz.extend_from_slice(esz);
+    let seq = ParallelOptions {
+        threshold: 0,
+        grain: 1,
+    };
+    drive(
+        code,
+        kernel,
+        &all_ptrs,
+        &all_strides,
+        &all_esz,
+        shape,
+        seq,
+        true,
+    );
 }
 
 /// A read-only array over a value owned elsewhere (constants).

@@ -69,6 +69,33 @@ pub enum Step {
         /// Output dtype.
         out: DType,
     },
+    /// A reduction of an element-wise pre-map in one pass (`FusedReduce`).
+    FusedReduce {
+        /// Kernel index (accumulator operand first, then the inputs).
+        kernel: usize,
+        /// For a reduction over every axis: the plain reduction kernel on
+        /// the accumulator dtype, which combines the partials of a chunked
+        /// (parallel) run.
+        combine: Option<usize>,
+        /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
+        cast: Option<usize>,
+        /// The reduction.
+        op: ReduceOp,
+        /// Reduced axes (sorted).
+        axes: Vec<usize>,
+        /// Array operands of the pre-map (size-1 constants are inlined).
+        inputs: Vec<Slot>,
+        /// Per input, per dimension: statically broadcastable.
+        bcast: Vec<Vec<bool>>,
+        /// Descriptions of the inputs for error messages.
+        descs: Vec<String>,
+        /// Output slot.
+        output: Slot,
+        /// Accumulator dtype.
+        acc: DType,
+        /// Output dtype.
+        out: DType,
+    },
     /// A DimShuffle view.
     DimShuffle {
         /// Input slot.

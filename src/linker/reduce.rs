@@ -1,29 +1,51 @@
-//! Reduction kernel generation (`CAReduce`): one Cranelift function per
-//! (reduction, input dtype), with the element-wise ABI
-//! `fn(ptrs, strides, n)` where operand 0 is the accumulator array and
-//! operand 1 the input.
+//! Reduction kernel generation: `CAReduce` (one Cranelift function per
+//! (reduction, input dtype)) and `FusedReduce` (one per (reduction, pre-map
+//! program)), with the element-wise ABI `fn(ptrs, strides, n)` where operand
+//! 0 is the accumulator array and operands 1.. the inputs.
 //!
-//! - accumulator stride 0 (*row* mode): `acc[0] = fold(acc[0], x[0..n])`,
-//!   sequential, except `Sum` of contiguous `f64`, which uses four `F64X2`
-//!   accumulators (a different summation order: equal to the reference
-//!   within `n * eps * sum|x|`);
+//! - accumulator stride 0 (*row* mode): `acc[0] = fold(acc[0], x[0..n])`;
 //! - otherwise (*column* mode): `acc[j] = op(acc[j], x[j])` for `j < n`.
 //!
 //! Accumulators ([`acc_dtype`]) are `f64` for float inputs and `i64`
 //! (wrapping) for integer and bool inputs and for `All` / `Any` (0 or 1).
-//! The reference evaluator accumulates in the same domains, so sequential
-//! reductions over one axis are bit-exact; over several axes the reference
-//! folds axis by axis, the kernel in memory order (equal within rounding).
+//! The reference evaluator accumulates in the same domains.
+//!
+//! Row mode of `Sum`, `Prod`, `Max` and `Min` over contiguous `f64` / `f32`
+//! values is vectorised with [`NACC`] vector accumulators ([`VecAcc`]): `f64`
+//! lanes, or for `f32` sums and products `f32` lanes promoted to `f64`, or
+//! for `f32` max / min `f32` lanes (exact). Elsewhere the fold is sequential,
+//! bit-exact against the reference over one axis (over several axes the
+//! reference folds axis by axis, the kernel in memory order). The vector
+//! order changes sums and products by reassociation only (within
+//! `n * eps * sum|x|`); max and min are order-independent, NaN-propagating
+//! like the reference, except that which of `-0.0` / `+0.0` wins a tie may
+//! differ.
+//!
+//! A fused reduction evaluates its pre-map with the element-wise kernel's
+//! code (`elemwise`): per element on the scalar path (any strides), or, when
+//! the program has a vector plan and every input stride is 0 or the element
+//! size, block-wise: up to [`BLOCK`] mapped values are computed into a stack
+//! scratch block (transcendental functions by the runtime's vectorised
+//! block functions) and then folded into the accumulators, so the mapped
+//! values never reach memory outside the kernel's stack.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
-use cranelift_frontend::FunctionBuilder;
+use cranelift_codegen::ir::{
+    types, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type,
+    Value,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
 
+use super::elemwise::{self, VecCtx};
 use super::jit::JitBuilder;
+use super::mathcalls::BLOCK;
 use super::scalar_lower as sl;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::ops::ReduceOp;
+use crate::ops::{Composite, ReduceOp};
+
+/// Number of vector accumulators of a vectorised row reduction.
+pub const NACC: usize = 4;
 
 /// The accumulator dtype of `op` on inputs of dtype `input`.
 pub fn acc_dtype(op: ReduceOp, input: DType) -> DType {
@@ -89,6 +111,7 @@ fn convert(b: &mut FunctionBuilder<'_>, op: ReduceOp, v: Value, input: DType) ->
     }
 }
 
+/// Combines an accumulator and a converted element (scalars of the accumulator domain).
 fn combine(b: &mut FunctionBuilder<'_>, op: ReduceOp, acc: DType, a: Value, x: Value) -> Value {
     let f = acc == DType::F64;
     match op {
@@ -97,16 +120,7 @@ fn combine(b: &mut FunctionBuilder<'_>, op: ReduceOp, acc: DType, a: Value, x: V
         ReduceOp::Prod if f => b.ins().fmul(a, x),
         ReduceOp::Prod => b.ins().imul(a, x),
         ReduceOp::Max | ReduceOp::Min if f => {
-            let cc = if op == ReduceOp::Max {
-                FloatCC::GreaterThanOrEqual
-            } else {
-                FloatCC::LessThanOrEqual
-            };
-            let c = b.ins().fcmp(cc, a, x);
-            let u = b.ins().fcmp(FloatCC::Unordered, a, x);
-            let nan = b.ins().f64const(f64::NAN);
-            let r = b.ins().select(c, a, x);
-            b.ins().select(u, nan, r)
+            sl::nan_minmax(b, a, x, op == ReduceOp::Max, types::F64)
         }
         ReduceOp::Max => b.ins().smax(a, x),
         ReduceOp::Min => b.ins().smin(a, x),
@@ -115,12 +129,193 @@ fn combine(b: &mut FunctionBuilder<'_>, op: ReduceOp, acc: DType, a: Value, x: V
     }
 }
 
+/// Loads one element at `addr`, converts it and folds it into `a_var`.
+fn fold_scalar(
+    b: &mut FunctionBuilder<'_>,
+    op: ReduceOp,
+    input: DType,
+    acc: DType,
+    a_var: Variable,
+    addr: Value,
+) {
+    let x = sl::load(b, input, addr);
+    let x = convert(b, op, x, input);
+    let a = b.use_var(a_var);
+    let a = combine(b, op, acc, a, x);
+    b.def_var(a_var, a);
+}
+
+/// The vectorised row fold of one (reduction, float dtype): [`NACC`]
+/// accumulators of `acc_ty`, fed by 16-byte loads of the input.
+#[derive(Debug, Clone, Copy)]
+struct VecAcc {
+    op: ReduceOp,
+    input: DType,
+    /// Type of the accumulators.
+    acc_ty: Type,
+    /// Whether each `F32X4` load is widened to two `F64X2` (f32 sums and products).
+    promote: bool,
+}
+
+impl VecAcc {
+    /// The vector fold of `op` over contiguous elements of dtype `input`, if vectorised.
+    fn new(op: ReduceOp, input: DType) -> Option<VecAcc> {
+        let minmax = matches!(op, ReduceOp::Max | ReduceOp::Min);
+        if !matches!(op, ReduceOp::Sum | ReduceOp::Prod) && !minmax {
+            return None;
+        }
+        let (acc_ty, promote) = match input {
+            DType::F64 => (types::F64X2, false),
+            DType::F32 if minmax => (types::F32X4, false),
+            DType::F32 => (types::F64X2, true),
+            _ => return None,
+        };
+        Some(VecAcc {
+            op,
+            input,
+            acc_ty,
+            promote,
+        })
+    }
+
+    fn esz(&self) -> i64 {
+        self.input.size_of() as i64
+    }
+
+    /// Elements per 16-byte load.
+    fn lanes(&self) -> i64 {
+        16 / self.esz()
+    }
+
+    /// Declares the accumulators, holding the identity.
+    fn init(&self, b: &mut FunctionBuilder<'_>) -> Vec<Variable> {
+        let id = f64::from_bits(identity_bits(self.op, DType::F64));
+        let v = sl::float_splat(b, self.acc_ty, id);
+        (0..NACC)
+            .map(|_| {
+                let var = b.declare_var(self.acc_ty);
+                b.def_var(var, v);
+                var
+            })
+            .collect()
+    }
+
+    fn vcombine(&self, b: &mut FunctionBuilder<'_>, a: Value, x: Value) -> Value {
+        match self.op {
+            ReduceOp::Sum => b.ins().fadd(a, x),
+            ReduceOp::Prod => b.ins().fmul(a, x),
+            op => sl::nan_minmax(b, a, x, op == ReduceOp::Max, self.acc_ty),
+        }
+    }
+
+    /// Folds the 16 bytes at `addr` into accumulator `k` (and `k + 1` when promoting).
+    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], k: usize, addr: Value) {
+        let f = MemFlagsData::trusted();
+        if self.promote {
+            let x = b.ins().load(types::F32X4, f, addr, 0);
+            let lo = b.ins().fvpromote_low(x);
+            let hi = high_half_f32x4(b, x);
+            let hi = b.ins().fvpromote_low(hi);
+            for (var, v) in [(vars[k], lo), (vars[k + 1], hi)] {
+                let a = b.use_var(var);
+                let a = self.vcombine(b, a, v);
+                b.def_var(var, a);
+            }
+        } else {
+            let x = b.ins().load(self.acc_ty, f, addr, 0);
+            let a = b.use_var(vars[k]);
+            let a = self.vcombine(b, a, x);
+            b.def_var(vars[k], a);
+        }
+    }
+
+    /// Folds the `count` (a multiple of [`VecAcc::lanes`]) contiguous
+    /// elements at `base` into the accumulators: every accumulator is fed
+    /// in turn, then a one-load tail.
+    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], base: Value, count: Value) {
+        let lanes = self.lanes();
+        let esz = self.esz();
+        let per_load = if self.promote { 2 } else { 1 };
+        let loads = NACC / per_load;
+        let step = loads as i64 * lanes;
+        let j_var = b.declare_var(types::I64);
+        let z = b.ins().iconst(types::I64, 0);
+        b.def_var(j_var, z);
+        let head = b.create_block();
+        let body = b.create_block();
+        let tail_head = b.create_block();
+        let tail_body = b.create_block();
+        let done = b.create_block();
+        b.ins().jump(head, &[]);
+        b.switch_to_block(head);
+        let j = b.use_var(j_var);
+        let next = b.ins().iadd_imm_s(j, step);
+        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, count);
+        b.ins().brif(c, body, &[], tail_head, &[]);
+        b.switch_to_block(body);
+        b.seal_block(body);
+        let off = b.ins().imul_imm_s(j, esz);
+        let addr = b.ins().iadd(base, off);
+        for l in 0..loads {
+            let a = b.ins().iadd_imm_s(addr, l as i64 * 16);
+            self.fold_load(b, vars, l * per_load, a);
+        }
+        b.def_var(j_var, next);
+        b.ins().jump(head, &[]);
+        b.seal_block(head);
+        b.switch_to_block(tail_head);
+        let j = b.use_var(j_var);
+        let next = b.ins().iadd_imm_s(j, lanes);
+        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, count);
+        b.ins().brif(c, tail_body, &[], done, &[]);
+        b.switch_to_block(tail_body);
+        b.seal_block(tail_body);
+        let off = b.ins().imul_imm_s(j, esz);
+        let addr = b.ins().iadd(base, off);
+        self.fold_load(b, vars, 0, addr);
+        b.def_var(j_var, next);
+        b.ins().jump(tail_head, &[]);
+        b.seal_block(tail_head);
+        b.switch_to_block(done);
+        b.seal_block(done);
+    }
+
+    /// Combines the accumulators with each other, then their lanes into the
+    /// scalar `f64` accumulator `a_var`.
+    fn finish(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], a_var: Variable) {
+        let v: Vec<Value> = vars.iter().map(|&x| b.use_var(x)).collect();
+        let v01 = self.vcombine(b, v[0], v[1]);
+        let v23 = self.vcombine(b, v[2], v[3]);
+        let v = self.vcombine(b, v01, v23);
+        let mut a = b.use_var(a_var);
+        for lane in 0..self.acc_ty.lane_count() {
+            let x = b.ins().extractlane(v, lane as u8);
+            let x = if self.acc_ty.lane_type() == types::F32 {
+                b.ins().fpromote(types::F64, x)
+            } else {
+                x
+            };
+            a = combine(b, self.op, DType::F64, a, x);
+        }
+        b.def_var(a_var, a);
+    }
+}
+
+/// Lanes 2 and 3 of an `F32X4` moved to lanes 0 and 1.
+fn high_half_f32x4(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
+    let le = MemFlagsData::new().with_endianness(Endianness::Little);
+    let bytes = b.ins().bitcast(types::I8X16, le, x);
+    let mask: Vec<u8> = (8..16).chain(8..16).collect();
+    let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
+    let sh = b.ins().shuffle(bytes, bytes, imm);
+    b.ins().bitcast(types::F32X4, le, sh)
+}
+
 /// Builds the reduction kernel for `op` over inputs of dtype `input`; returns its index.
 pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
     let acc = acc_dtype(op, input);
     let aty = sl::clif_type(acc);
-    let esz = input.size_of() as i64;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
@@ -155,57 +350,21 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let a0 = b.ins().load(aty, f, acc_p, 0);
     b.def_var(a_var, a0);
     let row_head = b.create_block();
-    if op == ReduceOp::Sum && input == DType::F64 {
-        // Four F64X2 accumulators over contiguous input, 8 elements per iteration.
-        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
+    if let Some(va) = VecAcc::new(op, input) {
+        // Contiguous input: the vector fold over all complete 16-byte groups.
+        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, va.esz());
         let vsetup = b.create_block();
         b.ins().brif(contiguous, vsetup, &[], row_head, &[]);
         b.switch_to_block(vsetup);
         b.seal_block(vsetup);
-        let vz = sl::float_splat(&mut b, types::F64X2, 0.0);
-        let vars: Vec<_> = (0..4)
-            .map(|_| {
-                let v = b.declare_var(types::F64X2);
-                b.def_var(v, vz);
-                v
-            })
-            .collect();
-        let vhead = b.create_block();
-        let vbody = b.create_block();
-        let vdone = b.create_block();
-        b.ins().jump(vhead, &[]);
-        b.switch_to_block(vhead);
-        let i = b.use_var(i_var);
-        let next = b.ins().iadd_imm_s(i, 8);
-        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
-        b.ins().brif(c, vbody, &[], vdone, &[]);
-        b.switch_to_block(vbody);
-        b.seal_block(vbody);
-        let off = b.ins().imul_imm_s(i, 8);
-        let addr = b.ins().iadd(in_p, off);
-        for (k, &v) in vars.iter().enumerate() {
-            let x = b.ins().load(types::F64X2, f, addr, (16 * k) as i32);
-            let s = b.use_var(v);
-            let s = b.ins().fadd(s, x);
-            b.def_var(v, s);
-        }
-        b.def_var(i_var, next);
-        b.ins().jump(vhead, &[]);
-        b.seal_block(vhead);
-        b.switch_to_block(vdone);
-        b.seal_block(vdone);
-        let s: Vec<Value> = vars.iter().map(|&v| b.use_var(v)).collect();
-        let s01 = b.ins().fadd(s[0], s[1]);
-        let s23 = b.ins().fadd(s[2], s[3]);
-        let s = b.ins().fadd(s01, s23);
-        let l0 = b.ins().extractlane(s, 0);
-        let l1 = b.ins().extractlane(s, 1);
-        let t = b.ins().fadd(l0, l1);
-        let a = b.use_var(a_var);
-        let a = b.ins().fadd(a, t);
-        b.def_var(a_var, a);
+        let vars = va.init(&mut b);
+        let count = b.ins().band_imm_s(n, !(va.lanes() - 1));
+        va.emit_loop(&mut b, &vars, in_p, count);
+        va.finish(&mut b, &vars, a_var);
+        b.def_var(i_var, count);
     }
     b.ins().jump(row_head, &[]);
+    // Sequential fold of the remaining elements (all of them when strided).
     b.switch_to_block(row_head);
     let i = b.use_var(i_var);
     let rbody = b.create_block();
@@ -216,11 +375,7 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     b.seal_block(rbody);
     let off = b.ins().imul(i, in_s);
     let addr = b.ins().iadd(in_p, off);
-    let x = sl::load(&mut b, input, addr);
-    let x = convert(&mut b, op, x, input);
-    let a = b.use_var(a_var);
-    let a = combine(&mut b, op, acc, a, x);
-    b.def_var(a_var, a);
+    fold_scalar(&mut b, op, input, acc, a_var, addr);
     let ni = b.ins().iadd_imm_s(i, 1);
     b.def_var(i_var, ni);
     b.ins().jump(row_head, &[]);
@@ -261,6 +416,245 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     b.seal_block(exit);
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
-    let _ = esz;
     jb.define_current(name)
+}
+
+/// Builds the kernel of `op` over the values of the one-output program
+/// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
+/// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
+/// Returns its index.
+pub fn build_fused(
+    jb: &mut JitBuilder,
+    op: ReduceOp,
+    prog: &Composite,
+    name: &str,
+) -> Result<usize> {
+    let [_] = prog.outputs.as_slice() else {
+        return Err(Error::Compile(format!(
+            "a fused reduction needs a one-output pre-map, {prog} has {}",
+            prog.outputs.len()
+        )));
+    };
+    let ptr = jb.ptr_type();
+    let mapped = prog.output_dtypes()[0];
+    let acc = acc_dtype(op, mapped);
+    let aty = sl::clif_type(acc);
+    let plan = elemwise::vector_plan(prog);
+    let imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
+    let JitBuilder {
+        module, ctx, fctx, ..
+    } = jb;
+    let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+    let callees = elemwise::declare_callees(module, &mut b, imports);
+    let f = MemFlagsData::trusted();
+    let n_in = prog.inputs.len();
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let (pp, sp, n) = {
+        let p = b.block_params(entry);
+        (p[0], p[1], p[2])
+    };
+    let acc_p = b.ins().load(ptr, f, pp, 0);
+    let acc_s = b.ins().load(types::I64, f, sp, 0);
+    let mut ptrs = Vec::with_capacity(n_in);
+    let mut strides = Vec::with_capacity(n_in);
+    for k in 1..=n_in {
+        ptrs.push(b.ins().load(ptr, f, pp, (8 * k) as i32));
+        strides.push(b.ins().load(types::I64, f, sp, (8 * k) as i32));
+    }
+    let is_row = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 0);
+    let i_var = b.declare_var(types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.def_var(i_var, zero);
+    // The row accumulator (read in column mode too, where it is unused:
+    // operand 0 always has an element).
+    let a_var = b.declare_var(aty);
+    let a0 = b.ins().load(aty, f, acc_p, 0);
+    b.def_var(a_var, a0);
+    let scalar_head = b.create_block();
+    let exit = b.create_block();
+
+    if let Some(plan) = &plan {
+        let esz = plan.dtype.size_of() as i64;
+        let lanes = 16 / esz;
+        // Vector path: inputs contiguous or broadcast, accumulators one
+        // element (row) or contiguous (column), at least one vector.
+        let mut ok = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, lanes);
+        for &s in &strides {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+            let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
+            let c = b.ins().bor(c, z);
+            ok = b.ins().band(ok, c);
+        }
+        let col_ok = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 8);
+        let mode_ok = b.ins().bor(is_row, col_ok);
+        ok = b.ins().band(ok, mode_ok);
+        let vsetup = b.create_block();
+        b.ins().brif(ok, vsetup, &[], scalar_head, &[]);
+        b.switch_to_block(vsetup);
+        b.seal_block(vsetup);
+        let bases = elemwise::vector_bases(&mut b, ptr, plan.dtype, &ptrs, &strides);
+        // Scratch: the plan's staged values, then the block of mapped values.
+        let out_slot = plan.slots.len();
+        let sbytes = ((out_slot + 1) * BLOCK) as u32 * esz as u32;
+        let scratch =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, sbytes, 4));
+        let sbase = b.ins().stack_addr(ptr, scratch, 0);
+        let out_base = b.ins().iadd_imm_s(sbase, (out_slot * BLOCK) as i64 * esz);
+        let va = VecAcc::new(op, plan.dtype);
+        let vars = va.map(|va| va.init(&mut b));
+        let blk_head = b.create_block();
+        let blk_body = b.create_block();
+        let vdone = b.create_block();
+        b.ins().jump(blk_head, &[]);
+        b.switch_to_block(blk_head);
+        let blk = b.use_var(i_var);
+        let rem = b.ins().isub(n, blk);
+        let c = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
+        b.ins().brif(c, blk_body, &[], vdone, &[]);
+        b.switch_to_block(blk_body);
+        b.seal_block(blk_body);
+        let bmax = b.ins().iconst(types::I64, BLOCK as i64);
+        let m = b.ins().smin(rem, bmax);
+        let m = b.ins().band_imm_s(m, !(lanes - 1));
+        // The program writes its output "element blk + j" at out_base + j * esz.
+        let boff = b.ins().imul_imm_s(blk, esz);
+        let out_ptr = b.ins().isub(out_base, boff);
+        let mut vptrs = ptrs.clone();
+        vptrs.push(out_ptr);
+        let cx = VecCtx::new(plan, prog, &bases, &strides, &vptrs);
+        cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
+        // Fold the block.
+        let rrow = b.create_block();
+        let rcol = b.create_block();
+        let next = b.create_block();
+        b.ins().brif(is_row, rrow, &[], rcol, &[]);
+        b.switch_to_block(rrow);
+        b.seal_block(rrow);
+        match (&va, &vars) {
+            (Some(va), Some(vars)) => va.emit_loop(&mut b, vars, out_base, m),
+            _ => fold_loop(&mut b, m, |b, j| {
+                let off = b.ins().imul_imm_s(j, esz);
+                let addr = b.ins().iadd(out_base, off);
+                fold_scalar(b, op, mapped, acc, a_var, addr);
+            }),
+        }
+        b.ins().jump(next, &[]);
+        b.switch_to_block(rcol);
+        b.seal_block(rcol);
+        fold_loop(&mut b, m, |b, j| {
+            let off = b.ins().imul_imm_s(j, esz);
+            let addr = b.ins().iadd(out_base, off);
+            let x = sl::load(b, mapped, addr);
+            let x = convert(b, op, x, mapped);
+            let e = b.ins().iadd(blk, j);
+            let aoff = b.ins().imul_imm_s(e, 8);
+            let aaddr = b.ins().iadd(acc_p, aoff);
+            let a = b.ins().load(aty, f, aaddr, 0);
+            let a = combine(b, op, acc, a, x);
+            b.ins().store(f, a, aaddr, 0);
+        });
+        b.ins().jump(next, &[]);
+        b.switch_to_block(next);
+        b.seal_block(next);
+        let nb = b.ins().iadd(blk, m);
+        b.def_var(i_var, nb);
+        b.ins().jump(blk_head, &[]);
+        b.seal_block(blk_head);
+        b.switch_to_block(vdone);
+        b.seal_block(vdone);
+        if let (Some(va), Some(vars)) = (&va, &vars) {
+            // In column mode the vector accumulators hold the identity and
+            // `a_var` is not stored.
+            va.finish(&mut b, vars, a_var);
+        }
+    }
+    b.ins().jump(scalar_head, &[]);
+
+    // Scalar path: elements i..n with arbitrary strides.
+    b.switch_to_block(scalar_head);
+    let i = b.use_var(i_var);
+    let body = b.create_block();
+    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
+    b.ins().brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    b.seal_block(body);
+    let vals = elemwise::emit_scalar_program(&mut b, &callees, prog, &ptrs, &strides, i)?;
+    let x = convert(&mut b, op, vals[0], mapped);
+    let srow = b.create_block();
+    let scol = b.create_block();
+    let snext = b.create_block();
+    b.ins().brif(is_row, srow, &[], scol, &[]);
+    b.switch_to_block(srow);
+    b.seal_block(srow);
+    let a = b.use_var(a_var);
+    let a = combine(&mut b, op, acc, a, x);
+    b.def_var(a_var, a);
+    b.ins().jump(snext, &[]);
+    b.switch_to_block(scol);
+    b.seal_block(scol);
+    let aoff = b.ins().imul(i, acc_s);
+    let aaddr = b.ins().iadd(acc_p, aoff);
+    let a = b.ins().load(aty, f, aaddr, 0);
+    let a = combine(&mut b, op, acc, a, x);
+    b.ins().store(f, a, aaddr, 0);
+    b.ins().jump(snext, &[]);
+    b.switch_to_block(snext);
+    b.seal_block(snext);
+    let ni = b.ins().iadd_imm_s(i, 1);
+    b.def_var(i_var, ni);
+    b.ins().jump(scalar_head, &[]);
+    b.seal_block(scalar_head);
+
+    // Row mode stores its accumulator.
+    b.switch_to_block(exit);
+    b.seal_block(exit);
+    let store = b.create_block();
+    let ret = b.create_block();
+    b.ins().brif(is_row, store, &[], ret, &[]);
+    b.switch_to_block(store);
+    b.seal_block(store);
+    let a = b.use_var(a_var);
+    b.ins().store(f, a, acc_p, 0);
+    b.ins().jump(ret, &[]);
+    b.switch_to_block(ret);
+    b.seal_block(ret);
+    b.ins().return_(&[]);
+    b.finalize(cranelift_module::Module::target_config(module));
+    jb.define_current(name)
+}
+
+/// A loop `for j in 0..m { body(j) }` at the current position.
+fn fold_loop(
+    b: &mut FunctionBuilder<'_>,
+    m: Value,
+    mut body: impl FnMut(&mut FunctionBuilder<'_>, Value),
+) {
+    let j_var = b.declare_var(types::I64);
+    let z = b.ins().iconst(types::I64, 0);
+    b.def_var(j_var, z);
+    let head = b.create_block();
+    let blk = b.create_block();
+    let done = b.create_block();
+    b.ins().jump(head, &[]);
+    b.switch_to_block(head);
+    let j = b.use_var(j_var);
+    let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
+    b.ins().brif(c, blk, &[], done, &[]);
+    b.switch_to_block(blk);
+    b.seal_block(blk);
+    body(b, j);
+    let nj = b.ins().iadd_imm_s(j, 1);
+    b.def_var(j_var, nj);
+    b.ins().jump(head, &[]);
+    b.seal_block(head);
+    b.switch_to_block(done);
+    b.seal_block(done);
 }

@@ -168,8 +168,9 @@ fn call(
     Ok(b.inst_results(inst)[0])
 }
 
-/// NaN-propagating maximum (`nan_max`) or minimum of two f64 or f32 scalars or vectors.
-fn nan_minmax(b: &mut FunctionBuilder<'_>, a: Value, x: Value, max: bool, ty: Type) -> Value {
+/// NaN-propagating maximum (`nan_max`, when `max`) or minimum of two f64 or
+/// f32 scalars or vectors of type `ty` (the first operand wins ties).
+pub fn nan_minmax(b: &mut FunctionBuilder<'_>, a: Value, x: Value, max: bool, ty: Type) -> Value {
     let cc = if max {
         FloatCC::GreaterThanOrEqual
     } else {

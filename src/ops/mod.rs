@@ -144,6 +144,19 @@ pub enum Op {
         /// Sorted, distinct axes, or `None` for all.
         axes: Option<Vec<usize>>,
     },
+    /// A reduction of an element-wise pre-map: `op` over `axes` (`None`: all)
+    /// of `pre(inputs...)`, where the single-output Composite `pre` is applied
+    /// with the broadcasting of [`Op::Composite`]. Made by reduction input
+    /// fusion (`local_careduce_fusion`) so that the mapped values are never
+    /// stored; its value is exactly the CAReduce of the Composite.
+    FusedReduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// Sorted, distinct axes, or `None` for all.
+        axes: Option<Vec<usize>>,
+        /// The scalar pre-map (exactly one output).
+        pre: Arc<Composite>,
+    },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
     /// Broadcasts a value to a shape given by scalar integer inputs.
@@ -212,6 +225,7 @@ impl Op {
             Op::Composite { .. } => OpKind::Composite,
             Op::DimShuffle { .. } => OpKind::DimShuffle,
             Op::CAReduce { .. } => OpKind::CAReduce,
+            Op::FusedReduce { .. } => OpKind::FusedReduce,
             Op::Dot => OpKind::Dot,
             Op::Alloc => OpKind::Alloc,
             Op::Reshape { .. } => OpKind::Reshape,
@@ -244,10 +258,10 @@ impl Op {
                     .collect();
                 format!("DimShuffle{{{}}}", parts.join(","))
             }
-            Op::CAReduce { op, axes } => match axes {
-                None => format!("{}{{axes=None}}", op.name()),
-                Some(a) => format!("{}{{axes={a:?}}}", op.name()),
-            },
+            Op::CAReduce { op, axes } => reduce_name(*op, axes),
+            Op::FusedReduce { op, axes, pre } => {
+                format!("{}{}", reduce_name(*op, axes), pre_text(pre))
+            }
             Op::Dot => "dot".to_string(),
             Op::Alloc => "Alloc".to_string(),
             Op::Reshape { ndim } => format!("Reshape{{{ndim}}}"),
@@ -354,19 +368,24 @@ impl Op {
                 let [x] = inputs else {
                     return Err(err(format!("expects 1 input, got {}", inputs.len())));
                 };
-                if let Some(axes) = axes {
-                    if axes.windows(2).any(|w| w[0] >= w[1])
-                        || axes.iter().any(|&a| a >= x.ty.ndim())
-                    {
-                        return Err(err(format!("invalid axes {axes:?} for input {}", x.ty)));
-                    }
+                Ok(vec![reduced_type(&name, *op, axes, x.ty)?])
+            }
+            Op::FusedReduce { op, axes, pre } => {
+                if pre.outputs.len() != 1 {
+                    return Err(err(format!(
+                        "the pre-map must have exactly one output, it has {}",
+                        pre.outputs.len()
+                    )));
                 }
-                let keep = |d: usize| axes.as_ref().is_some_and(|a| !a.contains(&d));
-                let shape = (0..x.ty.ndim())
-                    .filter(|&d| keep(d))
-                    .map(|d| x.ty.shape[d])
-                    .collect();
-                Ok(vec![TensorType::new(op.output_dtype(x.ty.dtype), shape)])
+                let pre_op = Op::Composite {
+                    composite: pre.clone(),
+                    inplace: InplacePattern::new(),
+                };
+                let mapped = pre_op.infer_types(inputs).map_err(|e| match e {
+                    Error::Type { msg, .. } => err(msg),
+                    e => e,
+                })?;
+                Ok(vec![reduced_type(&name, *op, axes, &mapped[0])?])
             }
             Op::Dot => {
                 let [a, b] = inputs else {
@@ -490,6 +509,45 @@ impl Op {
     }
 }
 
+/// `Sum{axes=[1]}`, `Max{axes=None}`.
+fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
+    match axes {
+        None => format!("{}{{axes=None}}", op.name()),
+        Some(a) => format!("{}{{axes={a:?}}}", op.name()),
+    }
+}
+
+/// The pre-map of a FusedReduce as printed after the reduction's name:
+/// `{exp(sub(i0, i1))}` (the Composite's text without its `Composite` prefix).
+pub fn pre_text(pre: &Composite) -> String {
+    let s = pre.to_string();
+    s.strip_prefix("Composite").unwrap_or(&s).to_string()
+}
+
+/// The type of reducing a value of type `x` with `op` over `axes`
+/// (checked: sorted, distinct, in range).
+fn reduced_type(
+    name: &str,
+    op: ReduceOp,
+    axes: &Option<Vec<usize>>,
+    x: &TensorType,
+) -> Result<TensorType> {
+    if let Some(axes) = axes {
+        if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= x.ndim()) {
+            return Err(Error::ty(
+                name,
+                format!("invalid axes {axes:?} for input {x}"),
+            ));
+        }
+    }
+    let keep = |d: usize| axes.as_ref().is_some_and(|a| !a.contains(&d));
+    let shape = (0..x.ndim())
+        .filter(|&d| keep(d))
+        .map(|d| x.shape[d])
+        .collect();
+    Ok(TensorType::new(op.output_dtype(x.dtype), shape))
+}
+
 /// A coarse classification of ops, used by rewriters' `tracks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -498,6 +556,7 @@ pub enum OpKind {
     Composite,
     DimShuffle,
     CAReduce,
+    FusedReduce,
     Dot,
     Alloc,
     Reshape,
@@ -614,6 +673,18 @@ impl PartialEq for Op {
                 },
             ) => a == b && x == y,
             (Op::CAReduce { op: a, axes: x }, Op::CAReduce { op: b, axes: y }) => a == b && x == y,
+            (
+                Op::FusedReduce {
+                    op: a,
+                    axes: x,
+                    pre: p,
+                },
+                Op::FusedReduce {
+                    op: b,
+                    axes: y,
+                    pre: q,
+                },
+            ) => a == b && x == y && (Arc::ptr_eq(p, q) || p == q),
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
             (Op::ShapeI(a), Op::ShapeI(b)) => a == b,
@@ -647,6 +718,11 @@ impl Hash for Op {
             Op::CAReduce { op, axes } => {
                 op.hash(state);
                 axes.hash(state);
+            }
+            Op::FusedReduce { op, axes, pre } => {
+                op.hash(state);
+                axes.hash(state);
+                pre.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
             Op::ShapeI(i) => i.hash(state),

@@ -1,5 +1,5 @@
-//! The rewrite library: canonicalize, stabilize, specialize, fusion and
-//! inplace rewrites, one topic per file, registered in the optdb.
+//! The rewrite library: canonicalize, stabilize, specialize, fusion (element-wise
+//! and reduction input) and inplace rewrites, one topic per file, registered in the optdb.
 //! See `README.md` in this folder for the rules for writing rules.
 
 pub mod canonicalize;
@@ -7,6 +7,7 @@ pub mod canonizer;
 pub mod fusion;
 pub mod inplace;
 pub mod mul_tree;
+pub mod reduce_fusion;
 pub mod register;
 pub mod rule;
 pub mod sibling_fusion;

@@ -1,6 +1,6 @@
 //! Registers the rewrite library in the optdb: the canonicalize, stabilize
 //! and specialize rules (with constant folding as a final rewriter), elemwise
-//! fusion at 49, the `add_destroy_handler` marker at 49.5 and the inplace
+//! fusion at 49 (the FusionOptimizer, then reduction input fusion), the `add_destroy_handler` marker at 49.5 and the inplace
 //! pass at 50. Every rule is tagged `fast_run` and its database's name, and
 //! `fast_compile` when cheap.
 
@@ -14,7 +14,7 @@ use crate::rewriting::{
 };
 
 use super::rule::Rule;
-use super::{canonicalize, fusion, inplace, sibling_fusion, specialize, stabilize};
+use super::{canonicalize, fusion, inplace, reduce_fusion, sibling_fusion, specialize, stabilize};
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
 pub const ADD_DESTROY_HANDLER: f64 = 49.5;
@@ -96,6 +96,16 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
             &["fast_run", "fusion"],
             0.0,
         )?;
+        let careduce = FnGraphRewriter::new("local_careduce_fusion", |fg| {
+            reduce_fusion::fuse_reductions(fg).map(|_| ())
+        });
+        db.register_graph(
+            "local_careduce_fusion",
+            Arc::new(careduce),
+            &["fast_run", "fusion"],
+            1.0,
+        )?;
+        // After reduction input fusion, which only folds one-output producers.
         let siblings = FnGraphRewriter::new("sibling_elemwise_fusion", |fg| {
             sibling_fusion::merge_siblings(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
         });
@@ -103,7 +113,7 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
             "sibling_elemwise_fusion",
             Arc::new(siblings),
             &["fast_run", "fusion"],
-            1.0,
+            2.0,
         )?;
     }
     let add_dh = FnGraphRewriter::new("add_destroy_handler", |fg| {

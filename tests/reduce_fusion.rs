@@ -1,0 +1,540 @@
+//! Reduction input fusion: the `FusedReduce` op (types, printing, reference
+//! values), its JIT kernel against the reference evaluator (every reduction,
+//! dtypes, axes, broadcast and strided inputs, sizes around the vector and
+//! block boundaries, NaN), the vectorised row reductions of `CAReduce`, and
+//! the `local_careduce_fusion` rewrite under FAST_RUN (before/after,
+//! numerical checks, idempotence).
+mod jit_support;
+use std::sync::Arc;
+
+use jit_support::*;
+use kiln::graph::print::{dprint, pprint_outputs};
+use kiln::linker::{compile, Arg, CompileOptions};
+use kiln::ops::{CRef, Composite, ScalarConst};
+use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::{matrix, tensor, vector, DType, FunctionGraph, Op, ReduceOp, ScalarOp, Tensor, Value};
+
+const OPS: [ReduceOp; 6] = [
+    ReduceOp::Sum,
+    ReduceOp::Prod,
+    ReduceOp::Max,
+    ReduceOp::Min,
+    ReduceOp::All,
+    ReduceOp::Any,
+];
+
+/// `exp(i0 - i1) * 0.5` over two inputs of `dtype`.
+fn exp_sub(dtype: DType) -> Composite {
+    let mut c = Composite::new(vec![dtype, dtype]);
+    let d = c
+        .push(ScalarOp::Sub, &[CRef::Input(0), CRef::Input(1)])
+        .unwrap();
+    let e = c.push(ScalarOp::Exp, &[d]).unwrap();
+    let half = CRef::Const(ScalarConst::new(dtype, 0.5));
+    let m = c.push(ScalarOp::Mul, &[e, half]).unwrap();
+    c.outputs = vec![m];
+    c
+}
+
+/// `i0 * i1 + 1` (no transcendental function: a level-0 vector program).
+fn mul_add(dtype: DType) -> Composite {
+    let mut c = Composite::new(vec![dtype, dtype]);
+    let m = c
+        .push(ScalarOp::Mul, &[CRef::Input(0), CRef::Input(1)])
+        .unwrap();
+    let one = CRef::Const(ScalarConst::new(dtype, 1.0));
+    let a = c.push(ScalarOp::Add, &[m, one]).unwrap();
+    c.outputs = vec![a];
+    c
+}
+
+fn fused(op: ReduceOp, axes: Option<Vec<usize>>, pre: Composite, inputs: &[&Tensor]) -> Tensor {
+    Tensor::apply(
+        Op::FusedReduce {
+            op,
+            axes,
+            pre: Arc::new(pre),
+        },
+        inputs,
+    )
+    .unwrap()
+}
+
+/// Relative tolerance of a reassociated reduction of `n` values of `dtype`.
+fn rtol(dtype: DType) -> f64 {
+    if dtype == DType::F32 {
+        1e-5
+    } else {
+        1e-12
+    }
+}
+
+/// Compiles and compares with the reference: NaN positions and infinities
+/// exactly, finite values within `rtol` (sums and products reassociate).
+fn check_reduction(inputs: &[Tensor], outputs: &[Tensor], vals: &[Value], what: &str) {
+    let fg = FunctionGraph::new(inputs, outputs).unwrap();
+    let want = kiln::eval::evaluate(&fg, vals).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+    let got = f.call(&args).unwrap();
+    assert!(
+        f.profile.fallbacks().is_empty(),
+        "{what}: everything JIT-compiled"
+    );
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.dtype(), w.dtype(), "{what}: dtype");
+        assert_eq!(g.shape(), w.shape(), "{what}: shape");
+        if !g.dtype().is_float() {
+            assert!(g.same_as(w), "{what}: got {g:?}, want {w:?}");
+            continue;
+        }
+        let tol = rtol(g.dtype());
+        for (i, (x, y)) in g
+            .to_f64_array()
+            .iter()
+            .zip(w.to_f64_array().iter())
+            .enumerate()
+        {
+            let ok = (x.is_nan() && y.is_nan())
+                || x == y
+                || (x.is_finite() && y.is_finite() && (x - y).abs() <= tol * y.abs().max(1e-300));
+            assert!(ok, "{what}: element {i}: got {x:e}, want {y:e}");
+        }
+    }
+}
+
+#[test]
+fn fused_reduce_types_names_and_errors() {
+    let x = matrix("x", DType::F64);
+    let m = tensor("m", DType::F64, &[None, Some(1)]);
+    let y = fused(ReduceOp::Sum, Some(vec![1]), exp_sub(DType::F64), &[&x, &m]);
+    assert_eq!(y.ty(), &kiln::TensorType::new(DType::F64, vec![None]));
+    let op = Op::FusedReduce {
+        op: ReduceOp::Max,
+        axes: None,
+        pre: Arc::new(exp_sub(DType::F64)),
+    };
+    assert_eq!(op.name(), "Max{axes=None}{mul(exp(sub(i0, i1)), 0.5)}");
+    assert_eq!(op, op.clone(), "structural equality");
+    // Bool result of All over f32 values; i64 accumulation of an integer sum.
+    let xf = matrix("xf", DType::F32);
+    let all = fused(ReduceOp::All, None, mul_add(DType::F32), &[&xf, &xf]);
+    assert_eq!(all.ty(), &kiln::TensorType::scalar(DType::Bool));
+    let xi = vector("xi", DType::I32);
+    let si = fused(ReduceOp::Sum, None, mul_add(DType::I32), &[&xi, &xi]);
+    assert_eq!(si.ty(), &kiln::TensorType::scalar(DType::I64));
+
+    let err = |inputs: &[&Tensor], pre: Composite, axes: Option<Vec<usize>>| {
+        Tensor::apply(
+            Op::FusedReduce {
+                op: ReduceOp::Sum,
+                axes,
+                pre: Arc::new(pre),
+            },
+            inputs,
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let e = err(&[&x], exp_sub(DType::F64), Some(vec![1]));
+    assert!(e.contains("expects 2 inputs, got 1"), "{e}");
+    assert!(
+        e.contains("Sum{axes=[1]}{"),
+        "the message names the op: {e}"
+    );
+    let e = err(&[&x, &xf], exp_sub(DType::F64), Some(vec![1]));
+    assert!(e.contains("input 1 has dtype f32"), "{e}");
+    let e = err(&[&x, &m], exp_sub(DType::F64), Some(vec![2]));
+    assert!(e.contains("invalid axes [2]"), "{e}");
+    let mut two = exp_sub(DType::F64);
+    two.outputs.push(CRef::Input(0));
+    let e = err(&[&x, &m], two, None);
+    assert!(e.contains("exactly one output"), "{e}");
+    let v = vector("v", DType::F64);
+    let e = err(&[&x, &v], exp_sub(DType::F64), None);
+    assert!(e.contains("different numbers of dimensions"), "{e}");
+}
+
+#[test]
+fn fused_reduce_reference_is_the_careduce_of_the_composite() {
+    let x = matrix("x", DType::F64);
+    let m = tensor("m", DType::F64, &[None, Some(1)]);
+    let vx = Value::from(rand_f64(&[3, 5], 1, -2.0, 2.0));
+    let vm = Value::from(rand_f64(&[3, 1], 2, -1.0, 1.0));
+    for op in OPS {
+        for axes in [None, Some(vec![0]), Some(vec![1])] {
+            let y = fused(op, axes.clone(), exp_sub(DType::F64), &[&x, &m]);
+            let c = Tensor::apply(Op::composite(exp_sub(DType::F64)), &[&x, &m]).unwrap();
+            let r = Tensor::apply(
+                Op::CAReduce {
+                    op,
+                    axes: axes.clone(),
+                },
+                &[&c],
+            )
+            .unwrap();
+            let fg = FunctionGraph::new(&[x.clone(), m.clone()], &[y, r]).unwrap();
+            let out = kiln::eval::evaluate(&fg, &[vx.clone(), vm.clone()]).unwrap();
+            assert!(out[0].same_as(&out[1]), "{op:?} {axes:?}");
+        }
+    }
+    // A run-time broadcast mismatch is an error naming the op.
+    let y = fused(ReduceOp::Sum, None, exp_sub(DType::F64), &[&x, &x]);
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &[y]).unwrap();
+    let bad = kiln::eval::evaluate(&fg, &[Value::from(rand_f64(&[2, 2], 3, 0.0, 1.0))]);
+    assert!(bad.is_ok(), "same input twice always agrees");
+    // Max of an empty axis has no identity, in the JIT as in the reference.
+    let y = fused(ReduceOp::Max, Some(vec![1]), exp_sub(DType::F64), &[&x, &m]);
+    let fg = FunctionGraph::new(&[x.clone(), m.clone()], &[y]).unwrap();
+    let vals = [
+        Value::from(rand_f64(&[3, 0], 4, 0.0, 1.0)),
+        Value::from(rand_f64(&[3, 1], 5, 0.0, 1.0)),
+    ];
+    let e = kiln::eval::evaluate(&fg, &vals).unwrap_err().to_string();
+    assert!(e.contains("zero-size reduction along axis 1"), "{e}");
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+    let e = f.call(&args).unwrap_err().to_string();
+    assert!(e.contains("zero-size reduction along axis 1"), "{e}");
+}
+
+#[test]
+fn fused_reduce_jit_every_op_dtype_and_axes() {
+    for dtype in [DType::F64, DType::F32] {
+        for pre in [exp_sub(dtype), mul_add(dtype)] {
+            for op in OPS {
+                for (rows, cols) in [
+                    (1, 1),
+                    (3, 1),
+                    (2, 3),
+                    (5, 255),
+                    (4, 256),
+                    (3, 257),
+                    (2, 1003),
+                ] {
+                    let x = tensor("x", dtype, &[None, None]);
+                    let m = tensor("m", dtype, &[None, Some(1)]);
+                    let vx = rand_value(dtype, &[rows, cols], (rows * 1000 + cols) as u64);
+                    let vm = rand_value(dtype, &[rows, 1], 7 + rows as u64);
+                    for axes in [None, Some(vec![0]), Some(vec![1]), Some(vec![0, 1])] {
+                        let y = fused(op, axes.clone(), pre.clone(), &[&x, &m]);
+                        check_reduction(
+                            &[x.clone(), m.clone()],
+                            &[y],
+                            &[vx.clone(), vm.clone()],
+                            &format!("{op:?} {dtype} {pre} {rows}x{cols} axes {axes:?}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_reduce_jit_strided_integer_and_empty_inputs() {
+    // A transposed (strided) input takes the scalar path, a contiguous one the vector path.
+    let x = matrix("x", DType::F64);
+    let y = matrix("y", DType::F64);
+    let vx = Value::from(rand_f64(&[300, 41], 21, -3.0, 3.0));
+    let vy_t = rand_f64(&[41, 300], 22, -3.0, 3.0);
+    let vy = Value::from(vy_t.t().to_owned());
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        for axes in [Some(vec![0]), Some(vec![1]), None] {
+            let r = fused(op, axes.clone(), exp_sub(DType::F64), &[&x, &y]);
+            check_reduction(
+                &[x.clone(), y.clone()],
+                &[r],
+                &[vx.clone(), vy.clone()],
+                &format!("{op:?} contiguous {axes:?}"),
+            );
+        }
+    }
+    let fg = FunctionGraph::new(
+        &[x.clone(), y.clone()],
+        &[fused(
+            ReduceOp::Sum,
+            Some(vec![1]),
+            mul_add(DType::F64),
+            &[&x, &y],
+        )],
+    )
+    .unwrap();
+    let want = kiln::eval::evaluate(&fg, &[vx.clone(), vy.clone()]).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let strided = Value::from(rand_f64(&[41, 300], 23, -3.0, 3.0));
+    let Value::F64(s) = &strided else {
+        unreachable!()
+    };
+    let view = s.t();
+    let got = f
+        .call(&[Arg::from(&vx), Arg::F64(view.view().into_dyn())])
+        .unwrap();
+    let want_strided =
+        kiln::eval::evaluate(&fg, &[vx.clone(), Value::from(view.to_owned())]).unwrap();
+    assert_close(&got[0], &want_strided[0], 1e-12, "strided input");
+    assert!(!want[0].same_as(&want_strided[0]));
+    // Integer and bool pre-maps: the scalar path, exact.
+    for dtype in [DType::I64, DType::I32, DType::Bool] {
+        let a = tensor("a", dtype, &[None, None]);
+        let b = tensor("b", dtype, &[None, None]);
+        let pre = if dtype == DType::Bool {
+            let mut c = Composite::new(vec![dtype, dtype]);
+            let o = c
+                .push(ScalarOp::Xor, &[CRef::Input(0), CRef::Input(1)])
+                .unwrap();
+            c.outputs = vec![o];
+            c
+        } else {
+            mul_add(dtype)
+        };
+        for op in OPS {
+            for axes in [None, Some(vec![1])] {
+                let r = fused(op, axes.clone(), pre.clone(), &[&a, &b]);
+                check_reduction(
+                    &[a.clone(), b.clone()],
+                    &[r],
+                    &[
+                        rand_value(dtype, &[4, 37], 31),
+                        rand_value(dtype, &[4, 37], 32),
+                    ],
+                    &format!("{op:?} {dtype} {axes:?}"),
+                );
+            }
+        }
+    }
+    // Empty inputs: the identity (sum 0, prod 1).
+    for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Any, ReduceOp::All] {
+        let r = fused(op, Some(vec![1]), mul_add(DType::F64), &[&x, &y]);
+        check_reduction(
+            &[x.clone(), y.clone()],
+            &[r],
+            &[
+                Value::from(rand_f64(&[3, 0], 1, 0.0, 1.0)),
+                Value::from(rand_f64(&[3, 0], 2, 0.0, 1.0)),
+            ],
+            &format!("{op:?} empty"),
+        );
+    }
+}
+
+#[test]
+fn fused_full_reductions_are_chunked_over_threads() {
+    // Above the parallel threshold: per-chunk partials combined in order.
+    let x = vector("x", DType::F64);
+    let t = vector("t", DType::F64);
+    let n = 1_000_003;
+    let vx = Value::from(rand_f64(&[n], 41, -4.0, 4.0));
+    let vt = Value::from(rand_f64(&[n], 42, 0.0, 1.0));
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Any] {
+        let r = fused(op, None, exp_sub(DType::F64), &[&x, &t]);
+        check_reduction(
+            &[x.clone(), t.clone()],
+            &[r],
+            &[vx.clone(), vt.clone()],
+            &format!("{op:?} full"),
+        );
+    }
+    let m = matrix("m", DType::F32);
+    let vm = rand_value(DType::F32, &[700, 301], 43);
+    let r = fused(ReduceOp::Max, None, mul_add(DType::F32), &[&m, &m]);
+    check_reduction(
+        std::slice::from_ref(&m),
+        &[r],
+        std::slice::from_ref(&vm),
+        "f32 2-d full max (NaN)",
+    );
+    let r = fused(ReduceOp::Sum, Some(vec![0]), mul_add(DType::F32), &[&m, &m]);
+    check_reduction(
+        std::slice::from_ref(&m),
+        &[r],
+        &[vm],
+        "f32 column sum, split over columns",
+    );
+}
+
+#[test]
+fn vectorised_row_reductions_match_the_reference() {
+    for dtype in [DType::F64, DType::F32] {
+        let x = tensor("x", dtype, &[None, None]);
+        for cols in [1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 33, 1000] {
+            // NaN at the start, the middle, the end, or nowhere.
+            let mut a = rand_f64(&[5, cols], cols as u64, -1e3, 1e3);
+            a[[1, 0]] = f64::NAN;
+            a[[2, cols / 2]] = f64::NAN;
+            a[[3, cols - 1]] = f64::NAN;
+            a[[4, 0]] = f64::INFINITY;
+            let v = Value::from_f64_array(dtype, a);
+            for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
+                let r = Tensor::apply(
+                    Op::CAReduce {
+                        op,
+                        axes: Some(vec![1]),
+                    },
+                    &[&x],
+                )
+                .unwrap();
+                check_reduction(
+                    std::slice::from_ref(&x),
+                    &[r],
+                    std::slice::from_ref(&v),
+                    &format!("{op:?} {dtype} cols {cols}"),
+                );
+            }
+        }
+    }
+}
+
+fn fast_run(inputs: &[Tensor], outputs: &[Tensor]) -> FunctionGraph {
+    let mut fg = FunctionGraph::new(inputs, outputs).unwrap();
+    rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
+    fg
+}
+
+fn expr(src: &str, vars: &[(&str, &Tensor)]) -> Tensor {
+    let map = vars
+        .iter()
+        .map(|(n, t)| (n.to_string(), (*t).clone()))
+        .collect();
+    kiln::build_expression(src, &map).unwrap()
+}
+
+/// FAST_RUN's graph computes what the reference computes on the original
+/// graph, and a second FAST_RUN pass changes nothing.
+fn check_rewritten(inputs: &[Tensor], outputs: &[Tensor], vals: &[Value], rtol: f64) {
+    let original = FunctionGraph::new(inputs, outputs).unwrap();
+    let want = kiln::eval::evaluate(&original, vals).unwrap();
+    let mut fg = fast_run(inputs, outputs);
+    let text = pprint_outputs(&fg);
+    rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
+    assert_eq!(
+        pprint_outputs(&fg),
+        text,
+        "a second FAST_RUN pass changes nothing"
+    );
+    let f = kiln::function(inputs, outputs)
+        .mode(Mode::fast_run())
+        .compile()
+        .unwrap();
+    let got = f.call_values(vals).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_close(g, w, rtol, &text);
+    }
+}
+
+#[test]
+fn logsumexp_becomes_a_max_and_one_fused_pass() {
+    let x = matrix("X", DType::F64);
+    let y = expr("log(sum(exp(X), axis=1))", &[("X", &x)]);
+    let before = FunctionGraph::new(std::slice::from_ref(&x), std::slice::from_ref(&y)).unwrap();
+    assert_eq!(pprint_outputs(&before), "log(sum(exp(X), axis=1))");
+    let mut unfused = before.clone();
+    rewrite_graph(&mut unfused, &Mode::fast_run().excluding(&["fusion"])).unwrap();
+    let fg = fast_run(std::slice::from_ref(&x), std::slice::from_ref(&y));
+    let text = pprint_outputs(&fg);
+    let m = "Composite{switch(eq(abs(i0), inf), 0.0, i0)}{inplace}(max(X, axis=1))";
+    assert_eq!(
+        text,
+        format!("Composite{{add(log(i0), i1)}}{{inplace}}(sum{{exp(sub(i0, i1))}}(X, {m}[:, None], axis=1), {m})")
+    );
+    assert!(
+        dprint(&fg).contains("Sum{axes=[1]}{exp(sub(i0, i1))} [id"),
+        "{}",
+        dprint(&fg)
+    );
+    // One pass over X for the max, one for the stabilised sum.
+    let reads_x = fg
+        .node_ids()
+        .filter(|&n| fg.node(n).inputs.contains(&fg.inputs()[0]))
+        .count();
+    assert_eq!(reads_x, 2, "{text}");
+    let mut vx = rand_f64(&[40, 700], 51, -30.0, 30.0);
+    vx[[3, 3]] = 800.0; // exp overflows unless stabilised
+    vx[[5, 0]] = f64::NAN;
+    let vx = Value::from(vx);
+    // The unstabilised original overflows in row 3: compare with the unfused FAST_RUN graph.
+    let want = kiln::eval::evaluate(&unfused, std::slice::from_ref(&vx)).unwrap();
+    let f = kiln::function(std::slice::from_ref(&x), std::slice::from_ref(&y))
+        .mode(Mode::fast_run())
+        .compile()
+        .unwrap();
+    let got = f.call_values(std::slice::from_ref(&vx)).unwrap();
+    check_nan_aware(&got[0], &want[0], 1e-12);
+    let Value::F64(g) = &got[0] else {
+        unreachable!()
+    };
+    assert!((g[3] - 800.0).abs() < 1e-9 && g[5].is_nan());
+    check_rewritten(
+        std::slice::from_ref(&x),
+        std::slice::from_ref(&y),
+        &[Value::from(rand_f64(&[33, 513], 52, -5.0, 5.0))],
+        1e-12,
+    );
+}
+
+fn check_nan_aware(got: &Value, want: &Value, rtol: f64) {
+    for (x, y) in got.to_f64_array().iter().zip(want.to_f64_array().iter()) {
+        assert!(
+            (x.is_nan() && y.is_nan()) || (x - y).abs() <= rtol * y.abs(),
+            "{x} vs {y}"
+        );
+    }
+}
+
+#[test]
+fn sigmoid_xent_becomes_a_single_fused_reduction() {
+    let t = vector("t", DType::F64);
+    let z = vector("z", DType::F64);
+    let y = expr(
+        "mean(-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z))))",
+        &[("t", &t), ("z", &z)],
+    );
+    let fg = fast_run(&[t.clone(), z.clone()], std::slice::from_ref(&y));
+    assert_eq!(
+        pprint_outputs(&fg),
+        "Composite{true_div(i1, cast{f64}(i0))}{inplace}(Shape_i{0}(z), \
+         sum{neg(add(mul(i1, neg(softplus(neg(i0)))), mul(sub(1.0, i1), neg(softplus(i0)))))}(z, t))"
+    );
+    let vt = Value::from(rand_f64(&[5003], 61, 0.0, 1.0).mapv(|v| (v > 0.5) as i64 as f64));
+    let vz = Value::from(rand_f64(&[5003], 62, -8.0, 8.0));
+    check_rewritten(&[t, z], &[y], &[vt, vz], 1e-12);
+}
+
+#[test]
+fn producers_with_other_uses_are_not_fused() {
+    let x = matrix("X", DType::F64);
+    let e = x.exp();
+    let s = e.sum(&[1]).unwrap();
+    let fg = fast_run(std::slice::from_ref(&x), &[s.clone(), e.clone()]);
+    assert_eq!(pprint_outputs(&fg), "sum(exp(X), axis=1)\nexp(X)");
+    // Used by another node: kept, so exp is computed once.
+    let y = &e.sum(&[0]).unwrap() + &e.max(&[0]).unwrap();
+    let fg = fast_run(std::slice::from_ref(&x), std::slice::from_ref(&y));
+    let text = pprint_outputs(&fg);
+    assert!(
+        text.contains("sum(exp(X), axis=0)") && text.contains("max(exp(X), axis=0)"),
+        "{text}"
+    );
+    check_rewritten(
+        std::slice::from_ref(&x),
+        &[y],
+        &[Value::from(rand_f64(&[17, 300], 71, -3.0, 3.0))],
+        1e-12,
+    );
+    // A plain Elemwise producer (with a constant) and an f32 graph are fused.
+    let xf = matrix("Xf", DType::F32);
+    let y = expr(
+        "max(Xf * 3, axis=0) + min(sqrt(Xf), axis=0)",
+        &[("Xf", &xf)],
+    );
+    let fg = fast_run(std::slice::from_ref(&xf), std::slice::from_ref(&y));
+    let text = pprint_outputs(&fg);
+    assert!(text.contains("max{mul(3.0, i0)}(Xf, axis=0)"), "{text}");
+    assert!(text.contains("min{sqrt(i0)}(Xf, axis=0)"), "{text}");
+    check_rewritten(
+        std::slice::from_ref(&xf),
+        &[y],
+        &[rand_value(DType::F32, &[9, 130], 72)],
+        1e-6,
+    );
+}
