@@ -251,8 +251,7 @@ pub fn liveness(
         pinned[root[o]] = true;
     }
     let mut release = vec![Vec::new(); uses.len()];
-    for s in 0..n_slots {
-        let r = root[s];
+    for (s, &r) in root.iter().enumerate() {
         if let (Some(k), false) = (last[r], pinned[r]) {
             release[k].push(s);
         }
