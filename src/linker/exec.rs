@@ -5,7 +5,7 @@
 //! Invariants: all mutable state is local to the call ([`Exec`]), so a
 //! Function can run on many threads at once; constants are only read, and
 //! so are caller inputs, except a mutable input the plan destroys, which the
-//! caller lent mutably (or `function` copied); an element-wise step writes
+//! caller lent mutably (or the call copied); an element-wise step writes
 //! an output into an input's buffer exactly when the node's `destroy_map`
 //! says so, and allocates every other output; a buffer is released after
 //! the last use of its group (see `plan::liveness`); a result never aliases

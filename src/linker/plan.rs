@@ -10,8 +10,10 @@
 //! A node's `view_map` (DimShuffle, Reshape) makes its output live in its
 //! input's buffer; its `destroy_map` (an Elemwise or Composite node made
 //! inplace by the inplace pass) makes the output overwrite the destroyed
-//! input's buffer. Every other node output gets a buffer of its own; the
-//! linker reuses nothing on its own initiative. Slots that share a buffer
+//! input's buffer. Every other node output gets a buffer of its own: no step
+//! writes into the buffer of a live variable unless a `destroy_map` says so
+//! (released buffers go back to the Function's pool, which serves later
+//! allocations of this call or the next). Slots that share a buffer
 //! form one *buffer group* (named by its root, the slot that owns the
 //! memory), and [`liveness`] releases a group after the last step that uses
 //! or defines any of its slots, so a root outlives all its views. Groups
