@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::graph::{FunctionGraph, Value};
-use crate::linker::{self, Arg, CompileOptions, CompileProfile, RunProfile};
+use crate::linker::{self, Arg, ArgMut, CompileOptions, CompileProfile, RunProfile};
 use crate::rewriting::{rewrite_graph, FunctionProfile, Mode, RewriterProfile};
 use crate::tensor::Tensor;
 
@@ -52,6 +52,9 @@ impl FunctionBuilder {
     }
 
     /// Declares inputs (by position) that inplace rewrites may overwrite.
+    /// The compiled function writes into such an input's array only when
+    /// the caller lends it mutably ([`CompiledFunction::call_mut`]); an
+    /// array lent read-only is copied first and never written.
     pub fn mutable_inputs(mut self, positions: &[usize]) -> Self {
         self.mutable = positions.to_vec();
         self
@@ -130,6 +133,24 @@ impl CompiledFunction {
     pub fn call(&self, inputs: &[Arg<'_>]) -> Result<Vec<Value>> {
         let t = Instant::now();
         let r = self.function.call(inputs);
+        self.count(t);
+        r
+    }
+
+    /// Calls the function, overwriting inputs declared mutable (and
+    /// destroyed by an inplace node) in the caller's arrays when lent
+    /// mutably; see [`linker::Function::call_mut`].
+    pub fn call_mut(&self, inputs: &mut [ArgMut<'_>]) -> Result<Vec<Value>> {
+        let t = Instant::now();
+        let r = self.function.call_mut(inputs);
+        self.count(t);
+        r
+    }
+
+    /// [`CompiledFunction::call_mut`] reporting the time of every node.
+    pub fn call_mut_profiled(&self, inputs: &mut [ArgMut<'_>]) -> Result<(Vec<Value>, RunProfile)> {
+        let t = Instant::now();
+        let r = self.function.call_mut_profiled(inputs);
         self.count(t);
         r
     }

@@ -28,6 +28,13 @@ pub enum Command {
     /// Print the graph before and after rewriting.
     Rewrite(RewriteArgs),
     /// Measure compile time, run time, node counts and peak buffer bytes.
+    ///
+    /// peak_bytes is the most bytes held at once, during one call, in the
+    /// intermediate buffers the linker allocates, results included (an
+    /// inplace result lives in an intermediate's buffer); the inputs and
+    /// constants are not counted. It is deterministic for given input sizes.
+    /// Compare e.g. --modes fast_run,fast_run-inplace to see what the inplace
+    /// pass saves.
     Bench(BenchArgs),
     /// Write the graph as Graphviz DOT.
     Dot(DotArgs),

@@ -1,8 +1,11 @@
 //! `kiln bench`: per workload and mode, compile time (rewriting and code
 //! generation separately), run time (median of N calls after one warm-up
 //! call), node counts before and after rewriting, and the peak bytes of the
-//! buffers one call allocates (intermediates and the result, not the
-//! inputs; [`RunProfile::peak_bytes`](crate::linker::RunProfile)).
+//! intermediate buffers of one call ([`RunProfile::peak_bytes`](crate::linker::RunProfile)):
+//! every buffer the linker allocates, including the ones returned as
+//! results (an inplace result lives in an intermediate's buffer, so leaving
+//! results out would hide what inplace saves), not the inputs or constants.
+//! Deterministic: the same graph and input sizes give the same number.
 //!
 //! Workloads: an expression with `--var NAME=DTYPE[SIZES]` (deterministic
 //! data: standard normal floats, integers in 1..=9, random booleans), the
@@ -54,7 +57,7 @@ pub struct Row {
     pub nodes_before: usize,
     /// Apply nodes after rewriting.
     pub nodes_after: usize,
-    /// Peak bytes of call-owned buffers during one call.
+    /// Peak bytes of intermediate buffers (results included) during one call.
     pub peak_bytes: usize,
 }
 
@@ -226,11 +229,11 @@ pub fn chain_case(k: usize, size: usize) -> CliResult<Case> {
     })
 }
 
-const HEADER: &str = "workload      mode                compile_ms  rewrite_ms  codegen_ms      run_ms  runs  nodes_before  nodes_after  peak_bytes";
+const HEADER: &str = "workload      mode                      compile_ms  rewrite_ms  codegen_ms      run_ms  runs  nodes_before  nodes_after  peak_bytes";
 
 fn table_row(r: &Row) -> String {
     format!(
-        "{:<13} {:<18} {:>11.2} {:>11.2} {:>11.2} {:>11.3} {:>5} {:>13} {:>12} {:>11}",
+        "{:<13} {:<24} {:>11.2} {:>11.2} {:>11.2} {:>11.3} {:>5} {:>13} {:>12} {:>11}",
         r.workload,
         r.mode,
         r.compile_ms,

@@ -17,7 +17,7 @@ use super::jit::{CodegenOptions, JitBuilder, JitCode};
 use super::plan::{self, Lowering, Plan, Slot, Step};
 use super::reduce;
 use crate::error::{Error, Result};
-use crate::graph::{DType, FunctionGraph, NodeId, Value};
+use crate::graph::{DType, DestroyHandler, FunctionGraph, NodeId, Value};
 use crate::ops::{Composite, Op, ReduceOp, ScalarConst, ScalarOp};
 
 /// Timings and lowering decisions of one compilation.
@@ -46,9 +46,16 @@ impl CompileProfile {
     }
 }
 
-/// The schedule of `fg`: a topological order respecting the features' orderings.
+/// The schedule of `fg`: a topological order respecting the features'
+/// orderings. The inplace operations the ops declare are validated and
+/// ordered (every other reader of a destroyed root first) even when no
+/// DestroyHandler is attached, so an unsafe graph is refused, not run.
 pub fn schedule(fg: &FunctionGraph) -> Result<Vec<NodeId>> {
-    fg.try_toposort_with(&fg.orderings())
+    let mut orderings = fg.orderings();
+    if !fg.has_feature::<DestroyHandler>() {
+        orderings.extend(DestroyHandler::check_graph(fg)?);
+    }
+    fg.try_toposort_with(&orderings)
 }
 
 /// A canonical serialisation of the scheduled graph (types, ops, wiring,
@@ -168,6 +175,10 @@ pub fn compile_plan(
     let s = |v: &crate::graph::VarId| -> Slot { slots.map[v] };
     let mut steps = Vec::with_capacity(order.len());
     let mut uses: Vec<Vec<Slot>> = Vec::with_capacity(order.len());
+    let mut defs: Vec<Vec<Slot>> = Vec::with_capacity(order.len());
+    // (slot, earlier slot) pairs living in one buffer: views and destroyed inputs.
+    let mut shares: Vec<(Slot, Slot)> = Vec::new();
+    let mut destroyed_inputs: Vec<usize> = Vec::new();
     let describe = |v: crate::graph::VarId| -> String {
         let mut cur = v;
         let mut via = Vec::new();
@@ -201,6 +212,20 @@ pub fn compile_plan(
         let ins: Vec<Slot> = node.inputs.iter().map(s).collect();
         let outs: Vec<Slot> = node.outputs.iter().map(s).collect();
         let in_dts: Vec<DType> = node.inputs.iter().map(|&v| fg.ty(v).dtype).collect();
+        for &(o, i) in node
+            .op
+            .view_map()
+            .iter()
+            .chain(node.op.destroy_map().iter())
+        {
+            shares.push((outs[o as usize], ins[i as usize]));
+        }
+        for &(_, i) in node.op.destroy_map().iter() {
+            let root = DestroyHandler::view_root(fg, node.inputs[i as usize]);
+            if let Some(p) = fg.inputs().iter().position(|&v| v == root) {
+                destroyed_inputs.push(p);
+            }
+        }
         let (step, lowering) = match &node.op {
             Op::Elemwise { .. } | Op::Composite { .. } => {
                 let consts: Vec<Option<ScalarConst>> =
@@ -218,6 +243,15 @@ pub fn compile_plan(
                 let kept: Vec<usize> = (0..node.inputs.len())
                     .filter(|&k| consts[k].is_none())
                     .collect();
+                let mut destroy_map = Vec::new();
+                for &(o, i) in node.op.destroy_map().iter() {
+                    let Some(p) = kept.iter().position(|&k| k == i as usize) else {
+                        return Err(Error::Compile(format!(
+                            "{name} overwrites its input {i}, a constant"
+                        )));
+                    };
+                    destroy_map.push((o as usize, p));
+                }
                 let step = Step::Elemwise {
                     kernel,
                     inputs: kept.iter().map(|&k| ins[k]).collect(),
@@ -230,6 +264,7 @@ pub fn compile_plan(
                         .zip(&node.outputs)
                         .map(|(&o, &v)| (o, fg.ty(v).dtype))
                         .collect(),
+                    destroy_map,
                     descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
                 };
                 (step, Lowering::Jit)
@@ -393,6 +428,7 @@ pub fn compile_plan(
             }
         };
         uses.push(ins);
+        defs.push(outs);
         steps.push((step, name, lowering));
     }
     let outputs: Vec<Slot> = fg.outputs().iter().map(s).collect();
@@ -410,7 +446,9 @@ pub fn compile_plan(
         }
     }
     let n_kernels = ks.elem.len() + ks.red.len() + ks.fused.len();
-    let release = plan::liveness(slots.n, &uses, &outputs, fg.inputs().len());
+    let release = plan::liveness(slots.n, &uses, &defs, &shares, &outputs);
+    destroyed_inputs.sort_unstable();
+    destroyed_inputs.dedup();
     let consts: Vec<(Slot, std::sync::Arc<Value>)> = slots
         .consts
         .iter()
@@ -430,6 +468,7 @@ pub fn compile_plan(
     let plan = Plan {
         n_slots: slots.n,
         inputs,
+        destroyed_inputs,
         consts,
         steps,
         release,

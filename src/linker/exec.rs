@@ -3,10 +3,13 @@
 //! views, reductions, GEMM, and result extraction.
 //!
 //! Invariants: all mutable state is local to the call ([`Exec`]), so a
-//! Function can run on many threads at once; caller inputs and constants
-//! are only read; an intermediate buffer is released (or reused in place by
-//! the element-wise step that last reads it) after its last use; a result
-//! never aliases an input.
+//! Function can run on many threads at once; constants are only read, and
+//! so are caller inputs, except a mutable input the plan destroys, which the
+//! caller lent mutably (or the call copied); an element-wise step writes
+//! an output into an input's buffer exactly when the node's `destroy_map`
+//! says so, and allocates every other output; a buffer is released after
+//! the last use of its group (see `plan::liveness`); a result never aliases
+//! an input.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -195,8 +198,9 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// Bytes of the distinct buffers the call owns right now (intermediates
-    /// and results; caller inputs and constants are not counted).
+    /// Bytes of the distinct buffers the call owns right now (intermediates,
+    /// results, copies of mutable inputs; caller arrays and constants are not
+    /// counted). A buffer shared by views and inplace outputs counts once.
     fn live_bytes(&self) -> usize {
         let mut seen: rustc_hash::FxHashSet<*const Buffer> = Default::default();
         self.slots
@@ -220,7 +224,7 @@ impl<'a> Exec<'a> {
         let plan = self.plan;
         for (k, (step, name, _)) in plan.steps.iter().enumerate() {
             let t = self.times.is_some().then(Instant::now);
-            self.step(k, step, name)?;
+            self.step(step, name)?;
             if self.times.is_some() {
                 self.peak_bytes = self.peak_bytes.max(self.live_bytes());
             }
@@ -295,38 +299,37 @@ impl<'a> Exec<'a> {
         out
     }
 
-    fn step(&mut self, k: usize, step: &Step, name: &str) -> Result<()> {
+    fn step(&mut self, step: &Step, name: &str) -> Result<()> {
         match step {
             Step::Elemwise {
                 kernel,
                 inputs,
                 bcast,
                 outputs,
+                destroy_map,
                 descs,
             } => {
                 let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
                 let shape = broadcast_shape(name, &ins, bcast, descs)?;
-                // Outputs: reuse a dying, uniquely owned input buffer of the same layout, else allocate.
-                let dying = &self.plan.release[k];
-                let mut reused: Vec<Slot> = Vec::new();
+                // Outputs: an inplace output overwrites the input its node
+                // destroys (same dtype and shape, by the graph's types); every
+                // other output gets a fresh buffer.
                 let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
-                for &(_, dt) in outputs {
-                    let cand = inputs.iter().zip(&ins).find(|(s, a)| {
-                        dying.contains(s)
-                            && !reused.contains(s)
-                            && a.dtype == dt
-                            && a.shape.as_slice() == shape.as_slice()
-                            && a.buf.as_ref().is_some_and(|b| {
-                                let refs = 1 + inputs.iter().filter(|&t| t == *s).count();
-                                Arc::strong_count(b) == refs
-                                    && b.ptr() == a.ptr
-                                    && b.len() == a.len()
-                            })
-                            && a.is_standard()
-                    });
-                    match cand {
-                        Some((&s, a)) => {
-                            reused.push(s);
+                for (o, &(_, dt)) in outputs.iter().enumerate() {
+                    match destroy_map.iter().find(|&&(d, _)| d == o) {
+                        Some(&(_, i)) => {
+                            let a = &ins[i];
+                            if a.dtype != dt || a.shape.as_slice() != shape.as_slice() {
+                                return Err(err(
+                                    name,
+                                    format!(
+                                        "cannot overwrite {} ({}{:?}) with an output of {dt}{shape:?}",
+                                        descs[i],
+                                        a.dtype,
+                                        a.shape.as_slice()
+                                    ),
+                                ));
+                            }
                             outs.push(a.clone());
                         }
                         None => outs.push(self.alloc(dt, &shape)),

@@ -1,19 +1,28 @@
-//! The callable [`Function`] and its argument type [`Arg`].
+//! The callable [`Function`] and its argument types [`Arg`] and [`ArgMut`].
 //!
 //! A Function is immutable after compilation and shares its compiled module
 //! through an `Arc` (possibly with other Functions, via the compile cache).
 //! Each call validates its inputs, runs the plan with call-local state and
 //! returns freshly owned results, so a Function is `Send + Sync` and can be
 //! called from many threads at once.
+//!
+//! Mutable inputs: when an input declared mutable is destroyed by an inplace
+//! node (`Plan::destroyed_inputs`), [`Function::call_mut`] writes into the
+//! caller's array if it was lent mutably ([`ArgMut`]'s array variants). An
+//! array lent read-only (every [`Arg`] of [`Function::call`], and
+//! [`ArgMut::Ref`]) is never written: the call copies it into a buffer of its
+//! own first, which the inplace node then overwrites (the copy counts in
+//! [`RunProfile::peak_bytes`]). Inputs not declared mutable are only read,
+//! however they are lent. Results never alias a caller's array.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use super::buffer::{Arr, BufferPool};
 use super::compile::CompileProfile;
-use super::exec::{check, to_value, CallStats, Exec, ParallelOptions};
+use super::exec::{check, copy, to_value, CallStats, Exec, ParallelOptions};
 use super::jit::JitCode;
 use super::plan::Plan;
 use crate::error::{Error, Result};
@@ -116,6 +125,108 @@ impl Arg<'_> {
     }
 }
 
+/// A call argument of [`Function::call_mut`]: an array lent read-only, or
+/// lent mutably so that the function may overwrite it when the input is
+/// declared mutable and an inplace node destroys it (see the module docs).
+#[derive(Debug)]
+#[allow(missing_docs)] // one variant per dtype
+pub enum ArgMut<'a> {
+    /// Lent read-only: never written.
+    Ref(Arg<'a>),
+    Bool(ArrayViewMutD<'a, bool>),
+    U8(ArrayViewMutD<'a, u8>),
+    I8(ArrayViewMutD<'a, i8>),
+    I16(ArrayViewMutD<'a, i16>),
+    I32(ArrayViewMutD<'a, i32>),
+    I64(ArrayViewMutD<'a, i64>),
+    F32(ArrayViewMutD<'a, f32>),
+    F64(ArrayViewMutD<'a, f64>),
+}
+
+macro_rules! arg_mut_from {
+    ($t:ty, $v:ident) => {
+        impl<'a> From<&'a mut ArrayD<$t>> for ArgMut<'a> {
+            fn from(a: &'a mut ArrayD<$t>) -> Self {
+                ArgMut::$v(a.view_mut())
+            }
+        }
+        impl<'a> From<ArrayViewMutD<'a, $t>> for ArgMut<'a> {
+            fn from(a: ArrayViewMutD<'a, $t>) -> Self {
+                ArgMut::$v(a)
+            }
+        }
+        impl<'a> From<&'a ArrayD<$t>> for ArgMut<'a> {
+            fn from(a: &'a ArrayD<$t>) -> Self {
+                ArgMut::Ref(Arg::$v(a.view()))
+            }
+        }
+    };
+}
+arg_mut_from!(bool, Bool);
+arg_mut_from!(u8, U8);
+arg_mut_from!(i8, I8);
+arg_mut_from!(i16, I16);
+arg_mut_from!(i32, I32);
+arg_mut_from!(i64, I64);
+arg_mut_from!(f32, F32);
+arg_mut_from!(f64, F64);
+
+impl<'a> From<Arg<'a>> for ArgMut<'a> {
+    fn from(a: Arg<'a>) -> Self {
+        ArgMut::Ref(a)
+    }
+}
+
+impl<'a> From<&'a Value> for ArgMut<'a> {
+    fn from(v: &'a Value) -> Self {
+        ArgMut::Ref(Arg::from(v))
+    }
+}
+
+impl<'a> From<&'a mut Value> for ArgMut<'a> {
+    fn from(v: &'a mut Value) -> Self {
+        match v {
+            Value::Bool(a) => ArgMut::Bool(a.view_mut()),
+            Value::U8(a) => ArgMut::U8(a.view_mut()),
+            Value::I8(a) => ArgMut::I8(a.view_mut()),
+            Value::I16(a) => ArgMut::I16(a.view_mut()),
+            Value::I32(a) => ArgMut::I32(a.view_mut()),
+            Value::I64(a) => ArgMut::I64(a.view_mut()),
+            Value::F32(a) => ArgMut::F32(a.view_mut()),
+            Value::F64(a) => ArgMut::F64(a.view_mut()),
+        }
+    }
+}
+
+impl ArgMut<'_> {
+    /// The array, and whether it was lent mutably.
+    fn arr(&mut self) -> (Arr, bool) {
+        macro_rules! mk {
+            ($a:expr, $d:ident) => {
+                Arr {
+                    ptr: $a.as_mut_ptr() as *mut u8,
+                    shape: $a.shape().into(),
+                    strides: $a.strides().into(),
+                    dtype: DType::$d,
+                    buf: None,
+                }
+            };
+        }
+        let a = match self {
+            ArgMut::Ref(a) => return (a.arr(), false),
+            ArgMut::Bool(a) => mk!(a, Bool),
+            ArgMut::U8(a) => mk!(a, U8),
+            ArgMut::I8(a) => mk!(a, I8),
+            ArgMut::I16(a) => mk!(a, I16),
+            ArgMut::I32(a) => mk!(a, I32),
+            ArgMut::I64(a) => mk!(a, I64),
+            ArgMut::F32(a) => mk!(a, F32),
+            ArgMut::F64(a) => mk!(a, F64),
+        };
+        (a, true)
+    }
+}
+
 /// The compiled module and plan, shared by the Functions of structurally identical graphs.
 #[derive(Debug)]
 pub struct Compiled {
@@ -132,8 +243,12 @@ pub struct RunProfile {
     pub nodes: Vec<(String, Duration)>,
     /// Whole call.
     pub total: Duration,
-    /// Peak bytes of the buffers the call allocated (intermediates and
-    /// results, not caller inputs or constants), sampled after each step.
+    /// Peak bytes of the buffers the call allocated: intermediates
+    /// (including the ones returned as results, since an inplace result
+    /// lives in an intermediate's buffer) and copies of mutable inputs lent
+    /// read-only; not the caller's arrays or constants. Sampled after each
+    /// step, before its dead inputs are released; a buffer shared by views
+    /// and inplace outputs counts once.
     pub peak_bytes: usize,
 }
 
@@ -147,8 +262,11 @@ pub struct Function {
 }
 
 impl Function {
-    fn prepare(&self, inputs: &[Arg<'_>]) -> Result<Vec<Arr>> {
-        let plan = &self.compiled.plan;
+    /// Checks the inputs (each with whether the caller lent it mutably) and
+    /// copies every destroyed input that was lent read-only.
+    fn prepare(&self, inputs: Vec<(Arr, bool)>) -> Result<Vec<Arr>> {
+        let c = &*self.compiled;
+        let plan = &c.plan;
         if inputs.len() != plan.inputs.len() {
             return Err(Error::Input(format!(
                 "expected {} inputs, got {}",
@@ -157,18 +275,24 @@ impl Function {
             )));
         }
         inputs
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(k, a)| {
-                let arr = a.arr();
+            .map(|(k, (arr, writable))| {
                 let (ty, name) = &plan.inputs[k];
                 check(k, ty, name.as_deref(), &arr)?;
+                if !writable && plan.destroyed_inputs.contains(&k) {
+                    return Ok(copy(plan, &c.code, self.par, &arr));
+                }
                 Ok(arr)
             })
             .collect()
     }
 
-    fn run(&self, inputs: &[Arg<'_>], profile: bool) -> Result<(Vec<Value>, Option<CallStats>)> {
+    fn run(
+        &self,
+        inputs: Vec<(Arr, bool)>,
+        profile: bool,
+    ) -> Result<(Vec<Value>, Option<CallStats>)> {
         let arrs = self.prepare(inputs)?;
         let c = &*self.compiled;
         let exec = Exec::new(&c.plan, &c.code, self.par, &c.pool, arrs, profile);
@@ -182,8 +306,25 @@ impl Function {
     }
 
     /// Evaluates the graph on `inputs`; results are freshly owned arrays.
+    /// The inputs are never written (a destroyed mutable input is copied).
     pub fn call(&self, inputs: &[Arg<'_>]) -> Result<Vec<Value>> {
-        Ok(self.run(inputs, false)?.0)
+        Ok(self.run(read_only(inputs), false)?.0)
+    }
+
+    /// Like [`Function::call`], but an input declared mutable that an
+    /// inplace node destroys is overwritten in the caller's array when lent
+    /// mutably (no copy); its contents afterwards are unspecified. Other
+    /// inputs are only read.
+    pub fn call_mut(&self, inputs: &mut [ArgMut<'_>]) -> Result<Vec<Value>> {
+        let arrs = inputs.iter_mut().map(ArgMut::arr).collect();
+        Ok(self.run(arrs, false)?.0)
+    }
+
+    /// [`Function::call_mut`] reporting the run time of every node, as
+    /// [`Function::call_profiled`] does.
+    pub fn call_mut_profiled(&self, inputs: &mut [ArgMut<'_>]) -> Result<(Vec<Value>, RunProfile)> {
+        let arrs = inputs.iter_mut().map(ArgMut::arr).collect();
+        self.profiled(arrs)
     }
 
     /// Like [`Function::call`] on values.
@@ -227,6 +368,10 @@ impl Function {
 
     /// Evaluates and reports the run time of every node.
     pub fn call_profiled(&self, inputs: &[Arg<'_>]) -> Result<(Vec<Value>, RunProfile)> {
+        self.profiled(read_only(inputs))
+    }
+
+    fn profiled(&self, inputs: Vec<(Arr, bool)>) -> Result<(Vec<Value>, RunProfile)> {
         let t = std::time::Instant::now();
         let (vals, prof) = self.run(inputs, true)?;
         let CallStats { times, peak_bytes } = prof.unwrap_or_default();
@@ -257,4 +402,9 @@ impl Function {
         self.par.threshold = threshold;
         self
     }
+}
+
+/// Arrays lent read-only.
+fn read_only(inputs: &[Arg<'_>]) -> Vec<(Arr, bool)> {
+    inputs.iter().map(|a| (a.arr(), false)).collect()
 }

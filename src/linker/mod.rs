@@ -24,7 +24,7 @@ pub mod scalar_lower;
 
 pub use compile::CompileProfile;
 pub use exec::ParallelOptions;
-pub use function::{Arg, Function, RunProfile};
+pub use function::{Arg, ArgMut, Function, RunProfile};
 pub use jit::CodegenOptions;
 pub use plan::Lowering;
 

@@ -3,11 +3,23 @@
 //! of the graph's ids so that structurally identical graphs share a plan.
 //!
 //! Slots: the graph inputs first (in order), then constants, then node
-//! outputs in schedule order. Liveness is computed here: `release[s]` lists
-//! the slots whose last use is step `s` (graph outputs are never released),
-//! so each intermediate buffer lives from its producing step to its last
-//! use, and may then be reused in place by that step (see `exec`).
-//! Kernels are referenced by index into the Function's `JitCode`.
+//! outputs in schedule order. Kernels are referenced by index into the
+//! Function's `JitCode`.
+//!
+//! Memory plan: the graph is the single source of truth for buffer sharing.
+//! A node's `view_map` (DimShuffle, Reshape) makes its output live in its
+//! input's buffer; its `destroy_map` (an Elemwise or Composite node made
+//! inplace by the inplace pass) makes the output overwrite the destroyed
+//! input's buffer. Every other node output gets a buffer of its own: no step
+//! writes into the buffer of a live variable unless a `destroy_map` says so
+//! (released buffers go back to the Function's pool, which serves later
+//! allocations of this call or the next). Slots that share a buffer
+//! form one *buffer group* (named by its root, the slot that owns the
+//! memory), and [`liveness`] releases a group after the last step that uses
+//! or defines any of its slots, so a root outlives all its views. Groups
+//! holding a graph output are never released. The schedule respects the
+//! DestroyHandler's orderings (see `compile::schedule`), so every other
+//! reader of a destroyed root runs before its destroyer.
 
 use std::sync::Arc;
 
@@ -47,6 +59,9 @@ pub enum Step {
         bcast: Vec<Vec<bool>>,
         /// Output slots and dtypes.
         outputs: Vec<(Slot, DType)>,
+        /// The node's `destroy_map` as `(output, position in inputs)`: that
+        /// output is written into the buffer of that input, which it overwrites.
+        destroy_map: Vec<(usize, usize)>,
         /// Descriptions of the inputs for error messages.
         descs: Vec<String>,
     },
@@ -174,6 +189,9 @@ pub struct Plan {
     pub n_slots: usize,
     /// Declared input types and names.
     pub inputs: Vec<(TensorType, Option<String>)>,
+    /// Positions of the inputs some step overwrites (inputs declared mutable
+    /// and destroyed, directly or through a view, by an inplace node).
+    pub destroyed_inputs: Vec<usize>,
     /// Constant slots and values.
     pub consts: Vec<(Slot, Arc<Value>)>,
     /// Steps with the display name of their node and how it was lowered.
@@ -233,25 +251,38 @@ pub fn number_slots(fg: &FunctionGraph, order: &[NodeId]) -> Slots {
     Slots { map, consts, n }
 }
 
-/// Computes `release` lists: the slots whose last use is each step.
+/// Computes `release` lists: the slots to empty after each step.
+///
+/// `uses[k]` and `defs[k]` are the slots step `k` reads and writes;
+/// `shares` lists `(slot, earlier slot)` pairs whose arrays live in one
+/// buffer (views and destroyed inputs), in schedule order. A buffer group is
+/// released, all its slots at once, after the last step that uses or defines
+/// any of them; groups holding a graph output are never released.
 pub fn liveness(
     n_slots: usize,
-    steps: &[Vec<Slot>],
+    uses: &[Vec<Slot>],
+    defs: &[Vec<Slot>],
+    shares: &[(Slot, Slot)],
     outputs: &[Slot],
-    n_inputs: usize,
 ) -> Vec<Vec<Slot>> {
+    let mut root: Vec<Slot> = (0..n_slots).collect();
+    for &(s, earlier) in shares {
+        root[s] = root[earlier];
+    }
     let mut last: Vec<Option<usize>> = vec![None; n_slots];
-    for (k, uses) in steps.iter().enumerate() {
-        for &s in uses {
-            last[s] = Some(k);
+    for (k, (u, d)) in uses.iter().zip(defs).enumerate() {
+        for &s in u.iter().chain(d) {
+            last[root[s]] = Some(k);
         }
     }
-    let mut release = vec![Vec::new(); steps.len()];
-    for (s, l) in last.iter().enumerate() {
-        if let Some(k) = l {
-            if !outputs.contains(&s) && s >= n_inputs {
-                release[*k].push(s);
-            }
+    let mut pinned = vec![false; n_slots];
+    for &o in outputs {
+        pinned[root[o]] = true;
+    }
+    let mut release = vec![Vec::new(); uses.len()];
+    for (s, &r) in root.iter().enumerate() {
+        if let (Some(k), false) = (last[r], pinned[r]) {
+            release[k].push(s);
         }
     }
     release

@@ -38,6 +38,25 @@ impl DestroyHandler {
         }
     }
 
+    /// Validates the inplace operations of `fg` (declared by the ops'
+    /// `destroy_map` and `view_map`) whether or not a handler is attached,
+    /// and returns the orderings they impose, as an attached handler would:
+    /// the linker's check of graphs built or edited without one.
+    pub fn check_graph(fg: &FunctionGraph) -> Result<Vec<(NodeId, NodeId)>> {
+        let handler = DestroyHandler {
+            mutable_inputs: fg.mutable_inputs().iter().copied().collect(),
+            destroyers: fg
+                .node_ids()
+                .filter(|&n| !fg.node(n).op.destroy_map().is_empty())
+                .collect(),
+        };
+        if handler.destroyers.is_empty() {
+            return Ok(Vec::new());
+        }
+        handler.validate(fg)?;
+        Ok(handler.orderings(fg))
+    }
+
     /// The nodes that destroy one of their inputs.
     pub fn destroyers(&self) -> impl Iterator<Item = NodeId> + '_ {
         self.destroyers.iter().copied()

@@ -1,0 +1,218 @@
+//! Random well-typed graphs shared by the property tests: a step language
+//! over a pool of tensors (element-wise ops with and without constants,
+//! reductions, transposes, outer sums, dot, switch, casts), the inputs it
+//! starts from, and deterministic input values mixing edge values (±0, ±inf,
+//! NaN, huge, tiny, subnormal) with moderate numbers.
+#![allow(dead_code)]
+
+use kiln::*;
+use ndarray::{ArrayD, IxDyn};
+use proptest::prelude::*;
+
+/// Unary ops drawn from.
+pub const UNARY: &[ScalarOp] = &[
+    ScalarOp::Neg,
+    ScalarOp::Abs,
+    ScalarOp::Exp,
+    ScalarOp::Log,
+    ScalarOp::Log1p,
+    ScalarOp::Expm1,
+    ScalarOp::Sqrt,
+    ScalarOp::Sqr,
+    ScalarOp::Tanh,
+    ScalarOp::Sigmoid,
+    ScalarOp::Softplus,
+    ScalarOp::Sin,
+    ScalarOp::Floor,
+    ScalarOp::Sign,
+    ScalarOp::Reciprocal,
+    ScalarOp::Erf,
+];
+/// Binary ops drawn from.
+pub const BINARY: &[ScalarOp] = &[
+    ScalarOp::Add,
+    ScalarOp::Sub,
+    ScalarOp::Mul,
+    ScalarOp::TrueDiv,
+    ScalarOp::IntDiv,
+    ScalarOp::Mod,
+    ScalarOp::Maximum,
+    ScalarOp::Minimum,
+    ScalarOp::Pow,
+    ScalarOp::Lt,
+    ScalarOp::Eq,
+];
+/// Constants combined with pool tensors.
+pub const CONSTS: &[f64] = &[0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5];
+/// Cast targets.
+pub const DTYPES: &[DType] = &[DType::F64, DType::F32, DType::I64, DType::Bool];
+
+/// One step of a random graph (indices pick from the pool modulo its size).
+#[derive(Debug, Clone)]
+pub enum Step {
+    Unary(usize, usize),
+    Binary(usize, usize, usize),
+    WithConst(usize, usize, usize, bool),
+    Reduce(usize, usize, usize, bool),
+    Transpose(usize),
+    Outer(usize, usize),
+    Dot(usize, usize),
+    Switch(usize, usize, usize),
+    Cast(usize, usize),
+}
+
+/// A random step.
+pub fn step() -> impl Strategy<Value = Step> {
+    let i = || 0..64usize;
+    prop_oneof![
+        4 => (0..UNARY.len(), i()).prop_map(|(o, a)| Step::Unary(o, a)),
+        5 => (0..BINARY.len(), i(), i()).prop_map(|(o, a, b)| Step::Binary(o, a, b)),
+        3 => (0..BINARY.len(), i(), 0..CONSTS.len(), any::<bool>()).prop_map(|(o, a, c, l)| Step::WithConst(o, a, c, l)),
+        2 => (0..4usize, i(), 0..4usize, any::<bool>()).prop_map(|(o, a, ax, k)| Step::Reduce(o, a, ax, k)),
+        1 => i().prop_map(Step::Transpose),
+        1 => (i(), i()).prop_map(|(a, b)| Step::Outer(a, b)),
+        1 => (i(), i()).prop_map(|(a, b)| Step::Dot(a, b)),
+        1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
+        1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
+    ]
+}
+
+/// Inputs: x, y: f64 vectors; f: f32 vector; k: i64 vector; b: bool vector; M: f64 matrix.
+pub fn inputs() -> Vec<Tensor> {
+    vec![
+        vector("x", DType::F64),
+        vector("y", DType::F64),
+        vector("f", DType::F32),
+        vector("k", DType::I64),
+        vector("b", DType::Bool),
+        matrix("M", DType::F64),
+    ]
+}
+
+/// Applies the steps, skipping those that do not type-check; returns the outputs.
+pub fn build(steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
+    let ins = inputs();
+    let mut pool: Vec<Tensor> = ins.clone();
+    for s in steps {
+        let n = pool.len();
+        let p = |k: usize| &pool[k % n];
+        let t: Result<Tensor> = match *s {
+            Step::Unary(o, a) => elemwise(UNARY[o], &[p(a)]),
+            Step::Binary(o, a, b) => elemwise(BINARY[o], &[p(a), p(b)]),
+            Step::WithConst(o, a, c, left) => {
+                let x = p(a);
+                let k = weak_constant(x, CONSTS[c], CONSTS[c].fract() != 0.0);
+                if left {
+                    elemwise(BINARY[o], &[&k, x])
+                } else {
+                    elemwise(BINARY[o], &[x, &k])
+                }
+            }
+            Step::Reduce(o, a, ax, keep) => {
+                let x = p(a);
+                let op = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Prod, ReduceOp::Any][o];
+                let axes: Option<Vec<isize>> = match ax {
+                    0 => None,
+                    a => Some(vec![(a as isize - 1) % (x.ndim().max(1) as isize)]),
+                };
+                if x.ndim() == 0 {
+                    continue;
+                }
+                x.reduce(op, axes.as_deref(), keep)
+            }
+            Step::Transpose(a) => Ok(p(a).t()),
+            Step::Outer(a, b) => {
+                let (u, v) = (p(a), p(b));
+                if u.ndim() != 1 || v.ndim() != 1 {
+                    continue;
+                }
+                let (Ok(cu), Ok(rv)) = (u.expand_dims(1), v.expand_dims(0)) else {
+                    continue;
+                };
+                add(&cu, &rv)
+            }
+            Step::Dot(a, b) => {
+                let (u, v) = (p(a), p(b));
+                if !u.dtype().is_float() || !v.dtype().is_float() {
+                    continue;
+                }
+                dot(u, v)
+            }
+            Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
+            Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
+        };
+        if let Ok(t) = t {
+            pool.push(t);
+        }
+    }
+    let outs: Vec<Tensor> = pool[ins.len()..]
+        .iter()
+        .rev()
+        .take(n_out)
+        .cloned()
+        .collect();
+    let outs = if outs.is_empty() {
+        vec![&ins[0] + 1.0]
+    } else {
+        outs
+    };
+    (ins, outs)
+}
+
+/// Edge values mixed into the inputs.
+pub const EDGE: &[f64] = &[
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    1e300,
+    -1e300,
+    1e-300,
+    5e-324,
+    0.5,
+    700.0,
+    -700.0,
+];
+
+/// Deterministic values: a mix of edge values and moderate numbers.
+pub fn values(n: usize, m: usize, seed: u64, edges: bool) -> Vec<Value> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut draw = |k: usize| -> Vec<f64> {
+        (0..k)
+            .map(|_| {
+                let u = next();
+                if edges && u < 0.25 {
+                    EDGE[((next() * EDGE.len() as f64) as usize).min(EDGE.len() - 1)]
+                } else {
+                    (next() - 0.5) * 8.0
+                }
+            })
+            .collect()
+    };
+    let v = |d: Vec<f64>, shape: &[usize]| ArrayD::from_shape_vec(IxDyn(shape), d).expect("sized");
+    vec![
+        Value::F64(v(draw(n), &[n])),
+        Value::F64(v(draw(n), &[n])),
+        Value::F32(v(draw(n), &[n]).mapv(|x| x as f32)),
+        Value::I64(v(draw(n), &[n]).mapv(|x| {
+            if x.is_finite() {
+                x.clamp(-50.0, 50.0) as i64
+            } else {
+                3
+            }
+        })),
+        Value::Bool(v(draw(n), &[n]).mapv(|x| x > 0.0)),
+        Value::F64(v(draw(m * n), &[m, n])),
+    ]
+}
