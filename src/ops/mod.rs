@@ -275,8 +275,9 @@ impl Op {
 
     /// Checks the inputs and computes the output types.
     pub fn infer_types(&self, inputs: &[InputInfo<'_>]) -> Result<Vec<TensorType>> {
-        let name = self.name();
-        let err = |msg: String| Error::ty(name.clone(), msg);
+        // The name is rendered only for an error: a large Composite's name
+        // is its whole expression.
+        let err = |msg: String| Error::ty(self.name(), msg);
         let types = || {
             inputs
                 .iter()
@@ -290,7 +291,7 @@ impl Op {
                 let dtype = scalar.output_dtype(&dtypes)?;
                 Ok(vec![TensorType::new(
                     dtype,
-                    broadcast_shapes(&name, inputs)?,
+                    broadcast_shapes(self, inputs)?,
                 )])
             }
             Op::Composite { composite, .. } => {
@@ -309,7 +310,7 @@ impl Op {
                         )));
                     }
                 }
-                let shape = broadcast_shapes(&name, inputs)?;
+                let shape = broadcast_shapes(self, inputs)?;
                 Ok(composite
                     .output_dtypes()
                     .into_iter()
@@ -460,7 +461,7 @@ impl Op {
                 }
                 let shape = match s.value {
                     Some(v) => static_reshape(
-                        &name,
+                        self,
                         x.ty,
                         &v.to_i64_array().iter().copied().collect::<Vec<_>>(),
                     )?,
@@ -508,14 +509,17 @@ pub enum OpKind {
 
 /// The static output shape of an element-wise op: inputs must have the same
 /// ndim; per dimension, known sizes other than 1 must agree.
-pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option<usize>>> {
+pub fn broadcast_shapes(
+    op: &(impl std::fmt::Display + ?Sized),
+    inputs: &[InputInfo<'_>],
+) -> Result<Vec<Option<usize>>> {
     let Some(first) = inputs.first() else {
-        return Err(Error::ty(op, "expects at least one input"));
+        return Err(Error::ty(op.to_string(), "expects at least one input"));
     };
     let ndim = first.ty.ndim();
     if let Some(bad) = inputs.iter().find(|i| i.ty.ndim() != ndim) {
         return Err(Error::ty(
-            op,
+            op.to_string(),
             format!(
                 "inputs have different numbers of dimensions: {} and {}",
                 first.ty, bad.ty
@@ -535,7 +539,7 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
                     Some(m) if m != n => {
                         let types: Vec<String> = inputs.iter().map(|i| i.ty.to_string()).collect();
                         return Err(Error::ty(
-                            op,
+                            op.to_string(),
                             format!(
                                 "shapes do not broadcast in dimension {d}: {}",
                                 types.join(", ")
@@ -554,9 +558,13 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
     Ok(shape)
 }
 
-fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option<usize>>> {
+fn static_reshape(
+    op: &(impl std::fmt::Display + ?Sized),
+    x: &TensorType,
+    target: &[i64],
+) -> Result<Vec<Option<usize>>> {
     if target.iter().filter(|&&d| d == -1).count() > 1 || target.iter().any(|&d| d < -1) {
-        return Err(Error::ty(op, format!("invalid target shape {target:?}")));
+        return Err(Error::ty(op.to_string(), format!("invalid target shape {target:?}")));
     }
     let known: i64 = target.iter().filter(|&&d| d >= 0).product();
     let mut shape: Vec<Option<usize>> = target
@@ -567,12 +575,12 @@ fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option
         let size = size as i64;
         if let Some(pos) = target.iter().position(|&d| d == -1) {
             if known == 0 || size % known != 0 {
-                return Err(Error::ty(op, format!("cannot reshape {x} to {target:?}")));
+                return Err(Error::ty(op.to_string(), format!("cannot reshape {x} to {target:?}")));
             }
             shape[pos] = Some((size / known) as usize);
         } else if known != size {
             return Err(Error::ty(
-                op,
+                op.to_string(),
                 format!("cannot reshape {x} (size {size}) to {target:?}"),
             ));
         }
