@@ -454,39 +454,51 @@ impl FunctionGraph {
                     .and_then(|b| b.get(k - node.inputs.len()).copied())
             }
         };
-        let roots: Vec<NodeId> = self
+        // Every in-graph node is an ancestor of an output, so the walk from the
+        // outputs normally covers the graph; the arena is scanned for further
+        // roots only when it did not (a graph whose invariants are broken).
+        let output_roots: Vec<NodeId> = self
             .outputs
             .iter()
             .filter_map(|&o| self.owner(o))
-            .chain(self.node_ids())
             .collect();
-        for root in roots {
-            if state[root.index()] != 0 {
-                continue;
+        for pass in 0..2 {
+            if pass == 1 && order.len() >= self.n_live_nodes {
+                break;
             }
-            state[root.index()] = 1;
-            stack.push((root, 0));
-            while let Some(top) = stack.last_mut() {
-                let (n, k) = *top;
-                match preds(n, k) {
-                    Some(p) => {
-                        top.1 += 1;
-                        if p.0 == u32::MAX {
-                            continue;
-                        }
-                        match state[p.index()] {
-                            0 => {
-                                state[p.index()] = 1;
-                                stack.push((p, 0));
+            let roots: Box<dyn Iterator<Item = NodeId> + '_> = if pass == 0 {
+                Box::new(output_roots.iter().copied())
+            } else {
+                Box::new(self.node_ids())
+            };
+            for root in roots {
+                if state[root.index()] != 0 {
+                    continue;
+                }
+                state[root.index()] = 1;
+                stack.push((root, 0));
+                while let Some(top) = stack.last_mut() {
+                    let (n, k) = *top;
+                    match preds(n, k) {
+                        Some(p) => {
+                            top.1 += 1;
+                            if p.0 == u32::MAX {
+                                continue;
                             }
-                            1 => return Err(Error::Graph(format!("cycle through node {p}"))),
-                            _ => {}
+                            match state[p.index()] {
+                                0 => {
+                                    state[p.index()] = 1;
+                                    stack.push((p, 0));
+                                }
+                                1 => return Err(Error::Graph(format!("cycle through node {p}"))),
+                                _ => {}
+                            }
                         }
-                    }
-                    None => {
-                        state[n.index()] = 2;
-                        order.push(n);
-                        stack.pop();
+                        None => {
+                            state[n.index()] = 2;
+                            order.push(n);
+                            stack.pop();
+                        }
                     }
                 }
             }

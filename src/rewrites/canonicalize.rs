@@ -332,26 +332,37 @@ fn distribute_greedy(
 ) -> Option<(Pairs, Pairs)> {
     const DIV_COST: isize = 2;
     let mul = AlgebraicCanonizer::MUL;
+    let extended = |n: &[VarId], d: &[VarId]| {
+        let mut nn = n.to_vec();
+        nn.extend_from_slice(num);
+        let mut dd = d.to_vec();
+        dd.extend_from_slice(denum);
+        (nn, dd)
+    };
+    // Score first (without building): most attempts do not pay.
     let mut score = num.len() as isize + DIV_COST * denum.len() as isize;
-    let mut extend = |fg: &mut FunctionGraph, pairs: &Pairs| -> Pairs {
+    for (n, d) in pos_pairs.iter().chain(neg_pairs) {
+        let (nn, dd) = extended(n, d);
+        let (ln, ld) = mul.simplified_len(fg, &nn, &dd, dtype);
+        score += n.len() as isize + DIV_COST * d.len() as isize
+            - ln as isize
+            - DIV_COST * ld as isize;
+    }
+    if score <= 0 {
+        return None;
+    }
+    let extend = |fg: &mut FunctionGraph, pairs: &Pairs| -> Pairs {
         pairs
             .iter()
             .map(|(n, d)| {
-                let mut nn = n.clone();
-                nn.extend_from_slice(num);
-                let mut dd = d.clone();
-                dd.extend_from_slice(denum);
-                let (nn, dd) = mul.simplify(fg, nn, dd, dtype);
-                score += n.len() as isize + DIV_COST * d.len() as isize
-                    - nn.len() as isize
-                    - DIV_COST * dd.len() as isize;
-                (nn, dd)
+                let (nn, dd) = extended(n, d);
+                mul.simplify(fg, nn, dd, dtype)
             })
             .collect()
     };
     let p = extend(fg, pos_pairs);
     let q = extend(fg, neg_pairs);
-    (score > 0).then_some((p, q))
+    Some((p, q))
 }
 
 /// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,

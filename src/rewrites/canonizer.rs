@@ -100,15 +100,18 @@ impl AlgebraicCanonizer {
             let node = fg.node(n);
             match (self.member(&node.op), &node.op) {
                 (Some(op), _) => {
-                    let flips: Vec<bool> = if op == self.main {
-                        vec![false; node.inputs.len()]
+                    // `main` keeps every sign, `inverse` flips its second input,
+                    // `reciprocal` its only one.
+                    let (used, flipped) = if op == self.main {
+                        (node.inputs.len(), usize::MAX)
                     } else if op == self.inverse {
-                        vec![false, true]
+                        (2, 1)
                     } else {
-                        vec![true]
+                        (1, 0)
                     };
-                    for (&i, flip) in node.inputs.iter().zip(flips).rev() {
-                        stack.push((i, positive != flip));
+                    let used = used.min(node.inputs.len());
+                    for (k, &i) in node.inputs[..used].iter().enumerate().rev() {
+                        stack.push((i, positive != (k == flipped)));
                     }
                 }
                 (
@@ -181,6 +184,38 @@ impl AlgebraicCanonizer {
         }
         out.extend(n_rest);
         (out, d_rest)
+    }
+
+    /// The lengths of the lists [`simplify`](Self::simplify) would return,
+    /// without building anything (no constant is created).
+    pub fn simplified_len(
+        &self,
+        fg: &FunctionGraph,
+        num: &[VarId],
+        denum: &[VarId],
+        out_dtype: DType,
+    ) -> (usize, usize) {
+        let (mut num, mut denum) = (num.to_vec(), denum.to_vec());
+        self.simplify_factors(&mut num, &mut denum);
+        let (mut n_ct, mut d_ct) = (Vec::new(), Vec::new());
+        let mut n_rest = num.len();
+        for &v in &num {
+            if let Some(c) = unique_constant(fg, v) {
+                n_ct.push(c);
+                n_rest -= 1;
+            }
+        }
+        let mut d_rest = denum.len();
+        for &v in &denum {
+            if let Some(c) = unique_constant(fg, v) {
+                d_ct.push(c);
+                d_rest -= 1;
+            }
+        }
+        let value = crate::ops::composite::round_to(self.calculate(&n_ct, &d_ct), out_dtype);
+        // simplify_constants keeps the lists as they are or puts the folded
+        // constant first; either way that constant counts unless neutral.
+        (n_rest + usize::from(value != self.neutral()), d_rest)
     }
 
     /// [`simplify_factors`](Self::simplify_factors) then [`simplify_constants`](Self::simplify_constants).
