@@ -221,7 +221,9 @@ fn replace_finds_cycles_through_long_paths_and_after_levels_were_raised() {
     fg.set_check_after_mutation(false);
     let before = fg.to_string();
     // A replacement of a low node that reads a high one closes a loop.
-    let high = fg.apply1(Op::elemwise(ScalarOp::Neg), &[chain[290]]).unwrap();
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[290]])
+        .unwrap();
     assert_eq!(
         fg.replace(chain[10], high, "loop").unwrap_err().to_string(),
         "graph error: loop: the replacement depends on the variable it replaces"
@@ -234,11 +236,16 @@ fn replace_finds_cycles_through_long_paths_and_after_levels_were_raised() {
     }
     let raises = fg.stats.level_raises;
     fg.replace(chain[5], deep, "deeper").unwrap();
-    assert!(fg.stats.level_raises > raises + 250, "every node above was raised");
+    assert!(
+        fg.stats.level_raises > raises + 250,
+        "every node above was raised"
+    );
     ok(&fg);
     assert!(fg.level(chain[6]) > fg.level(deep));
     // Cycles are still found through the raised part and through the new one.
-    let high = fg.apply1(Op::elemwise(ScalarOp::Neg), &[chain[200]]).unwrap();
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[200]])
+        .unwrap();
     assert!(fg.replace(chain[100], high, "loop").is_err());
     let tanh_node = fg.owner(deep).unwrap();
     let mid = fg.node(tanh_node).inputs[0];
@@ -246,9 +253,14 @@ fn replace_finds_cycles_through_long_paths_and_after_levels_were_raised() {
     assert!(fg.replace(mid, high, "loop").is_err());
     // A replacement built on lower nodes is accepted after a short search.
     let visits = fg.stats.cycle_check_visits;
-    let low = fg.apply1(Op::elemwise(ScalarOp::Neg), &[chain[150]]).unwrap();
+    let low = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[150]])
+        .unwrap();
     fg.replace(chain[250], low, "lower").unwrap();
-    assert!(fg.stats.cycle_check_visits - visits <= 2, "only the new node is expanded");
+    assert!(
+        fg.stats.cycle_check_visits - visits <= 2,
+        "only the new node is expanded"
+    );
     ok(&fg);
 }
 
@@ -266,7 +278,9 @@ fn reverting_a_replacement_keeps_levels_consistent() {
     fg.revert(cp);
     ok(&fg);
     // The reverted graph still refuses a loop.
-    let high = fg.apply1(Op::elemwise(ScalarOp::Neg), &[chain[15]]).unwrap();
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[15]])
+        .unwrap();
     assert!(fg.replace(chain[4], high, "loop").is_err());
 }
 

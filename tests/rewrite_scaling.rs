@@ -28,7 +28,10 @@ fn replacement_work_grows_linearly_with_the_chain() {
     assert!(n_small < n_large);
     // Ten times the graph: a quadratic cost would grow 100-fold.
     let ratio = |large: u64, small: u64| large as f64 / small as f64;
-    assert!(ratio(c_large, c_small) < 15.0, "{c_small} -> {c_large} changes");
+    assert!(
+        ratio(c_large, c_small) < 15.0,
+        "{c_small} -> {c_large} changes"
+    );
     assert!(
         ratio(v_large, v_small) < 20.0,
         "cycle checks visited {v_small} -> {v_large} nodes"
@@ -38,5 +41,8 @@ fn replacement_work_grows_linearly_with_the_chain() {
         "levels raised {r_small} -> {r_large} times"
     );
     // Per input change, the cycle checks stay a small constant.
-    assert!(v_large < 2 * c_large, "{v_large} visits for {c_large} changes");
+    assert!(
+        v_large < 2 * c_large,
+        "{v_large} visits for {c_large} changes"
+    );
 }

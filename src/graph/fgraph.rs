@@ -457,11 +457,8 @@ impl FunctionGraph {
         // Every in-graph node is an ancestor of an output, so the walk from the
         // outputs normally covers the graph; the arena is scanned for further
         // roots only when it did not (a graph whose invariants are broken).
-        let output_roots: Vec<NodeId> = self
-            .outputs
-            .iter()
-            .filter_map(|&o| self.owner(o))
-            .collect();
+        let output_roots: Vec<NodeId> =
+            self.outputs.iter().filter_map(|&o| self.owner(o)).collect();
         for pass in 0..2 {
             if pass == 1 && order.len() >= self.n_live_nodes {
                 break;

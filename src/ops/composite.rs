@@ -316,7 +316,10 @@ mod tests {
         let shown = c.to_string();
         assert!(shown.starts_with("Composite{mul(mul(mul("), "{shown}");
         assert!(shown.ends_with("…}"), "{shown}");
-        assert_eq!(shown.len(), "Composite{".len() + MAX_RENDERED_LEN + '…'.len_utf8() + 1);
+        assert_eq!(
+            shown.len(),
+            "Composite{".len() + MAX_RENDERED_LEN + '…'.len_utf8() + 1
+        );
         // Just under the limit nothing is cut.
         let mut d = Composite::new(vec![DType::F64]);
         let one = CRef::Const(ScalarConst::new(DType::F64, 1.0));
@@ -328,7 +331,10 @@ mod tests {
         d.outputs = vec![y];
         let full = d.to_string();
         assert!(!full.contains('…'));
-        assert_eq!(full.len(), "Composite{}".len() + 2 + 10 * ((MAX_RENDERED_LEN - 2) / 10));
+        assert_eq!(
+            full.len(),
+            "Composite{}".len() + 2 + 10 * ((MAX_RENDERED_LEN - 2) / 10)
+        );
     }
 
     #[test]

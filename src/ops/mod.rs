@@ -564,7 +564,10 @@ fn static_reshape(
     target: &[i64],
 ) -> Result<Vec<Option<usize>>> {
     if target.iter().filter(|&&d| d == -1).count() > 1 || target.iter().any(|&d| d < -1) {
-        return Err(Error::ty(op.to_string(), format!("invalid target shape {target:?}")));
+        return Err(Error::ty(
+            op.to_string(),
+            format!("invalid target shape {target:?}"),
+        ));
     }
     let known: i64 = target.iter().filter(|&&d| d >= 0).product();
     let mut shape: Vec<Option<usize>> = target
@@ -575,7 +578,10 @@ fn static_reshape(
         let size = size as i64;
         if let Some(pos) = target.iter().position(|&d| d == -1) {
             if known == 0 || size % known != 0 {
-                return Err(Error::ty(op.to_string(), format!("cannot reshape {x} to {target:?}")));
+                return Err(Error::ty(
+                    op.to_string(),
+                    format!("cannot reshape {x} to {target:?}"),
+                ));
             }
             shape[pos] = Some((size / known) as usize);
         } else if known != size {
