@@ -183,6 +183,7 @@ pub fn compile_plan(
             }
         }
     };
+    let mut descs: FxHashMap<crate::graph::VarId, String> = FxHashMap::default();
     for &n in &order {
         let node = fg.node(n);
         let name = node.op.name();
@@ -218,7 +219,16 @@ pub fn compile_plan(
                         .zip(&node.outputs)
                         .map(|(&o, &v)| (o, fg.ty(v).dtype))
                         .collect(),
-                    descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
+                    // A value read by many nodes is described once.
+                    descs: kept
+                        .iter()
+                        .map(|&k| {
+                            descs
+                                .entry(node.inputs[k])
+                                .or_insert_with(|| describe(node.inputs[k]))
+                                .clone()
+                        })
+                        .collect(),
                 };
                 (step, Lowering::Jit)
             }
