@@ -182,6 +182,108 @@ fn replace_refuses_type_changes_and_self_dependent_replacements() {
     ok(&fg);
 }
 
+/// `x`, then `steps` nodes each computing `exp` of the previous one, plus
+/// `x` added back at the end (so that `x` has two clients).
+fn exp_chain(steps: usize) -> (FunctionGraph, Vec<VarId>) {
+    let x = vector("x", F64);
+    let mut v = x.clone();
+    for _ in 0..steps {
+        v = v.exp();
+    }
+    let out = &v + &x;
+    let fg = FunctionGraph::new(&[x], &[out]).unwrap();
+    let mut chain = Vec::new();
+    let mut cur = fg.node(out_node(&fg, 0)).inputs[0];
+    while let Some(n) = fg.owner(cur) {
+        chain.push(cur);
+        cur = fg.node(n).inputs[0];
+    }
+    chain.push(cur);
+    chain.reverse();
+    (fg, chain)
+}
+
+#[test]
+fn levels_order_every_node_above_its_inputs() {
+    let (fg, chain) = exp_chain(5);
+    ok(&fg);
+    assert_eq!(fg.level(chain[0]), 0, "graph inputs are level 0");
+    for w in chain.windows(2) {
+        assert!(fg.level(w[1]) > fg.level(w[0]));
+    }
+    let sum = fg.outputs()[0];
+    assert_eq!(fg.level(sum), fg.level(chain[5]) + 1);
+}
+
+#[test]
+fn replace_finds_cycles_through_long_paths_and_after_levels_were_raised() {
+    let (mut fg, chain) = exp_chain(300);
+    fg.set_check_after_mutation(false);
+    let before = fg.to_string();
+    // A replacement of a low node that reads a high one closes a loop.
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[290]])
+        .unwrap();
+    assert_eq!(
+        fg.replace(chain[10], high, "loop").unwrap_err().to_string(),
+        "graph error: loop: the replacement depends on the variable it replaces"
+    );
+    assert_eq!(fg.to_string(), before);
+    // A deeper replacement of a low node raises the levels above it.
+    let mut deep = chain[0];
+    for _ in 0..50 {
+        deep = fg.apply1(Op::elemwise(ScalarOp::Tanh), &[deep]).unwrap();
+    }
+    let raises = fg.stats.level_raises;
+    fg.replace(chain[5], deep, "deeper").unwrap();
+    assert!(
+        fg.stats.level_raises > raises + 250,
+        "every node above was raised"
+    );
+    ok(&fg);
+    assert!(fg.level(chain[6]) > fg.level(deep));
+    // Cycles are still found through the raised part and through the new one.
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[200]])
+        .unwrap();
+    assert!(fg.replace(chain[100], high, "loop").is_err());
+    let tanh_node = fg.owner(deep).unwrap();
+    let mid = fg.node(tanh_node).inputs[0];
+    let high = fg.apply1(Op::elemwise(ScalarOp::Neg), &[chain[7]]).unwrap();
+    assert!(fg.replace(mid, high, "loop").is_err());
+    // A replacement built on lower nodes is accepted after a short search.
+    let visits = fg.stats.cycle_check_visits;
+    let low = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[150]])
+        .unwrap();
+    fg.replace(chain[250], low, "lower").unwrap();
+    assert!(
+        fg.stats.cycle_check_visits - visits <= 2,
+        "only the new node is expanded"
+    );
+    ok(&fg);
+}
+
+#[test]
+fn reverting_a_replacement_keeps_levels_consistent() {
+    let (mut fg, chain) = exp_chain(20);
+    ReplaceValidate::attach(&mut fg).unwrap();
+    let cp = fg.checkpoint();
+    let mut deep = chain[0];
+    for _ in 0..30 {
+        deep = fg.apply1(Op::elemwise(ScalarOp::Tanh), &[deep]).unwrap();
+    }
+    fg.replace(chain[3], deep, "deeper").unwrap();
+    ok(&fg);
+    fg.revert(cp);
+    ok(&fg);
+    // The reverted graph still refuses a loop.
+    let high = fg
+        .apply1(Op::elemwise(ScalarOp::Neg), &[chain[15]])
+        .unwrap();
+    assert!(fg.replace(chain[4], high, "loop").is_err());
+}
+
 #[test]
 fn pruning_cascades_and_constants_leave_the_graph() {
     let x = vector("x", F64);

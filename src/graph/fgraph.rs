@@ -10,7 +10,13 @@
 //! Invariants (checked by [`FunctionGraph::check_integrity`]): the clients of
 //! an in-graph variable are exactly the in-graph input slots and output slots
 //! that use it; every in-graph node is an ancestor of an output; the graph is
-//! acyclic; replacements preserve types ([`TensorType::accepts_replacement`]).
+//! acyclic; replacements preserve types ([`TensorType::accepts_replacement`]);
+//! every in-graph node's *level* exceeds the levels of its inputs' owners
+//! (graph inputs and constants count as level 0). Levels are set when a node
+//! is imported and only raised afterwards, when an input change requires it;
+//! they let the cycle check of [`FunctionGraph::replace`] stop at every node
+//! whose level is not above the replaced variable's, so its cost is that of
+//! the replacement's new part, not of the graph.
 //!
 //! Features ([`Feature`]) observe every import, prune and input change and
 //! may veto a state in `validate`; see `graph::features`.
@@ -60,6 +66,9 @@ pub struct Apply {
     /// Its outputs.
     pub outputs: SmallVec<[VarId; 1]>,
     in_graph: bool,
+    /// While in the graph: a label greater than the level of every input's
+    /// owner (graph inputs and constants are level 0). See [`FunctionGraph::level`].
+    level: u32,
 }
 
 /// A plug-in that observes graph changes and may veto them (PyTensor's `Feature`).
@@ -120,6 +129,11 @@ pub struct GraphStats {
     pub imported: u64,
     /// Number of input changes since creation.
     pub changes: u64,
+    /// Nodes examined by the cycle checks of [`FunctionGraph::replace`]
+    /// (a work count: it grows with the size of the replacements, not of the graph).
+    pub cycle_check_visits: u64,
+    /// Nodes whose level was raised to keep the level invariant after an input change.
+    pub level_raises: u64,
 }
 
 /// A graph of Apply nodes from `inputs` to `outputs`, with features.
@@ -260,6 +274,7 @@ impl FunctionGraph {
             inputs: inputs.iter().copied().collect(),
             outputs,
             in_graph: false,
+            level: 0,
         });
         id
     }
@@ -370,6 +385,18 @@ impl FunctionGraph {
         self.vars.get(v.index()).is_some_and(|a| a.in_graph)
     }
 
+    /// The level of an in-graph variable: 0 for graph inputs and constants,
+    /// otherwise its owner's label, which exceeds the level of each of the
+    /// owner's inputs (so `a` can depend on `b != a` only when
+    /// `level(a) > level(b)`). Levels are not depths: they are set on import
+    /// and only raised afterwards. Meaningless for detached variables.
+    pub fn level(&self, v: VarId) -> u32 {
+        match self.vars[v.index()].owner {
+            Some((n, _)) if self.nodes[n.index()].in_graph => self.nodes[n.index()].level,
+            _ => 0,
+        }
+    }
+
     /// Number of Apply nodes in the graph.
     pub fn n_nodes(&self) -> usize {
         self.n_live_nodes
@@ -427,39 +454,48 @@ impl FunctionGraph {
                     .and_then(|b| b.get(k - node.inputs.len()).copied())
             }
         };
-        let roots: Vec<NodeId> = self
-            .outputs
-            .iter()
-            .filter_map(|&o| self.owner(o))
-            .chain(self.node_ids())
-            .collect();
-        for root in roots {
-            if state[root.index()] != 0 {
-                continue;
+        // Every in-graph node is an ancestor of an output, so the walk from the
+        // outputs normally covers the graph; the arena is scanned for further
+        // roots only when it did not (a graph whose invariants are broken).
+        let output_roots: Vec<NodeId> =
+            self.outputs.iter().filter_map(|&o| self.owner(o)).collect();
+        for pass in 0..2 {
+            if pass == 1 && order.len() >= self.n_live_nodes {
+                break;
             }
-            state[root.index()] = 1;
-            stack.push((root, 0));
-            while let Some(top) = stack.last_mut() {
-                let (n, k) = *top;
-                match preds(n, k) {
-                    Some(p) => {
-                        top.1 += 1;
-                        if p.0 == u32::MAX {
-                            continue;
-                        }
-                        match state[p.index()] {
-                            0 => {
-                                state[p.index()] = 1;
-                                stack.push((p, 0));
+            let roots: Box<dyn Iterator<Item = NodeId> + '_> = if pass == 0 {
+                Box::new(output_roots.iter().copied())
+            } else {
+                Box::new(self.node_ids())
+            };
+            for root in roots {
+                if state[root.index()] != 0 {
+                    continue;
+                }
+                state[root.index()] = 1;
+                stack.push((root, 0));
+                while let Some(top) = stack.last_mut() {
+                    let (n, k) = *top;
+                    match preds(n, k) {
+                        Some(p) => {
+                            top.1 += 1;
+                            if p.0 == u32::MAX {
+                                continue;
                             }
-                            1 => return Err(Error::Graph(format!("cycle through node {p}"))),
-                            _ => {}
+                            match state[p.index()] {
+                                0 => {
+                                    state[p.index()] = 1;
+                                    stack.push((p, 0));
+                                }
+                                1 => return Err(Error::Graph(format!("cycle through node {p}"))),
+                                _ => {}
+                            }
                         }
-                    }
-                    None => {
-                        state[n.index()] = 2;
-                        order.push(n);
-                        stack.pop();
+                        None => {
+                            state[n.index()] = 2;
+                            order.push(n);
+                            stack.pop();
+                        }
                     }
                 }
             }
@@ -516,72 +552,91 @@ impl FunctionGraph {
         }
         self.stats.changes += 1;
         self.attach_client(new, client, reason);
+        if let Client::Node(n, _) = client {
+            self.raise_level(n, self.level(new) + 1);
+        }
         self.detach_client(old, client, reason);
         self.notify(|f, fg| f.on_change_input(fg, client, old, new, reason));
     }
 
     /// Would replacing `old` by `new` create a cycle (does `new` depend on `old`)?
-    /// Exact, like [`FunctionGraph::depends_on`], but the search from `new` stops
-    /// at variables known to be ancestors of `old` (collected in a small bounded
-    /// breadth-first walk), which cannot depend on `old` in an acyclic graph. Local rewrites
-    /// return such ancestors, so the check is O(1) for them instead of O(graph).
-    fn replacement_creates_cycle(&self, new: VarId, old: VarId) -> bool {
+    /// Exact, like [`FunctionGraph::depends_on`], but the search from `new`
+    /// never expands an in-graph node whose level is not above `old`'s: such
+    /// a node cannot depend on `old` (see [`FunctionGraph::level`]). Detached
+    /// nodes (the replacement's new part) are always expanded. A local
+    /// rewrite's replacement is built on `old`'s neighbourhood, so the check
+    /// costs about the size of the replacement, not of the graph.
+    fn replacement_creates_cycle(&mut self, new: VarId, old: VarId) -> bool {
         if new == old {
             return true;
         }
-        // Breadth-first, so that the nearest ancestors (where a local rewrite's
-        // replacement plugs in) are collected before the budget runs out. A
-        // small vector: membership tests over at most 128 ids beat hashing.
-        const BUDGET: usize = 128;
-        let mut below: Vec<VarId> = Vec::with_capacity(BUDGET + 8);
-        let mut next = 0;
-        if let Some(n) = self.owner(old) {
-            below.extend(self.nodes[n.index()].inputs.iter().copied());
-        }
-        'collect: while next < below.len() {
-            let v = below[next];
-            next += 1;
-            if let Some(n) = self.owner(v) {
-                for &i in &self.nodes[n.index()].inputs {
-                    if below.len() >= BUDGET {
-                        break 'collect;
-                    }
-                    if !below.contains(&i) {
-                        below.push(i);
-                    }
-                }
-            }
-        }
+        let bound = self.level(old);
+        let mut visits = 0u64;
         let mut seen: Vec<NodeId> = Vec::new();
         let mut seen_set: rustc_hash::FxHashSet<NodeId> = rustc_hash::FxHashSet::default();
         let mut stack = vec![new];
+        let mut found = false;
         while let Some(v) = stack.pop() {
             if v == old {
-                return true;
+                found = true;
+                break;
             }
-            if below.contains(&v) {
+            let Some((n, _)) = self.vars[v.index()].owner else {
+                continue;
+            };
+            let node = &self.nodes[n.index()];
+            if node.in_graph && node.level <= bound {
                 continue;
             }
-            if let Some(n) = self.owner(v) {
-                let fresh = if seen.len() < 32 {
-                    if seen.contains(&n) {
-                        false
-                    } else {
-                        seen.push(n);
-                        if seen.len() == 32 {
-                            seen_set.extend(seen.iter().copied());
-                        }
-                        true
-                    }
+            // Small searches are the rule: a vector beats hashing up to a few dozen nodes.
+            let fresh = if seen.len() < 32 {
+                if seen.contains(&n) {
+                    false
                 } else {
-                    seen_set.insert(n)
-                };
-                if fresh {
-                    stack.extend(self.nodes[n.index()].inputs.iter().copied());
+                    seen.push(n);
+                    if seen.len() == 32 {
+                        seen_set.extend(seen.iter().copied());
+                    }
+                    true
+                }
+            } else {
+                seen_set.insert(n)
+            };
+            if fresh {
+                visits += 1;
+                stack.extend(node.inputs.iter().copied());
+            }
+        }
+        self.stats.cycle_check_visits += visits;
+        found
+    }
+
+    /// Raises the level of in-graph node `n` to at least `at_least`, and then
+    /// its clients' as needed, so that every node stays above its inputs.
+    fn raise_level(&mut self, n: NodeId, at_least: u32) {
+        if !self.nodes[n.index()].in_graph || self.nodes[n.index()].level >= at_least {
+            return;
+        }
+        self.nodes[n.index()].level = at_least;
+        self.stats.level_raises += 1;
+        let mut stack = vec![n];
+        while let Some(m) = stack.pop() {
+            let above = self.nodes[m.index()].level + 1;
+            for k in 0..self.nodes[m.index()].outputs.len() {
+                let o = self.nodes[m.index()].outputs[k];
+                for c in 0..self.vars[o.index()].clients.len() {
+                    let Client::Node(c, _) = self.vars[o.index()].clients[c] else {
+                        continue;
+                    };
+                    let client = &mut self.nodes[c.index()];
+                    if client.in_graph && client.level < above {
+                        client.level = above;
+                        self.stats.level_raises += 1;
+                        stack.push(c);
+                    }
                 }
             }
         }
-        false
     }
 
     /// Does `a` depend on `b` (is `b` an ancestor of `a`, or `a` itself)?
@@ -645,7 +700,15 @@ impl FunctionGraph {
                 }
                 continue;
             }
-            // Every input is now in the graph: import the node.
+            // Every input is now in the graph: import the node above them.
+            let level = self.nodes[n.index()]
+                .inputs
+                .iter()
+                .map(|&i| self.level(i))
+                .max()
+                .unwrap_or(0)
+                + 1;
+            self.nodes[n.index()].level = level;
             self.nodes[n.index()].in_graph = true;
             self.n_live_nodes += 1;
             self.stats.imported += 1;
@@ -792,7 +855,7 @@ impl FunctionGraph {
 
     // ----- verification --------------------------------------------------
 
-    /// Checks the invariants listed in the module docs.
+    /// Checks the invariants listed in the module docs (levels included).
     pub fn check_integrity(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Graph(format!("integrity check failed: {m}")));
         let mut expected: FxHashMap<VarId, Vec<Client>> = FxHashMap::default();
@@ -820,6 +883,14 @@ impl FunctionGraph {
                     .entry(i)
                     .or_default()
                     .push(Client::Node(n, k as u32));
+                if self.level(i) >= node.level {
+                    return bad(format!(
+                        "node {n} ({}) has level {} but its input {k} ({i}) has level {}",
+                        node.op,
+                        node.level,
+                        self.level(i)
+                    ));
+                }
             }
             for (k, &o) in node.outputs.iter().enumerate() {
                 if self.vars[o.index()].owner != Some((n, k as u32))

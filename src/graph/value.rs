@@ -241,9 +241,10 @@ impl Value {
 
     /// The single element of a 0-d or one-element value, as `f64`.
     pub fn scalar_as_f64(&self) -> Option<f64> {
-        (self.len() == 1)
-            .then(|| self.to_f64_array().iter().next().copied())
-            .flatten()
+        if self.len() != 1 {
+            return None;
+        }
+        with_value!(self, a => a.iter().next().map(|x| x.to_f64()))
     }
 
     /// True when every element equals `v` (and there is at least one element).
@@ -254,10 +255,13 @@ impl Value {
     /// The single value shared by every element, when all elements are equal
     /// (NaN-aware: all-NaN arrays report NaN).
     pub fn unique_value(&self) -> Option<f64> {
-        let a = self.to_f64_array();
-        let first = *a.iter().next()?;
-        let same = |x: &f64| x == &first || (x.is_nan() && first.is_nan());
-        a.iter().all(same).then_some(first)
+        // Element by element: rewrites ask this of every constant they meet.
+        with_value!(self, a => {
+            let mut it = a.iter().map(|x| x.to_f64());
+            let first = it.next()?;
+            it.all(|x| x == first || (x.is_nan() && first.is_nan()))
+                .then_some(first)
+        })
     }
 
     /// Bitwise equality of dtype, shape and elements (NaN equals NaN), used to merge constants.

@@ -206,6 +206,7 @@ pub fn compile_plan(
             }
         }
     };
+    let mut descs: FxHashMap<crate::graph::VarId, String> = FxHashMap::default();
     for &n in &order {
         let node = fg.node(n);
         let name = node.op.name();
@@ -265,7 +266,16 @@ pub fn compile_plan(
                         .map(|(&o, &v)| (o, fg.ty(v).dtype))
                         .collect(),
                     destroy_map,
-                    descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
+                    // A value read by many nodes is described once.
+                    descs: kept
+                        .iter()
+                        .map(|&k| {
+                            descs
+                                .entry(node.inputs[k])
+                                .or_insert_with(|| describe(node.inputs[k]))
+                                .clone()
+                        })
+                        .collect(),
                 };
                 (step, Lowering::Jit)
             }
@@ -334,7 +344,15 @@ pub fn compile_plan(
                             .iter()
                             .map(|&k| fg.ty(node.inputs[k]).broadcastable())
                             .collect(),
-                        descs: kept.iter().map(|&k| describe(node.inputs[k])).collect(),
+                        descs: kept
+                            .iter()
+                            .map(|&k| {
+                                descs
+                                    .entry(node.inputs[k])
+                                    .or_insert_with(|| describe(node.inputs[k]))
+                                    .clone()
+                            })
+                            .collect(),
                         output: outs[0],
                         acc,
                         out,

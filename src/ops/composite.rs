@@ -188,7 +188,12 @@ impl Composite {
         self.outputs.iter().map(|&o| get(&vals, o)).collect()
     }
 
-    fn render(&self, r: CRef, out: &mut String) {
+    /// Appends the expression of `r` to `out`, stopping once `out` holds
+    /// `limit` bytes (the caller marks the cut).
+    fn render(&self, r: CRef, out: &mut String, limit: usize) {
+        if out.len() >= limit {
+            return;
+        }
         match r {
             CRef::Input(i) => out.push_str(&format!("i{i}")),
             CRef::Const(c) => {
@@ -202,7 +207,7 @@ impl Composite {
                     if k > 0 {
                         out.push_str(", ");
                     }
-                    self.render(*a, out);
+                    self.render(*a, out, limit);
                 }
                 out.push(')');
             }
@@ -263,14 +268,32 @@ pub fn wrap_i64(v: i64, dtype: DType) -> i64 {
     }
 }
 
+/// The longest rendering of a Composite's expressions, in bytes, before it
+/// is cut with `…`. A fused DAG printed as a tree repeats every shared
+/// sub-expression, so its full text can grow exponentially with its depth
+/// (fusing the `chain` graph of workloads.md gives megabytes); every name,
+/// profile line and error message that shows an op renders it.
+pub const MAX_RENDERED_LEN: usize = 1024;
+
 impl fmt::Display for Composite {
+    /// `Composite{expr, ...}` with inputs `i0, i1, ...`, cut after
+    /// [`MAX_RENDERED_LEN`] bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = String::new();
         for (k, &o) in self.outputs.iter().enumerate() {
             if k > 0 {
                 s.push_str(", ");
             }
-            self.render(o, &mut s);
+            // One byte more than the maximum tells whether the text was cut.
+            self.render(o, &mut s, MAX_RENDERED_LEN + 1);
+        }
+        if s.len() > MAX_RENDERED_LEN {
+            let mut cut = MAX_RENDERED_LEN;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+            s.push('…');
         }
         write!(f, "Composite{{{s}}}")
     }
@@ -279,6 +302,40 @@ impl fmt::Display for Composite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deeply_shared_expression_prints_cut_in_bounded_space() {
+        // x_{k+1} = x_k * x_k: 60 nodes whose tree has 2^60 leaves.
+        let mut c = Composite::new(vec![DType::F64]);
+        let mut x = CRef::Input(0);
+        for _ in 0..60 {
+            x = c.push(ScalarOp::Mul, &[x, x]).unwrap();
+        }
+        c.outputs = vec![x];
+        c.check().unwrap();
+        let shown = c.to_string();
+        assert!(shown.starts_with("Composite{mul(mul(mul("), "{shown}");
+        assert!(shown.ends_with("…}"), "{shown}");
+        assert_eq!(
+            shown.len(),
+            "Composite{".len() + MAX_RENDERED_LEN + '…'.len_utf8() + 1
+        );
+        // Just under the limit nothing is cut.
+        let mut d = Composite::new(vec![DType::F64]);
+        let one = CRef::Const(ScalarConst::new(DType::F64, 1.0));
+        let mut y = CRef::Input(0);
+        // "add(" + ... + ", 1.0)" wraps 10 bytes around "i0" each time.
+        for _ in 0..(MAX_RENDERED_LEN - 2) / 10 {
+            y = d.push(ScalarOp::Add, &[y, one]).unwrap();
+        }
+        d.outputs = vec![y];
+        let full = d.to_string();
+        assert!(!full.contains('…'));
+        assert_eq!(
+            full.len(),
+            "Composite{}".len() + 2 + 10 * ((MAX_RENDERED_LEN - 2) / 10)
+        );
+    }
 
     #[test]
     fn builds_evaluates_and_prints() {

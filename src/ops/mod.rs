@@ -289,8 +289,9 @@ impl Op {
 
     /// Checks the inputs and computes the output types.
     pub fn infer_types(&self, inputs: &[InputInfo<'_>]) -> Result<Vec<TensorType>> {
-        let name = self.name();
-        let err = |msg: String| Error::ty(name.clone(), msg);
+        // The name is rendered only for an error: a large Composite's name
+        // is its whole expression.
+        let err = |msg: String| Error::ty(self.name(), msg);
         let types = || {
             inputs
                 .iter()
@@ -304,7 +305,7 @@ impl Op {
                 let dtype = scalar.output_dtype(&dtypes)?;
                 Ok(vec![TensorType::new(
                     dtype,
-                    broadcast_shapes(&name, inputs)?,
+                    broadcast_shapes(self, inputs)?,
                 )])
             }
             Op::Composite { composite, .. } => {
@@ -323,7 +324,7 @@ impl Op {
                         )));
                     }
                 }
-                let shape = broadcast_shapes(&name, inputs)?;
+                let shape = broadcast_shapes(self, inputs)?;
                 Ok(composite
                     .output_dtypes()
                     .into_iter()
@@ -368,7 +369,7 @@ impl Op {
                 let [x] = inputs else {
                     return Err(err(format!("expects 1 input, got {}", inputs.len())));
                 };
-                Ok(vec![reduced_type(&name, *op, axes, x.ty)?])
+                Ok(vec![reduced_type(*op, axes, x.ty).map_err(err)?])
             }
             Op::FusedReduce { op, axes, pre } => {
                 if pre.outputs.len() != 1 {
@@ -385,7 +386,7 @@ impl Op {
                     Error::Type { msg, .. } => err(msg),
                     e => e,
                 })?;
-                Ok(vec![reduced_type(&name, *op, axes, &mapped[0])?])
+                Ok(vec![reduced_type(*op, axes, &mapped[0]).map_err(err)?])
             }
             Op::Dot => {
                 let [a, b] = inputs else {
@@ -479,7 +480,7 @@ impl Op {
                 }
                 let shape = match s.value {
                     Some(v) => static_reshape(
-                        &name,
+                        self,
                         x.ty,
                         &v.to_i64_array().iter().copied().collect::<Vec<_>>(),
                     )?,
@@ -526,18 +527,15 @@ pub fn pre_text(pre: &Composite) -> String {
 
 /// The type of reducing a value of type `x` with `op` over `axes`
 /// (checked: sorted, distinct, in range).
+/// The output type of reducing `x` over `axes`, or the message of a type error.
 fn reduced_type(
-    name: &str,
     op: ReduceOp,
     axes: &Option<Vec<usize>>,
     x: &TensorType,
-) -> Result<TensorType> {
+) -> std::result::Result<TensorType, String> {
     if let Some(axes) = axes {
         if axes.windows(2).any(|w| w[0] >= w[1]) || axes.iter().any(|&a| a >= x.ndim()) {
-            return Err(Error::ty(
-                name,
-                format!("invalid axes {axes:?} for input {x}"),
-            ));
+            return Err(format!("invalid axes {axes:?} for input {x}"));
         }
     }
     let keep = |d: usize| axes.as_ref().is_some_and(|a| !a.contains(&d));
@@ -567,14 +565,17 @@ pub enum OpKind {
 
 /// The static output shape of an element-wise op: inputs must have the same
 /// ndim; per dimension, known sizes other than 1 must agree.
-pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option<usize>>> {
+pub fn broadcast_shapes(
+    op: &(impl std::fmt::Display + ?Sized),
+    inputs: &[InputInfo<'_>],
+) -> Result<Vec<Option<usize>>> {
     let Some(first) = inputs.first() else {
-        return Err(Error::ty(op, "expects at least one input"));
+        return Err(Error::ty(op.to_string(), "expects at least one input"));
     };
     let ndim = first.ty.ndim();
     if let Some(bad) = inputs.iter().find(|i| i.ty.ndim() != ndim) {
         return Err(Error::ty(
-            op,
+            op.to_string(),
             format!(
                 "inputs have different numbers of dimensions: {} and {}",
                 first.ty, bad.ty
@@ -594,7 +595,7 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
                     Some(m) if m != n => {
                         let types: Vec<String> = inputs.iter().map(|i| i.ty.to_string()).collect();
                         return Err(Error::ty(
-                            op,
+                            op.to_string(),
                             format!(
                                 "shapes do not broadcast in dimension {d}: {}",
                                 types.join(", ")
@@ -613,9 +614,16 @@ pub fn broadcast_shapes(op: &str, inputs: &[InputInfo<'_>]) -> Result<Vec<Option
     Ok(shape)
 }
 
-fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option<usize>>> {
+fn static_reshape(
+    op: &(impl std::fmt::Display + ?Sized),
+    x: &TensorType,
+    target: &[i64],
+) -> Result<Vec<Option<usize>>> {
     if target.iter().filter(|&&d| d == -1).count() > 1 || target.iter().any(|&d| d < -1) {
-        return Err(Error::ty(op, format!("invalid target shape {target:?}")));
+        return Err(Error::ty(
+            op.to_string(),
+            format!("invalid target shape {target:?}"),
+        ));
     }
     let known: i64 = target.iter().filter(|&&d| d >= 0).product();
     let mut shape: Vec<Option<usize>> = target
@@ -626,12 +634,15 @@ fn static_reshape(op: &str, x: &TensorType, target: &[i64]) -> Result<Vec<Option
         let size = size as i64;
         if let Some(pos) = target.iter().position(|&d| d == -1) {
             if known == 0 || size % known != 0 {
-                return Err(Error::ty(op, format!("cannot reshape {x} to {target:?}")));
+                return Err(Error::ty(
+                    op.to_string(),
+                    format!("cannot reshape {x} to {target:?}"),
+                ));
             }
             shape[pos] = Some((size / known) as usize);
         } else if known != size {
             return Err(Error::ty(
-                op,
+                op.to_string(),
                 format!("cannot reshape {x} (size {size}) to {target:?}"),
             ));
         }

@@ -7,6 +7,8 @@
 //! produced by cancellation into the finite value of the simplified
 //! expression (`x / x` becomes 1 even where `x` is 0), never the reverse.
 
+use smallvec::SmallVec;
+
 use crate::error::Result;
 use crate::graph::{DType, FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
@@ -242,7 +244,12 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
                 continue;
             };
             this.remove(pos);
-            let (c, factor) = attempt_distribution(fg, cand, this, other, out_ty.dtype)?;
+            // A factor that is no sum has nothing to distribute into.
+            let (c, factor) = if AlgebraicCanonizer::ADD.is_leaf(fg, cand) {
+                (false, cand)
+            } else {
+                attempt_distribution(fg, cand, this, other, out_ty.dtype)?
+            };
             change |= c;
             if side {
                 new_num.push(factor);
@@ -332,26 +339,34 @@ fn distribute_greedy(
 ) -> Option<(Pairs, Pairs)> {
     const DIV_COST: isize = 2;
     let mul = AlgebraicCanonizer::MUL;
+    let extended = |n: &[VarId], d: &[VarId]| {
+        let nn: SmallVec<[VarId; 16]> = n.iter().chain(num).copied().collect();
+        let dd: SmallVec<[VarId; 16]> = d.iter().chain(denum).copied().collect();
+        (nn, dd)
+    };
+    // Score first (without building): most attempts do not pay.
     let mut score = num.len() as isize + DIV_COST * denum.len() as isize;
-    let mut extend = |fg: &mut FunctionGraph, pairs: &Pairs| -> Pairs {
+    for (n, d) in pos_pairs.iter().chain(neg_pairs) {
+        let (nn, dd) = extended(n, d);
+        let (ln, ld) = mul.simplified_len(fg, &nn, &dd, dtype);
+        score +=
+            n.len() as isize + DIV_COST * d.len() as isize - ln as isize - DIV_COST * ld as isize;
+    }
+    if score <= 0 {
+        return None;
+    }
+    let extend = |fg: &mut FunctionGraph, pairs: &Pairs| -> Pairs {
         pairs
             .iter()
             .map(|(n, d)| {
-                let mut nn = n.clone();
-                nn.extend_from_slice(num);
-                let mut dd = d.clone();
-                dd.extend_from_slice(denum);
-                let (nn, dd) = mul.simplify(fg, nn, dd, dtype);
-                score += n.len() as isize + DIV_COST * d.len() as isize
-                    - nn.len() as isize
-                    - DIV_COST * dd.len() as isize;
-                (nn, dd)
+                let (nn, dd) = extended(n, d);
+                mul.simplify(fg, nn.to_vec(), dd.to_vec(), dtype)
             })
             .collect()
     };
     let p = extend(fg, pos_pairs);
     let q = extend(fg, neg_pairs);
-    (score > 0).then_some((p, q))
+    Some((p, q))
 }
 
 /// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,

@@ -9,6 +9,8 @@
 //! broadcastable dimensions on the left. The walks are iterative, so deep
 //! clusters do not overflow the stack.
 
+use smallvec::SmallVec;
+
 use crate::error::Result;
 use crate::graph::{Client, DType, FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, ScalarOp};
@@ -71,7 +73,7 @@ impl AlgebraicCanonizer {
     pub fn get_num_denum(&self, fg: &FunctionGraph, v: VarId) -> (Vec<VarId>, Vec<VarId>) {
         let (mut num, mut denum) = (Vec::new(), Vec::new());
         // Depth-first in input order; `true` means the term goes to the numerator.
-        let mut stack = vec![(v, true)];
+        let mut stack: SmallVec<[(VarId, bool); 16]> = smallvec::smallvec![(v, true)];
         while let Some((v, positive)) = stack.pop() {
             let leaf = |num: &mut Vec<VarId>, denum: &mut Vec<VarId>| {
                 if positive {
@@ -100,15 +102,18 @@ impl AlgebraicCanonizer {
             let node = fg.node(n);
             match (self.member(&node.op), &node.op) {
                 (Some(op), _) => {
-                    let flips: Vec<bool> = if op == self.main {
-                        vec![false; node.inputs.len()]
+                    // `main` keeps every sign, `inverse` flips its second input,
+                    // `reciprocal` its only one.
+                    let (used, flipped) = if op == self.main {
+                        (node.inputs.len(), usize::MAX)
                     } else if op == self.inverse {
-                        vec![false, true]
+                        (2, 1)
                     } else {
-                        vec![true]
+                        (1, 0)
                     };
-                    for (&i, flip) in node.inputs.iter().zip(flips).rev() {
-                        stack.push((i, positive != flip));
+                    let used = used.min(node.inputs.len());
+                    for (k, &i) in node.inputs[..used].iter().enumerate().rev() {
+                        stack.push((i, positive != (k == flipped)));
                     }
                 }
                 (
@@ -126,18 +131,37 @@ impl AlgebraicCanonizer {
         (num, denum)
     }
 
+    /// True when `v` is a single term of its own cluster, so that
+    /// [`get_num_denum`](Self::get_num_denum) gives `([v], [])`: it is not
+    /// computed by a cluster op (nor by `-1 * x` for the additive canonizer)
+    /// nor by a DimShuffle. A look at one node; `false` means "walk to know".
+    pub fn is_leaf(&self, fg: &FunctionGraph, v: VarId) -> bool {
+        let Some(n) = fg.owner(v) else {
+            return true;
+        };
+        let op = &fg.node(n).op;
+        if matches!(op, Op::DimShuffle { .. }) || self.member(op).is_some() {
+            return false;
+        }
+        !(self.main == ScalarOp::Add
+            && op.is_elemwise(ScalarOp::Mul)
+            && super::util::is_neg(fg, v).is_some())
+    }
+
     /// Removes every variable present in both lists (once per pair):
     /// `[x, y], [x] -> [y], []`.
     pub fn simplify_factors(&self, num: &mut Vec<VarId>, denum: &mut Vec<VarId>) {
-        let mut i = 0;
-        while i < num.len() {
-            if let Some(j) = denum.iter().position(|d| *d == num[i]) {
-                num.remove(i);
-                denum.remove(j);
-            } else {
-                i += 1;
-            }
-        }
+        let (keep_num, keep_denum) = pair_off(num, denum);
+        let mut k = 0;
+        num.retain(|_| {
+            k += 1;
+            keep_num[k - 1]
+        });
+        let mut k = 0;
+        denum.retain(|_| {
+            k += 1;
+            keep_denum[k - 1]
+        });
     }
 
     /// Folds every constant of both lists into one constant placed first in
@@ -181,6 +205,36 @@ impl AlgebraicCanonizer {
         }
         out.extend(n_rest);
         (out, d_rest)
+    }
+
+    /// The lengths of the lists [`simplify`](Self::simplify) would return,
+    /// without building anything (no constant is created).
+    pub fn simplified_len(
+        &self,
+        fg: &FunctionGraph,
+        num: &[VarId],
+        denum: &[VarId],
+        out_dtype: DType,
+    ) -> (usize, usize) {
+        let (keep_num, keep_denum) = pair_off(num, denum);
+        let (mut n_ct, mut d_ct) = (SmallVec::<[f64; 4]>::new(), SmallVec::<[f64; 4]>::new());
+        let (mut n_rest, mut d_rest) = (0, 0);
+        for (&v, _) in num.iter().zip(&keep_num).filter(|(_, &k)| k) {
+            match unique_constant(fg, v) {
+                Some(c) => n_ct.push(c),
+                None => n_rest += 1,
+            }
+        }
+        for (&v, _) in denum.iter().zip(&keep_denum).filter(|(_, &k)| k) {
+            match unique_constant(fg, v) {
+                Some(c) => d_ct.push(c),
+                None => d_rest += 1,
+            }
+        }
+        let value = crate::ops::composite::round_to(self.calculate(&n_ct, &d_ct), out_dtype);
+        // simplify_constants keeps the lists as they are or puts the folded
+        // constant first; either way that constant counts unless neutral.
+        (n_rest + usize::from(value != self.neutral()), d_rest)
     }
 
     /// [`simplify_factors`](Self::simplify_factors) then [`simplify_constants`](Self::simplify_constants).
@@ -353,6 +407,21 @@ impl AlgebraicCanonizer {
             }
         })
     }
+}
+
+/// Which terms survive cancelling equal terms across the lists: each
+/// numerator term, in order, cancels the first equal denominator term not
+/// cancelled yet. Returns keep-flags for `num` and `denum`.
+fn pair_off(num: &[VarId], denum: &[VarId]) -> (SmallVec<[bool; 16]>, SmallVec<[bool; 16]>) {
+    let mut keep_num: SmallVec<[bool; 16]> = smallvec::smallvec![true; num.len()];
+    let mut keep_denum: SmallVec<[bool; 16]> = smallvec::smallvec![true; denum.len()];
+    for (i, n) in num.iter().enumerate() {
+        if let Some(j) = (0..denum.len()).find(|&j| keep_denum[j] && denum[j] == *n) {
+            keep_num[i] = false;
+            keep_denum[j] = false;
+        }
+    }
+    (keep_num, keep_denum)
 }
 
 /// A DimShuffle of the form `(x, ..., x, 0, 1, ..., ndim-1)`: it only adds

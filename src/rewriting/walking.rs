@@ -133,17 +133,17 @@ impl GraphRewriter for WalkingGraphRewriter {
                     if !r.rewriter.tracks().matches(kind) {
                         continue;
                     }
-                    let op = fg.node(node).op.name();
                     match self
                         .processing
                         .process_node(fg, node, &r.name, r.rewriter.as_ref())?
                     {
                         Outcome::Applied { .. } => {
                             prof.changed += 1;
+                            // A node's op never changes, even once it is rewritten away.
                             prof.log.push(RewriteEvent {
                                 pass: 0,
                                 rewriter: r.name.clone(),
-                                op,
+                                op: fg.node(node).op.name(),
                                 node,
                             });
                         }
