@@ -179,7 +179,8 @@ pub fn compile_plan(
     // (slot, earlier slot) pairs living in one buffer: views and destroyed inputs.
     let mut shares: Vec<(Slot, Slot)> = Vec::new();
     // The same pairs split by kind, for the output destinations.
-    let (mut views, mut destroys): (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) = Default::default();
+    let mut views: Vec<(Slot, Slot)> = Vec::new();
+    let mut destroys: Vec<(Slot, Slot)> = Vec::new();
     let mut destroyed_inputs: Vec<usize> = Vec::new();
     let describe = |v: crate::graph::VarId| -> String {
         let mut cur = v;

@@ -468,7 +468,7 @@ fn read_only(inputs: &[Arg<'_>]) -> Vec<(Arr, bool)> {
 fn output_arr(v: &mut Value) -> Arr {
     let dtype = v.dtype();
     crate::with_value!(v, a => Arr {
-        ptr: a.as_mut_ptr() as *mut u8,
+        ptr: a.as_mut_ptr().cast::<u8>(),
         shape: a.shape().into(),
         strides: a.strides().into(),
         dtype,
