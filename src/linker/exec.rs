@@ -345,7 +345,8 @@ impl<'a> Exec<'a> {
                 let shape = broadcast_shape(name, &ins, bcast, descs)?;
                 // Outputs: an inplace output overwrites the input its node
                 // destroys (same dtype and shape, by the graph's types); every
-                // other output gets a fresh buffer.
+                // other output gets a fresh buffer (or the caller's array
+                // registered for its slot, see `alloc_slot`).
                 let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
                 for (o, &(slot, dt)) in outputs.iter().enumerate() {
                     match destroy_map.iter().find(|&&(d, _)| d == o) {
