@@ -1,6 +1,8 @@
 //! Times kiln FAST_RUN on the workload suite of `shared/workloads.md`:
 //! compile time (rewrite + codegen, cache bypassed, median of 9) and run time
-//! (median of 7 calls after 2 warm-up calls; `KILN_REPS` changes the 7), in ms. Compare with
+//! (median of 7 calls after 2 warm-up calls; `KILN_REPS` changes the 7), in ms;
+//! `kiln_into_ms` is the median of as many `call_into` calls reusing the
+//! warm-up results as output arrays, each timed right after a plain call. Compare with
 //! `benches/python_baseline.py` run in the same session.
 //!
 //! `cargo run --release --example suite [-- name ...]`; `KILN_BENCH_N`
@@ -32,7 +34,7 @@ fn main() -> kiln::Result<()> {
     {
         kiln::linker::set_num_threads(t);
     }
-    println!("workload,kiln_ms,compile_ms,rewrite_ms,codegen_ms");
+    println!("workload,kiln_ms,compile_ms,rewrite_ms,codegen_ms,kiln_into_ms");
     for w in suite_data::suite(n) {
         if !only.is_empty() && !only.iter().any(|o| o == w.name) {
             continue;
@@ -59,18 +61,22 @@ fn main() -> kiln::Result<()> {
         }
         let f = f.expect("compiled");
         let args: Vec<Arg<'_>> = w.values.iter().map(Arg::from).collect();
-        for _ in 0..2 {
-            std::hint::black_box(f.call(&args)?);
-        }
+        let mut reused = f.call(&args)?;
+        std::hint::black_box(f.call(&args)?);
         let reps: usize = std::env::var("KILN_REPS")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(7);
         let mut times = Vec::new();
+        let mut into_times = Vec::new();
         for _ in 0..reps {
             let t = Instant::now();
             std::hint::black_box(f.call(&args)?);
             times.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            f.call_into(&args, &mut reused)?;
+            std::hint::black_box(&reused);
+            into_times.push(t.elapsed().as_secs_f64() * 1e3);
         }
         if std::env::var("KILN_PROFILE").is_ok() {
             let (_, prof) = f.call_profiled(&args)?;
@@ -89,12 +95,13 @@ fn main() -> kiln::Result<()> {
             drop(out);
         }
         println!(
-            "{},{:.2},{:.3},{:.3},{:.3}",
+            "{},{:.2},{:.3},{:.3},{:.3},{:.2}",
             w.name,
             median(times),
             median(ct),
             median(rt),
-            median(gt)
+            median(gt),
+            median(into_times)
         );
     }
     Ok(())

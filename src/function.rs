@@ -163,10 +163,33 @@ impl CompiledFunction {
         r
     }
 
-    /// Calls the function, writing into `outputs` (reused when dtype and shape match).
+    /// Calls the function, writing into `outputs` (reused when dtype and
+    /// shape match, written by the producing kernel when the memory plan
+    /// allows); see [`linker::Function::call_into`].
     pub fn call_into(&self, inputs: &[Arg<'_>], outputs: &mut [Value]) -> Result<()> {
         let t = Instant::now();
         let r = self.function.call_into(inputs, outputs);
+        self.count(t);
+        r
+    }
+
+    /// [`CompiledFunction::call_into`] with the mutable inputs of
+    /// [`CompiledFunction::call_mut`].
+    pub fn call_mut_into(&self, inputs: &mut [ArgMut<'_>], outputs: &mut [Value]) -> Result<()> {
+        let t = Instant::now();
+        let r = self.function.call_mut_into(inputs, outputs);
+        self.count(t);
+        r
+    }
+
+    /// [`CompiledFunction::call_into`] reporting the time of every node.
+    pub fn call_into_profiled(
+        &self,
+        inputs: &[Arg<'_>],
+        outputs: &mut [Value],
+    ) -> Result<RunProfile> {
+        let t = Instant::now();
+        let r = self.function.call_into_profiled(inputs, outputs);
         self.count(t);
         r
     }

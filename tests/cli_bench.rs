@@ -3,7 +3,7 @@ mod cli_support;
 
 use cli_support::*;
 
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "codegen_ms",
     "compile_ms",
     "mode",
@@ -11,6 +11,7 @@ const KEYS: [&str; 10] = [
     "nodes_before",
     "peak_bytes",
     "rewrite_ms",
+    "run_into_ms",
     "run_ms",
     "runs",
     "workload",
@@ -116,6 +117,7 @@ fn suite_reports_every_workload() {
     );
     for r in &rows {
         assert!(r["run_ms"].as_f64().unwrap() >= 0.0);
+        assert!(r["run_into_ms"].as_f64().unwrap() >= 0.0);
     }
     let text = stdout_of(kiln().args([
         "bench",

@@ -1,6 +1,9 @@
 //! `kiln bench`: per workload and mode, compile time (rewriting and code
 //! generation separately), run time (median of N calls after one warm-up
-//! call), node counts before and after rewriting, and the peak bytes of the
+//! call), the steady-state run time with reused output arrays (median of N
+//! `call_into` calls writing into the warm-up call's results, interleaved
+//! with the N plain calls so both see the same machine load), node counts
+//! before and after rewriting, and the peak bytes of the
 //! intermediate buffers of one call ([`RunProfile::peak_bytes`](crate::linker::RunProfile)):
 //! every buffer the linker allocates, including the ones returned as
 //! results (an inplace result lives in an intermediate's buffer, so leaving
@@ -51,6 +54,9 @@ pub struct Row {
     pub codegen_ms: f64,
     /// Median run time, ms.
     pub run_ms: f64,
+    /// Median run time of `call_into` with the warm-up call's results as
+    /// output arrays, ms.
+    pub run_into_ms: f64,
     /// Number of timed runs.
     pub runs: usize,
     /// Apply nodes before rewriting.
@@ -72,6 +78,7 @@ impl Row {
             "rewrite_ms": r3(self.rewrite_ms),
             "codegen_ms": r3(self.codegen_ms),
             "run_ms": r3(self.run_ms),
+            "run_into_ms": r3(self.run_into_ms),
             "runs": self.runs,
             "nodes_before": self.nodes_before,
             "nodes_after": self.nodes_after,
@@ -99,7 +106,8 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 /// Compiles `case` under `mode` (as `kiln::function` does, without the
-/// compile cache) and times `runs` calls after one profiled warm-up call.
+/// compile cache) and times `runs` calls after one profiled warm-up call,
+/// each followed by a timed `call_into` on the warm-up call's results.
 pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliResult<Row> {
     let fail = |e: crate::Error| CliError::usage(format!("{} under {mode_name}: {e}", case.name));
     let t0 = Instant::now();
@@ -117,13 +125,17 @@ pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliRes
     let codegen = t_cg.elapsed();
     let compile = t0.elapsed();
     let args: Vec<Arg<'_>> = case.values.iter().map(Arg::from).collect();
-    let (_, warm) = f.call_profiled(&args).map_err(fail)?;
+    let (mut reused, warm) = f.call_profiled(&args).map_err(fail)?;
     let mut times = Vec::with_capacity(runs);
+    let mut into_times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let t = Instant::now();
         let out = f.call(&args).map_err(fail)?;
         times.push(ms(t.elapsed()));
         drop(out);
+        let t = Instant::now();
+        f.call_into(&args, &mut reused).map_err(fail)?;
+        into_times.push(ms(t.elapsed()));
     }
     Ok(Row {
         workload: case.name.clone(),
@@ -132,6 +144,7 @@ pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliRes
         rewrite_ms: ms(rewrite),
         codegen_ms: ms(codegen),
         run_ms: median(times),
+        run_into_ms: median(into_times),
         runs,
         nodes_before,
         nodes_after: fg.n_nodes(),
@@ -229,17 +242,18 @@ pub fn chain_case(k: usize, size: usize) -> CliResult<Case> {
     })
 }
 
-const HEADER: &str = "workload      mode                      compile_ms  rewrite_ms  codegen_ms      run_ms  runs  nodes_before  nodes_after  peak_bytes";
+const HEADER: &str = "workload      mode                      compile_ms  rewrite_ms  codegen_ms      run_ms run_into_ms  runs  nodes_before  nodes_after  peak_bytes";
 
 fn table_row(r: &Row) -> String {
     format!(
-        "{:<13} {:<24} {:>11.2} {:>11.2} {:>11.2} {:>11.3} {:>5} {:>13} {:>12} {:>11}",
+        "{:<13} {:<24} {:>11.2} {:>11.2} {:>11.2} {:>11.3} {:>11.3} {:>5} {:>13} {:>12} {:>11}",
         r.workload,
         r.mode,
         r.compile_ms,
         r.rewrite_ms,
         r.codegen_ms,
         r.run_ms,
+        r.run_into_ms,
         r.runs,
         r.nodes_before,
         r.nodes_after,
@@ -283,7 +297,10 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
             }
             let row = measure(case, name, mode, a.runs)?;
             if !a.quiet {
-                eprintln!("compile {:.1} ms, run {:.3} ms", row.compile_ms, row.run_ms);
+                eprintln!(
+                    "compile {:.1} ms, run {:.3} ms, run_into {:.3} ms",
+                    row.compile_ms, row.run_ms, row.run_into_ms
+                );
             }
             if a.json {
                 writeln!(out, "{}", row.to_json())?;

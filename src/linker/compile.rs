@@ -178,6 +178,9 @@ pub fn compile_plan(
     let mut defs: Vec<Vec<Slot>> = Vec::with_capacity(order.len());
     // (slot, earlier slot) pairs living in one buffer: views and destroyed inputs.
     let mut shares: Vec<(Slot, Slot)> = Vec::new();
+    // The same pairs split by kind, for the output destinations.
+    let mut views: Vec<(Slot, Slot)> = Vec::new();
+    let mut destroys: Vec<(Slot, Slot)> = Vec::new();
     let mut destroyed_inputs: Vec<usize> = Vec::new();
     let describe = |v: crate::graph::VarId| -> String {
         let mut cur = v;
@@ -213,13 +216,13 @@ pub fn compile_plan(
         let ins: Vec<Slot> = node.inputs.iter().map(s).collect();
         let outs: Vec<Slot> = node.outputs.iter().map(s).collect();
         let in_dts: Vec<DType> = node.inputs.iter().map(|&v| fg.ty(v).dtype).collect();
-        for &(o, i) in node
-            .op
-            .view_map()
-            .iter()
-            .chain(node.op.destroy_map().iter())
-        {
+        for &(o, i) in node.op.view_map().iter() {
             shares.push((outs[o as usize], ins[i as usize]));
+            views.push((outs[o as usize], ins[i as usize]));
+        }
+        for &(o, i) in node.op.destroy_map().iter() {
+            shares.push((outs[o as usize], ins[i as usize]));
+            destroys.push((outs[o as usize], ins[i as usize]));
         }
         for &(_, i) in node.op.destroy_map().iter() {
             let root = DestroyHandler::view_root(fg, node.inputs[i as usize]);
@@ -465,6 +468,10 @@ pub fn compile_plan(
     }
     let n_kernels = ks.elem.len() + ks.red.len() + ks.fused.len();
     let release = plan::liveness(slots.n, &uses, &defs, &shares, &outputs);
+    // Node outputs are numbered last (see `plan::number_slots`).
+    let n_node_outputs: usize = order.iter().map(|&n| fg.node(n).outputs.len()).sum();
+    let first_node_slot = slots.n - n_node_outputs;
+    let output_dests = plan::output_destinations(first_node_slot, &destroys, &views, &outputs);
     destroyed_inputs.sort_unstable();
     destroyed_inputs.dedup();
     let consts: Vec<(Slot, std::sync::Arc<Value>)> = slots
@@ -492,6 +499,7 @@ pub fn compile_plan(
         release,
         outputs,
         output_dtypes,
+        output_dests,
         copy,
     };
     if plan.outputs.len() != fg.outputs().len() {

@@ -10,6 +10,12 @@
 //! says so, and allocates every other output; a buffer is released after
 //! the last use of its group (see `plan::liveness`); a result never aliases
 //! an input.
+//!
+//! Output destinations (`call_into`): the caller's output arrays, given with
+//! [`Exec::with_destinations`], are written only by the step that allocates
+//! an output's root slot (`Plan::output_dests`), when the array has that
+//! allocation's dtype and shape and standard layout; they are never pooled
+//! or counted in the peak bytes (their `Arr::buf` is `None`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -158,6 +164,9 @@ pub struct Exec<'a> {
     pub times: Option<Vec<Duration>>,
     /// Peak bytes of the buffers this call allocated, when profiling.
     peak_bytes: usize,
+    /// Caller arrays that the allocation of a slot may use instead of a
+    /// buffer (each at most once).
+    dests: Vec<(Slot, Arr)>,
 }
 
 // SAFETY: raw pointers in `Arr` refer to caller inputs, constants owned by
@@ -195,6 +204,29 @@ impl<'a> Exec<'a> {
             slots,
             times: profile.then(Vec::new),
             peak_bytes: 0,
+            dests: Vec::new(),
+        }
+    }
+
+    /// Lets the allocation of each listed slot use the paired caller array
+    /// (not owned by the call, `buf: None`) when its dtype and shape match
+    /// and it is in standard layout; the first fitting pair of a slot wins.
+    /// Every array must be writable, overlap no input and no other listed
+    /// array, and stay valid for the call.
+    pub fn with_destinations(mut self, dests: Vec<(Slot, Arr)>) -> Self {
+        self.dests = dests;
+        self
+    }
+
+    /// A destination for slot `s`'s whole buffer (see [`Exec::alloc`]): the
+    /// caller's array registered for it when it fits, else an allocation.
+    fn alloc_slot(&mut self, s: Slot, dtype: DType, shape: &[usize]) -> Arr {
+        let fits = |(slot, a): &(Slot, Arr)| {
+            *slot == s && a.dtype == dtype && a.shape.as_slice() == shape && a.is_standard()
+        };
+        match self.dests.iter().position(fits) {
+            Some(i) => self.dests.swap_remove(i).1,
+            None => self.alloc(dtype, shape),
         }
     }
 
@@ -313,9 +345,10 @@ impl<'a> Exec<'a> {
                 let shape = broadcast_shape(name, &ins, bcast, descs)?;
                 // Outputs: an inplace output overwrites the input its node
                 // destroys (same dtype and shape, by the graph's types); every
-                // other output gets a fresh buffer.
+                // other output gets a fresh buffer (or the caller's array
+                // registered for its slot, see `alloc_slot`).
                 let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
-                for (o, &(_, dt)) in outputs.iter().enumerate() {
+                for (o, &(slot, dt)) in outputs.iter().enumerate() {
                     match destroy_map.iter().find(|&&(d, _)| d == o) {
                         Some(&(_, i)) => {
                             let a = &ins[i];
@@ -332,7 +365,7 @@ impl<'a> Exec<'a> {
                             }
                             outs.push(a.clone());
                         }
-                        None => outs.push(self.alloc(dt, &shape)),
+                        None => outs.push(self.alloc_slot(slot, dt, &shape)),
                     }
                 }
                 let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
@@ -578,7 +611,7 @@ impl<'a> Exec<'a> {
                     }
                     st[off + i] = s;
                 }
-                let out = self.alloc(v.dtype, &shape);
+                let out = self.alloc_slot(*output, v.dtype, &shape);
                 let es = v.dtype.size_of();
                 drive(
                     self.code,
@@ -607,7 +640,7 @@ impl<'a> Exec<'a> {
                 if let Some(c) = casts[1] {
                     b = self.cast(&b, c, *dtype);
                 }
-                let res = self.dot(name, &a, &b, *dtype)?;
+                let res = self.dot(name, &a, &b, *dtype, *output)?;
                 self.slots[*output] = Some(res);
             }
             Step::Shape { input, output } => {
@@ -774,7 +807,8 @@ impl<'a> Exec<'a> {
         );
     }
 
-    fn dot(&self, name: &str, a: &Arr, b: &Arr, dtype: DType) -> Result<Arr> {
+    /// `a · b` into a new array for slot `output` (see [`Exec::alloc_slot`]).
+    fn dot(&mut self, name: &str, a: &Arr, b: &Arr, dtype: DType, output: Slot) -> Result<Arr> {
         let (sa, sb) = (&a.shape, &b.shape);
         let ka = sa[sa.len() - 1];
         let kb = sb[0];
@@ -806,11 +840,17 @@ impl<'a> Exec<'a> {
         if sb.len() == 2 {
             out_shape.push(n);
         }
-        let c = self.alloc(dtype, &out_shape);
+        // The integer product builds its own result; GEMM writes into `c`.
+        let c = if dtype.is_float() {
+            self.alloc_slot(output, dtype, &out_shape)
+        } else {
+            self.alloc(dtype, &out_shape)
+        };
         let k = ka;
         match dtype {
             // SAFETY: a is m×k, b is k×n with the given element strides; c is a
-            // fresh contiguous m×n buffer that overlaps neither.
+            // contiguous m×n array (a fresh buffer, or a caller's output array,
+            // which overlaps no input) that overlaps neither.
             DType::F64 => unsafe {
                 kiln_runtime::gemm::kiln_gemm_f64(
                     m,
@@ -971,14 +1011,22 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
 /// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
 pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
     let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
-    if x.is_standard() {
-        // Contiguous source: a (parallel) memcpy.
+    copy_into(plan, code, par, x, &out);
+    out
+}
+
+/// Copies the elements of `x` into `out`, an array of the same dtype and
+/// shape, any layout, that overlaps `x` nowhere and is writable: a
+/// (parallel) memcpy when both are contiguous, else the plan's copy kernel.
+pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out: &Arr) {
+    debug_assert!(x.dtype == out.dtype && x.shape == out.shape);
+    if x.is_standard() && out.is_standard() {
         let bytes = x.len() * x.dtype.size_of();
         let (src, dst) = (x.ptr as usize, out.ptr as usize);
         let chunk = |s: usize, e: usize| {
-            // SAFETY: [s, e) is within the `bytes` bytes of both the source
-            // array (contiguous from `ptr`) and the fresh output buffer, which
-            // do not overlap; chunks are disjoint.
+            // SAFETY: [s, e) is within the `bytes` bytes of both arrays
+            // (contiguous from `ptr`), which do not overlap (the caller's
+            // guarantee); chunks are disjoint.
             unsafe {
                 std::ptr::copy_nonoverlapping((src + s) as *const u8, (dst + s) as *mut u8, e - s)
             }
@@ -989,7 +1037,7 @@ pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
         } else {
             chunk(0, bytes);
         }
-        return out;
+        return;
     }
     let k = plan.copy[&x.dtype];
     let es = x.dtype.size_of();
@@ -1003,7 +1051,6 @@ pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
         par,
         false,
     );
-    out
 }
 
 /// An owned value with the contents of `x`: its buffer when `x` is the whole

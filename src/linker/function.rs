@@ -14,6 +14,16 @@
 //! own first, which the inplace node then overwrites (the copy counts in
 //! [`RunProfile::peak_bytes`]). Inputs not declared mutable are only read,
 //! however they are lent. Results never alias a caller's array.
+//!
+//! Output arrays: [`Function::call_into`] (and [`Function::call_mut_into`])
+//! take one caller array per output. When an output is the whole buffer of
+//! a node output (the graph's memory plan: not a view, not an input or
+//! constant; inplace chains count, see `plan::output_destinations`) and the
+//! caller's array has its dtype, shape and standard layout, the producing
+//! step (element-wise kernel, `Alloc`, floating-point GEMM) writes straight
+//! into the caller's array: no allocation, no copy. Any other output whose
+//! dtype and shape match is copied into the caller's array (any layout; its
+//! allocation is kept); an output that does not match replaces the value.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +32,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use super::buffer::{Arr, BufferPool};
 use super::compile::CompileProfile;
-use super::exec::{check, copy, to_value, CallStats, Exec, ParallelOptions};
+use super::exec::{check, copy, copy_into, to_value, CallStats, Exec, ParallelOptions};
 use super::jit::JitCode;
 use super::plan::Plan;
 use crate::error::{Error, Result};
@@ -246,7 +256,9 @@ pub struct RunProfile {
     /// Peak bytes of the buffers the call allocated: intermediates
     /// (including the ones returned as results, since an inplace result
     /// lives in an intermediate's buffer) and copies of mutable inputs lent
-    /// read-only; not the caller's arrays or constants. Sampled after each
+    /// read-only; not the caller's arrays (inputs, and the output arrays of
+    /// [`Function::call_into_profiled`], which are written in place, not
+    /// allocated) or constants. Sampled after each
     /// step, before its dead inputs are released; a buffer shared by views
     /// and inplace outputs counts once.
     pub peak_bytes: usize,
@@ -333,37 +345,80 @@ impl Function {
         self.call(&args)
     }
 
-    /// Evaluates into caller-provided values: an output whose dtype and shape
-    /// already match is overwritten in place (its allocation is kept), any
-    /// other is replaced. `outputs.len()` must equal the number of outputs.
+    /// Evaluates into caller-provided values, reusing their allocations:
+    /// see the module docs for which outputs are written in place by their
+    /// producing kernel and which are copied; an output whose dtype or shape
+    /// does not match the caller's value replaces it.
+    /// `outputs.len()` must equal the number of outputs. Results are the
+    /// same as [`Function::call`]'s.
     pub fn call_into(&self, inputs: &[Arg<'_>], outputs: &mut [Value]) -> Result<()> {
-        if outputs.len() != self.compiled.plan.outputs.len() {
+        self.run_into(read_only(inputs), outputs, false).map(drop)
+    }
+
+    /// [`Function::call_into`] with the mutable inputs of
+    /// [`Function::call_mut`].
+    pub fn call_mut_into(&self, inputs: &mut [ArgMut<'_>], outputs: &mut [Value]) -> Result<()> {
+        let arrs = inputs.iter_mut().map(ArgMut::arr).collect();
+        self.run_into(arrs, outputs, false).map(drop)
+    }
+
+    /// [`Function::call_into`] reporting the run time of every node, as
+    /// [`Function::call_profiled`] does; the caller's output arrays are not
+    /// counted in [`RunProfile::peak_bytes`].
+    pub fn call_into_profiled(
+        &self,
+        inputs: &[Arg<'_>],
+        outputs: &mut [Value],
+    ) -> Result<RunProfile> {
+        let t = std::time::Instant::now();
+        let stats = self.run_into(read_only(inputs), outputs, true)?;
+        Ok(self.run_profile(stats, t))
+    }
+
+    fn run_into(
+        &self,
+        inputs: Vec<(Arr, bool)>,
+        outputs: &mut [Value],
+        profile: bool,
+    ) -> Result<Option<CallStats>> {
+        let c = &*self.compiled;
+        let plan = &c.plan;
+        if outputs.len() != plan.outputs.len() {
             return Err(Error::Input(format!(
                 "expected {} output buffers, got {}",
-                self.compiled.plan.outputs.len(),
+                plan.outputs.len(),
                 outputs.len()
             )));
         }
-        let res = self.call(inputs)?;
-        for (dst, src) in outputs.iter_mut().zip(res) {
-            let fits = dst.dtype() == src.dtype() && dst.shape() == src.shape();
-            if fits {
-                match (dst, &src) {
-                    (Value::Bool(d), Value::Bool(s)) => d.assign(s),
-                    (Value::U8(d), Value::U8(s)) => d.assign(s),
-                    (Value::I8(d), Value::I8(s)) => d.assign(s),
-                    (Value::I16(d), Value::I16(s)) => d.assign(s),
-                    (Value::I32(d), Value::I32(s)) => d.assign(s),
-                    (Value::I64(d), Value::I64(s)) => d.assign(s),
-                    (Value::F32(d), Value::F32(s)) => d.assign(s),
-                    (Value::F64(d), Value::F64(s)) => d.assign(s),
-                    _ => unreachable!("dtypes checked"),
-                }
-            } else {
-                *dst = src;
+        let arrs = self.prepare(inputs)?;
+        // The caller's arrays, borrowed mutably for the whole call: they
+        // overlap no input (the borrow checker keeps `inputs` and `outputs`
+        // apart) and no other output array.
+        let dst: Vec<Arr> = outputs.iter_mut().map(output_arr).collect();
+        let dests = plan
+            .output_dests
+            .iter()
+            .zip(&dst)
+            .filter_map(|(d, a)| d.map(|s| (s, a.clone())))
+            .collect();
+        let exec = Exec::new(plan, &c.code, self.par, &c.pool, arrs, profile);
+        let (outs, stats) = exec.with_destinations(dests).run()?;
+        // Outputs written in place are done; the others are copied into the
+        // caller's array when they fit (an output may read another caller
+        // array written in place, which is final by now), else they replace it.
+        let mut replaced = Vec::new();
+        for (k, (a, d)) in outs.into_iter().zip(&dst).enumerate() {
+            if a.dtype != d.dtype || a.shape != d.shape {
+                replaced.push((k, to_value(plan, &c.code, self.par, a)));
+            } else if !same_elements(&a, d) {
+                copy_into(plan, &c.code, self.par, &a, d);
             }
         }
-        Ok(())
+        drop(dst);
+        for (k, v) in replaced {
+            outputs[k] = v;
+        }
+        Ok(stats)
     }
 
     /// Evaluates and reports the run time of every node.
@@ -374,17 +429,17 @@ impl Function {
     fn profiled(&self, inputs: Vec<(Arr, bool)>) -> Result<(Vec<Value>, RunProfile)> {
         let t = std::time::Instant::now();
         let (vals, prof) = self.run(inputs, true)?;
-        let CallStats { times, peak_bytes } = prof.unwrap_or_default();
+        Ok((vals, self.run_profile(prof, t)))
+    }
+
+    fn run_profile(&self, stats: Option<CallStats>, start: std::time::Instant) -> RunProfile {
+        let CallStats { times, peak_bytes } = stats.unwrap_or_default();
         let names = self.compiled.plan.steps.iter().map(|(_, n, _)| n.clone());
-        let nodes = names.zip(times).collect();
-        Ok((
-            vals,
-            RunProfile {
-                nodes,
-                total: t.elapsed(),
-                peak_bytes,
-            },
-        ))
+        RunProfile {
+            nodes: names.zip(times).collect(),
+            total: start.elapsed(),
+            peak_bytes,
+        }
     }
 
     /// Number of inputs.
@@ -407,4 +462,28 @@ impl Function {
 /// Arrays lent read-only.
 fn read_only(inputs: &[Arg<'_>]) -> Vec<(Arr, bool)> {
     inputs.iter().map(|a| (a.arr(), false)).collect()
+}
+
+/// A caller's output value as a writable array the call does not own.
+fn output_arr(v: &mut Value) -> Arr {
+    let dtype = v.dtype();
+    crate::with_value!(v, a => Arr {
+        ptr: a.as_mut_ptr().cast::<u8>(),
+        shape: a.shape().into(),
+        strides: a.strides().into(),
+        dtype,
+        buf: None,
+    })
+}
+
+/// True when `a` and `b` (same dtype and shape) address the same elements
+/// in the same order: nothing to copy.
+fn same_elements(a: &Arr, b: &Arr) -> bool {
+    a.is_empty()
+        || (a.ptr == b.ptr
+            && a.shape
+                .iter()
+                .zip(&a.strides)
+                .zip(&b.strides)
+                .all(|((&n, &x), &y)| n <= 1 || x == y))
 }

@@ -20,6 +20,12 @@
 //! holding a graph output are never released. The schedule respects the
 //! DestroyHandler's orderings (see `compile::schedule`), so every other
 //! reader of a destroyed root runs before its destroyer.
+//!
+//! Output destinations: for `Function::call_into`, each graph output may
+//! name the root slot of its group ([`output_destinations`]) when the output
+//! is that root or reached from it through `destroy_map`s only (never a
+//! view): such an output is the whole of its root's buffer, so the step
+//! allocating the root may place it in the caller's array instead.
 
 use std::sync::Arc;
 
@@ -202,6 +208,9 @@ pub struct Plan {
     pub outputs: Vec<Slot>,
     /// Output dtypes.
     pub output_dtypes: Vec<DType>,
+    /// Per output, the slot whose buffer may be the caller's array in
+    /// `call_into` (see [`output_destinations`]).
+    pub output_dests: Vec<Option<Slot>>,
     /// Copy kernel per dtype (index by `DType as usize` order of `DType::ALL`).
     pub copy: FxHashMap<DType, usize>,
 }
@@ -286,4 +295,31 @@ pub fn liveness(
         }
     }
     release
+}
+
+/// Per graph output, the root slot whose allocation `call_into` may place
+/// in the caller's array for that output: the slot reached from the output
+/// by following `destroys` (`(output slot, destroyed input slot)` pairs)
+/// back to a slot no share made, when no view lies on the way (`views`:
+/// `(view slot, viewed slot)` pairs) and that root is a node output
+/// (`slot >= first_node_slot`; inputs and constants are never written).
+/// The output's array is then exactly the root's whole buffer.
+pub fn output_destinations(
+    first_node_slot: Slot,
+    destroys: &[(Slot, Slot)],
+    views: &[(Slot, Slot)],
+    outputs: &[Slot],
+) -> Vec<Option<Slot>> {
+    let destroyed: FxHashMap<Slot, Slot> = destroys.iter().copied().collect();
+    let viewed: FxHashMap<Slot, Slot> = views.iter().copied().collect();
+    outputs
+        .iter()
+        .map(|&o| {
+            let mut cur = o;
+            while let Some(&earlier) = destroyed.get(&cur) {
+                cur = earlier;
+            }
+            (cur >= first_node_slot && !viewed.contains_key(&cur)).then_some(cur)
+        })
+        .collect()
 }
