@@ -28,6 +28,13 @@
 //! scratch block (transcendental functions by the runtime's vectorised
 //! block functions) and then folded into the accumulators, so the mapped
 //! values never reach memory outside the kernel's stack.
+//!
+//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` ([`SumExpShift`],
+//! the row pass of a stabilised log-sum-exp) in row mode with `x`
+//! contiguous and `c` one value per row is one call of the runtime's
+//! map-reduce kernel `kiln_sum_exp_shift_f64` over the whole row (exp and
+//! sum in one vectorised loop, its own fixed summation order, no scratch
+//! block); other strides take the paths above.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -42,7 +49,7 @@ use super::mathcalls::BLOCK;
 use super::scalar_lower as sl;
 use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::ops::{Composite, ReduceOp};
+use crate::ops::{CRef, Composite, ReduceOp};
 
 /// Number of vector accumulators of a vectorised row reduction.
 pub const NACC: usize = 4;
@@ -419,6 +426,80 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     jb.define_current(name)
 }
 
+/// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.
+const SUM_EXP_SHIFT: &str = "kiln_sum_exp_shift_f64";
+
+/// The shift `c` of a pre-map `exp(x - c)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shift {
+    /// `exp(x)`.
+    Zero,
+    /// `c` is program input `k`.
+    Input(usize),
+    /// `c` is an inlined constant.
+    Const(f64),
+}
+
+/// A fused `Sum` of `exp(x - c)` over `f64`, summed by the runtime's
+/// map-reduce kernel: `x` is program input `x`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SumExpShift {
+    x: usize,
+    shift: Shift,
+}
+
+impl SumExpShift {
+    /// Recognises `op` over `prog` as a sum of `exp(x - c)`: exactly the
+    /// nodes `sub(x, c)` (or none) and `exp`, every value `f64`.
+    fn detect(op: ReduceOp, prog: &Composite) -> Option<SumExpShift> {
+        use crate::ops::ScalarOp;
+        if op != ReduceOp::Sum
+            || prog.inputs.iter().any(|&d| d != DType::F64)
+            || prog.nodes.iter().any(|n| n.dtype != DType::F64)
+        {
+            return None;
+        }
+        let last = prog.nodes.len().checked_sub(1)?;
+        let exp = &prog.nodes[last];
+        if prog.outputs.as_slice() != [CRef::Node(last as u32)]
+            || exp.op != ScalarOp::Exp
+            || exp.args.len() != 1
+        {
+            return None;
+        }
+        match (last, exp.args[0]) {
+            (0, CRef::Input(k)) => Some(SumExpShift {
+                x: k as usize,
+                shift: Shift::Zero,
+            }),
+            (1, CRef::Node(0)) => {
+                let sub = &prog.nodes[0];
+                if sub.op != ScalarOp::Sub {
+                    return None;
+                }
+                let shift = match sub.args.as_slice() {
+                    [CRef::Input(_), CRef::Input(l)] => Shift::Input(*l as usize),
+                    [CRef::Input(_), CRef::Const(c)] if c.dtype == DType::F64 => {
+                        Shift::Const(c.as_f64())
+                    }
+                    _ => return None,
+                };
+                let CRef::Input(k) = sub.args[0] else {
+                    return None;
+                };
+                if shift == Shift::Input(k as usize) {
+                    return None;
+                }
+                Some(SumExpShift {
+                    x: k as usize,
+                    shift,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Builds the kernel of `op` over the values of the one-output program
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
@@ -440,7 +521,12 @@ pub fn build_fused(
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let plan = elemwise::vector_plan(prog);
-    let imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    let sum_exp = SumExpShift::detect(op, prog);
+    if sum_exp.is_some() {
+        let id = jb.import(SUM_EXP_SHIFT, &[ptr, types::F64, types::I64], &[types::F64])?;
+        imports.push((SUM_EXP_SHIFT, id));
+    }
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
@@ -476,6 +562,35 @@ pub fn build_fused(
     b.def_var(a_var, a0);
     let scalar_head = b.create_block();
     let exit = b.create_block();
+
+    if let Some(se) = sum_exp {
+        // Row mode, x contiguous, c one value: the whole row in one call.
+        let mut ok = b.ins().icmp_imm_s(IntCC::Equal, strides[se.x], 8);
+        ok = b.ins().band(ok, is_row);
+        if let Shift::Input(l) = se.shift {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, strides[l], 0);
+            ok = b.ins().band(ok, c);
+        }
+        let fast = b.create_block();
+        let general = b.create_block();
+        b.ins().brif(ok, fast, &[], general, &[]);
+        b.switch_to_block(fast);
+        b.seal_block(fast);
+        let c = match se.shift {
+            Shift::Zero => b.ins().f64const(0.0),
+            Shift::Const(v) => b.ins().f64const(v),
+            Shift::Input(l) => b.ins().load(types::F64, f, ptrs[l], 0),
+        };
+        let call = b.ins().call(callees[SUM_EXP_SHIFT], &[ptrs[se.x], c, n]);
+        let s = b.inst_results(call)[0];
+        let a = b.use_var(a_var);
+        let a = b.ins().fadd(a, s);
+        b.def_var(a_var, a);
+        b.def_var(i_var, n);
+        b.ins().jump(scalar_head, &[]);
+        b.switch_to_block(general);
+        b.seal_block(general);
+    }
 
     if let Some(plan) = &plan {
         let esz = plan.dtype.size_of() as i64;
