@@ -11,7 +11,8 @@
 //! The reference evaluator accumulates in the same domains.
 //!
 //! Row mode of `Sum`, `Prod`, `Max` and `Min` over contiguous `f64` / `f32`
-//! values is vectorised with [`NACC`] vector accumulators ([`VecAcc`]): `f64`
+//! values is vectorised with [`NACC`] (max / min: [`NACC_MINMAX`]) vector
+//! accumulators ([`VecAcc`]): `f64`
 //! lanes, or for `f32` sums and products `f32` lanes promoted to `f64`, or
 //! for `f32` max / min `f32` lanes (exact). Elsewhere the fold is sequential,
 //! bit-exact against the reference over one axis (over several axes the
@@ -19,7 +20,9 @@
 //! order changes sums and products by reassociation only (within
 //! `n * eps * sum|x|`); max and min are order-independent, NaN-propagating
 //! like the reference, except that which of `-0.0` / `+0.0` wins a tie may
-//! differ.
+//! differ. Row mode of `Max` / `Min` over contiguous `f64` instead calls the
+//! runtime's `kiln_max_f64` / `kiln_min_f64` (AVX-512 / AVX2 when the CPU
+//! has them; same semantics), which the 128-bit JIT loop could not match.
 //!
 //! A fused reduction evaluates its pre-map with the element-wise kernel's
 //! code (`elemwise`): per element on the scalar path (any strides), or, when
@@ -153,7 +156,14 @@ fn fold_scalar(
 }
 
 /// The vectorised row fold of one (reduction, float dtype): [`NACC`]
-/// accumulators of `acc_ty`, fed by 16-byte loads of the input.
+/// accumulators of `acc_ty` for sums and products, [`NACC_MINMAX`] for max
+/// and min, fed by 16-byte loads of the input.
+///
+/// Max / min keep two kinds of accumulator: the running extremes, updated
+/// by one compare and one blend (`x > acc` takes `x`, so a NaN `x` never
+/// enters them), and [`NNAN`] masks OR-ing `x != x`. [`VecAcc::finish`]
+/// turns any NaN seen into a NaN result, as the reference's NaN-propagating
+/// fold does.
 #[derive(Debug, Clone, Copy)]
 struct VecAcc {
     op: ReduceOp,
@@ -162,6 +172,23 @@ struct VecAcc {
     acc_ty: Type,
     /// Whether each `F32X4` load is widened to two `F64X2` (f32 sums and products).
     promote: bool,
+    /// Number of value accumulators.
+    nacc: usize,
+}
+
+/// Vector accumulators of a vectorised max / min (short dependency chains:
+/// one compare and one blend per load).
+pub const NACC_MINMAX: usize = 8;
+
+/// NaN-mask accumulators of a vectorised max / min.
+const NNAN: usize = 2;
+
+/// The accumulator variables of a [`VecAcc`].
+struct AccVars {
+    /// Value accumulators.
+    vals: Vec<Variable>,
+    /// NaN masks (max / min only), of the integer vector type of `acc_ty`.
+    nans: Vec<Variable>,
 }
 
 impl VecAcc {
@@ -182,7 +209,12 @@ impl VecAcc {
             input,
             acc_ty,
             promote,
+            nacc: if minmax { NACC_MINMAX } else { NACC },
         })
+    }
+
+    fn minmax(&self) -> bool {
+        matches!(self.op, ReduceOp::Max | ReduceOp::Min)
     }
 
     fn esz(&self) -> i64 {
@@ -194,19 +226,50 @@ impl VecAcc {
         16 / self.esz()
     }
 
-    /// Declares the accumulators, holding the identity.
-    fn init(&self, b: &mut FunctionBuilder<'_>) -> Vec<Variable> {
+    /// The integer vector type of comparison masks of `acc_ty`.
+    fn mask_ty(&self) -> Type {
+        if self.acc_ty == types::F64X2 {
+            types::I64X2
+        } else {
+            types::I32X4
+        }
+    }
+
+    /// Declares the accumulators: values holding the identity, NaN masks clear.
+    fn init(&self, b: &mut FunctionBuilder<'_>) -> AccVars {
         let id = f64::from_bits(identity_bits(self.op, DType::F64));
         let v = sl::float_splat(b, self.acc_ty, id);
-        (0..NACC)
+        let vals = (0..self.nacc)
             .map(|_| {
                 let var = b.declare_var(self.acc_ty);
                 b.def_var(var, v);
                 var
             })
-            .collect()
+            .collect();
+        let mut nans = Vec::new();
+        if self.minmax() {
+            let z = b.ins().iconst(types::I64, 0);
+            let z = b.ins().splat(types::I64X2, z);
+            let z = self.bitcast(b, self.mask_ty(), z);
+            for _ in 0..NNAN {
+                let var = b.declare_var(self.mask_ty());
+                b.def_var(var, z);
+                nans.push(var);
+            }
+        }
+        AccVars { vals, nans }
     }
 
+    /// Reinterprets a 128-bit vector as `ty`.
+    fn bitcast(&self, b: &mut FunctionBuilder<'_>, ty: Type, v: Value) -> Value {
+        if b.func.dfg.value_type(v) == ty {
+            return v;
+        }
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        b.ins().bitcast(ty, le, v)
+    }
+
+    /// Combines two accumulators (NaN-propagating for max / min).
     fn vcombine(&self, b: &mut FunctionBuilder<'_>, a: Value, x: Value) -> Value {
         match self.op {
             ReduceOp::Sum => b.ins().fadd(a, x),
@@ -215,35 +278,54 @@ impl VecAcc {
         }
     }
 
+    /// Folds the loaded vector `x` into value accumulator `k` (and NaN mask
+    /// `k % NNAN` for max / min).
+    fn fold_vec(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, k: usize, x: Value) {
+        let a = b.use_var(vars.vals[k]);
+        let a = if self.minmax() {
+            let cc = if self.op == ReduceOp::Max {
+                FloatCC::GreaterThan
+            } else {
+                FloatCC::LessThan
+            };
+            let c = b.ins().fcmp(cc, x, a);
+            let c = self.bitcast(b, self.acc_ty, c);
+            let u = b.ins().fcmp(FloatCC::Unordered, x, x);
+            let nv = vars.nans[k % NNAN];
+            let nm = b.use_var(nv);
+            let nm = b.ins().bor(nm, u);
+            b.def_var(nv, nm);
+            b.ins().bitselect(c, x, a)
+        } else {
+            self.vcombine(b, a, x)
+        };
+        b.def_var(vars.vals[k], a);
+    }
+
     /// Folds the 16 bytes at `addr` into accumulator `k` (and `k + 1` when promoting).
-    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], k: usize, addr: Value) {
+    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, k: usize, addr: Value) {
         let f = MemFlagsData::trusted();
         if self.promote {
             let x = b.ins().load(types::F32X4, f, addr, 0);
             let lo = b.ins().fvpromote_low(x);
             let hi = high_half_f32x4(b, x);
             let hi = b.ins().fvpromote_low(hi);
-            for (var, v) in [(vars[k], lo), (vars[k + 1], hi)] {
-                let a = b.use_var(var);
-                let a = self.vcombine(b, a, v);
-                b.def_var(var, a);
-            }
+            self.fold_vec(b, vars, k, lo);
+            self.fold_vec(b, vars, k + 1, hi);
         } else {
             let x = b.ins().load(self.acc_ty, f, addr, 0);
-            let a = b.use_var(vars[k]);
-            let a = self.vcombine(b, a, x);
-            b.def_var(vars[k], a);
+            self.fold_vec(b, vars, k, x);
         }
     }
 
     /// Folds the `count` (a multiple of [`VecAcc::lanes`]) contiguous
     /// elements at `base` into the accumulators: every accumulator is fed
     /// in turn, then a one-load tail.
-    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], base: Value, count: Value) {
+    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, base: Value, count: Value) {
         let lanes = self.lanes();
         let esz = self.esz();
         let per_load = if self.promote { 2 } else { 1 };
-        let loads = NACC / per_load;
+        let loads = self.nacc / per_load;
         let step = loads as i64 * lanes;
         let j_var = b.declare_var(types::I64);
         let z = b.ins().iconst(types::I64, 0);
@@ -287,13 +369,26 @@ impl VecAcc {
         b.seal_block(done);
     }
 
-    /// Combines the accumulators with each other, then their lanes into the
-    /// scalar `f64` accumulator `a_var`.
-    fn finish(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], a_var: Variable) {
-        let v: Vec<Value> = vars.iter().map(|&x| b.use_var(x)).collect();
-        let v01 = self.vcombine(b, v[0], v[1]);
-        let v23 = self.vcombine(b, v[2], v[3]);
-        let v = self.vcombine(b, v01, v23);
+    /// Combines the accumulators with each other (a halving tree; for max /
+    /// min, lanes where a NaN was seen become NaN), then their lanes into
+    /// the scalar `f64` accumulator `a_var`.
+    fn finish(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, a_var: Variable) {
+        let mut v: Vec<Value> = vars.vals.iter().map(|&x| b.use_var(x)).collect();
+        while v.len() > 1 {
+            let h = v.len() / 2;
+            v = (0..h).map(|k| self.vcombine(b, v[k], v[k + h])).collect();
+        }
+        let mut v = v[0];
+        if let Some((&first, rest)) = vars.nans.split_first() {
+            let mut m = b.use_var(first);
+            for &nv in rest {
+                let x = b.use_var(nv);
+                m = b.ins().bor(m, x);
+            }
+            let m = self.bitcast(b, self.acc_ty, m);
+            let nan = sl::float_splat(b, self.acc_ty, f64::NAN);
+            v = b.ins().bitselect(m, nan, v);
+        }
         let mut a = b.use_var(a_var);
         for lane in 0..self.acc_ty.lane_count() {
             let x = b.ins().extractlane(v, lane as u8);
@@ -323,11 +418,23 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let ptr = jb.ptr_type();
     let acc = acc_dtype(op, input);
     let aty = sl::clif_type(acc);
+    let extreme = match (op, input) {
+        (ReduceOp::Max, DType::F64) => Some("kiln_max_f64"),
+        (ReduceOp::Min, DType::F64) => Some("kiln_min_f64"),
+        _ => None,
+    };
+    let extreme = match extreme {
+        Some(sym) => Some((sym, jb.import(sym, &[ptr, types::I64], &[types::F64])?)),
+        None => None,
+    };
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+    let extreme = extreme.map(|(_, id)| {
+        cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func)
+    });
     let f = MemFlagsData::trusted();
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -357,7 +464,20 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let a0 = b.ins().load(aty, f, acc_p, 0);
     b.def_var(a_var, a0);
     let row_head = b.create_block();
-    if let Some(va) = VecAcc::new(op, input) {
+    if let Some(callee) = extreme {
+        // Contiguous f64 max / min: the runtime's vectorised row pass.
+        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
+        let call_blk = b.create_block();
+        b.ins().brif(contiguous, call_blk, &[], row_head, &[]);
+        b.switch_to_block(call_blk);
+        b.seal_block(call_blk);
+        let call = b.ins().call(callee, &[in_p, n]);
+        let x = b.inst_results(call)[0];
+        let a = b.use_var(a_var);
+        let a = combine(&mut b, op, acc, a, x);
+        b.def_var(a_var, a);
+        b.def_var(i_var, n);
+    } else if let Some(va) = VecAcc::new(op, input) {
         // Contiguous input: the vector fold over all complete 16-byte groups.
         let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, va.esz());
         let vsetup = b.create_block();

@@ -32,7 +32,9 @@ mod pow;
 mod trig;
 
 pub use dispatch::{isa, Isa};
-pub use fold::{fold_symbols, kiln_sum_exp_shift_f64, sum_exp_shift_f64};
+pub use fold::{
+    extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,
+};
 
 macro_rules! math_functions {
     (
