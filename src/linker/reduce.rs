@@ -432,9 +432,8 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
         module, ctx, fctx, ..
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
-    let extreme = extreme.map(|(_, id)| {
-        cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func)
-    });
+    let extreme = extreme
+        .map(|(_, id)| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
     let f = MemFlagsData::trusted();
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);

@@ -148,7 +148,11 @@ macro_rules! extreme_entry {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(x: *const f64, n: usize) -> f64 {
             if n == 0 {
-                return if $max { f64::NEG_INFINITY } else { f64::INFINITY };
+                return if $max {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                };
             }
             // SAFETY: the pointer contract is the caller's, n >= 1; the AVX
             // variants are only called when `isa()` detected the features.
@@ -273,7 +277,9 @@ mod tests {
     use super::*;
 
     fn inputs() -> Vec<f64> {
-        let mut x: Vec<f64> = (0..1000).map(|i| ((i * 37) % 101) as f64 * 0.11 - 9.0).collect();
+        let mut x: Vec<f64> = (0..1000)
+            .map(|i| ((i * 37) % 101) as f64 * 0.11 - 9.0)
+            .collect();
         x.extend([0.0, -0.0, -745.0, -800.0, 1e-310]);
         x
     }

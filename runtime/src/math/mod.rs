@@ -33,7 +33,8 @@ mod trig;
 
 pub use dispatch::{isa, Isa};
 pub use fold::{
-    extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,
+    extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64,
+    sum_exp_shift_f64,
 };
 
 macro_rules! math_functions {
