@@ -385,6 +385,84 @@ fn vectorised_row_reductions_match_the_reference() {
     }
 }
 
+/// `exp(i0 - shift)`: `shift` is input 1 (`None`) or an inlined constant;
+/// `plain` gives `exp(i0)` (one input).
+fn exp_shift(shift: Option<f64>, plain: bool) -> Composite {
+    if plain {
+        let mut c = Composite::new(vec![DType::F64]);
+        let e = c.push(ScalarOp::Exp, &[CRef::Input(0)]).unwrap();
+        c.outputs = vec![e];
+        return c;
+    }
+    let mut c = Composite::new(vec![DType::F64, DType::F64]);
+    let b = match shift {
+        Some(v) => CRef::Const(ScalarConst::new(DType::F64, v)),
+        None => CRef::Input(1),
+    };
+    let d = c.push(ScalarOp::Sub, &[CRef::Input(0), b]).unwrap();
+    let e = c.push(ScalarOp::Exp, &[d]).unwrap();
+    c.outputs = vec![e];
+    c
+}
+
+#[test]
+fn sum_of_exp_shift_rows_are_one_runtime_pass() {
+    // Row sums of exp(x - m), exp(x - 0.25) and exp(x): contiguous rows
+    // take the runtime's map-reduce pass (bitwise equal to calling it on
+    // the row), other axes the blocked path; all match the reference.
+    for cols in [1, 2, 31, 32, 33, 257, 1000] {
+        let mut a = rand_f64(&[6, cols], 40 + cols as u64, -20.0, 20.0);
+        a[[1, cols / 2]] = f64::NAN;
+        a[[2, 0]] = f64::INFINITY;
+        a[[3, cols - 1]] = f64::NEG_INFINITY;
+        let vx = Value::from_f64_array(DType::F64, a.clone());
+        let mut mv = rand_f64(&[6, 1], 3, -2.0, 2.0);
+        mv[[4, 0]] = f64::NAN;
+        mv[[5, 0]] = f64::NEG_INFINITY;
+        let vm = Value::from_f64_array(DType::F64, mv.clone());
+        for (shift, plain) in [(None, false), (Some(0.25), false), (None, true)] {
+            let pre = exp_shift(shift, plain);
+            let x = tensor("x", DType::F64, &[None, None]);
+            let m = tensor("m", DType::F64, &[None, Some(1)]);
+            let (ins, vals): (Vec<Tensor>, Vec<Value>) = if plain {
+                (vec![x.clone()], vec![vx.clone()])
+            } else {
+                (vec![x.clone(), m.clone()], vec![vx.clone(), vm.clone()])
+            };
+            let refs: Vec<&Tensor> = ins.iter().collect();
+            for axes in [Some(vec![1]), Some(vec![0]), None] {
+                let y = fused(ReduceOp::Sum, axes.clone(), pre.clone(), &refs);
+                check_reduction(
+                    &ins,
+                    std::slice::from_ref(&y),
+                    &vals,
+                    &format!("{pre} {cols} cols axes {axes:?}"),
+                );
+            }
+            let y = fused(ReduceOp::Sum, Some(vec![1]), pre.clone(), &refs);
+            let fg = FunctionGraph::new(&ins, &[y]).unwrap();
+            let f = compile(&fg, &CompileOptions::default()).unwrap();
+            let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+            let got = f.call(&args).unwrap()[0].to_f64_array();
+            for r in 0..6 {
+                let c = match (shift, plain) {
+                    (_, true) => 0.0,
+                    (Some(v), _) => v,
+                    (None, _) => mv[[r, 0]],
+                };
+                let row: Vec<f64> = a.index_axis(ndarray::Axis(0), r).iter().copied().collect();
+                let want = kiln_runtime::math::sum_exp_shift_f64(&row, c);
+                assert_eq!(
+                    got[[r]].to_bits(),
+                    want.to_bits(),
+                    "{pre} row {r}: {} vs {want}",
+                    got[[r]]
+                );
+            }
+        }
+    }
+}
+
 fn fast_run(inputs: &[Tensor], outputs: &[Tensor]) -> FunctionGraph {
     let mut fg = FunctionGraph::new(inputs, outputs).unwrap();
     rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();

@@ -22,6 +22,7 @@ pub mod parallel;
 /// launcher) as (symbol name, address), ready for `JITBuilder::symbol`.
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut s = math::math_symbols();
+    s.extend(math::fold_symbols());
     s.extend(gemm::gemm_symbols());
     s.extend(parallel::parallel_symbols());
     s

@@ -11,7 +11,8 @@
 //! The reference evaluator accumulates in the same domains.
 //!
 //! Row mode of `Sum`, `Prod`, `Max` and `Min` over contiguous `f64` / `f32`
-//! values is vectorised with [`NACC`] vector accumulators ([`VecAcc`]): `f64`
+//! values is vectorised with [`NACC`] (max / min: [`NACC_MINMAX`]) vector
+//! accumulators ([`VecAcc`]): `f64`
 //! lanes, or for `f32` sums and products `f32` lanes promoted to `f64`, or
 //! for `f32` max / min `f32` lanes (exact). Elsewhere the fold is sequential,
 //! bit-exact against the reference over one axis (over several axes the
@@ -19,7 +20,9 @@
 //! order changes sums and products by reassociation only (within
 //! `n * eps * sum|x|`); max and min are order-independent, NaN-propagating
 //! like the reference, except that which of `-0.0` / `+0.0` wins a tie may
-//! differ.
+//! differ. Row mode of `Max` / `Min` over contiguous `f64` instead calls the
+//! runtime's `kiln_max_f64` / `kiln_min_f64` (AVX-512 / AVX2 when the CPU
+//! has them; same semantics), which the 128-bit JIT loop could not match.
 //!
 //! A fused reduction evaluates its pre-map with the element-wise kernel's
 //! code (`elemwise`): per element on the scalar path (any strides), or, when
@@ -28,6 +31,13 @@
 //! scratch block (transcendental functions by the runtime's vectorised
 //! block functions) and then folded into the accumulators, so the mapped
 //! values never reach memory outside the kernel's stack.
+//!
+//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` ([`SumExpShift`],
+//! the row pass of a stabilised log-sum-exp) in row mode with `x`
+//! contiguous and `c` one value per row is one call of the runtime's
+//! map-reduce kernel `kiln_sum_exp_shift_f64` over the whole row (exp and
+//! sum in one vectorised loop, its own fixed summation order, no scratch
+//! block); other strides take the paths above.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -42,7 +52,7 @@ use super::mathcalls::BLOCK;
 use super::scalar_lower as sl;
 use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::ops::{Composite, ReduceOp};
+use crate::ops::{CRef, Composite, ReduceOp};
 
 /// Number of vector accumulators of a vectorised row reduction.
 pub const NACC: usize = 4;
@@ -146,7 +156,14 @@ fn fold_scalar(
 }
 
 /// The vectorised row fold of one (reduction, float dtype): [`NACC`]
-/// accumulators of `acc_ty`, fed by 16-byte loads of the input.
+/// accumulators of `acc_ty` for sums and products, [`NACC_MINMAX`] for max
+/// and min, fed by 16-byte loads of the input.
+///
+/// Max / min keep two kinds of accumulator: the running extremes, updated
+/// by one compare and one blend (`x > acc` takes `x`, so a NaN `x` never
+/// enters them), and [`NNAN`] masks OR-ing `x != x`. [`VecAcc::finish`]
+/// turns any NaN seen into a NaN result, as the reference's NaN-propagating
+/// fold does.
 #[derive(Debug, Clone, Copy)]
 struct VecAcc {
     op: ReduceOp,
@@ -155,6 +172,23 @@ struct VecAcc {
     acc_ty: Type,
     /// Whether each `F32X4` load is widened to two `F64X2` (f32 sums and products).
     promote: bool,
+    /// Number of value accumulators.
+    nacc: usize,
+}
+
+/// Vector accumulators of a vectorised max / min (short dependency chains:
+/// one compare and one blend per load).
+pub const NACC_MINMAX: usize = 8;
+
+/// NaN-mask accumulators of a vectorised max / min.
+const NNAN: usize = 2;
+
+/// The accumulator variables of a [`VecAcc`].
+struct AccVars {
+    /// Value accumulators.
+    vals: Vec<Variable>,
+    /// NaN masks (max / min only), of the integer vector type of `acc_ty`.
+    nans: Vec<Variable>,
 }
 
 impl VecAcc {
@@ -175,7 +209,12 @@ impl VecAcc {
             input,
             acc_ty,
             promote,
+            nacc: if minmax { NACC_MINMAX } else { NACC },
         })
+    }
+
+    fn minmax(&self) -> bool {
+        matches!(self.op, ReduceOp::Max | ReduceOp::Min)
     }
 
     fn esz(&self) -> i64 {
@@ -187,19 +226,50 @@ impl VecAcc {
         16 / self.esz()
     }
 
-    /// Declares the accumulators, holding the identity.
-    fn init(&self, b: &mut FunctionBuilder<'_>) -> Vec<Variable> {
+    /// The integer vector type of comparison masks of `acc_ty`.
+    fn mask_ty(&self) -> Type {
+        if self.acc_ty == types::F64X2 {
+            types::I64X2
+        } else {
+            types::I32X4
+        }
+    }
+
+    /// Declares the accumulators: values holding the identity, NaN masks clear.
+    fn init(&self, b: &mut FunctionBuilder<'_>) -> AccVars {
         let id = f64::from_bits(identity_bits(self.op, DType::F64));
         let v = sl::float_splat(b, self.acc_ty, id);
-        (0..NACC)
+        let vals = (0..self.nacc)
             .map(|_| {
                 let var = b.declare_var(self.acc_ty);
                 b.def_var(var, v);
                 var
             })
-            .collect()
+            .collect();
+        let mut nans = Vec::new();
+        if self.minmax() {
+            let z = b.ins().iconst(types::I64, 0);
+            let z = b.ins().splat(types::I64X2, z);
+            let z = self.bitcast(b, self.mask_ty(), z);
+            for _ in 0..NNAN {
+                let var = b.declare_var(self.mask_ty());
+                b.def_var(var, z);
+                nans.push(var);
+            }
+        }
+        AccVars { vals, nans }
     }
 
+    /// Reinterprets a 128-bit vector as `ty`.
+    fn bitcast(&self, b: &mut FunctionBuilder<'_>, ty: Type, v: Value) -> Value {
+        if b.func.dfg.value_type(v) == ty {
+            return v;
+        }
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        b.ins().bitcast(ty, le, v)
+    }
+
+    /// Combines two accumulators (NaN-propagating for max / min).
     fn vcombine(&self, b: &mut FunctionBuilder<'_>, a: Value, x: Value) -> Value {
         match self.op {
             ReduceOp::Sum => b.ins().fadd(a, x),
@@ -208,35 +278,54 @@ impl VecAcc {
         }
     }
 
+    /// Folds the loaded vector `x` into value accumulator `k` (and NaN mask
+    /// `k % NNAN` for max / min).
+    fn fold_vec(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, k: usize, x: Value) {
+        let a = b.use_var(vars.vals[k]);
+        let a = if self.minmax() {
+            let cc = if self.op == ReduceOp::Max {
+                FloatCC::GreaterThan
+            } else {
+                FloatCC::LessThan
+            };
+            let c = b.ins().fcmp(cc, x, a);
+            let c = self.bitcast(b, self.acc_ty, c);
+            let u = b.ins().fcmp(FloatCC::Unordered, x, x);
+            let nv = vars.nans[k % NNAN];
+            let nm = b.use_var(nv);
+            let nm = b.ins().bor(nm, u);
+            b.def_var(nv, nm);
+            b.ins().bitselect(c, x, a)
+        } else {
+            self.vcombine(b, a, x)
+        };
+        b.def_var(vars.vals[k], a);
+    }
+
     /// Folds the 16 bytes at `addr` into accumulator `k` (and `k + 1` when promoting).
-    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], k: usize, addr: Value) {
+    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, k: usize, addr: Value) {
         let f = MemFlagsData::trusted();
         if self.promote {
             let x = b.ins().load(types::F32X4, f, addr, 0);
             let lo = b.ins().fvpromote_low(x);
             let hi = high_half_f32x4(b, x);
             let hi = b.ins().fvpromote_low(hi);
-            for (var, v) in [(vars[k], lo), (vars[k + 1], hi)] {
-                let a = b.use_var(var);
-                let a = self.vcombine(b, a, v);
-                b.def_var(var, a);
-            }
+            self.fold_vec(b, vars, k, lo);
+            self.fold_vec(b, vars, k + 1, hi);
         } else {
             let x = b.ins().load(self.acc_ty, f, addr, 0);
-            let a = b.use_var(vars[k]);
-            let a = self.vcombine(b, a, x);
-            b.def_var(vars[k], a);
+            self.fold_vec(b, vars, k, x);
         }
     }
 
     /// Folds the `count` (a multiple of [`VecAcc::lanes`]) contiguous
     /// elements at `base` into the accumulators: every accumulator is fed
     /// in turn, then a one-load tail.
-    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], base: Value, count: Value) {
+    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, base: Value, count: Value) {
         let lanes = self.lanes();
         let esz = self.esz();
         let per_load = if self.promote { 2 } else { 1 };
-        let loads = NACC / per_load;
+        let loads = self.nacc / per_load;
         let step = loads as i64 * lanes;
         let j_var = b.declare_var(types::I64);
         let z = b.ins().iconst(types::I64, 0);
@@ -280,13 +369,26 @@ impl VecAcc {
         b.seal_block(done);
     }
 
-    /// Combines the accumulators with each other, then their lanes into the
-    /// scalar `f64` accumulator `a_var`.
-    fn finish(&self, b: &mut FunctionBuilder<'_>, vars: &[Variable], a_var: Variable) {
-        let v: Vec<Value> = vars.iter().map(|&x| b.use_var(x)).collect();
-        let v01 = self.vcombine(b, v[0], v[1]);
-        let v23 = self.vcombine(b, v[2], v[3]);
-        let v = self.vcombine(b, v01, v23);
+    /// Combines the accumulators with each other (a halving tree; for max /
+    /// min, lanes where a NaN was seen become NaN), then their lanes into
+    /// the scalar `f64` accumulator `a_var`.
+    fn finish(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, a_var: Variable) {
+        let mut v: Vec<Value> = vars.vals.iter().map(|&x| b.use_var(x)).collect();
+        while v.len() > 1 {
+            let h = v.len() / 2;
+            v = (0..h).map(|k| self.vcombine(b, v[k], v[k + h])).collect();
+        }
+        let mut v = v[0];
+        if let Some((&first, rest)) = vars.nans.split_first() {
+            let mut m = b.use_var(first);
+            for &nv in rest {
+                let x = b.use_var(nv);
+                m = b.ins().bor(m, x);
+            }
+            let m = self.bitcast(b, self.acc_ty, m);
+            let nan = sl::float_splat(b, self.acc_ty, f64::NAN);
+            v = b.ins().bitselect(m, nan, v);
+        }
         let mut a = b.use_var(a_var);
         for lane in 0..self.acc_ty.lane_count() {
             let x = b.ins().extractlane(v, lane as u8);
@@ -316,11 +418,22 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let ptr = jb.ptr_type();
     let acc = acc_dtype(op, input);
     let aty = sl::clif_type(acc);
+    let extreme = match (op, input) {
+        (ReduceOp::Max, DType::F64) => Some("kiln_max_f64"),
+        (ReduceOp::Min, DType::F64) => Some("kiln_min_f64"),
+        _ => None,
+    };
+    let extreme = match extreme {
+        Some(sym) => Some((sym, jb.import(sym, &[ptr, types::I64], &[types::F64])?)),
+        None => None,
+    };
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+    let extreme = extreme
+        .map(|(_, id)| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
     let f = MemFlagsData::trusted();
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -350,7 +463,20 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let a0 = b.ins().load(aty, f, acc_p, 0);
     b.def_var(a_var, a0);
     let row_head = b.create_block();
-    if let Some(va) = VecAcc::new(op, input) {
+    if let Some(callee) = extreme {
+        // Contiguous f64 max / min: the runtime's vectorised row pass.
+        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
+        let call_blk = b.create_block();
+        b.ins().brif(contiguous, call_blk, &[], row_head, &[]);
+        b.switch_to_block(call_blk);
+        b.seal_block(call_blk);
+        let call = b.ins().call(callee, &[in_p, n]);
+        let x = b.inst_results(call)[0];
+        let a = b.use_var(a_var);
+        let a = combine(&mut b, op, acc, a, x);
+        b.def_var(a_var, a);
+        b.def_var(i_var, n);
+    } else if let Some(va) = VecAcc::new(op, input) {
         // Contiguous input: the vector fold over all complete 16-byte groups.
         let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, va.esz());
         let vsetup = b.create_block();
@@ -419,6 +545,80 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     jb.define_current(name)
 }
 
+/// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.
+const SUM_EXP_SHIFT: &str = "kiln_sum_exp_shift_f64";
+
+/// The shift `c` of a pre-map `exp(x - c)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shift {
+    /// `exp(x)`.
+    Zero,
+    /// `c` is program input `k`.
+    Input(usize),
+    /// `c` is an inlined constant.
+    Const(f64),
+}
+
+/// A fused `Sum` of `exp(x - c)` over `f64`, summed by the runtime's
+/// map-reduce kernel: `x` is program input `x`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SumExpShift {
+    x: usize,
+    shift: Shift,
+}
+
+impl SumExpShift {
+    /// Recognises `op` over `prog` as a sum of `exp(x - c)`: exactly the
+    /// nodes `sub(x, c)` (or none) and `exp`, every value `f64`.
+    fn detect(op: ReduceOp, prog: &Composite) -> Option<SumExpShift> {
+        use crate::ops::ScalarOp;
+        if op != ReduceOp::Sum
+            || prog.inputs.iter().any(|&d| d != DType::F64)
+            || prog.nodes.iter().any(|n| n.dtype != DType::F64)
+        {
+            return None;
+        }
+        let last = prog.nodes.len().checked_sub(1)?;
+        let exp = &prog.nodes[last];
+        if prog.outputs.as_slice() != [CRef::Node(last as u32)]
+            || exp.op != ScalarOp::Exp
+            || exp.args.len() != 1
+        {
+            return None;
+        }
+        match (last, exp.args[0]) {
+            (0, CRef::Input(k)) => Some(SumExpShift {
+                x: k as usize,
+                shift: Shift::Zero,
+            }),
+            (1, CRef::Node(0)) => {
+                let sub = &prog.nodes[0];
+                if sub.op != ScalarOp::Sub {
+                    return None;
+                }
+                let shift = match sub.args.as_slice() {
+                    [CRef::Input(_), CRef::Input(l)] => Shift::Input(*l as usize),
+                    [CRef::Input(_), CRef::Const(c)] if c.dtype == DType::F64 => {
+                        Shift::Const(c.as_f64())
+                    }
+                    _ => return None,
+                };
+                let CRef::Input(k) = sub.args[0] else {
+                    return None;
+                };
+                if shift == Shift::Input(k as usize) {
+                    return None;
+                }
+                Some(SumExpShift {
+                    x: k as usize,
+                    shift,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Builds the kernel of `op` over the values of the one-output program
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
@@ -440,7 +640,12 @@ pub fn build_fused(
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let plan = elemwise::vector_plan(prog);
-    let imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    let sum_exp = SumExpShift::detect(op, prog);
+    if sum_exp.is_some() {
+        let id = jb.import(SUM_EXP_SHIFT, &[ptr, types::F64, types::I64], &[types::F64])?;
+        imports.push((SUM_EXP_SHIFT, id));
+    }
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
@@ -476,6 +681,35 @@ pub fn build_fused(
     b.def_var(a_var, a0);
     let scalar_head = b.create_block();
     let exit = b.create_block();
+
+    if let Some(se) = sum_exp {
+        // Row mode, x contiguous, c one value: the whole row in one call.
+        let mut ok = b.ins().icmp_imm_s(IntCC::Equal, strides[se.x], 8);
+        ok = b.ins().band(ok, is_row);
+        if let Shift::Input(l) = se.shift {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, strides[l], 0);
+            ok = b.ins().band(ok, c);
+        }
+        let fast = b.create_block();
+        let general = b.create_block();
+        b.ins().brif(ok, fast, &[], general, &[]);
+        b.switch_to_block(fast);
+        b.seal_block(fast);
+        let c = match se.shift {
+            Shift::Zero => b.ins().f64const(0.0),
+            Shift::Const(v) => b.ins().f64const(v),
+            Shift::Input(l) => b.ins().load(types::F64, f, ptrs[l], 0),
+        };
+        let call = b.ins().call(callees[SUM_EXP_SHIFT], &[ptrs[se.x], c, n]);
+        let s = b.inst_results(call)[0];
+        let a = b.use_var(a_var);
+        let a = b.ins().fadd(a, s);
+        b.def_var(a_var, a);
+        b.def_var(i_var, n);
+        b.ins().jump(scalar_head, &[]);
+        b.switch_to_block(general);
+        b.seal_block(general);
+    }
 
     if let Some(plan) = &plan {
         let esz = plan.dtype.size_of() as i64;

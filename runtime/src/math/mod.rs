@@ -15,12 +15,16 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md).
+//!
+//! Map-reduce kernels (a map summed in the same loop, for fused
+//! reductions) live in `fold` and are listed by [`fold_symbols`].
 
 mod activation;
 mod common;
 mod dispatch;
 mod erf;
 mod exp;
+mod fold;
 mod hyperbolic;
 mod inverse_trig;
 mod log;
@@ -28,6 +32,10 @@ mod pow;
 mod trig;
 
 pub use dispatch::{isa, Isa};
+pub use fold::{
+    extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64,
+    sum_exp_shift_f64,
+};
 
 macro_rules! math_functions {
     (

@@ -1,0 +1,361 @@
+//! Map-reduce kernels: an element-wise map summed in the same loop, for
+//! fused reductions whose mapped values never need to reach memory.
+//!
+//! `kiln_sum_exp_shift_f64(x, c, n)` = Σ_i e^(x_i - c), the row pass of a
+//! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
+//! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's `exp` of the exactly
+//! rounded difference (same kernel, ≤ 1 ULP, see ACCURACY.md).
+//!
+//! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
+//! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
+//! returned on a tie is unspecified): the row pass of a vectorised
+//! `Max` / `Min` reduction. They are exact, so their order does not matter.
+//!
+//! Summation order (invariant): element `i` is added to lane partial
+//! `i mod LANES` in index order, then the partials are combined by a fixed
+//! halving tree. The order depends only on `n`, never on the ISA variant
+//! (all variants are bitwise identical) or on the caller's thread count.
+//! Against the exact sum the error is that of any summation order:
+//! |error| ≤ n·eps·Σ e^(x_i - c) plus the per-term exp error.
+
+use std::ptr;
+
+use super::dispatch::{isa, Isa};
+use super::exp;
+
+/// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
+/// chains to hide the latency of the exp polynomial.
+const LANES: usize = 32;
+
+/// Σ e^(x_i - c) over `n` values at `x` in the documented order.
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let mut i = 0;
+    while i + LANES <= n {
+        // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
+        let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        for (a, e) in acc.iter_mut().zip(v) {
+            *a += exp::exp(e - c);
+        }
+        i += LANES;
+    }
+    for (l, a) in acc.iter_mut().enumerate().take(n - i) {
+        // SAFETY: i + l < n.
+        let e = unsafe { *x.add(i + l) };
+        *a += exp::exp(e - c);
+    }
+    let mut w = LANES / 2;
+    while w > 0 {
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+        w /= 2;
+    }
+    acc[0]
+}
+
+/// The extreme of `n >= 1` values at `x` (`max`: the largest, else the
+/// smallest), NaN if any is NaN.
+///
+/// # Safety
+/// `x` must be valid for `n` reads, `n >= 1`.
+#[inline(always)]
+unsafe fn extreme(x: *const f64, n: usize, max: bool) -> f64 {
+    // SAFETY: n >= 1.
+    let first = unsafe { *x };
+    let mut acc = [first; LANES];
+    let mut nan = [false; LANES];
+    // A NaN `e` never replaces `a` (compares false); the masks record it.
+    let pick = |a: f64, e: f64| {
+        let better = if max { e > a } else { e < a };
+        if better {
+            e
+        } else {
+            a
+        }
+    };
+    let mut i = 0;
+    while i + LANES <= n {
+        // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
+        let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        for l in 0..LANES {
+            acc[l] = pick(acc[l], v[l]);
+            nan[l] |= v[l].is_nan();
+        }
+        i += LANES;
+    }
+    let mut r = first;
+    let mut any_nan = false;
+    for l in 0..LANES {
+        r = pick(r, acc[l]);
+        any_nan |= nan[l];
+    }
+    while i < n {
+        // SAFETY: i < n.
+        let e = unsafe { *x.add(i) };
+        r = pick(r, e);
+        any_nan |= e.is_nan();
+        i += 1;
+    }
+    if any_nan || r.is_nan() {
+        f64::NAN
+    } else {
+        r
+    }
+}
+
+macro_rules! extreme_entry {
+    ($name:ident, $avx512:ident, $avx2:ident, $base:ident, $max:expr, $doc:literal) => {
+        /// AVX-512 variant.
+        ///
+        /// # Safety
+        /// CPU supports the features; `x` valid for `n >= 1` reads.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+        unsafe fn $avx512(x: *const f64, n: usize) -> f64 {
+            // SAFETY: forwarded caller contract.
+            unsafe { extreme(x, n, $max) }
+        }
+
+        /// AVX2 variant.
+        ///
+        /// # Safety
+        /// CPU supports the features; `x` valid for `n >= 1` reads.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $avx2(x: *const f64, n: usize) -> f64 {
+            // SAFETY: forwarded caller contract.
+            unsafe { extreme(x, n, $max) }
+        }
+
+        /// Baseline variant.
+        ///
+        /// # Safety
+        /// `x` valid for `n >= 1` reads.
+        unsafe fn $base(x: *const f64, n: usize) -> f64 {
+            // SAFETY: forwarded caller contract.
+            unsafe { extreme(x, n, $max) }
+        }
+
+        #[doc = $doc]
+        ///
+        /// # Safety
+        /// `x` must be valid for `n` reads (it may be null when `n == 0`).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(x: *const f64, n: usize) -> f64 {
+            if n == 0 {
+                return if $max {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                };
+            }
+            // SAFETY: the pointer contract is the caller's, n >= 1; the AVX
+            // variants are only called when `isa()` detected the features.
+            unsafe {
+                match isa() {
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx512 => $avx512(x, n),
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx2 => $avx2(x, n),
+                    _ => $base(x, n),
+                }
+            }
+        }
+    };
+}
+
+extreme_entry!(
+    kiln_max_f64,
+    max_avx512,
+    max_avx2,
+    max_base,
+    true,
+    "Returns the largest of the `n` values at `x` (-inf for `n == 0`), NaN if any is NaN."
+);
+extreme_entry!(
+    kiln_min_f64,
+    min_avx512,
+    min_avx2,
+    min_base,
+    false,
+    "Returns the smallest of the `n` values at `x` (+inf for `n == 0`), NaN if any is NaN."
+);
+
+/// AVX-512 variant.
+///
+/// # Safety
+/// CPU supports the features; `x` valid for `n` reads.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
+    // SAFETY: forwarded caller contract.
+    unsafe { sum_exp_shift(x, c, n) }
+}
+
+/// AVX2 variant.
+///
+/// # Safety
+/// CPU supports the features; `x` valid for `n` reads.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
+    // SAFETY: forwarded caller contract.
+    unsafe { sum_exp_shift(x, c, n) }
+}
+
+/// Baseline variant.
+///
+/// # Safety
+/// `x` valid for `n` reads.
+unsafe fn sum_exp_shift_base(x: *const f64, c: f64, n: usize) -> f64 {
+    // SAFETY: forwarded caller contract.
+    unsafe { sum_exp_shift(x, c, n) }
+}
+
+/// Returns Σ_{i<n} e^(x[i] - c) (0 for `n == 0`), summed in the order the
+/// module documents; each term is within 1 ULP of e^(x[i] - c).
+///
+/// # Safety
+/// `x` must be valid for `n` reads (it may be null when `n == 0`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn kiln_sum_exp_shift_f64(x: *const f64, c: f64, n: usize) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    // SAFETY: the pointer contract is the caller's; the AVX variants are
+    // only called when `isa()` detected the features.
+    unsafe {
+        match isa() {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => sum_exp_shift_avx512(x, c, n),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => sum_exp_shift_avx2(x, c, n),
+            _ => sum_exp_shift_base(x, c, n),
+        }
+    }
+}
+
+/// Safe slice form of [`kiln_sum_exp_shift_f64`]: Σ e^(x_i - c).
+pub fn sum_exp_shift_f64(x: &[f64], c: f64) -> f64 {
+    // SAFETY: the slice holds `x.len()` readable values.
+    unsafe { kiln_sum_exp_shift_f64(x.as_ptr(), c, x.len()) }
+}
+
+/// Safe slice form of [`kiln_max_f64`] (`max`) / [`kiln_min_f64`].
+pub fn extreme_f64(x: &[f64], max: bool) -> f64 {
+    // SAFETY: the slice holds `x.len()` readable values.
+    unsafe {
+        if max {
+            kiln_max_f64(x.as_ptr(), x.len())
+        } else {
+            kiln_min_f64(x.as_ptr(), x.len())
+        }
+    }
+}
+
+/// The map-reduce entry points as (symbol name, address); C signatures
+/// `double(const double* x, double c, size_t n)` for the shifted exp sum,
+/// `double(const double* x, size_t n)` for max / min.
+pub fn fold_symbols() -> Vec<(&'static str, *const u8)> {
+    vec![
+        (
+            "kiln_sum_exp_shift_f64",
+            kiln_sum_exp_shift_f64 as *const u8,
+        ),
+        ("kiln_max_f64", kiln_max_f64 as *const u8),
+        ("kiln_min_f64", kiln_min_f64 as *const u8),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs() -> Vec<f64> {
+        let mut x: Vec<f64> = (0..1000)
+            .map(|i| ((i * 37) % 101) as f64 * 0.11 - 9.0)
+            .collect();
+        x.extend([0.0, -0.0, -745.0, -800.0, 1e-310]);
+        x
+    }
+
+    #[test]
+    fn matches_exp_then_sum() {
+        let x = inputs();
+        for n in [0, 1, 5, 31, 32, 33, 100, x.len()] {
+            for c in [0.0, 1.5, -2.0] {
+                let s = sum_exp_shift_f64(&x[..n], c);
+                let terms: Vec<f64> = x[..n].iter().map(|&v| v - c).collect();
+                let mut e = vec![0.0; n];
+                super::super::exp_f64(&terms, &mut e);
+                let r: f64 = e.iter().sum();
+                let mag: f64 = e.iter().map(|v| v.abs()).sum();
+                assert!(
+                    (s - r).abs() <= 2.0 * n as f64 * f64::EPSILON * mag,
+                    "n={n} c={c}: {s} vs {r}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn special_values() {
+        assert_eq!(sum_exp_shift_f64(&[], 0.0), 0.0);
+        assert!(sum_exp_shift_f64(&[1.0, f64::NAN, 2.0], 0.0).is_nan());
+        assert!(sum_exp_shift_f64(&[1.0, 2.0], f64::NAN).is_nan());
+        assert_eq!(sum_exp_shift_f64(&[1.0, f64::INFINITY], 0.0), f64::INFINITY);
+        assert_eq!(sum_exp_shift_f64(&[f64::NEG_INFINITY; 40], 0.0), 0.0);
+        // All shifted values -inf - -inf: NaN, as exp(NaN).
+        assert!(sum_exp_shift_f64(&[f64::NEG_INFINITY], f64::NEG_INFINITY).is_nan());
+    }
+
+    #[test]
+    fn extremes() {
+        let x = inputs();
+        for n in [1, 5, 32, 33, 100, x.len()] {
+            let mx = x[..n].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mn = x[..n].iter().copied().fold(f64::INFINITY, f64::min);
+            assert_eq!(extreme_f64(&x[..n], true), mx, "n={n}");
+            assert_eq!(extreme_f64(&x[..n], false), mn, "n={n}");
+        }
+        assert_eq!(extreme_f64(&[], true), f64::NEG_INFINITY);
+        assert_eq!(extreme_f64(&[], false), f64::INFINITY);
+        for pos in [0, 3, 40, 70] {
+            let mut y = vec![1.0; 71];
+            y[pos] = f64::NAN;
+            assert!(extreme_f64(&y, true).is_nan(), "NaN at {pos}");
+            assert!(extreme_f64(&y, false).is_nan(), "NaN at {pos}");
+        }
+        assert_eq!(extreme_f64(&[f64::NEG_INFINITY, -3.0], true), -3.0);
+        assert_eq!(extreme_f64(&[f64::INFINITY; 3], false), f64::INFINITY);
+    }
+
+    #[test]
+    fn variants_agree_bitwise() {
+        let x = inputs();
+        for n in [7, 64, 99, x.len()] {
+            // SAFETY: x holds at least n values.
+            let base = unsafe { sum_exp_shift_base(x.as_ptr(), 0.7, n) };
+            #[cfg(target_arch = "x86_64")]
+            {
+                if isa() == Isa::Avx512 {
+                    // SAFETY: features detected; x holds n values.
+                    let v = unsafe { sum_exp_shift_avx512(x.as_ptr(), 0.7, n) };
+                    assert_eq!(v.to_bits(), base.to_bits());
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: features detected; x holds n values.
+                    let v = unsafe { sum_exp_shift_avx2(x.as_ptr(), 0.7, n) };
+                    assert_eq!(v.to_bits(), base.to_bits());
+                }
+            }
+        }
+    }
+}
