@@ -438,3 +438,22 @@ fn values_sum_of_a_division_by_zero_over_an_empty_vector() {
         }
     }
 }
+
+/// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the
+/// compiled `sqrt(f)` NaN, README rule 5's documented exception, which the
+/// comparison accepts (found by the 100,000-case run).
+#[test]
+fn values_square_root_of_minus_infinity() {
+    let f = vector("f", DType::F32);
+    let out = f.powf(0.5);
+    let vals = [Value::F32(
+        ndarray::arr1(&[f32::NEG_INFINITY, 4.0, -1.0]).into_dyn(),
+    )];
+    compare_with_reference(std::slice::from_ref(&f), std::slice::from_ref(&out), &vals).unwrap();
+    let got = function(std::slice::from_ref(&f), std::slice::from_ref(&out))
+        .compile()
+        .unwrap()
+        .call_values(&vals)
+        .unwrap();
+    assert!(got[0].to_f64_array()[0].is_nan(), "sqrt(-inf) is NaN");
+}
