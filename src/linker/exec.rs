@@ -255,27 +255,28 @@ impl<'a> Exec<'a> {
     }
 
     /// A buffer for `shape` whose contents the caller overwrites entirely:
-    /// from the pool when one fits, else fresh.
-    fn alloc(&self, dtype: DType, shape: &[usize]) -> Arr {
-        match self.pool.take(dtype, shape) {
+    /// from the pool when one fits, else fresh (an error of node `name` when
+    /// it cannot be allocated).
+    fn alloc(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
             Some(b) => Arr::from_buffer(b, shape),
-            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
-        }
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
     }
 
     /// A zero-filled buffer for `shape` (pooled buffers are cleared).
-    fn alloc_zeroed(&self, dtype: DType, shape: &[usize]) -> Arr {
-        match self.pool.take(dtype, shape) {
+    fn alloc_zeroed(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
             Some(mut b) => {
                 b.zero();
                 Arr::from_buffer(b, shape)
             }
-            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
-        }
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
     }
 
-    fn cast(&self, x: &Arr, kernel: usize, to: DType) -> Arr {
-        let out = self.alloc(to, &x.shape);
+    fn cast(&self, name: &str, x: &Arr, kernel: usize, to: DType) -> Result<Arr> {
+        let out = self.alloc(name, to, &x.shape)?;
         drive(
             self.code,
             kernel,
@@ -286,7 +287,7 @@ impl<'a> Exec<'a> {
             self.par,
             false,
         );
-        out
+        Ok(out)
     }
 
     fn step(&mut self, k: usize, step: &Step, name: &str) -> Result<()> {
@@ -346,7 +347,7 @@ impl<'a> Exec<'a> {
                             reused.push(s);
                             outs.push(a.clone());
                         }
-                        None => outs.push(self.alloc(dt, &shape)),
+                        None => outs.push(self.alloc(name, dt, &shape)?),
                     }
                 }
                 let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
@@ -399,7 +400,7 @@ impl<'a> Exec<'a> {
                     .filter(|d| !axes.contains(d))
                     .map(|d| x.shape[d])
                     .collect();
-                let accum = self.alloc_zeroed(*acc, &out_shape);
+                let accum = self.alloc_zeroed(name, *acc, &out_shape)?;
                 let bits = reduce::identity_bits(*op, *acc);
                 if bits != 0 {
                     let n = accum.len();
@@ -446,7 +447,7 @@ impl<'a> Exec<'a> {
                     );
                 }
                 let res = match cast {
-                    Some(c) => self.cast(&accum, *c, *out),
+                    Some(c) => self.cast(name, &accum, *c, *out)?,
                     None => accum,
                 };
                 self.slots[*output] = Some(res);
@@ -486,7 +487,17 @@ impl<'a> Exec<'a> {
                 let x = self.get(*input);
                 let target = self.get(*shape).to_i64_vec();
                 let size = x.len();
-                let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+                // An overflowing product of the given sizes cannot match any array.
+                let Some(known) = target
+                    .iter()
+                    .filter(|&&d| d >= 0)
+                    .try_fold(1i64, |p, &d| p.checked_mul(d))
+                else {
+                    return Err(err(
+                        name,
+                        format!("cannot reshape size {size} into {target:?}"),
+                    ));
+                };
                 let mut sh = Vec::with_capacity(target.len());
                 for &d in &target {
                     if d == -1 {
@@ -503,7 +514,7 @@ impl<'a> Exec<'a> {
                         sh.push(d as usize);
                     }
                 }
-                if sh.iter().product::<usize>() != size
+                if sh.iter().try_fold(1usize, |p, &d| p.checked_mul(d)) != Some(size)
                     || target.iter().filter(|&&d| d == -1).count() > 1
                 {
                     return Err(err(
@@ -517,7 +528,7 @@ impl<'a> Exec<'a> {
                 let src = if x.is_standard() {
                     x
                 } else {
-                    let out = self.alloc(x.dtype, &x.shape);
+                    let out = self.alloc(name, x.dtype, &x.shape)?;
                     let es = x.dtype.size_of();
                     drive(
                         self.code,
@@ -579,7 +590,7 @@ impl<'a> Exec<'a> {
                     }
                     st[off + i] = s;
                 }
-                let out = self.alloc(v.dtype, &shape);
+                let out = self.alloc(name, v.dtype, &shape)?;
                 let es = v.dtype.size_of();
                 drive(
                     self.code,
@@ -603,10 +614,10 @@ impl<'a> Exec<'a> {
                 let mut a = self.get(*a);
                 let mut b = self.get(*b);
                 if let Some(c) = casts[0] {
-                    a = self.cast(&a, c, *dtype);
+                    a = self.cast(name, &a, c, *dtype)?;
                 }
                 if let Some(c) = casts[1] {
-                    b = self.cast(&b, c, *dtype);
+                    b = self.cast(name, &b, c, *dtype)?;
                 }
                 let res = self.dot(name, &a, &b, *dtype)?;
                 self.slots[*output] = Some(res);
@@ -633,7 +644,7 @@ impl<'a> Exec<'a> {
                 let vals: Vec<Value> = inputs
                     .iter()
                     .map(|&s| to_value(self.plan, self.code, self.par, self.get(s)))
-                    .collect();
+                    .collect::<Result<_>>()?;
                 let refs: Vec<&Value> = vals.iter().collect();
                 let res = op.perform(&refs)?;
                 if res.len() != outputs.len() {
@@ -732,7 +743,7 @@ impl<'a> Exec<'a> {
         if sb.len() == 2 {
             out_shape.push(n);
         }
-        let c = self.alloc(dtype, &out_shape);
+        let c = self.alloc(name, dtype, &out_shape)?;
         let k = ka;
         match dtype {
             // SAFETY: a is m×k, b is k×n with the given element strides; c is a
@@ -775,7 +786,11 @@ impl<'a> Exec<'a> {
                 )
             },
             _ => {
-                let mut acc = vec![0i64; m * n];
+                let bytes = crate::eval::array_bytes(name, DType::I64, &out_shape)?;
+                let mut acc = Vec::new();
+                acc.try_reserve_exact(m * n)
+                    .map_err(|_| crate::eval::out_of_memory(name, bytes, DType::I64, &out_shape))?;
+                acc.resize(m * n, 0i64);
                 for i in 0..m {
                     for l in 0..k {
                         // SAFETY: (i, l) is within a's m×k shape.
@@ -816,8 +831,8 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
 }
 
 /// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
-pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
-    let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
+pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Result<Arr> {
+    let out = Arr::from_buffer(Buffer::zeros("copy", x.dtype, &x.shape)?, &x.shape);
     if x.is_standard() {
         // Contiguous source: a (parallel) memcpy.
         let bytes = x.len() * x.dtype.size_of();
@@ -836,7 +851,7 @@ pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
         } else {
             chunk(0, bytes);
         }
-        return out;
+        return Ok(out);
     }
     let k = plan.copy[&x.dtype];
     let es = x.dtype.size_of();
@@ -850,20 +865,20 @@ pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
         par,
         false,
     );
-    out
+    Ok(out)
 }
 
 /// An owned value with the contents of `x`: its buffer when `x` is the whole
 /// of a buffer nobody else references, else a copy.
-pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Value {
+pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
     } else {
-        copy(plan, code, par, &x)
+        copy(plan, code, par, &x)?
     };
     let shape = x.shape.to_vec();
     let buf = x.buf.expect("owned buffer");
-    Arc::try_unwrap(buf)
+    Ok(Arc::try_unwrap(buf)
         .expect("uniquely owned")
-        .into_value(&shape)
+        .into_value(&shape))
 }

@@ -177,7 +177,7 @@ impl Function {
         let vals = outs
             .into_iter()
             .map(|a| to_value(&c.plan, &c.code, self.par, a))
-            .collect();
+            .collect::<Result<_>>()?;
         Ok((vals, times))
     }
 
