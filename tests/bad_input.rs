@@ -223,3 +223,152 @@ fn expression_syntax_errors_carry_the_position() {
         "{e}"
     );
 }
+
+// Too-large arrays: an error naming the node, never an abort, in the
+// compiled function and in the reference evaluator alike. The sizes exceed
+// the 2^47-byte user address space, so the allocator refuses them under any
+// overcommit policy (a 2^40-element f64 array, 8 TiB, may be granted lazily
+// where overcommit is unlimited, and then fault in until the OOM killer acts).
+
+/// Compiles `ins -> out` and returns the call's and the reference's errors.
+fn both_errors(ins: &[Tensor], out: &Tensor, vals: &[Value]) -> (String, String) {
+    let f = function(ins, std::slice::from_ref(out)).compile().unwrap();
+    let compiled = f.call_values(vals).unwrap_err().to_string();
+    let fg = FunctionGraph::new(ins, std::slice::from_ref(out)).unwrap();
+    let reference = eval::evaluate(&fg, vals).unwrap_err().to_string();
+    (compiled, reference)
+}
+
+fn ramp(n: usize) -> Value {
+    Value::F64(ArrayD::from_shape_fn(vec![n], |i| i[0] as f64))
+}
+
+#[test]
+fn alloc_of_2_pow_48_elements_is_an_out_of_memory_error() {
+    let x = scalar("x", DType::F64);
+    let n = Tensor::constant(Value::scalar_i64(DType::I64, 1 << 24));
+    let out = alloc(&x, &[&n, &n]).unwrap();
+    let (compiled, reference) = both_errors(
+        std::slice::from_ref(&x),
+        &out,
+        &[Value::F64(ndarray::arr0(1.5).into_dyn())],
+    );
+    for e in [compiled, reference] {
+        assert_eq!(
+            e,
+            "evaluation error in Alloc: cannot allocate 2251799813685248 bytes for an array \
+             of shape [16777216, 16777216] (f64): out of memory"
+        );
+    }
+}
+
+#[test]
+fn alloc_whose_element_count_overflows_is_an_error() {
+    let x = scalar("x", DType::F64);
+    let n = Tensor::constant(Value::scalar_i64(DType::I64, 1 << 40));
+    let out = alloc(&x, &[&n, &n]).unwrap();
+    let (compiled, reference) = both_errors(
+        std::slice::from_ref(&x),
+        &out,
+        &[Value::F64(ndarray::arr0(1.5).into_dyn())],
+    );
+    for e in [compiled, reference] {
+        assert_eq!(
+            e,
+            "evaluation error in Alloc: shape [1099511627776, 1099511627776] is too large to allocate"
+        );
+    }
+}
+
+/// Three vectors of 2^17 elements, broadcast against each other in one
+/// node: 2^51 elements (2^54 bytes) that no allocator grants.
+#[test]
+fn broadcast_of_three_vectors_into_2_pow_51_elements_is_an_error() {
+    let ins: Vec<Tensor> = ["x", "y", "z"]
+        .iter()
+        .map(|n| vector(n, DType::F64))
+        .collect();
+    let a = ins[0].dimshuffle(&[Some(0), None, None]).unwrap();
+    let b = ins[1].dimshuffle(&[None, Some(0), None]).unwrap();
+    let c = ins[2].dimshuffle(&[None, None, Some(0)]).unwrap();
+    // One variadic node: no intermediate of a merely large size (which an
+    // unlimited overcommit policy could grant lazily).
+    let out = elemwise(ScalarOp::Add, &[&a, &b, &c]).unwrap();
+    let n = 1 << 17;
+    let vals = [ramp(n), ramp(n), ramp(n)];
+    let (compiled, reference) = both_errors(&ins, &out, &vals);
+    for e in [&compiled, &reference] {
+        assert!(
+            e.starts_with("evaluation error in ")
+                && e.ends_with(
+                    "cannot allocate 18014398509481984 bytes for an array of shape \
+                     [131072, 131072, 131072] (f64): out of memory"
+                ),
+            "{e}"
+        );
+    }
+}
+
+/// Four vectors of 2^16 elements broadcast into 2^64 elements: the element
+/// count overflows `usize`.
+#[test]
+fn broadcast_whose_element_count_overflows_is_an_error() {
+    let ins: Vec<Tensor> = ["w", "x", "y", "z"]
+        .iter()
+        .map(|n| vector(n, DType::F64))
+        .collect();
+    let order =
+        |k: usize| -> Vec<Option<usize>> { (0..4).map(|d| (d == k).then_some(0)).collect() };
+    let parts: Vec<Tensor> = (0..4)
+        .map(|k| ins[k].dimshuffle(&order(k)).unwrap())
+        .collect();
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let out = elemwise(ScalarOp::Add, &refs).unwrap();
+    let n = 1 << 16;
+    let vals = [ramp(n), ramp(n), ramp(n), ramp(n)];
+    let (compiled, reference) = both_errors(&ins, &out, &vals);
+    for e in [&compiled, &reference] {
+        assert!(
+            e.starts_with("evaluation error in ")
+                && e.ends_with("shape [65536, 65536, 65536, 65536] is too large to allocate"),
+            "{e}"
+        );
+    }
+}
+
+/// `dot` of a column and a row (an outer product) of 2^24 elements each.
+#[test]
+fn dot_with_a_2_pow_48_element_result_is_an_error() {
+    let (a, b) = (matrix("a", DType::F64), matrix("b", DType::F64));
+    let out = dot(&a, &b).unwrap();
+    let n = 1 << 24;
+    let col = Value::F64(ArrayD::zeros(vec![n, 1]));
+    let row = Value::F64(ArrayD::zeros(vec![1, n]));
+    let (compiled, reference) = both_errors(&[a, b], &out, &[col, row]);
+    for e in [&compiled, &reference] {
+        assert!(
+            e.starts_with("evaluation error in ")
+                && e.ends_with(
+                    "cannot allocate 2251799813685248 bytes for an array of shape \
+                     [16777216, 16777216] (f64): out of memory"
+                ),
+            "{e}"
+        );
+    }
+}
+
+/// A reshape whose target sizes multiply past `i64`/`usize` is refused, not
+/// wrapped around to a small count.
+#[test]
+fn reshape_to_an_overflowing_shape_is_an_error() {
+    let x = vector("x", DType::F64);
+    let out = x.reshape(&[1 << 32, 1 << 32, 0]).unwrap();
+    let (compiled, reference) = both_errors(
+        std::slice::from_ref(&x),
+        &out,
+        &[Value::F64(ArrayD::zeros(vec![0]))],
+    );
+    for e in [&compiled, &reference] {
+        assert!(e.contains("cannot reshape"), "{e}");
+    }
+}

@@ -230,6 +230,12 @@ fn sum_prod_of_mul_or_div() {
         "local_sum_prod_of_mul_or_div",
         graph("X=f64[:, :]; s=f64[:]", "sum(X * s, axis=1)"),
     );
+    // A divisor whose reciprocal is infinite stays inside: outside it makes
+    // the sum of an empty X NaN instead of 0.
+    check_no_fire(
+        "local_sum_prod_of_mul_or_div",
+        graph("X=f64[:, :]", "sum(X / 0.0)"),
+    );
 }
 
 #[test]

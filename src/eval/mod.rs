@@ -55,6 +55,27 @@ pub fn check_input(
     Ok(())
 }
 
+/// The bytes of an array of `dtype` and `shape`, or an error of `op` when no
+/// such array can exist: its element count overflows `usize` or its size
+/// exceeds `isize::MAX` bytes (the most one allocation may hold).
+pub fn array_bytes(op: &str, dtype: DType, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .and_then(|n| n.checked_mul(dtype.size_of()))
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::eval(op, format!("shape {shape:?} is too large to allocate")))
+}
+
+/// The error of `op` when the allocator refuses `bytes` bytes for an array of
+/// `dtype` and `shape`.
+pub fn out_of_memory(op: &str, bytes: usize, dtype: DType, shape: &[usize]) -> Error {
+    Error::eval(
+        op,
+        format!("cannot allocate {bytes} bytes for an array of shape {shape:?} ({dtype}): out of memory"),
+    )
+}
+
 /// Evaluates the graph's outputs on `inputs` with the reference `perform` of every node.
 pub fn evaluate(fg: &FunctionGraph, inputs: &[Value]) -> Result<Vec<Value>> {
     if inputs.len() != fg.inputs().len() {

@@ -4,7 +4,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::graph::{DType, TensorType, Value};
+use crate::graph::{DType, Element, TensorType, Value};
 use crate::ops::composite::round_to;
 use crate::ops::scalar::{nan_max, nan_min};
 use crate::ops::{Composite, Op, ReduceOp, ScalarOp};
@@ -37,6 +37,16 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         )]),
         Op::Custom(c) => c.perform(inputs),
     }
+}
+
+/// An empty vector with room for the elements of an output of `shape`: an
+/// error naming `op` (not an abort) when that is more than can be allocated.
+fn output_vec<T: Element>(op: &str, shape: &[usize]) -> Result<Vec<T>> {
+    let bytes = super::array_bytes(op, T::DTYPE, shape)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes / T::DTYPE.size_of())
+        .map_err(|_| super::out_of_memory(op, bytes, T::DTYPE, shape))?;
+    Ok(v)
 }
 
 /// The run-time output shape of an element-wise op under the static broadcasting rule.
@@ -84,15 +94,15 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
     let shape = elemwise_shape(name, inputs, types)?;
     let in_dtypes: SmallVec<[DType; 3]> = inputs.iter().map(|v| v.dtype()).collect();
     let out_dtype = op.output_dtype(&in_dtypes)?;
-    let n: usize = shape.iter().product();
     if op.computes_in_float(&in_dtypes, out_dtype) {
+        let mut out: Vec<f64> = output_vec(name, &shape)?;
+        let n: usize = shape.iter().product(); // checked by output_vec
         let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
         let views: Vec<_> = arrays
             .iter()
             .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
             .collect();
         let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-        let mut out = Vec::with_capacity(n);
         let mut args: SmallVec<[f64; 3]> = SmallVec::new();
         for _ in 0..n {
             args.clear();
@@ -105,8 +115,10 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
             ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
         ))
     } else {
-        // A float input in the integer domain (the condition of a `switch`) is carried
-        // as its truth value: 0.5 and NaN are true, as in numpy's `where`.
+        let mut out: Vec<i64> = output_vec(name, &shape)?;
+        let n: usize = shape.iter().product(); // checked by output_vec
+                                               // A float input in the integer domain (the condition of a `switch`) is carried
+                                               // as its truth value: 0.5 and NaN are true, as in numpy's `where`.
         let arrays: Vec<ArrayD<i64>> = inputs
             .iter()
             .map(|v| {
@@ -122,7 +134,6 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
             .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
             .collect();
         let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-        let mut out = Vec::with_capacity(n);
         let mut args: SmallVec<[i64; 3]> = SmallVec::new();
         for _ in 0..n {
             args.clear();
@@ -143,14 +154,17 @@ fn composite_perform(
     types: &[&TensorType],
 ) -> Result<Vec<Value>> {
     let shape = elemwise_shape(name, inputs, types)?;
-    let n: usize = shape.iter().product();
+    let mut outs: Vec<Vec<f64>> = Vec::with_capacity(c.outputs.len());
+    for _ in 0..c.outputs.len() {
+        outs.push(output_vec(name, &shape)?);
+    }
+    let n: usize = shape.iter().product(); // checked by output_vec
     let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
     let views: Vec<_> = arrays
         .iter()
         .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
         .collect();
     let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-    let mut outs: Vec<Vec<f64>> = vec![Vec::with_capacity(n); c.outputs.len()];
     let mut args: Vec<f64> = Vec::with_capacity(inputs.len());
     for _ in 0..n {
         args.clear();
@@ -280,8 +294,9 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
     if dtype.is_float() {
         let a2 = as_matrix(name, a.to_f64_array(), m, ka)?;
         let b2 = as_matrix(name, b.to_f64_array(), kb, n)?;
-        let c = a2
-            .dot(&b2)
+        let mut c = zeros_matrix::<f64>(name, m, n)?;
+        ndarray::linalg::general_mat_mul(1.0, &a2, &b2, 0.0, &mut c);
+        let c = c
             .into_dyn()
             .into_shape_with_order(IxDyn(&out_shape))
             .expect("same size");
@@ -289,7 +304,7 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
     } else {
         let a2 = as_matrix(name, a.to_i64_array(), m, ka)?;
         let b2 = as_matrix(name, b.to_i64_array(), kb, n)?;
-        let mut c = ndarray::Array2::<i64>::zeros((m, n));
+        let mut c = zeros_matrix::<i64>(name, m, n)?;
         for i in 0..m {
             for j in 0..n {
                 c[[i, j]] = (0..ka).fold(0i64, |s, k| {
@@ -304,6 +319,13 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
                 .expect("same size"),
         ))
     }
+}
+
+/// A zero `rows x cols` matrix, allocated fallibly (see [`output_vec`]).
+fn zeros_matrix<T: Element>(name: &str, rows: usize, cols: usize) -> Result<ndarray::Array2<T>> {
+    let mut v = output_vec::<T>(name, &[rows, cols])?;
+    v.resize(rows * cols, T::from_i64(0));
+    Ok(ndarray::Array2::from_shape_vec((rows, cols), v).expect("sized"))
 }
 
 /// A 1-d or 2-d operand of `dot` as a `rows x cols` matrix (any layout).
@@ -332,19 +354,14 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
         }
         shape.push(s as usize);
     }
-    let total = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
-    if total.is_none_or(|t| {
-        t.checked_mul(v.dtype().size_of())
-            .is_none_or(|b| b > isize::MAX as usize)
-    }) {
-        return Err(Error::eval(
-            name,
-            format!("shape {shape:?} is too large to allocate"),
-        ));
-    }
+    super::array_bytes(name, v.dtype(), &shape)?;
     crate::with_value!(v, a => {
         match a.broadcast(IxDyn(&shape)) {
-            Some(b) => Ok(<_ as crate::graph::Element>::wrap(b.to_owned())),
+            Some(b) => {
+                let mut out = output_vec(name, &shape)?;
+                out.extend(b.iter().copied());
+                Ok(<_ as crate::graph::Element>::wrap(ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+            }
             None => Err(Error::eval(name, format!("value of shape {:?} cannot broadcast to {shape:?}", a.shape()))),
         }
     })
@@ -353,7 +370,17 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
 fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
     let target: Vec<i64> = s.to_i64_array().iter().copied().collect();
     let size = x.len();
-    let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+    // An overflowing product of the given sizes cannot match any array.
+    let Some(known) = target
+        .iter()
+        .filter(|&&d| d >= 0)
+        .try_fold(1i64, |p, &d| p.checked_mul(d))
+    else {
+        return Err(Error::eval(
+            name,
+            format!("cannot reshape size {size} into {target:?}"),
+        ));
+    };
     let mut shape = Vec::with_capacity(target.len());
     for &d in &target {
         if d == -1 {
@@ -370,7 +397,8 @@ fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
             shape.push(d as usize);
         }
     }
-    if shape.iter().product::<usize>() != size || target.iter().filter(|&&d| d == -1).count() > 1 {
+    let count = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
+    if count != Some(size) || target.iter().filter(|&&d| d == -1).count() > 1 {
         return Err(Error::eval(
             name,
             format!(

@@ -9,12 +9,16 @@
 //! graph constants, which are never written). Views share the buffer's
 //! `Arc`, so a buffer is uniquely owned exactly when no other variable
 //! aliases it — the condition for reusing it in place or returning it.
+//!
+//! Allocation is fallible: a shape whose size overflows, or that the
+//! allocator refuses, is an error naming the op, never an abort.
 
 use std::sync::Arc;
 
 use ndarray::{ArrayD, IxDyn};
 use smallvec::SmallVec;
 
+use crate::error::Result;
 use crate::graph::{DType, Value};
 
 /// An owned, standard-layout array that kernels write into.
@@ -25,25 +29,35 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// A zero-filled buffer of `shape` (large buffers come from `calloc`, so
-    /// zeroing is free until first touch).
-    pub fn zeros(dtype: DType, shape: &[usize]) -> Buffer {
+    /// A zero-filled buffer of `shape` for op `op` (large buffers come from
+    /// `calloc`, so zeroing is free until first touch). An error naming `op`
+    /// when the size overflows or the allocator refuses it.
+    pub fn zeros(op: &str, dtype: DType, shape: &[usize]) -> Result<Buffer> {
+        let bytes = crate::eval::array_bytes(op, dtype, shape)?;
+        let n = bytes / dtype.size_of();
+        let oom = || crate::eval::out_of_memory(op, bytes, dtype, shape);
         let sh = IxDyn(shape);
-        let value = match dtype {
-            DType::Bool => Value::Bool(ArrayD::from_elem(sh, false)),
-            DType::U8 => Value::U8(ArrayD::zeros(sh)),
-            DType::I8 => Value::I8(ArrayD::zeros(sh)),
-            DType::I16 => Value::I16(ArrayD::zeros(sh)),
-            DType::I32 => Value::I32(ArrayD::zeros(sh)),
-            DType::I64 => Value::I64(ArrayD::zeros(sh)),
-            DType::F32 => Value::F32(ArrayD::zeros(sh)),
-            DType::F64 => Value::F64(ArrayD::zeros(sh)),
+        fn wrap<T>(sh: IxDyn, v: Vec<T>) -> ArrayD<T> {
+            ArrayD::from_shape_vec(sh, v).expect("sized")
+        }
+        // SAFETY: all-zero bytes are `false` for bool and 0 for every number type.
+        let value = unsafe {
+            match dtype {
+                DType::Bool => Value::Bool(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::U8 => Value::U8(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::I8 => Value::I8(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::I16 => Value::I16(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::I32 => Value::I32(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::I64 => Value::I64(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::F32 => Value::F32(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::F64 => Value::F64(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+            }
         };
         let b = Buffer::from_value(value);
         // Fresh large buffers are untouched (calloc maps zero pages lazily):
         // ask for huge pages before the first write faults them in.
         kiln_runtime::mem::advise_hugepages(b.ptr(), b.len() * dtype.size_of());
-        b
+        Ok(b)
     }
 
     /// Size in bytes.
@@ -101,6 +115,27 @@ impl Buffer {
     }
 }
 
+/// `n` zeroed elements from the global allocator's `alloc_zeroed` (calloc),
+/// or `None` when it refuses them or their size overflows a `Layout`.
+///
+/// # Safety
+/// The all-zero bit pattern must be a valid `T`.
+unsafe fn zeroed_vec<T>(n: usize) -> Option<Vec<T>> {
+    if n == 0 || std::mem::size_of::<T>() == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size (n > 0, T not zero-sized).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `n`
+    // `T`s (a Vec's layout for capacity `n`); its `n` elements are zero
+    // bytes, a valid `T` by the caller's contract.
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// A free list of intermediate buffers kept across calls of one Function,
 /// so large intermediates are not re-allocated (and re-faulted) every call.
 ///
@@ -124,8 +159,8 @@ impl BufferPool {
     /// A pooled buffer of `dtype` with exactly `shape`'s element count, if any
     /// (its contents are whatever the last user left).
     pub fn take(&self, dtype: DType, shape: &[usize]) -> Option<Buffer> {
-        let n: usize = shape.iter().product();
-        if n * dtype.size_of() < Self::MIN_BYTES {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+        if n.saturating_mul(dtype.size_of()) < Self::MIN_BYTES {
             return None;
         }
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());

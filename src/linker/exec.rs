@@ -220,13 +220,13 @@ impl<'a> Exec<'a> {
 
     /// A destination for slot `s`'s whole buffer (see [`Exec::alloc`]): the
     /// caller's array registered for it when it fits, else an allocation.
-    fn alloc_slot(&mut self, s: Slot, dtype: DType, shape: &[usize]) -> Arr {
+    fn alloc_slot(&mut self, name: &str, s: Slot, dtype: DType, shape: &[usize]) -> Result<Arr> {
         let fits = |(slot, a): &(Slot, Arr)| {
             *slot == s && a.dtype == dtype && a.shape.as_slice() == shape && a.is_standard()
         };
         match self.dests.iter().position(fits) {
-            Some(i) => self.dests.swap_remove(i).1,
-            None => self.alloc(dtype, shape),
+            Some(i) => Ok(self.dests.swap_remove(i).1),
+            None => self.alloc(name, dtype, shape),
         }
     }
 
@@ -297,27 +297,28 @@ impl<'a> Exec<'a> {
     }
 
     /// A buffer for `shape` whose contents the caller overwrites entirely:
-    /// from the pool when one fits, else fresh.
-    fn alloc(&self, dtype: DType, shape: &[usize]) -> Arr {
-        match self.pool.take(dtype, shape) {
+    /// from the pool when one fits, else fresh (an error of node `name` when
+    /// it cannot be allocated).
+    fn alloc(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
             Some(b) => Arr::from_buffer(b, shape),
-            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
-        }
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
     }
 
     /// A zero-filled buffer for `shape` (pooled buffers are cleared).
-    fn alloc_zeroed(&self, dtype: DType, shape: &[usize]) -> Arr {
-        match self.pool.take(dtype, shape) {
+    fn alloc_zeroed(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
             Some(mut b) => {
                 b.zero();
                 Arr::from_buffer(b, shape)
             }
-            None => Arr::from_buffer(Buffer::zeros(dtype, shape), shape),
-        }
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
     }
 
-    fn cast(&self, x: &Arr, kernel: usize, to: DType) -> Arr {
-        let out = self.alloc(to, &x.shape);
+    fn cast(&self, name: &str, x: &Arr, kernel: usize, to: DType) -> Result<Arr> {
+        let out = self.alloc(name, to, &x.shape)?;
         drive(
             self.code,
             kernel,
@@ -328,7 +329,7 @@ impl<'a> Exec<'a> {
             self.par,
             false,
         );
-        out
+        Ok(out)
     }
 
     fn step(&mut self, step: &Step, name: &str) -> Result<()> {
@@ -365,7 +366,7 @@ impl<'a> Exec<'a> {
                             }
                             outs.push(a.clone());
                         }
-                        None => outs.push(self.alloc_slot(slot, dt, &shape)),
+                        None => outs.push(self.alloc_slot(name, slot, dt, &shape)?),
                     }
                 }
                 let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
@@ -424,7 +425,7 @@ impl<'a> Exec<'a> {
                     );
                 }
                 let res = match cast {
-                    Some(c) => self.cast(&accum, *c, *out),
+                    Some(c) => self.cast(name, &accum, *c, *out)?,
                     None => accum,
                 };
                 self.slots[*output] = Some(res);
@@ -478,7 +479,7 @@ impl<'a> Exec<'a> {
                 }
                 drop(ins);
                 let res = match cast {
-                    Some(c) => self.cast(&accum, *c, *out),
+                    Some(c) => self.cast(name, &accum, *c, *out)?,
                     None => accum,
                 };
                 self.slots[*output] = Some(res);
@@ -518,7 +519,17 @@ impl<'a> Exec<'a> {
                 let x = self.get(*input);
                 let target = self.get(*shape).to_i64_vec();
                 let size = x.len();
-                let known: i64 = target.iter().filter(|&&d| d >= 0).product();
+                // An overflowing product of the given sizes cannot match any array.
+                let Some(known) = target
+                    .iter()
+                    .filter(|&&d| d >= 0)
+                    .try_fold(1i64, |p, &d| p.checked_mul(d))
+                else {
+                    return Err(err(
+                        name,
+                        format!("cannot reshape size {size} into {target:?}"),
+                    ));
+                };
                 let mut sh = Vec::with_capacity(target.len());
                 for &d in &target {
                     if d == -1 {
@@ -535,7 +546,7 @@ impl<'a> Exec<'a> {
                         sh.push(d as usize);
                     }
                 }
-                if sh.iter().product::<usize>() != size
+                if sh.iter().try_fold(1usize, |p, &d| p.checked_mul(d)) != Some(size)
                     || target.iter().filter(|&&d| d == -1).count() > 1
                 {
                     return Err(err(
@@ -549,7 +560,7 @@ impl<'a> Exec<'a> {
                 let src = if x.is_standard() {
                     x
                 } else {
-                    let out = self.alloc(x.dtype, &x.shape);
+                    let out = self.alloc(name, x.dtype, &x.shape)?;
                     let es = x.dtype.size_of();
                     drive(
                         self.code,
@@ -611,7 +622,7 @@ impl<'a> Exec<'a> {
                     }
                     st[off + i] = s;
                 }
-                let out = self.alloc_slot(*output, v.dtype, &shape);
+                let out = self.alloc_slot(name, *output, v.dtype, &shape)?;
                 let es = v.dtype.size_of();
                 drive(
                     self.code,
@@ -635,10 +646,10 @@ impl<'a> Exec<'a> {
                 let mut a = self.get(*a);
                 let mut b = self.get(*b);
                 if let Some(c) = casts[0] {
-                    a = self.cast(&a, c, *dtype);
+                    a = self.cast(name, &a, c, *dtype)?;
                 }
                 if let Some(c) = casts[1] {
-                    b = self.cast(&b, c, *dtype);
+                    b = self.cast(name, &b, c, *dtype)?;
                 }
                 let res = self.dot(name, &a, &b, *dtype, *output)?;
                 self.slots[*output] = Some(res);
@@ -665,7 +676,7 @@ impl<'a> Exec<'a> {
                 let vals: Vec<Value> = inputs
                     .iter()
                     .map(|&s| to_value(self.plan, self.code, self.par, self.get(s)))
-                    .collect();
+                    .collect::<Result<_>>()?;
                 let refs: Vec<&Value> = vals.iter().collect();
                 let res = op.perform(&refs)?;
                 if res.len() != outputs.len() {
@@ -717,7 +728,7 @@ impl<'a> Exec<'a> {
             .filter(|d| !axes.contains(d))
             .map(|d| shape[d])
             .collect();
-        let accum = self.alloc_zeroed(acc, &out_shape);
+        let accum = self.alloc_zeroed(name, acc, &out_shape)?;
         let bits = reduce::identity_bits(op, acc);
         if bits != 0 {
             let n = accum.len();
@@ -842,9 +853,9 @@ impl<'a> Exec<'a> {
         }
         // The integer product builds its own result; GEMM writes into `c`.
         let c = if dtype.is_float() {
-            self.alloc_slot(output, dtype, &out_shape)
+            self.alloc_slot(name, output, dtype, &out_shape)?
         } else {
-            self.alloc(dtype, &out_shape)
+            self.alloc(name, dtype, &out_shape)?
         };
         let k = ka;
         match dtype {
@@ -889,7 +900,11 @@ impl<'a> Exec<'a> {
                 )
             },
             _ => {
-                let mut acc = vec![0i64; m * n];
+                let bytes = crate::eval::array_bytes(name, DType::I64, &out_shape)?;
+                let mut acc = Vec::new();
+                acc.try_reserve_exact(m * n)
+                    .map_err(|_| crate::eval::out_of_memory(name, bytes, DType::I64, &out_shape))?;
+                acc.resize(m * n, 0i64);
                 for i in 0..m {
                     for l in 0..k {
                         // SAFETY: (i, l) is within a's m×k shape.
@@ -1009,10 +1024,10 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
 }
 
 /// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
-pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Arr {
-    let out = Arr::from_buffer(Buffer::zeros(x.dtype, &x.shape), &x.shape);
+pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Result<Arr> {
+    let out = Arr::from_buffer(Buffer::zeros("copy", x.dtype, &x.shape)?, &x.shape);
     copy_into(plan, code, par, x, &out);
-    out
+    Ok(out)
 }
 
 /// Copies the elements of `x` into `out`, an array of the same dtype and
@@ -1055,15 +1070,15 @@ pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out
 
 /// An owned value with the contents of `x`: its buffer when `x` is the whole
 /// of a buffer nobody else references, else a copy.
-pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Value {
+pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
     } else {
-        copy(plan, code, par, &x)
+        copy(plan, code, par, &x)?
     };
     let shape = x.shape.to_vec();
     let buf = x.buf.expect("owned buffer");
-    Arc::try_unwrap(buf)
+    Ok(Arc::try_unwrap(buf)
         .expect("uniquely owned")
-        .into_value(&shape)
+        .into_value(&shape))
 }

@@ -293,7 +293,7 @@ impl Function {
                 let (ty, name) = &plan.inputs[k];
                 check(k, ty, name.as_deref(), &arr)?;
                 if !writable && plan.destroyed_inputs.contains(&k) {
-                    return Ok(copy(plan, &c.code, self.par, &arr));
+                    return copy(plan, &c.code, self.par, &arr);
                 }
                 Ok(arr)
             })
@@ -313,7 +313,7 @@ impl Function {
         let vals = outs
             .into_iter()
             .map(|a| to_value(&c.plan, &c.code, self.par, a))
-            .collect();
+            .collect::<Result<_>>()?;
         Ok((vals, times))
     }
 
@@ -409,7 +409,7 @@ impl Function {
         let mut replaced = Vec::new();
         for (k, (a, d)) in outs.into_iter().zip(&dst).enumerate() {
             if a.dtype != d.dtype || a.shape != d.shape {
-                replaced.push((k, to_value(plan, &c.code, self.par, a)));
+                replaced.push((k, to_value(plan, &c.code, self.par, a)?));
             } else if !same_elements(&a, d) {
                 copy_into(plan, &c.code, self.par, &a, d);
             }

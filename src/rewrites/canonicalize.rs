@@ -136,6 +136,16 @@ pub fn rules() -> Vec<Rule> {
             apply: local_sum_prod_all_to_none,
             fast_compile: true,
         },
+        // Also in specialize. Here too, so that a factor it moves out of a sum
+        // (`sum(-1 * x) -> -1 * sum(x)`) joins the enclosing mul cluster in
+        // this database: found only in specialize, it would give a product
+        // the next canonicalize pass flattens (FAST_RUN not at a fixed point).
+        Rule {
+            name: "local_sum_prod_of_mul_or_div",
+            tracks: &[OpKind::CAReduce],
+            apply: super::specialize::local_sum_prod_of_mul_or_div,
+            fast_compile: false,
+        },
         Rule {
             name: "local_useless_reduce",
             tracks: &[OpKind::CAReduce],
@@ -413,10 +423,16 @@ pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
-/// `-x -> -1 * x`, so that the mul canonizer sees signs as constants.
+/// `-x -> -1 * x`, so that the mul canonizer sees signs as constants. Not
+/// for a `bool` `x` (whose negation is an `i64`): the add canonizer reads
+/// `-1 * x` as `-x` only when `x` has the product's type, so the sum would
+/// lose the sign term it sees in `neg(x)` and regain it after specialize.
 pub fn local_neg_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = fg.node(n).inputs[0];
     let dtype = fg.ty(out_of(fg, n)).dtype;
+    if fg.ty(x).dtype != dtype {
+        return Ok(None);
+    }
     let m1 = scalar_const(fg, dtype, -1.0);
     elemwise(fg, ScalarOp::Mul, &[m1, x]).map(Some)
 }

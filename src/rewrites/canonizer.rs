@@ -89,14 +89,17 @@ impl AlgebraicCanonizer {
             // Canonicalize writes `-x` as `-1 * x`: the additive canonizer sees
             // through that form as through `neg`, so both give one canonical sum.
             if self.main == ScalarOp::Add {
-                if let Some(x) = super::util::is_neg(fg, v) {
-                    if fg
-                        .owner_op(v)
-                        .is_some_and(|op| op.is_elemwise(ScalarOp::Mul))
-                    {
-                        stack.push((x, !positive));
-                        continue;
-                    }
+                if let Some(x) = neg_as_mul(fg, v) {
+                    stack.push((x, !positive));
+                    continue;
+                }
+            }
+            // Canonicalize writes `reciprocal(x)` as `x ** -1`: the multiplicative
+            // canonizer sees through that form as through `reciprocal`.
+            if self.main == ScalarOp::Mul {
+                if let Some(x) = reciprocal_as_pow(fg, v) {
+                    stack.push((x, !positive));
+                    continue;
                 }
             }
             let node = fg.node(n);
@@ -344,8 +347,10 @@ impl AlgebraicCanonizer {
         num: &[VarId],
         denum: &[VarId],
     ) -> bool {
+        // `elemwise` pads a lower-dimensional operand with a DimShuffle, so a
+        // product may sit under one (`x / y` with a vector `x` and a matrix `y`).
         let inputs_of = |v: VarId, op: ScalarOp| -> Option<Vec<VarId>> {
-            let n = fg.owner(v)?;
+            let n = fg.owner(strip_left_pad(fg, v))?;
             let node = fg.node(n);
             (node.op.scalar_op() == Some(op)).then(|| node.inputs.to_vec())
         };
@@ -384,8 +389,11 @@ impl AlgebraicCanonizer {
         }
     }
 
-    /// Does some client of `v` (through single-client DimShuffles) belong to
-    /// the cluster? Then `v`'s node is not the cluster's root.
+    /// Does some client of `v` (through single-client DimShuffles that only
+    /// add dimensions on the left, as [`get_num_denum`](Self::get_num_denum)
+    /// looks through) belong to the cluster? Then `v`'s node is not the
+    /// cluster's root. Behind any other DimShuffle `v` is a leaf of the
+    /// client's cluster, hence the root of its own.
     pub fn is_cluster_inner(&self, fg: &FunctionGraph, v: VarId) -> bool {
         fg.clients(v).iter().any(|&c| {
             let Client::Node(mut n, _) = c else {
@@ -393,7 +401,14 @@ impl AlgebraicCanonizer {
             };
             loop {
                 let node = fg.node(n);
-                if let Op::DimShuffle { .. } = node.op {
+                if let Op::DimShuffle {
+                    input_ndim,
+                    new_order,
+                } = &node.op
+                {
+                    if !only_adds_left_dims(*input_ndim, new_order) {
+                        return false;
+                    }
                     let o = node.outputs[0];
                     match fg.clients(o) {
                         [Client::Node(next, _)] => {
@@ -434,6 +449,39 @@ pub fn only_adds_left_dims(input_ndim: usize, new_order: &[Option<usize>]) -> bo
             .iter()
             .enumerate()
             .all(|(k, d)| *d == Some(k))
+}
+
+/// `Some(x)` when `v` is `-1 * x` or `x * -1` and `neg(x)` would have `v`'s
+/// type (also for a `bool` `x`, whose product with `-1` and negation are
+/// both `i64`; specialize turns that product into `neg(x)`).
+fn neg_as_mul(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let node = fg.node(fg.owner(v)?);
+    if node.op.scalar_op()? != ScalarOp::Mul || node.inputs.len() != 2 {
+        return None;
+    }
+    let (a, b) = (node.inputs[0], node.inputs[1]);
+    let x = if unique_constant(fg, a) == Some(-1.0) {
+        b
+    } else if unique_constant(fg, b) == Some(-1.0) {
+        a
+    } else {
+        return None;
+    };
+    let (tx, tv) = (fg.ty(x), fg.ty(v));
+    let neg_dtype = ScalarOp::Neg.output_dtype(&[tx.dtype]).ok()?;
+    (neg_dtype == tv.dtype && tx.shape == tv.shape).then_some(x)
+}
+
+/// `Some(x)` when `v` is `x ** -1` of a float `x` with `v`'s type (the form
+/// `local_reciprocal_canon` gives `reciprocal(x)`).
+fn reciprocal_as_pow(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let node = fg.node(fg.owner(v)?);
+    if node.op.scalar_op()? != ScalarOp::Pow {
+        return None;
+    }
+    let (x, e) = (node.inputs[0], node.inputs[1]);
+    (fg.ty(v).dtype.is_float() && fg.ty(x) == fg.ty(v) && unique_constant(fg, e) == Some(-1.0))
+        .then_some(x)
 }
 
 /// `v` without the DimShuffles that only add broadcastable dimensions on the left.

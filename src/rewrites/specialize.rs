@@ -439,7 +439,8 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
 }
 
 /// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is
-/// broadcastable over every reduced axis (and not an infinite constant) (`prod` likewise with `c ** n`
+/// broadcastable over every reduced axis (and not an infinite constant, nor
+/// a divisor with an infinite reciprocal) (`prod` likewise with `c ** n`
 /// only for scalars of known count, so it is left to sums).
 pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Op::CAReduce {
@@ -469,14 +470,15 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         _ => vec![1],
     };
     // Infinite or NaN constants stay inside: `c * sum(X)` is NaN for an empty
-    // X when c is infinite, where `sum(c * X)` is 0. (A variable factor that
-    // is infinite at run time over an empty X has the same difference, as
-    // in PyTensor.)
+    // X when c is infinite, where `sum(c * X)` is 0; so do divisors whose
+    // reciprocal is infinite (`sum(X) / 0` is NaN for an empty X, and the
+    // mul canonizer folds `/ 0` into `* inf`). (A variable factor that is
+    // infinite at run time over an empty X has the same difference, as in
+    // PyTensor.)
+    let finite = |c: f64| c.is_finite() && (op == ScalarOp::Mul || (1.0 / c).is_finite());
     let outside: Vec<usize> = candidates
         .into_iter()
-        .filter(|&k| {
-            scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_none_or(f64::is_finite)
-        })
+        .filter(|&k| scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_none_or(finite))
         .collect();
     if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
         return Ok(None);

@@ -189,21 +189,44 @@ impl Dispatch {
     }
 }
 
+/// A fresh hasher for the structural keys below. A default `FxHasher` starts
+/// at zero and is linear, so zero words (`VarId(0)`, first enum variants)
+/// vanish: `add(x, x)` over input 0 hashed to 0, and `add(add(x, x), y)` to
+/// the hash of `add(x, x, y)`, which stopped equilibria early on a false
+/// "oscillation". Hence a non-zero seed, the input count, and [`avalanche`].
+fn key_hasher() -> FxHasher {
+    FxHasher::with_seed(0x9e37_79b9_7f4a_7c15_u64 as usize)
+}
+
+/// The splitmix64 finaliser: every bit of `z` affects every bit of the result.
+fn avalanche(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// A structural hash of the whole graph (leaves by id or constant value).
 fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
     let mut hashes: FxHashMap<crate::graph::VarId, u64> = FxHashMap::default();
     let leaf = |v: crate::graph::VarId| {
-        let mut h = FxHasher::default();
+        let mut h = key_hasher();
         match fg.constant_value(v) {
-            Some(c) => c.hash_bits(&mut h),
-            None => v.hash(&mut h),
+            Some(c) => {
+                1u8.hash(&mut h);
+                c.hash_bits(&mut h);
+            }
+            None => {
+                0u8.hash(&mut h);
+                v.hash(&mut h);
+            }
         }
-        h.finish()
+        avalanche(h.finish())
     };
     for &n in order {
         let node = fg.node(n);
-        let mut h = FxHasher::default();
+        let mut h = key_hasher();
         node.op.hash(&mut h);
+        node.inputs.len().hash(&mut h);
         for &i in &node.inputs {
             hashes
                 .get(&i)
@@ -211,14 +234,15 @@ fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
                 .unwrap_or_else(|| leaf(i))
                 .hash(&mut h);
         }
-        let base = h.finish();
+        let base = avalanche(h.finish());
         for (k, &o) in node.outputs.iter().enumerate() {
-            let mut h = FxHasher::default();
+            let mut h = key_hasher();
             (base, k).hash(&mut h);
-            hashes.insert(o, h.finish());
+            hashes.insert(o, avalanche(h.finish()));
         }
     }
-    let mut h = FxHasher::default();
+    let mut h = key_hasher();
+    fg.outputs().len().hash(&mut h);
     for &o in fg.outputs() {
         hashes
             .get(&o)
@@ -226,24 +250,29 @@ fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
             .unwrap_or_else(|| leaf(o))
             .hash(&mut h);
     }
-    h.finish()
+    avalanche(h.finish())
 }
 
 fn shallow_key(fg: &FunctionGraph, n: NodeId) -> u64 {
     let node = fg.node(n);
-    let mut h = FxHasher::default();
+    let mut h = key_hasher();
     node.op.hash(&mut h);
+    node.inputs.len().hash(&mut h);
     // Constants count by type and value: rewrites create fresh constant variables.
     for &i in &node.inputs {
         match fg.constant_value(i) {
             Some(c) => {
+                1u8.hash(&mut h);
                 fg.ty(i).hash(&mut h);
                 c.hash_bits(&mut h);
             }
-            None => i.hash(&mut h),
+            None => {
+                0u8.hash(&mut h);
+                i.hash(&mut h);
+            }
         }
     }
-    h.finish()
+    avalanche(h.finish())
 }
 
 fn graph_changes(fg: &FunctionGraph) -> u64 {
@@ -556,5 +585,41 @@ impl EquilibriumGraphRewriter {
             failures: run.failures,
             log: run.log,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::DType;
+    use crate::ops::ScalarOp;
+    use crate::tensor::*;
+
+    fn hash_of(inputs: &[Tensor], out: Tensor) -> u64 {
+        let fg = FunctionGraph::new(inputs, &[out]).unwrap();
+        graph_hash(&fg, &fg.toposort())
+    }
+
+    /// `x` is the graph's first variable (`VarId(0)`) and `add` the first
+    /// scalar op: with an unseeded FxHasher both hashed to zero words and the
+    /// nested and flat sums below had one hash.
+    #[test]
+    fn graph_hash_tells_nested_from_flat_sums_over_the_first_input() {
+        let (x, y) = (vector("x", DType::F64), vector("y", DType::F64));
+        let ins = [x.clone(), y.clone()];
+        let nested = add(&add(&x, &x).unwrap(), &y).unwrap();
+        let flat = elemwise(ScalarOp::Add, &[&x, &x, &y]).unwrap();
+        let pair = add(&x, &x).unwrap();
+        let hashes = [
+            hash_of(&ins, nested),
+            hash_of(&ins, flat),
+            hash_of(&ins, pair),
+            hash_of(&ins, x.clone()),
+        ];
+        for i in 0..hashes.len() {
+            for j in i + 1..hashes.len() {
+                assert_ne!(hashes[i], hashes[j], "graphs {i} and {j} collide");
+            }
+        }
     }
 }

@@ -1,0 +1,117 @@
+//! The differential comparison shared by `tests/differential.rs` and the
+//! `pipeline` fuzz target (`fuzz/`, which includes this file by path): a
+//! graph compiled under FAST_RUN (and FAST_RUN without inplace, without
+//! fusion) must compute what the reference evaluator computes on the
+//! *un-rewritten* graph.
+//!
+//! Tolerances by dtype: where the reference is finite, the compiled result
+//! must be within `atol + rtol * |ref|` (f64: 1e-7 / 1e-7, because rewrites
+//! reassociate and stabilise; f32: 1e-3 / 1e-3; integers and bools exactly).
+//! Where the reference is ±inf or NaN, a rewrite may have removed the
+//! cancellation that produced it (PyTensor's rule), so any value is
+//! accepted, except NaN for an infinite reference. The compiled code must
+//! never produce NaN or ±inf where the reference is finite.
+//!
+//! One documented exception (`src/rewrites/README.md`, rule 5): specialize
+//! turns `x ** 0.5` into `sqrt(x)`, NaN at `x = -inf` where C99 `pow` gives
+//! `+inf`; so when the reference graph holds a `pow`, NaN is accepted for a
+//! `+inf` reference (and only then).
+//!
+//! When the reference rejects the inputs (a run-time shape mismatch), the
+//! compiled function may reject them too or succeed, since a rewrite may
+//! have removed the node whose check failed; it must never crash.
+
+use kiln::rewriting::Mode;
+use kiln::{eval, function, DType, FunctionGraph, ScalarOp, Tensor, Value};
+
+/// `got` against the reference `want` within the tolerances of the module
+/// docs (`pow_in_reference`: the reference graph holds a `pow`).
+pub fn check_close(
+    got: &Value,
+    want: &Value,
+    pow_in_reference: bool,
+    what: &str,
+) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!(
+            "{what}: {:?}{:?} vs {:?}{:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ));
+    }
+    if !got.dtype().is_float() {
+        return if got.same_as(want) {
+            Ok(())
+        } else {
+            Err(format!("{what}: {got:?} vs {want:?}"))
+        };
+    }
+    let (atol, rtol) = if got.dtype() == DType::F32 {
+        (1e-3, 1e-3)
+    } else {
+        (1e-7, 1e-7)
+    };
+    let (g, w) = (got.to_f64_array(), want.to_f64_array());
+    for (k, (&a, &b)) in g.iter().zip(w.iter()).enumerate() {
+        let ok = if b.is_finite() {
+            a.is_finite() && (a - b).abs() <= atol + rtol * b.abs()
+        } else if b.is_infinite() {
+            !a.is_nan() || (pow_in_reference && b > 0.0)
+        } else {
+            true
+        };
+        if !ok {
+            return Err(format!(
+                "{what}: element {k}: compiled {a:e}, reference {b:e}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Compiles `ins -> outs` under FAST_RUN, FAST_RUN without inplace and
+/// without fusion, runs each on `vals` and compares with the reference
+/// evaluator on the un-rewritten graph (see the module docs). An error
+/// (compile failure, call failure on accepted inputs, mismatch) is a bug.
+pub fn compare_with_reference(
+    ins: &[Tensor],
+    outs: &[Tensor],
+    vals: &[Value],
+) -> Result<(), String> {
+    let reference_graph = FunctionGraph::new(ins, outs).map_err(|e| e.to_string())?;
+    let Ok(want) = eval::evaluate(&reference_graph, vals) else {
+        // The reference rejects these inputs (a run-time shape mismatch). A rewrite
+        // may have removed the node whose check failed (as PyTensor's do), so the
+        // compiled function may succeed; it must not crash either way.
+        let f = function(ins, outs).compile().map_err(|e| e.to_string())?;
+        let _ = f.call_values(vals);
+        return Ok(());
+    };
+    let pow_in_reference = reference_graph
+        .node_ids()
+        .any(|n| reference_graph.node(n).op.is_elemwise(ScalarOp::Pow));
+    for mode in [
+        Mode::fast_run(),
+        Mode::fast_run().excluding(&["inplace"]),
+        Mode::fast_run().excluding(&["fusion"]),
+    ] {
+        let f = function(ins, outs)
+            .mode(mode.clone())
+            .compile()
+            .map_err(|e| format!("{}: compile: {e}", mode.name()))?;
+        let got = f
+            .call_values(vals)
+            .map_err(|e| format!("{}: call: {e}\n{}", mode.name(), f.graph()))?;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            check_close(
+                g,
+                w,
+                pow_in_reference,
+                &format!("{} output {k} of {}", mode.name(), f.graph()),
+            )?;
+        }
+    }
+    Ok(())
+}
