@@ -263,3 +263,25 @@ fn values_square_root_of_minus_infinity() {
         .unwrap();
     assert!(got[0].to_f64_array()[0].is_nan(), "sqrt(-inf) is NaN");
 }
+
+/// Sibling fusion merged the two switches (a multi-output Composite), which
+/// reordered the graph so that vertical fusion could now take `x + x` into
+/// the `y - (x + x)` group; that only happened on a second FAST_RUN pass
+/// until the fusions were iterated together (found by a 10,000-case run).
+#[test]
+fn fixed_point_sibling_fusion_reorders_for_vertical_fusion() {
+    use Step::*;
+    let steps = [
+        Unary(0, 17),
+        Binary(0, 14, 0),
+        WithConst(0, 53, 0, false),
+        Binary(1, 19, 52),
+        Unary(0, 0),
+        Switch(0, 49, 42),
+        Unary(0, 0),
+        Unary(0, 11),
+        Switch(35, 33, 0),
+    ];
+    let (ins, outs) = build(&steps, 2);
+    assert_fixed_point(&ins, &outs);
+}

@@ -106,8 +106,23 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
             1.0,
         )?;
         // After reduction input fusion, which only folds one-output producers.
+        // Merging siblings reorders the graph, which can let vertical fusion
+        // take a producer it had to leave (its convexity test follows the
+        // topological order); both fusions run again until nothing changes,
+        // so that a second FAST_RUN pass finds nothing to do.
         let siblings = FnGraphRewriter::new("sibling_elemwise_fusion", |fg| {
-            sibling_fusion::merge_siblings(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
+            let max = fusion::DEFAULT_MAX_OPERANDS;
+            for _ in 0..8 {
+                if sibling_fusion::merge_siblings(fg, max)? == 0 {
+                    break;
+                }
+                let fused = fusion::fuse_to_fixed_point(fg, max)?.fused_nodes;
+                let folded = reduce_fusion::fuse_reductions(fg)?.fused;
+                if fused == 0 && folded == 0 {
+                    break;
+                }
+            }
+            Ok(())
         });
         db.register_graph(
             "sibling_elemwise_fusion",
