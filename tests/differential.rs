@@ -285,3 +285,20 @@ fn fixed_point_sibling_fusion_reorders_for_vertical_fusion() {
     let (ins, outs) = build(&steps, 2);
     assert_fixed_point(&ins, &outs);
 }
+
+/// `-x` of a `u8` wraps (`-255 = 1`); canonicalize wrote it as `-1 * x`
+/// with a `u8` constant -1, which saturates to 0, and the product became
+/// zeros (found by the `pipeline` fuzz target).
+#[test]
+fn values_negation_of_unsigned_bytes() {
+    let x = vector("x", DType::U8);
+    let out = -&x;
+    let vals = [Value::U8(ndarray::arr1(&[0u8, 1, 255, 128]).into_dyn())];
+    compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals).unwrap();
+    let got = function(std::slice::from_ref(&x), std::slice::from_ref(&out))
+        .compile()
+        .unwrap()
+        .call_values(&vals)
+        .unwrap();
+    assert!(got[0].same_as(&Value::U8(ndarray::arr1(&[0u8, 255, 1, 128]).into_dyn())));
+}

@@ -430,7 +430,8 @@ pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
 pub fn local_neg_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = fg.node(n).inputs[0];
     let dtype = fg.ty(out_of(fg, n)).dtype;
-    if fg.ty(x).dtype != dtype {
+    // An unsigned dtype cannot hold -1 (the constant would saturate to 0).
+    if fg.ty(x).dtype != dtype || dtype.is_unsigned() {
         return Ok(None);
     }
     let m1 = scalar_const(fg, dtype, -1.0);
