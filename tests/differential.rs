@@ -302,3 +302,20 @@ fn values_negation_of_unsigned_bytes() {
         .unwrap();
     assert!(got[0].same_as(&Value::U8(ndarray::arr1(&[0u8, 255, 1, 128]).into_dyn())));
 }
+
+/// `x - 3` on `u8` wraps; the add canonizer made it `x + (-3)` with the
+/// constant stored as u8, which saturates to 0, leaving `x` (found by the
+/// `pipeline` fuzz target).
+#[test]
+fn values_unsigned_subtraction_of_a_constant() {
+    for shape in [&[][..], &[None][..]] {
+        let x = tensor("x", DType::U8, shape);
+        let out = sub(&x, &weak_constant(&x, 3.0, false)).unwrap();
+        for v in [0u8, 3, 255, 2] {
+            let val = ArrayD::from_elem(IxDyn(&vec![1; shape.len()]), v);
+            let vals = [Value::U8(val)];
+            compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals)
+                .unwrap();
+        }
+    }
+}

@@ -209,7 +209,10 @@ pub fn compile_plan(
             }
         }
     };
+    // A value read by many nodes is described once.
     let mut descs: FxHashMap<crate::graph::VarId, String> = FxHashMap::default();
+    let mut describe_once =
+        |v: crate::graph::VarId| descs.entry(v).or_insert_with(|| describe(v)).clone();
     for &n in &order {
         let node = fg.node(n);
         let name = node.op.name();
@@ -269,15 +272,9 @@ pub fn compile_plan(
                         .map(|(&o, &v)| (o, fg.ty(v).dtype))
                         .collect(),
                     destroy_map,
-                    // A value read by many nodes is described once.
                     descs: kept
                         .iter()
-                        .map(|&k| {
-                            descs
-                                .entry(node.inputs[k])
-                                .or_insert_with(|| describe(node.inputs[k]))
-                                .clone()
-                        })
+                        .map(|&k| describe_once(node.inputs[k]))
                         .collect(),
                 };
                 (step, Lowering::Jit)
@@ -349,12 +346,7 @@ pub fn compile_plan(
                             .collect(),
                         descs: kept
                             .iter()
-                            .map(|&k| {
-                                descs
-                                    .entry(node.inputs[k])
-                                    .or_insert_with(|| describe(node.inputs[k]))
-                                    .clone()
-                            })
+                            .map(|&k| describe_once(node.inputs[k]))
                             .collect(),
                         output: outs[0],
                         acc,

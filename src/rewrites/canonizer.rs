@@ -313,6 +313,12 @@ impl AlgebraicCanonizer {
             return Ok(None);
         }
         let out_ty = fg.ty(out).clone();
+        // Unsigned arithmetic wraps, but the canonizer's constants (negated
+        // terms, folded products) are computed in the float domain and
+        // saturate when stored: `x - 3` on u8 would become `x + 0`.
+        if out_ty.dtype.is_unsigned() {
+            return Ok(None);
+        }
         let (orig_num, orig_denum) = self.get_num_denum(fg, out);
         let (num, denum) = self.simplify(fg, orig_num.clone(), orig_denum.clone(), out_ty.dtype);
         if same_terms(fg, &orig_num, &num)
