@@ -26,9 +26,9 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
+    types, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
 };
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
 use rustc_hash::FxHashMap;
@@ -275,21 +275,7 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
                 4,
             ));
             let sbase = b.ins().stack_addr(ptr, scratch, 0);
-            let blk_head = b.create_block();
-            let blk_body = b.create_block();
-            b.ins().jump(blk_head, &[]);
-            b.switch_to_block(blk_head);
-            let blk = b.use_var(i_var);
-            let rem = b.ins().isub(n, blk);
-            let c = b
-                .ins()
-                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
-            b.ins().brif(c, blk_body, &[], scalar_head, &[]);
-            b.switch_to_block(blk_body);
-            b.seal_block(blk_body);
-            let bmax = b.ins().iconst(types::I64, BLOCK as i64);
-            let m = b.ins().smin(rem, bmax);
-            let m = b.ins().band_imm_s(m, !(lanes - 1));
+            let (blk_head, blk, m) = open_block_loop(&mut b, i_var, n, lanes, scalar_head);
             cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
             let nb = b.ins().iadd(blk, m);
             b.def_var(i_var, nb);
@@ -324,6 +310,36 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
+}
+
+/// Opens a block-wise loop at position `i_var` of `n` elements: a head block
+/// that leaves for `exit` when fewer than `lanes` elements remain, and the
+/// body, where the builder is left. Returns the head (to jump back to and
+/// seal), the block start and its length `m` (a multiple of `lanes`, at
+/// most [`BLOCK`]).
+pub(super) fn open_block_loop(
+    b: &mut FunctionBuilder<'_>,
+    i_var: Variable,
+    n: Value,
+    lanes: i64,
+    exit: Block,
+) -> (Block, Value, Value) {
+    let head = b.create_block();
+    let body = b.create_block();
+    b.ins().jump(head, &[]);
+    b.switch_to_block(head);
+    let blk = b.use_var(i_var);
+    let rem = b.ins().isub(n, blk);
+    let c = b
+        .ins()
+        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
+    b.ins().brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    b.seal_block(body);
+    let bmax = b.ins().iconst(types::I64, BLOCK as i64);
+    let m = b.ins().smin(rem, bmax);
+    let m = b.ins().band_imm_s(m, !(lanes - 1));
+    (head, blk, m)
 }
 
 /// Imports the callees `prog` needs into `jb`: the per-element shims of its

@@ -742,22 +742,8 @@ pub fn build_fused(
         let out_base = b.ins().iadd_imm_s(sbase, (out_slot * BLOCK) as i64 * esz);
         let va = VecAcc::new(op, plan.dtype);
         let vars = va.map(|va| va.init(&mut b));
-        let blk_head = b.create_block();
-        let blk_body = b.create_block();
         let vdone = b.create_block();
-        b.ins().jump(blk_head, &[]);
-        b.switch_to_block(blk_head);
-        let blk = b.use_var(i_var);
-        let rem = b.ins().isub(n, blk);
-        let c = b
-            .ins()
-            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rem, lanes);
-        b.ins().brif(c, blk_body, &[], vdone, &[]);
-        b.switch_to_block(blk_body);
-        b.seal_block(blk_body);
-        let bmax = b.ins().iconst(types::I64, BLOCK as i64);
-        let m = b.ins().smin(rem, bmax);
-        let m = b.ins().band_imm_s(m, !(lanes - 1));
+        let (blk_head, blk, m) = elemwise::open_block_loop(&mut b, i_var, n, lanes, vdone);
         // The program writes its output "element blk + j" at out_base + j * esz.
         let boff = b.ins().imul_imm_s(blk, esz);
         let out_ptr = b.ins().isub(out_base, boff);
