@@ -319,3 +319,53 @@ fn values_unsigned_subtraction_of_a_constant() {
         }
     }
 }
+
+/// `(x - 255) + (-1)` with `x: u8`: the inner subtraction wraps in `u8`
+/// and the sum is `i64`; the add canonizer flattened the `u8` node into the
+/// `i64` sum (`x - 256`), losing the wrap-around (found by the `pipeline`
+/// fuzz target). The canonizers now stop at a dtype change.
+#[test]
+fn values_canonizer_stops_at_a_dtype_change() {
+    let x = scalar("x", DType::U8);
+    let inner = sub(&x, &weak_constant(&x, 255.0, false)).unwrap();
+    let out = add(&inner, &weak_constant(&inner, -1.0, false)).unwrap();
+    assert_eq!(out.dtype(), DType::I64);
+    for v in [0u8, 1, 200, 255] {
+        let vals = [Value::U8(ndarray::arr0(v).into_dyn())];
+        compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals)
+            .unwrap();
+    }
+    // The same across integer widths, and an integer node under a float sum.
+    let y = scalar("y", DType::I8);
+    let inner = add(&y, &weak_constant(&y, 100.0, false)).unwrap();
+    let out = add(&inner, &weak_constant(&inner, 0.5, true)).unwrap();
+    for v in [0i8, 27, 28, 127, -128] {
+        let vals = [Value::I8(ndarray::arr0(v).into_dyn())];
+        compare_with_reference(std::slice::from_ref(&y), std::slice::from_ref(&out), &vals)
+            .unwrap();
+    }
+}
+
+/// Constants folded by the canonizers for an integer dtype wrap like
+/// numpy's arithmetic: `(y + 100) + 100` on `i8` is `y + 200`, that is
+/// `y - 56`, not `y + 127` (a saturated fold).
+#[test]
+fn values_integer_constant_folding_wraps() {
+    let y = vector("y", DType::I8);
+    let inner = add(&y, &weak_constant(&y, 100.0, false)).unwrap();
+    let out = add(&inner, &weak_constant(&inner, 100.0, false)).unwrap();
+    let prod = mul(
+        &mul(&y, &weak_constant(&y, 100.0, false)).unwrap(),
+        &weak_constant(&y, 3.0, false),
+    )
+    .unwrap();
+    let vals = [Value::I8(ndarray::arr1(&[0i8, 1, -1, 100, -128, 127]).into_dyn())];
+    for o in [&out, &prod] {
+        compare_with_reference(std::slice::from_ref(&y), std::slice::from_ref(o), &vals).unwrap();
+    }
+    let big = vector("big", DType::I64);
+    let inner = add(&big, &weak_int_constant(&big, i64::MAX)).unwrap();
+    let out = add(&inner, &weak_int_constant(&inner, 3)).unwrap();
+    let vals = [Value::I64(ndarray::arr1(&[0i64, 1, -5, i64::MIN]).into_dyn())];
+    compare_with_reference(std::slice::from_ref(&big), std::slice::from_ref(&out), &vals).unwrap();
+}

@@ -8,14 +8,20 @@
 //! left for that client. It looks through DimShuffles that only add
 //! broadcastable dimensions on the left. The walks are iterative, so deep
 //! clusters do not overflow the stack.
+//!
+//! A cluster never crosses a dtype change other than between float dtypes:
+//! `(x_u8 - 255) + (-1)` is an `i64` sum of a `u8` difference that wraps,
+//! and flattening it would compute `x - 256` without the wrap. Folded
+//! integer constants are computed in wrapping `i64` arithmetic and wrapped
+//! to the dtype, as numpy's arithmetic wraps.
 
 use smallvec::SmallVec;
 
 use crate::error::Result;
-use crate::graph::{Client, DType, FunctionGraph, NodeId, VarId};
+use crate::graph::{Client, DType, FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, ScalarOp};
 
-use super::util::{elemwise, match_type, unique_constant};
+use super::util::{elemwise, match_type, unique_constant, unique_int_constant};
 
 /// The largest number of inputs of a `main` node the canonizer builds.
 pub const MAX_FANIN: usize = 32;
@@ -72,6 +78,7 @@ impl AlgebraicCanonizer {
     /// e.g. `x*y/z -> ([x, y], [z])`, `a / (b / c) -> ([a, c], [b])`.
     pub fn get_num_denum(&self, fg: &FunctionGraph, v: VarId) -> (Vec<VarId>, Vec<VarId>) {
         let (mut num, mut denum) = (Vec::new(), Vec::new());
+        let root_dtype = fg.ty(v).dtype;
         // Depth-first in input order; `true` means the term goes to the numerator.
         let mut stack: SmallVec<[(VarId, bool); 16]> = smallvec::smallvec![(v, true)];
         while let Some((v, positive)) = stack.pop() {
@@ -86,6 +93,21 @@ impl AlgebraicCanonizer {
                 leaf(&mut num, &mut denum);
                 continue;
             };
+            let node = fg.node(n);
+            if let Op::DimShuffle {
+                input_ndim,
+                new_order,
+            } = &node.op
+            {
+                if only_adds_left_dims(*input_ndim, new_order) {
+                    stack.push((node.inputs[0], positive));
+                    continue;
+                }
+            }
+            if !same_arithmetic(fg.ty(v).dtype, root_dtype) {
+                leaf(&mut num, &mut denum);
+                continue;
+            }
             // Canonicalize writes `-x` as `-1 * x`: the additive canonizer sees
             // through that form as through `neg`, so both give one canonical sum.
             if self.main == ScalarOp::Add {
@@ -102,9 +124,8 @@ impl AlgebraicCanonizer {
                     continue;
                 }
             }
-            let node = fg.node(n);
-            match (self.member(&node.op), &node.op) {
-                (Some(op), _) => {
+            match self.member(&node.op) {
+                Some(op) => {
                     // `main` keeps every sign, `inverse` flips its second input,
                     // `reciprocal` its only one.
                     let (used, flipped) = if op == self.main {
@@ -119,16 +140,7 @@ impl AlgebraicCanonizer {
                         stack.push((i, positive != (k == flipped)));
                     }
                 }
-                (
-                    None,
-                    Op::DimShuffle {
-                        input_ndim,
-                        new_order,
-                    },
-                ) if only_adds_left_dims(*input_ndim, new_order) => {
-                    stack.push((node.inputs[0], positive));
-                }
-                _ => leaf(&mut num, &mut denum),
+                None => leaf(&mut num, &mut denum),
             }
         }
         (num, denum)
@@ -183,31 +195,57 @@ impl AlgebraicCanonizer {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for &v in num {
             match unique_constant(fg, v) {
-                Some(c) => n_ct.push(c),
+                Some(_) => n_ct.push(v),
                 None => n_rest.push(v),
             }
         }
         for &v in denum {
             match unique_constant(fg, v) {
-                Some(c) => d_ct.push(c),
+                Some(_) => d_ct.push(v),
                 None => d_rest.push(v),
             }
         }
-        let value = crate::ops::composite::round_to(self.calculate(&n_ct, &d_ct), out_dtype);
-        let is_neutral = value == self.neutral();
-        if n_ct.len() == 1 && d_ct.is_empty() && !is_neutral {
-            if let Some(first) = num.first().and_then(|&f| unique_constant(fg, f)) {
-                if first == value || (first.is_nan() && value.is_nan()) {
-                    return (num.to_vec(), denum.to_vec());
-                }
-            }
+        let value = self.fold(fg, &n_ct, &d_ct, out_dtype);
+        let is_neutral = value.unique_value() == Some(self.neutral());
+        if n_ct.len() == 1 && d_ct.is_empty() && !is_neutral && num.first() == n_ct.first() {
+            return (num.to_vec(), denum.to_vec());
         }
         let mut out = Vec::with_capacity(n_rest.len() + 1);
         if !is_neutral {
-            out.push(super::util::scalar_const(fg, out_dtype, value));
+            out.push(fg.constant(value));
         }
         out.extend(n_rest);
         (out, d_rest)
+    }
+
+    /// The constants `num` and `denum` folded into one 0-d value of `dtype`
+    /// (`inverse(main(*num), main(*denum))`): in `f64` then rounded for float
+    /// dtypes; in wrapping `i64` arithmetic then wrapped for integer ones, as
+    /// numpy computes them (a float-domain fold would saturate instead).
+    fn fold(&self, fg: &FunctionGraph, num: &[VarId], denum: &[VarId], dtype: DType) -> Value {
+        if dtype.is_int() && (self.main == ScalarOp::Add || denum.is_empty()) {
+            let exact = |v: &VarId| unique_int_constant(fg, *v);
+            let n: Option<SmallVec<[i64; 4]>> = num.iter().map(exact).collect();
+            let d: Option<SmallVec<[i64; 4]>> = denum.iter().map(exact).collect();
+            if let (Some(n), Some(d)) = (n, d) {
+                let v = if self.main == ScalarOp::Mul {
+                    n.iter().fold(1i64, |a, &b| a.wrapping_mul(b))
+                } else {
+                    let sum = |t: &[i64]| t.iter().fold(0i64, |a, &b| a.wrapping_add(b));
+                    sum(&n).wrapping_sub(sum(&d))
+                };
+                return Value::scalar_i64(dtype, crate::ops::composite::wrap_i64(v, dtype));
+            }
+        }
+        let value = |v: &VarId| unique_constant(fg, *v).unwrap_or(f64::NAN);
+        let (n, d): (SmallVec<[f64; 4]>, SmallVec<[f64; 4]>) = (
+            num.iter().map(value).collect(),
+            denum.iter().map(value).collect(),
+        );
+        Value::scalar_f64(
+            dtype,
+            crate::ops::composite::round_to(self.calculate(&n, &d), dtype),
+        )
     }
 
     /// The lengths of the lists [`simplify`](Self::simplify) would return,
@@ -220,24 +258,27 @@ impl AlgebraicCanonizer {
         out_dtype: DType,
     ) -> (usize, usize) {
         let (keep_num, keep_denum) = pair_off(num, denum);
-        let (mut n_ct, mut d_ct) = (SmallVec::<[f64; 4]>::new(), SmallVec::<[f64; 4]>::new());
+        let (mut n_ct, mut d_ct) = (SmallVec::<[VarId; 4]>::new(), SmallVec::<[VarId; 4]>::new());
         let (mut n_rest, mut d_rest) = (0, 0);
         for (&v, _) in num.iter().zip(&keep_num).filter(|(_, &k)| k) {
             match unique_constant(fg, v) {
-                Some(c) => n_ct.push(c),
+                Some(_) => n_ct.push(v),
                 None => n_rest += 1,
             }
         }
         for (&v, _) in denum.iter().zip(&keep_denum).filter(|(_, &k)| k) {
             match unique_constant(fg, v) {
-                Some(c) => d_ct.push(c),
+                Some(_) => d_ct.push(v),
                 None => d_rest += 1,
             }
         }
-        let value = crate::ops::composite::round_to(self.calculate(&n_ct, &d_ct), out_dtype);
+        let value = self.fold(fg, &n_ct, &d_ct, out_dtype);
         // simplify_constants keeps the lists as they are or puts the folded
         // constant first; either way that constant counts unless neutral.
-        (n_rest + usize::from(value != self.neutral()), d_rest)
+        (
+            n_rest + usize::from(value.unique_value() != Some(self.neutral())),
+            d_rest,
+        )
     }
 
     /// [`simplify_factors`](Self::simplify_factors) then [`simplify_constants`](Self::simplify_constants).
@@ -305,10 +346,13 @@ impl AlgebraicCanonizer {
     /// The canonical replacement for `node`'s output, or `None` when the node
     /// is not a cluster root or is already canonical.
     pub fn transform(&self, fg: &mut FunctionGraph, node: NodeId) -> Result<Option<VarId>> {
-        if self.member(&fg.node(node).op).is_none() || fg.node(node).outputs.len() != 1 {
+        if fg.node(node).outputs.len() != 1 {
             return Ok(None);
         }
         let out = fg.node(node).outputs[0];
+        if self.member(&fg.node(node).op).is_none() {
+            return Ok(None);
+        }
         if fg.clients(out).is_empty() || self.is_cluster_inner(fg, out) {
             return Ok(None);
         }
@@ -401,6 +445,7 @@ impl AlgebraicCanonizer {
     /// cluster's root. Behind any other DimShuffle `v` is a leaf of the
     /// client's cluster, hence the root of its own.
     pub fn is_cluster_inner(&self, fg: &FunctionGraph, v: VarId) -> bool {
+        let dtype = fg.ty(v).dtype;
         fg.clients(v).iter().any(|&c| {
             let Client::Node(mut n, _) = c else {
                 return false;
@@ -424,10 +469,19 @@ impl AlgebraicCanonizer {
                         _ => return false,
                     }
                 }
-                return self.member(&node.op).is_some();
+                let client_dtype = fg.ty(node.outputs[0]).dtype;
+                return same_arithmetic(dtype, client_dtype) && self.member(&node.op).is_some();
             }
         })
     }
+}
+
+/// True when a value of `inner` dtype may join a cluster of `outer` dtype:
+/// the same dtype, or two float dtypes (computing an `f32` term in `f64`
+/// only gains precision). An integer term under a float or wider cluster
+/// keeps its own wrap-around, so it stays a leaf.
+fn same_arithmetic(inner: DType, outer: DType) -> bool {
+    inner == outer || (inner.is_float() && outer.is_float())
 }
 
 /// Which terms survive cancelling equal terms across the lists: each
@@ -582,6 +636,66 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn get_num_denum_stops_at_a_dtype_change() {
+        let (x8, y8) = (scalar("x8", DType::I8), scalar("y8", DType::I8));
+        let (f, g) = (scalar("f", DType::F32), scalar("g", DType::F64));
+        let x64 = scalar("x64", DType::I64);
+        let cases: Vec<(AlgebraicCanonizer, Tensor, Vec<&str>, Vec<&str>)> = vec![
+            // An i8 difference under an i64 sum stays one term (it wraps in i8).
+            (
+                AlgebraicCanonizer::ADD,
+                &(&x8 - &y8) + &x64,
+                vec!["(x8 - y8)", "x64"],
+                vec![],
+            ),
+            // Under an i8 sum it is flattened.
+            (
+                AlgebraicCanonizer::ADD,
+                &(&x8 - &y8) + &x8,
+                vec!["x8", "x8"],
+                vec!["y8"],
+            ),
+            // f32 terms join an f64 cluster.
+            (
+                AlgebraicCanonizer::MUL,
+                &(&f / &f) * &g,
+                vec!["f", "g"],
+                vec!["f"],
+            ),
+        ];
+        for (canon, t, num, denum) in cases {
+            let ins = [x8.clone(), y8.clone(), f.clone(), g.clone(), x64.clone()];
+            let fg = fg_of(&ins, t);
+            let (n, dn) = canon.get_num_denum(&fg, fg.outputs()[0]);
+            assert_eq!(
+                (names(&fg, &n), names(&fg, &dn)),
+                (
+                    num.iter().map(|s| s.to_string()).collect(),
+                    denum.iter().map(|s| s.to_string()).collect()
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn integer_constants_fold_with_wrap_around() {
+        let x = scalar("x", DType::I8);
+        let mut fg = fg_of(&[x.clone()], &x + 1);
+        let c = |fg: &mut FunctionGraph, v: i64| fg.constant(Value::scalar_i64(DType::I8, v));
+        let (a, b, m) = (c(&mut fg, 100), c(&mut fg, 100), c(&mut fg, -128));
+        let vx = fg.inputs()[0];
+        let (n, d) =
+            AlgebraicCanonizer::ADD.simplify_constants(&mut fg, &[vx, a, b], &[], DType::I8);
+        assert_eq!(names(&fg, &n), ["-56", "x"]);
+        assert!(d.is_empty());
+        let (n, _) = AlgebraicCanonizer::ADD.simplify_constants(&mut fg, &[vx], &[m], DType::I8);
+        assert_eq!(names(&fg, &n), ["-128", "x"]);
+        let (n, _) =
+            AlgebraicCanonizer::MUL.simplify_constants(&mut fg, &[a, vx, b], &[], DType::I8);
+        assert_eq!(names(&fg, &n), ["16", "x"]);
     }
 
     #[test]

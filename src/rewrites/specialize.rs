@@ -4,12 +4,13 @@
 //! inputs by scaled reductions, ...).
 
 use crate::error::Result;
-use crate::graph::{FunctionGraph, NodeId, VarId};
+use crate::graph::{FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
+    unique_int_constant,
 };
 use super::util::{finish, input};
 
@@ -299,13 +300,28 @@ pub fn local_add_neg_to_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
         if let Some(c) = unique_constant(fg, b) {
             let scalar_like = fg.ty(b).broadcastable().iter().all(|&d| d);
             if c < 0.0 && scalar_like && unique_constant(fg, a).is_none() {
-                let pos = scalar_const(fg, fg.ty(b).dtype, -c);
+                let Some(pos) = negated_constant(fg, b, c) else {
+                    continue;
+                };
+                let pos = fg.constant(pos);
                 let new = elemwise(fg, ScalarOp::Sub, &[a, pos])?;
                 return finish(fg, n, new);
             }
         }
     }
     Ok(None)
+}
+
+/// `-c` for the constant `b` of unique value `c`, as a 0-d value of `b`'s
+/// dtype: exact for integers (read as `i64`, not through `f64`), and `None`
+/// when `-c` does not fit the dtype (`-(-128)` on `i8`).
+fn negated_constant(fg: &FunctionGraph, b: VarId, c: f64) -> Option<Value> {
+    let dtype = fg.ty(b).dtype;
+    if !dtype.is_int() {
+        return Some(Value::scalar_f64(dtype, -c));
+    }
+    let neg = unique_int_constant(fg, b)?.checked_neg()?;
+    (crate::ops::composite::wrap_i64(neg, dtype) == neg).then(|| Value::scalar_i64(dtype, neg))
 }
 
 /// `-(-x / y) -> x / y` and `-(x / -y) -> x / y`.

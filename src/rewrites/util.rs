@@ -65,6 +65,25 @@ pub fn unique_constant(fg: &FunctionGraph, mut v: VarId) -> Option<f64> {
     }
 }
 
+/// [`unique_constant`] read exactly as an `i64`, for integer and bool
+/// constants (an `i64` beyond 2^53 does not survive a trip through `f64`).
+pub fn unique_int_constant(fg: &FunctionGraph, mut v: VarId) -> Option<i64> {
+    loop {
+        if let Some(c) = fg.constant_value(v) {
+            if c.dtype().is_float() {
+                return None;
+            }
+            let a = c.to_i64_array();
+            let first = *a.iter().next()?;
+            return a.iter().all(|&x| x == first).then_some(first);
+        }
+        match fg.owner_op(v) {
+            Some(Op::DimShuffle { .. }) => v = fg.node(fg.owner(v)?).inputs[0],
+            _ => return None,
+        }
+    }
+}
+
 /// True when `v` is a constant whose elements all equal `x`.
 pub fn is_constant_equal(fg: &FunctionGraph, v: VarId, x: f64) -> bool {
     unique_constant(fg, v) == Some(x)
