@@ -359,13 +359,66 @@ fn values_integer_constant_folding_wraps() {
         &weak_constant(&y, 3.0, false),
     )
     .unwrap();
-    let vals = [Value::I8(ndarray::arr1(&[0i8, 1, -1, 100, -128, 127]).into_dyn())];
+    let vals = [Value::I8(
+        ndarray::arr1(&[0i8, 1, -1, 100, -128, 127]).into_dyn(),
+    )];
     for o in [&out, &prod] {
         compare_with_reference(std::slice::from_ref(&y), std::slice::from_ref(o), &vals).unwrap();
     }
     let big = vector("big", DType::I64);
     let inner = add(&big, &weak_int_constant(&big, i64::MAX)).unwrap();
     let out = add(&inner, &weak_int_constant(&inner, 3)).unwrap();
-    let vals = [Value::I64(ndarray::arr1(&[0i64, 1, -5, i64::MIN]).into_dyn())];
-    compare_with_reference(std::slice::from_ref(&big), std::slice::from_ref(&out), &vals).unwrap();
+    let vals = [Value::I64(
+        ndarray::arr1(&[0i64, 1, -5, i64::MIN]).into_dyn(),
+    )];
+    compare_with_reference(
+        std::slice::from_ref(&big),
+        std::slice::from_ref(&out),
+        &vals,
+    )
+    .unwrap();
+}
+
+/// `neg(x < k / k)`: canonicalize's `k / k -> 1` (PyTensor's rule 5) turns
+/// the NaN of `0 / 0` into 1, and the comparison makes the difference an
+/// integer one (found by the 100,000-case run). Only the elements whose
+/// reference depends on a NaN may differ.
+#[test]
+fn values_cancelled_nan_under_a_comparison() {
+    let (x, k) = (vec_f64("x"), vec_f64("k"));
+    let out = -&lt(&x, &(&k / &k)).unwrap();
+    let vals = [
+        Value::F64(ndarray::arr1(&[0.5, 0.5, 2.0, f64::NAN]).into_dyn()),
+        Value::F64(ndarray::arr1(&[0.0, 3.0, f64::NAN, 1.0]).into_dyn()),
+    ];
+    let fg = FunctionGraph::new(&[x.clone(), k.clone()], std::slice::from_ref(&out)).unwrap();
+    let taint = differential_support::taint::nan_taint(&fg, &vals).unwrap();
+    assert_eq!(
+        taint[0].iter().copied().collect::<Vec<_>>(),
+        [true, false, true, true]
+    );
+    compare_with_reference(&[x, k], &[out], &vals).unwrap();
+}
+
+/// The taint follows elements through a transpose, a row reduction and a
+/// matrix product: one NaN taints its row of the sum and its row of `A @ B`.
+#[test]
+fn nan_taint_is_element_wise_through_views_reductions_and_dot() {
+    let a = matrix("A", DType::F64);
+    let s = a.t().sum(&[0]).unwrap();
+    let d = dot(&a, &a.t()).unwrap();
+    let mut v = ndarray::Array2::<f64>::ones((3, 2));
+    v[[1, 0]] = f64::NAN;
+    let vals = [Value::F64(v.into_dyn())];
+    let fg = FunctionGraph::new(std::slice::from_ref(&a), &[s, d]).unwrap();
+    let taint = differential_support::taint::nan_taint(&fg, &vals).unwrap();
+    assert_eq!(
+        taint[0].iter().copied().collect::<Vec<_>>(),
+        [false, true, false]
+    );
+    let rows: Vec<bool> = taint[1].iter().copied().collect();
+    assert_eq!(
+        rows,
+        [false, true, false, true, true, true, false, true, false]
+    );
 }

@@ -1,0 +1,149 @@
+//! NaN taint: which elements of each output of a graph depend on a NaN
+//! (an input NaN or one computed on the way, like `0 / 0`), evaluated with
+//! the reference evaluator alongside the values.
+//!
+//! Rule 5 of `src/rewrites/README.md` lets a rewrite turn a NaN that comes
+//! only from cancellation into the finite value of the simplified
+//! expression (`x / x -> 1`, as PyTensor does). Downstream of a comparison
+//! or a cast that NaN can become any finite or integer value
+//! (`neg(x < k / k)`), so the comparison accepts any value for an element
+//! whose reference depends on a NaN. The taint is exact element-wise
+//! through Elemwise, Composite, DimShuffle, Reshape, reductions and Dot;
+//! any other op taints its whole output when an input is tainted.
+
+use kiln::eval::perform;
+use kiln::ops::Op;
+use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
+use ndarray::{ArrayD, IxDyn};
+use std::collections::HashMap;
+
+/// Per output of `fg`, in its logical order, which elements depend on a NaN
+/// (`None` when the reference evaluator rejects the inputs).
+pub fn nan_taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> {
+    let mut vals: HashMap<_, Value> = HashMap::new();
+    let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
+    for (&v, x) in fg.inputs().iter().zip(inputs) {
+        taint.insert(v, is_nan(x));
+        vals.insert(v, x.clone());
+    }
+    for n in fg.toposort() {
+        let node = fg.node(n);
+        for &i in &node.inputs {
+            if !vals.contains_key(&i) {
+                let c = fg.constant_value(i)?.clone();
+                taint.insert(i, is_nan(&c));
+                vals.insert(i, c);
+            }
+        }
+        let args: Vec<&Value> = node.inputs.iter().map(|i| &vals[i]).collect();
+        let types: Vec<&TensorType> = node.inputs.iter().map(|&i| fg.ty(i)).collect();
+        let outs = perform(&node.op, &args, &types).ok()?;
+        let ins: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &taint[i]).collect();
+        let mut new = Vec::with_capacity(outs.len());
+        for (&o, val) in node.outputs.iter().zip(outs) {
+            let mut t = propagate(&node.op, &ins, &args, &types, val.shape())?;
+            t.zip_mut_with(&is_nan(&val), |a, &b| *a |= b);
+            new.push((o, t, val));
+        }
+        for (o, t, val) in new {
+            taint.insert(o, t);
+            vals.insert(o, val);
+        }
+    }
+    fg.outputs()
+        .iter()
+        .map(|o| match taint.get(o) {
+            Some(t) => Some(t.clone()),
+            None => fg.constant_value(*o).map(is_nan),
+        })
+        .collect()
+}
+
+/// The taint of an output of shape `shape` of `op` from its inputs' taints
+/// (`args` and `types` are the inputs' values and types).
+fn propagate(
+    op: &Op,
+    ins: &[&ArrayD<bool>],
+    args: &[&Value],
+    types: &[&TensorType],
+    shape: &[usize],
+) -> Option<ArrayD<bool>> {
+    Some(match op {
+        Op::Elemwise { .. } | Op::Composite { .. } => broadcast_or(ins, shape)?,
+        Op::FusedReduce { axes, .. } => {
+            let full = broadcast_shape(ins);
+            any_over(&broadcast_or(ins, &full)?, axes.clone())?
+        }
+        Op::CAReduce { axes, .. } => any_over(ins[0], axes.clone())?,
+        Op::DimShuffle { .. } | Op::Reshape { .. } => {
+            let mut a: Vec<Value> = vec![Value::Bool(ins[0].clone())];
+            a.extend(args[1..].iter().map(|&v| v.clone()));
+            let refs: Vec<&Value> = a.iter().collect();
+            let bool_ty = TensorType::new(DType::Bool, types[0].shape.clone());
+            let mut tys = vec![&bool_ty];
+            tys.extend(&types[1..]);
+            as_bool(perform(op, &refs, &tys).ok()?.remove(0))
+        }
+        Op::Dot => {
+            let (a, b) = (as_f64(ins[0]), as_f64(ins[1]));
+            let tys = [
+                TensorType::new(DType::F64, types[0].shape.clone()),
+                TensorType::new(DType::F64, types[1].shape.clone()),
+            ];
+            let d = perform(op, &[&a, &b], &[&tys[0], &tys[1]]).ok()?.remove(0);
+            d.to_f64_array().mapv(|x| x > 0.0)
+        }
+        Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
+        _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
+    })
+}
+
+/// True where `v` is NaN (never for integer and bool values).
+fn is_nan(v: &Value) -> ArrayD<bool> {
+    if v.dtype().is_float() {
+        v.to_f64_array().mapv(f64::is_nan)
+    } else {
+        ArrayD::from_elem(IxDyn(v.shape()), false)
+    }
+}
+
+/// The numpy broadcast of the input shapes (inputs of one ndim).
+fn broadcast_shape(ins: &[&ArrayD<bool>]) -> Vec<usize> {
+    let ndim = ins.iter().map(|t| t.ndim()).max().unwrap_or(0);
+    (0..ndim)
+        .map(|d| {
+            ins.iter()
+                .map(|t| t.shape()[d])
+                .find(|&s| s != 1)
+                .unwrap_or(1)
+        })
+        .collect()
+}
+
+/// The OR of the inputs' taints broadcast to `shape`.
+fn broadcast_or(ins: &[&ArrayD<bool>], shape: &[usize]) -> Option<ArrayD<bool>> {
+    let mut out = ArrayD::from_elem(IxDyn(shape), false);
+    for t in ins {
+        out.zip_mut_with(&t.broadcast(IxDyn(shape))?, |a, &b| *a |= b);
+    }
+    Some(out)
+}
+
+/// `any` of `t` over `axes` (`None`: all), through the reference reduction.
+fn any_over(t: &ArrayD<bool>, axes: Option<Vec<usize>>) -> Option<ArrayD<bool>> {
+    let ty = TensorType::new(DType::Bool, vec![None; t.ndim()]);
+    let op = Op::CAReduce {
+        op: ReduceOp::Any,
+        axes,
+    };
+    let v = Value::Bool(t.clone());
+    Some(as_bool(perform(&op, &[&v], &[&ty]).ok()?.remove(0)))
+}
+
+fn as_bool(v: Value) -> ArrayD<bool> {
+    v.to_f64_array().mapv(|x| x != 0.0)
+}
+
+fn as_f64(t: &ArrayD<bool>) -> Value {
+    Value::F64(t.mapv(|b| f64::from(u8::from(b))))
+}
