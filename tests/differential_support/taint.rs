@@ -1,25 +1,34 @@
-//! NaN taint: which elements of each output of a graph depend on a NaN
-//! (an input NaN or one computed on the way, like `0 / 0`), evaluated with
-//! the reference evaluator alongside the values.
+//! Taint: which elements of each output of a graph have a reference value
+//! that the mathematics does not settle, evaluated with the reference
+//! evaluator alongside the values. Two sources:
 //!
-//! Rule 5 of `src/rewrites/README.md` lets a rewrite turn a NaN that comes
-//! only from cancellation into the finite value of the simplified
-//! expression (`x / x -> 1`, as PyTensor does). Downstream of a comparison
-//! or a cast that NaN can become any finite or integer value
-//! (`neg(x < k / k)`), so the comparison accepts any value for an element
-//! whose reference depends on a NaN. The taint is exact element-wise
-//! through Elemwise, Composite, DimShuffle, Reshape, reductions and Dot;
-//! any other op taints its whole output when an input is tainted.
+//! - **NaN**: an input NaN or one computed on the way (`0 / 0`). Rule 5 of
+//!   `src/rewrites/README.md` lets a rewrite turn a NaN that comes only from
+//!   cancellation into the finite value of the simplified expression
+//!   (`x / x -> 1`, as PyTensor does); downstream of a comparison or a cast
+//!   that NaN can become any finite or integer value (`neg(x < k / k)`).
+//! - **Order-sensitive products**: a `Prod` reduction some of whose partial
+//!   products, in some order, can leave the range 1e±150 that rule 5 and the
+//!   linker's reduction contract (`src/linker/reduce.rs`) promise values
+//!   in: the product of the factors larger than 1 in magnitude exceeds
+//!   1e150, or that of the nonzero factors smaller than 1 falls below
+//!   1e-150 (a subnormal factor has a few bits of precision, so the
+//!   vectorised order and the reference's sequential one differ by far more
+//!   than rounding).
+//!
+//! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
+//! Reshape, reductions and Dot; any other op taints its whole output when an
+//! input is tainted.
 
 use kiln::eval::perform;
-use kiln::ops::Op;
+use kiln::ops::{InplacePattern, Op};
 use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 
-/// Per output of `fg`, in its logical order, which elements depend on a NaN
-/// (`None` when the reference evaluator rejects the inputs).
-pub fn nan_taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> {
+/// Per output of `fg`, in its logical order, which elements are tainted (see
+/// the module docs; `None` when the reference evaluator rejects the inputs).
+pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> {
     let mut vals: HashMap<_, Value> = HashMap::new();
     let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
     for (&v, x) in fg.inputs().iter().zip(inputs) {
@@ -70,11 +79,26 @@ fn propagate(
 ) -> Option<ArrayD<bool>> {
     Some(match op {
         Op::Elemwise { .. } | Op::Composite { .. } => broadcast_or(ins, shape)?,
-        Op::FusedReduce { axes, .. } => {
+        Op::FusedReduce { op, axes, pre } => {
             let full = broadcast_shape(ins);
-            any_over(&broadcast_or(ins, &full)?, axes.clone())?
+            let mut t = any_over(&broadcast_or(ins, &full)?, axes.clone())?;
+            if *op == ReduceOp::Prod {
+                let map = Op::Composite {
+                    composite: pre.clone(),
+                    inplace: InplacePattern::new(),
+                };
+                let mapped = perform(&map, args, types).ok()?.remove(0);
+                t.zip_mut_with(&order_sensitive(&mapped, axes.clone())?, |a, &b| *a |= b);
+            }
+            t
         }
-        Op::CAReduce { axes, .. } => any_over(ins[0], axes.clone())?,
+        Op::CAReduce { op, axes } => {
+            let mut t = any_over(ins[0], axes.clone())?;
+            if *op == ReduceOp::Prod {
+                t.zip_mut_with(&order_sensitive(args[0], axes.clone())?, |a, &b| *a |= b);
+            }
+            t
+        }
         Op::DimShuffle { .. } | Op::Reshape { .. } => {
             let mut a: Vec<Value> = vec![Value::Bool(ins[0].clone())];
             a.extend(args[1..].iter().map(|&v| v.clone()));
@@ -138,6 +162,39 @@ fn any_over(t: &ArrayD<bool>, axes: Option<Vec<usize>>) -> Option<ArrayD<bool>> 
     };
     let v = Value::Bool(t.clone());
     Some(as_bool(perform(&op, &[&v], &[&ty]).ok()?.remove(0)))
+}
+
+/// Per element of the `Prod` of `x` over `axes` (`None`: all): can some
+/// order of the factors give a partial product outside 1e±150 (see the
+/// module docs)? Bounded through sums of logarithms of the magnitudes.
+fn order_sensitive(x: &Value, axes: Option<Vec<usize>>) -> Option<ArrayD<bool>> {
+    if !x.dtype().is_float() {
+        // Wrapping integer products do not depend on the order.
+        return any_over(&ArrayD::from_elem(IxDyn(x.shape()), false), axes);
+    }
+    let a = x.to_f64_array();
+    let log_sum = |f: fn(f64) -> f64| -> Option<ArrayD<f64>> {
+        let op = Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes: axes.clone(),
+        };
+        let v = Value::F64(a.mapv(f));
+        let ty = TensorType::new(DType::F64, vec![None; a.ndim()]);
+        Some(perform(&op, &[&v], &[&ty]).ok()?.remove(0).to_f64_array())
+    };
+    let big = log_sum(|x| x.abs().max(1.0).log10())?;
+    let small = log_sum(|x| {
+        if x == 0.0 || x.is_nan() {
+            0.0
+        } else {
+            x.abs().min(1.0).log10()
+        }
+    })?;
+    Some(
+        ndarray::Zip::from(&big)
+            .and(&small)
+            .map_collect(|&b, &s| b > 150.0 || s < -150.0),
+    )
 }
 
 fn as_bool(v: Value) -> ArrayD<bool> {
