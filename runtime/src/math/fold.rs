@@ -24,18 +24,24 @@ use std::ptr;
 use super::dispatch::{apply_fixup, isa, Isa};
 use super::exp;
 
-/// e^(v_l - c) for every lane, as the block `exp` computes it.
-#[inline(always)]
-fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
-    let d = v.map(|e| e - c);
-    let mut t = d.map(exp::exp_table);
-    apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
-    t
-}
-
 /// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
 /// chains to hide the latency of the exp polynomial.
 const LANES: usize = 32;
+
+/// e^(v_l - c) for every lane, as the block `exp` computes it.
+#[inline(always)]
+fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
+    let mut d = v;
+    for e in d.iter_mut() {
+        *e -= c;
+    }
+    let mut t = d;
+    for e in t.iter_mut() {
+        *e = exp::exp_table(*e);
+    }
+    apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
+    t
+}
 
 /// Σ e^(x_i - c) over `n` values at `x` in the documented order.
 ///
