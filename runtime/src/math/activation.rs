@@ -8,26 +8,59 @@
 //! - log1mexp(x) = log(1 - e^x) for x <= 0: log(-expm1(x)) for x > -ln2,
 //!   log1p(-e^x) otherwise (Mächler 2012); NaN for x > 0, -inf at 0.
 //!
+//! sigmoid and softplus take e^-|x| from the table kernel `exp_table`
+//! (valid for |x| < 708); their [`Fixup`]s recompute the other lanes
+//! (|x| >= 708, ±inf, NaN) with the full-range `exp`, so subnormal results
+//! and specials are those of the full-range kernel.
+//!
 //! Accuracy (measured against compositions of std functions, see
 //! ACCURACY.md): <= 3 ULP in f64.
 
 use super::common::sel;
-use super::exp::{exp, expm1};
+use super::dispatch::Fixup;
+use super::exp::{exp, exp_table, expm1, EXP_TABLE_LIMIT};
 use super::log::{log1p, log_corr};
 
-/// Logistic sigmoid.
+/// sigmoid(x) from e^-|x| given by `exp_neg_abs`.
 #[inline(always)]
-pub(crate) fn sigmoid(x: f64) -> f64 {
-    let e = exp(-x.abs());
-    let d = 1.0 + e;
-    sel(x >= 0.0, 1.0 / d, e / d)
+fn sigmoid_with(x: f64, exp_neg_abs: f64) -> f64 {
+    let d = 1.0 + exp_neg_abs;
+    sel(x >= 0.0, 1.0 / d, exp_neg_abs / d)
 }
 
-/// log(1 + e^x) without overflow.
+/// Logistic sigmoid for |x| < 708 (other lanes: [`SIGMOID_FIXUP`]).
+#[inline(always)]
+pub(crate) fn sigmoid(x: f64) -> f64 {
+    sigmoid_with(x, exp_table(-x.abs()))
+}
+
+/// Logistic sigmoid over the whole domain (full-range exp).
+fn sigmoid_full(x: f64) -> f64 {
+    sigmoid_with(x, exp(-x.abs()))
+}
+
+/// Lanes outside the table exp's range take [`sigmoid_full`].
+pub(crate) const SIGMOID_FIXUP: Fixup = Fixup {
+    limit: EXP_TABLE_LIMIT,
+    exact: sigmoid_full,
+};
+
+/// log(1 + e^x) for |x| < 708 (other lanes: [`SOFTPLUS_FIXUP`]).
 #[inline(always)]
 pub(crate) fn softplus(x: f64) -> f64 {
+    sel(x > 0.0, x, 0.0) + log1p(exp_table(-x.abs()))
+}
+
+/// log(1 + e^x) over the whole domain without overflow.
+fn softplus_full(x: f64) -> f64 {
     sel(x > 0.0, x, 0.0) + log1p(exp(-x.abs()))
 }
+
+/// Lanes outside the table exp's range take [`softplus_full`].
+pub(crate) const SOFTPLUS_FIXUP: Fixup = Fixup {
+    limit: EXP_TABLE_LIMIT,
+    exact: softplus_full,
+};
 
 /// log(1 - e^x) for x <= 0.
 #[inline(always)]

@@ -87,7 +87,7 @@ pub(crate) struct Fixup {
 
 /// Recomputes the lanes of `v` whose input in `orig` is outside `fix`'s range.
 #[inline(always)]
-fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
+pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     let Some(fix) = fix else {
         return;
     };

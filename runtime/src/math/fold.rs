@@ -3,8 +3,9 @@
 //!
 //! `kiln_sum_exp_shift_f64(x, c, n)` = Σ_i e^(x_i - c), the row pass of a
 //! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
-//! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's `exp` of the exactly
-//! rounded difference (same kernel, ≤ 1 ULP, see ACCURACY.md).
+//! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's block `exp` of the
+//! rounded difference (the table kernel, lanes outside its range recomputed
+//! by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
 //!
 //! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
 //! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
@@ -20,12 +21,27 @@
 
 use std::ptr;
 
-use super::dispatch::{isa, Isa};
+use super::dispatch::{apply_fixup, isa, Isa};
 use super::exp;
 
 /// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
 /// chains to hide the latency of the exp polynomial.
 const LANES: usize = 32;
+
+/// e^(v_l - c) for every lane, as the block `exp` computes it.
+#[inline(always)]
+fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
+    let mut d = v;
+    for e in d.iter_mut() {
+        *e -= c;
+    }
+    let mut t = d;
+    for e in t.iter_mut() {
+        *e = exp::exp_table(*e);
+    }
+    apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
+    t
+}
 
 /// Σ e^(x_i - c) over `n` values at `x` in the documented order.
 ///
@@ -38,15 +54,18 @@ unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
     while i + LANES <= n {
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        for (a, e) in acc.iter_mut().zip(v) {
-            *a += exp::exp(e - c);
+        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)) {
+            *a += t;
         }
         i += LANES;
     }
-    for (l, a) in acc.iter_mut().enumerate().take(n - i) {
-        // SAFETY: i + l < n.
-        let e = unsafe { *x.add(i + l) };
-        *a += exp::exp(e - c);
+    if i < n {
+        let mut v = [0.0f64; LANES];
+        // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
+        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
+        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)).take(n - i) {
+            *a += t;
+        }
     }
     let mut w = LANES / 2;
     while w > 0 {

@@ -343,7 +343,7 @@ macro_rules! math_functions {
 
 math_functions! {
     unary: [
-        ("exp", v_exp, exp::exp, None, kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
+        ("exp", v_exp, exp::exp_table, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
         ("exp2", v_exp2, exp::exp2, None, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
         ("expm1", v_expm1, exp::expm1, None, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
         ("log", v_log, log::log, None, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
@@ -351,10 +351,10 @@ math_functions! {
         ("log10", v_log10, log::log10, None, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
         ("log1p", v_log1p, log::log1p, None, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
         ("tanh", v_tanh, hyperbolic::tanh, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
-        ("sigmoid", v_sigmoid, activation::sigmoid, None, kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
+        ("sigmoid", v_sigmoid, activation::sigmoid, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)"),
-        ("softplus", v_softplus, activation::softplus, None, kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
-            "ln(1 + e^x)", "3", "0 measured (<= 1 by construction)"),
+        ("softplus", v_softplus, activation::softplus, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+            "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
         ("log1mexp", v_log1mexp, activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
         ("sin", v_sin, trig::sin, Some(trig::SIN_FIXUP), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),

@@ -182,7 +182,7 @@ pub fn unary_table() -> Vec<Unary> {
             f64::exp,
             "std",
             &[Uni(-745.2, 709.8), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
-            2.0
+            1.0
         ),
         u!(
             "exp2",
