@@ -454,3 +454,23 @@ fn values_order_sensitive_product() {
     assert!(!differential_support::taint::taint(&fg, &calm).unwrap()[0][[]]);
     assert!(differential_support::taint::taint(&fg, &wild).unwrap()[0][[]]);
 }
+
+/// `f ** (M * (y * x))` with `x = 5e-324`: canonicalize flattens the
+/// product, and `(M * y) * x` rounds to 5e-324 where `M * (y * x)` gives 0,
+/// so a negative `f` gives NaN instead of 1 (found by the 100,000-case
+/// run). Outside 1e±150, reassociation is not promised to keep values
+/// (rule 5); such elements are tainted.
+#[test]
+fn values_reassociation_through_a_subnormal() {
+    use Step::*;
+    let steps = [
+        Binary(2, 7, 6),
+        Unary(0, 0),
+        Unary(0, 0),
+        Binary(2, 23, 42),
+        Unary(0, 0),
+        Binary(8, 2, 20),
+        Unary(0, 0),
+    ];
+    run_case(&steps, 2, 6, 2, 9581471462144895928, true).unwrap();
+}

@@ -16,6 +16,15 @@
 //!   vectorised order and the reference's sequential one differ by far more
 //!   than rounding).
 //!
+//! - **Reassociation out of range**: an element of a sum, difference,
+//!   product, quotient, reciprocal, reduction or matrix product some of whose
+//!   operands or whose value lies outside 1e±150 (infinities included): the
+//!   range within which rule 5 promises that reassociating rewrites and
+//!   vectorised kernels change values by rounding only. Below it, a
+//!   different order rounds through subnormals (`(M * y) * x` gives 5e-324
+//!   where `M * (y * x)` gives 0, and a negative base raised to it is NaN
+//!   instead of 1); above it, partial results overflow in one order only.
+//!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions and Dot; any other op taints its whole output when an
 //! input is tainted.
@@ -49,9 +58,17 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> 
         let outs = perform(&node.op, &args, &types).ok()?;
         let ins: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &taint[i]).collect();
         let mut new = Vec::with_capacity(outs.len());
+        let range: Option<Vec<ArrayD<bool>>> =
+            reassociable(&node.op).then(|| args.iter().map(|a| out_of_range(a)).collect());
         for (&o, val) in node.outputs.iter().zip(outs) {
             let mut t = propagate(&node.op, &ins, &args, &types, val.shape())?;
             t.zip_mut_with(&is_nan(&val), |a, &b| *a |= b);
+            if let Some(range) = &range {
+                let flags: Vec<&ArrayD<bool>> = range.iter().collect();
+                let r = propagate(&node.op, &flags, &args, &types, val.shape())?;
+                t.zip_mut_with(&r, |a, &b| *a |= b);
+                t.zip_mut_with(&out_of_range(&val), |a, &b| *a |= b);
+            }
             new.push((o, t, val));
         }
         for (o, t, val) in new {
@@ -120,6 +137,32 @@ fn propagate(
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
     })
+}
+
+/// Ops whose arithmetic rewrites and kernels may reassociate (the
+/// canonizers' `add`/`sub`/`mul`/`true_div`/`reciprocal`, sums and products,
+/// GEMM, and Composites built of them).
+fn reassociable(op: &Op) -> bool {
+    use kiln::ScalarOp::*;
+    match op {
+        Op::Elemwise { scalar, .. } => matches!(scalar, Add | Sub | Mul | TrueDiv | Reciprocal),
+        Op::CAReduce { op, .. } | Op::FusedReduce { op, .. } => {
+            matches!(op, ReduceOp::Sum | ReduceOp::Prod)
+        }
+        Op::Dot | Op::Composite { .. } => true,
+        _ => false,
+    }
+}
+
+/// True where a float `v` is outside the range rule 5 promises values in:
+/// nonzero with magnitude below 1e-150 or above 1e150 (infinities included).
+fn out_of_range(v: &Value) -> ArrayD<bool> {
+    if v.dtype().is_float() {
+        v.to_f64_array()
+            .mapv(|x| x != 0.0 && !(1e-150..=1e150).contains(&x.abs()))
+    } else {
+        ArrayD::from_elem(IxDyn(v.shape()), false)
+    }
 }
 
 /// True where `v` is NaN (never for integer and bool values).
