@@ -1,6 +1,7 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
-//! reductions, transposes, outer sums, dot, switch, casts), the inputs it
+//! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
+//! pattern), switch, casts), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
@@ -57,6 +58,8 @@ pub enum Step {
     Transpose(usize),
     Outer(usize, usize),
     Dot(usize, usize),
+    /// `z + c * dot(u, v)`: pool indices of z, u, v and a constant index.
+    Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
 }
@@ -72,6 +75,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => i().prop_map(Step::Transpose),
         1 => (i(), i()).prop_map(|(a, b)| Step::Outer(a, b)),
         1 => (i(), i()).prop_map(|(a, b)| Step::Dot(a, b)),
+        1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
     ]
@@ -137,6 +141,15 @@ pub fn build(steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
                     continue;
                 }
                 dot(u, v)
+            }
+            Step::Gemm(z, a, b, c) => {
+                let (u, v) = (p(a), p(b));
+                if !u.dtype().is_float() || !v.dtype().is_float() {
+                    continue;
+                }
+                let Ok(d) = dot(u, v) else { continue };
+                let scaled = elemwise(ScalarOp::Mul, &[&weak_constant(&d, CONSTS[c], true), &d]);
+                scaled.and_then(|sd| add(p(z), &sd))
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
