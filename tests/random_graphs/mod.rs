@@ -58,7 +58,9 @@ pub enum Step {
     Transpose(usize),
     Outer(usize, usize),
     Dot(usize, usize),
-    /// `z + c * dot(u, v)`: pool indices of z, u, v and a constant index.
+    /// `z + c * dot(u, v)`: indices of z (among the pool tensors of the
+    /// product's type), u (among the float matrices), v (among the floats)
+    /// and of the constant.
     Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
@@ -143,13 +145,23 @@ pub fn build(steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
                 dot(u, v)
             }
             Step::Gemm(z, a, b, c) => {
-                let (u, v) = (p(a), p(b));
-                if !u.dtype().is_float() || !v.dtype().is_float() {
-                    continue;
-                }
+                // A float matrix times any float operand, onto a pool
+                // tensor of the product's type when there is one.
+                let floats: Vec<&Tensor> = pool.iter().filter(|t| t.dtype().is_float()).collect();
+                let mats: Vec<&Tensor> = floats.iter().copied().filter(|t| t.ndim() == 2).collect();
+                let (u, v) = (mats[a % mats.len()], floats[b % floats.len()]);
                 let Ok(d) = dot(u, v) else { continue };
+                let zs: Vec<&Tensor> = pool
+                    .iter()
+                    .filter(|t| {
+                        t.dtype() == d.dtype() && t.ty().broadcastable() == d.ty().broadcastable()
+                    })
+                    .collect();
+                let Some(&zt) = zs.get(z % zs.len().max(1)) else {
+                    continue;
+                };
                 let scaled = elemwise(ScalarOp::Mul, &[&weak_constant(&d, CONSTS[c], true), &d]);
-                scaled.and_then(|sd| add(p(z), &sd))
+                scaled.and_then(|sd| add(zt, &sd))
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
