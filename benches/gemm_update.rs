@@ -9,7 +9,7 @@
 //!
 //! `cargo bench --bench gemm_update` (about a minute).
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_main, Criterion};
 use kiln::linker::{Arg, ArgMut};
 use kiln::rewriting::Mode;
 use kiln::*;
@@ -23,7 +23,7 @@ fn ramp(shape: &[usize], seed: f64) -> ArrayD<f64> {
     ArrayD::from_shape_vec(IxDyn(shape), v).expect("sized")
 }
 
-fn bench(c: &mut Criterion) {
+pub(crate) fn bench(c: &mut Criterion) {
     // (m, k, n): a cheap product where the update pass matters, and a square one.
     for (m, k, n) in [(2000, 32, 2000), (500, 500, 500)] {
         let mut group = c.benchmark_group(format!("gemm_update/{m}x{k}x{n}"));
@@ -64,5 +64,9 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+mod group {
+    #![allow(missing_docs)]
+    criterion::criterion_group!(benches, super::bench);
+}
+use group::benches;
 criterion_main!(benches);
