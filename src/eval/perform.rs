@@ -23,6 +23,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             Ok(vec![reduce(&name, *r, axes.as_deref(), &mapped[0])?])
         }
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
+        Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
         Op::Reshape { .. } => Ok(vec![reshape(&name, inputs[0], inputs[1])?]),
         Op::Shape => {
@@ -319,6 +320,43 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
                 .expect("same size"),
         ))
     }
+}
+
+/// `beta * z + alpha * dot(x, y)` for inputs `(z, alpha, x, y, beta)`:
+/// the product rounded to the dtype, then combined in f64 and rounded.
+/// When `beta == 0`, `z` is ignored (BLAS semantics: a NaN in `z` does not
+/// reach the result); `alpha` always multiplies the product, so an
+/// infinite `alpha` times an empty-sum zero gives NaN.
+fn gemm(name: &str, inputs: &[&Value]) -> Result<Value> {
+    let [z, alpha, x, y, beta] = inputs else {
+        return Err(Error::eval(
+            name,
+            format!("expects 5 inputs, got {}", inputs.len()),
+        ));
+    };
+    let d = dot(name, x, y)?;
+    if d.shape() != z.shape() {
+        return Err(Error::eval(
+            name,
+            format!(
+                "z has shape {:?} but dot(x, y) has shape {:?}",
+                z.shape(),
+                d.shape()
+            ),
+        ));
+    }
+    let scalar = |v: &Value| v.to_f64_array().iter().next().copied().unwrap_or(f64::NAN);
+    let (a, b) = (scalar(alpha), scalar(beta));
+    let dtype = z.dtype();
+    let prod = d.to_f64_array();
+    let out = if b == 0.0 {
+        prod.mapv(|p| round_to(a * p, dtype))
+    } else {
+        let mut out = z.to_f64_array();
+        out.zip_mut_with(&prod, |o, &p| *o = round_to(b * *o + a * p, dtype));
+        out
+    };
+    Ok(Value::from_f64_array(dtype, out))
 }
 
 /// A zero `rows x cols` matrix, allocated fallibly (see [`output_vec`]).

@@ -278,6 +278,21 @@ impl Arr {
         }
     }
 
+    /// Reads element `offset` (in elements from `ptr`) as `f64`.
+    ///
+    /// # Safety
+    /// `offset` must address an element of this array.
+    pub unsafe fn read_f64(&self, offset: isize) -> f64 {
+        // SAFETY: the caller guarantees the element exists; `ptr` is aligned for `dtype`.
+        unsafe {
+            match self.dtype {
+                DType::F32 => f64::from(*(self.ptr as *const f32).offset(offset)),
+                DType::F64 => *(self.ptr as *const f64).offset(offset),
+                _ => self.read_i64(offset) as f64,
+            }
+        }
+    }
+
     /// Reads every element in logical order as `i64` (for small shape vectors).
     pub fn to_i64_vec(&self) -> Vec<i64> {
         let n = self.len();

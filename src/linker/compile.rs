@@ -3,7 +3,7 @@
 //! compile cache.
 //!
 //! Every node of the supported op set is lowered to a JIT kernel, a view,
-//! metadata, or a runtime call (GEMM); only `Custom` ops fall back to their
+//! metadata, or a runtime call (GEMM, for `Dot` and `Gemm`); only `Custom` ops fall back to their
 //! reference `perform`. Kernels of identical programs are generated once per
 //! module.
 
@@ -409,6 +409,35 @@ pub fn compile_plan(
                         dtype,
                     },
                     l,
+                )
+            }
+            Op::Gemm { inplace } => {
+                if *inplace {
+                    // The runtime GEMM must not write into the memory it reads.
+                    let z_root = DestroyHandler::view_root(fg, node.inputs[0]);
+                    if node.inputs[2..4]
+                        .iter()
+                        .any(|&v| DestroyHandler::view_root(fg, v) == z_root)
+                    {
+                        return Err(Error::Compile(format!(
+                            "{name} overwrites {} while reading it as x or y",
+                            describe_once(node.inputs[0])
+                        )));
+                    }
+                }
+                (
+                    Step::Gemm {
+                        z: ins[0],
+                        alpha: ins[1],
+                        x: ins[2],
+                        y: ins[3],
+                        beta: ins[4],
+                        output: outs[0],
+                        dtype: fg.ty(node.outputs[0]).dtype,
+                        inplace: *inplace,
+                        z_desc: describe_once(node.inputs[0]),
+                    },
+                    Lowering::Runtime,
                 )
             }
             Op::Shape => (

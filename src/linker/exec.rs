@@ -1,13 +1,14 @@
 //! Execution of a plan for one call: per-call slot table, kernel drivers
 //! (dimension collapsing, the outer-dimension loop, parallel splitting),
-//! views, reductions, GEMM, and result extraction.
+//! views, reductions, GEMM (`Dot`, and `Gemm` onto a copy of z or z
+//! itself), and result extraction.
 //!
 //! Invariants: all mutable state is local to the call ([`Exec`]), so a
 //! Function can run on many threads at once; constants are only read, and
 //! so are caller inputs, except a mutable input the plan destroys, which the
-//! caller lent mutably (or the call copied); an element-wise step writes
-//! an output into an input's buffer exactly when the node's `destroy_map`
-//! says so, and allocates every other output; a buffer is released after
+//! caller lent mutably (or the call copied); an element-wise or Gemm step
+//! writes an output into an input's buffer exactly when the node's
+//! `destroy_map` says so, and allocates every other output; a buffer is released after
 //! the last use of its group (see `plan::liveness`); a result never aliases
 //! an input.
 //!
@@ -654,6 +655,30 @@ impl<'a> Exec<'a> {
                 let res = self.dot(name, &a, &b, *dtype, *output)?;
                 self.slots[*output] = Some(res);
             }
+            Step::Gemm {
+                z,
+                alpha,
+                x,
+                y,
+                beta,
+                output,
+                dtype,
+                inplace,
+                z_desc,
+            } => {
+                let ops = [*z, *alpha, *x, *y, *beta].map(|s| self.get(s));
+                let [z, alpha, x, y, beta] = &ops;
+                let res = self.gemm(
+                    name,
+                    (z, alpha, x, y, beta),
+                    *dtype,
+                    *output,
+                    *inplace,
+                    z_desc,
+                )?;
+                drop(ops);
+                self.slots[*output] = Some(res);
+            }
             Step::Shape { input, output } => {
                 let x = self.get(*input);
                 let v: Vec<i64> = x.shape.iter().map(|&d| d as i64).collect();
@@ -820,44 +845,22 @@ impl<'a> Exec<'a> {
 
     /// `a · b` into a new array for slot `output` (see [`Exec::alloc_slot`]).
     fn dot(&mut self, name: &str, a: &Arr, b: &Arr, dtype: DType, output: Slot) -> Result<Arr> {
-        let (sa, sb) = (&a.shape, &b.shape);
-        let ka = sa[sa.len() - 1];
-        let kb = sb[0];
-        if ka != kb {
-            return Err(err(
-                name,
-                format!(
-                    "shapes {:?} and {:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)",
-                    sa.as_slice(),
-                    sb.as_slice(),
-                    sa.len() - 1
-                ),
-            ));
-        }
-        let (m, rsa, csa) = if sa.len() == 2 {
-            (sa[0], a.strides[0], a.strides[1])
-        } else {
-            (1, 0, a.strides[0])
-        };
-        let (n, rsb, csb) = if sb.len() == 2 {
-            (sb[1], b.strides[0], b.strides[1])
-        } else {
-            (1, b.strides[0], 0)
-        };
-        let mut out_shape = Vec::new();
-        if sa.len() == 2 {
-            out_shape.push(m);
-        }
-        if sb.len() == 2 {
-            out_shape.push(n);
-        }
+        let MatMul {
+            m,
+            k,
+            n,
+            rsa,
+            csa,
+            rsb,
+            csb,
+            out_shape,
+        } = MatMul::new(name, a, b)?;
         // The integer product builds its own result; GEMM writes into `c`.
         let c = if dtype.is_float() {
             self.alloc_slot(name, output, dtype, &out_shape)?
         } else {
             self.alloc(name, dtype, &out_shape)?
         };
-        let k = ka;
         match dtype {
             // SAFETY: a is m×k, b is k×n with the given element strides; c is a
             // contiguous m×n array (a fresh buffer, or a caller's output array,
@@ -925,6 +928,200 @@ impl<'a> Exec<'a> {
             }
         }
         Ok(c)
+    }
+
+    /// The `Op::Gemm` step: `beta * z + alpha * dot(x, y)`, written into
+    /// `z`'s array when `inplace`, else into a new array for slot `output`
+    /// (see [`Exec::alloc_slot`]) holding a copy of `z` (not copied when
+    /// `beta == 0`: `z` is then ignored, as in BLAS).
+    #[allow(clippy::too_many_arguments)] // the node's five operands and its output
+    fn gemm(
+        &mut self,
+        name: &str,
+        (z, alpha, x, y, beta): (&Arr, &Arr, &Arr, &Arr, &Arr),
+        dtype: DType,
+        output: Slot,
+        inplace: bool,
+        z_desc: &str,
+    ) -> Result<Arr> {
+        let mm = MatMul::new(name, x, y)?;
+        if z.shape.as_slice() != mm.out_shape.as_slice() {
+            return Err(err(
+                name,
+                format!(
+                    "{z_desc} has shape {:?} but dot(x, y) has shape {:?}",
+                    z.shape.as_slice(),
+                    mm.out_shape
+                ),
+            ));
+        }
+        // SAFETY: alpha and beta are 0-d arrays (by the node's types): offset 0 is their element.
+        let (alpha, beta) = unsafe { (alpha.read_f64(0), beta.read_f64(0)) };
+        let c = if inplace {
+            if z.shape
+                .iter()
+                .zip(&z.strides)
+                .any(|(&n, &s)| n > 1 && s == 0)
+            {
+                return Err(err(
+                    name,
+                    format!("cannot overwrite {z_desc}: it is a broadcast view"),
+                ));
+            }
+            z.clone()
+        } else {
+            let c = self.alloc_slot(name, output, dtype, &mm.out_shape)?;
+            if beta != 0.0 {
+                copy_into(self.plan, self.code, self.par, z, &c);
+            }
+            c
+        };
+        // C's strides as an m×n matrix (a missing dimension has size 1).
+        let (rsc, csc) = match (x.shape.len(), y.shape.len()) {
+            (2, 2) => (c.strides[0], c.strides[1]),
+            (2, _) => (c.strides[0], 0),
+            (_, 2) => (0, c.strides[0]),
+            _ => (0, 0),
+        };
+        let MatMul {
+            m,
+            k,
+            n,
+            rsa,
+            csa,
+            rsb,
+            csb,
+            ..
+        } = mm;
+        match dtype {
+            // SAFETY: x is m×k and y is k×n with the given element strides;
+            // c is m×n with strides (rsc, csc) addressing distinct elements
+            // (checked above for z; a fresh or caller's output array is
+            // contiguous), and overlaps neither operand: a fresh buffer or a
+            // caller's output array overlaps no input, and the graph's
+            // DestroyHandler refused any view of z among x and y.
+            DType::F64 => unsafe {
+                kiln_runtime::gemm::kiln_gemm_f64(
+                    m,
+                    k,
+                    n,
+                    alpha,
+                    x.ptr as *const f64,
+                    rsa,
+                    csa,
+                    y.ptr as *const f64,
+                    rsb,
+                    csb,
+                    beta,
+                    c.ptr as *mut f64,
+                    rsc,
+                    csc,
+                )
+            },
+            // SAFETY: as above.
+            DType::F32 => unsafe {
+                kiln_runtime::gemm::kiln_gemm_f32(
+                    m,
+                    k,
+                    n,
+                    alpha as f32,
+                    x.ptr as *const f32,
+                    rsa,
+                    csa,
+                    y.ptr as *const f32,
+                    rsb,
+                    csb,
+                    beta as f32,
+                    c.ptr as *mut f32,
+                    rsc,
+                    csc,
+                )
+            },
+            d => {
+                return Err(err(
+                    name,
+                    format!("the runtime GEMM takes f32 or f64, got {d}"),
+                ))
+            }
+        }
+        if k == 0 && !alpha.is_finite() {
+            // The GEMM skips the empty product (C = beta·C); alpha times its
+            // zero sum is NaN, as in the reference.
+            for i in 0..m {
+                for j in 0..n {
+                    let off = i as isize * rsc + j as isize * csc;
+                    // SAFETY: (i, j) is within c's m×n shape.
+                    unsafe {
+                        match dtype {
+                            DType::F32 => *(c.ptr as *mut f32).offset(off) = f32::NAN,
+                            _ => *(c.ptr as *mut f64).offset(off) = f64::NAN,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The matrix view of `dot(a, b)` for 1-d and 2-d operands: sizes, element
+/// strides (a 1-d left operand is one row, a 1-d right operand one column)
+/// and the numpy output shape.
+struct MatMul {
+    m: usize,
+    k: usize,
+    n: usize,
+    rsa: isize,
+    csa: isize,
+    rsb: isize,
+    csb: isize,
+    out_shape: Vec<usize>,
+}
+
+impl MatMul {
+    /// Checks that `a` and `b` are aligned (error of node `name` otherwise).
+    fn new(name: &str, a: &Arr, b: &Arr) -> Result<MatMul> {
+        let (sa, sb) = (&a.shape, &b.shape);
+        let ka = sa[sa.len() - 1];
+        let kb = sb[0];
+        if ka != kb {
+            return Err(err(
+                name,
+                format!(
+                    "shapes {:?} and {:?} are not aligned: {ka} (dim {}) != {kb} (dim 0)",
+                    sa.as_slice(),
+                    sb.as_slice(),
+                    sa.len() - 1
+                ),
+            ));
+        }
+        let (m, rsa, csa) = if sa.len() == 2 {
+            (sa[0], a.strides[0], a.strides[1])
+        } else {
+            (1, 0, a.strides[0])
+        };
+        let (n, rsb, csb) = if sb.len() == 2 {
+            (sb[1], b.strides[0], b.strides[1])
+        } else {
+            (1, b.strides[0], 0)
+        };
+        let mut out_shape = Vec::new();
+        if sa.len() == 2 {
+            out_shape.push(m);
+        }
+        if sb.len() == 2 {
+            out_shape.push(n);
+        }
+        Ok(MatMul {
+            m,
+            k: ka,
+            n,
+            rsa,
+            csa,
+            rsb,
+            csb,
+            out_shape,
+        })
     }
 }
 

@@ -8,8 +8,8 @@
 //!
 //! Memory plan: the graph is the single source of truth for buffer sharing.
 //! A node's `view_map` (DimShuffle, Reshape) makes its output live in its
-//! input's buffer; its `destroy_map` (an Elemwise or Composite node made
-//! inplace by the inplace pass) makes the output overwrite the destroyed
+//! input's buffer; its `destroy_map` (an Elemwise, Composite or Gemm node
+//! made inplace by the inplace passes) makes the output overwrite the destroyed
 //! input's buffer. Every other node output gets a buffer of its own: no step
 //! writes into the buffer of a live variable unless a `destroy_map` says so
 //! (released buffers go back to the Function's pool, which serves later
@@ -160,6 +160,28 @@ pub enum Step {
         output: Slot,
         /// Output dtype.
         dtype: DType,
+    },
+    /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
+    Gemm {
+        /// Slot of `z`, the array added to (and overwritten when `inplace`).
+        z: Slot,
+        /// Slot of the 0-d `alpha`.
+        alpha: Slot,
+        /// Slot of the left operand.
+        x: Slot,
+        /// Slot of the right operand.
+        y: Slot,
+        /// Slot of the 0-d `beta`.
+        beta: Slot,
+        /// Output slot.
+        output: Slot,
+        /// The dtype (f32 or f64) of every operand.
+        dtype: DType,
+        /// The output is `z`'s array, updated in place; else a new array
+        /// (the caller's output array when registered) holding a copy of `z`.
+        inplace: bool,
+        /// Description of `z` for error messages.
+        z_desc: String,
     },
     /// The shape vector.
     Shape {

@@ -159,6 +159,18 @@ pub enum Op {
     },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
+    /// BLAS GEMM (PyTensor's `gemm_no_inplace` / `gemm_inplace`): inputs
+    /// `(z, alpha, x, y, beta)`, output `beta * z + alpha * dot(x, y)`.
+    /// `z`, `x`, `y` are floating-point of one dtype, `alpha` and `beta`
+    /// 0-d of that dtype, and `dot(x, y)` has `z`'s number of dimensions
+    /// (no broadcasting: their run-time shapes must be equal). As in BLAS,
+    /// when `beta == 0` the old contents of `z` are ignored (even NaN or
+    /// infinities). With `inplace`, the output overwrites `z`
+    /// (`destroy_map` {0 <- 0}).
+    Gemm {
+        /// The output overwrites input 0 (`z`).
+        inplace: bool,
+    },
     /// Broadcasts a value to a shape given by scalar integer inputs.
     Alloc,
     /// Reshapes to `ndim` dimensions given by a 1-d integer input (-1 inferred).
@@ -227,6 +239,7 @@ impl Op {
             Op::CAReduce { .. } => OpKind::CAReduce,
             Op::FusedReduce { .. } => OpKind::FusedReduce,
             Op::Dot => OpKind::Dot,
+            Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
             Op::Reshape { .. } => OpKind::Reshape,
             Op::Shape => OpKind::Shape,
@@ -263,6 +276,8 @@ impl Op {
                 format!("{}{}", reduce_name(*op, axes), pre_text(pre))
             }
             Op::Dot => "dot".to_string(),
+            Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
+            Op::Gemm { inplace: true } => "Gemm{inplace}".to_string(),
             Op::Alloc => "Alloc".to_string(),
             Op::Reshape { ndim } => format!("Reshape{{{ndim}}}"),
             Op::Shape => "Shape".to_string(),
@@ -275,6 +290,7 @@ impl Op {
     pub fn destroy_map(&self) -> InplacePattern {
         match self {
             Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.clone(),
+            Op::Gemm { inplace: true } => smallvec::smallvec![(0, 0)],
             _ => InplacePattern::new(),
         }
     }
@@ -419,6 +435,7 @@ impl Op {
                 }
                 Ok(vec![TensorType::new(dtype, shape)])
             }
+            Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
             Op::Alloc => {
                 let Some((v, dims)) = inputs.split_first() else {
                     return Err(err(
@@ -510,6 +527,72 @@ impl Op {
     }
 }
 
+/// The output type of a Gemm on `(z, alpha, x, y, beta)`, or the message
+/// of a type error. The output has `z`'s dtype and ndim; each static size
+/// known for `z` or for `dot(x, y)` is kept (they must agree).
+fn gemm_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String> {
+    let [z, alpha, x, y, beta] = inputs else {
+        return Err(format!(
+            "expects 5 inputs (z, alpha, x, y, beta), got {}",
+            inputs.len()
+        ));
+    };
+    let dtype = z.ty.dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(format!("z must be f32 or f64, got {}", z.ty));
+    }
+    for (what, s) in [("alpha", alpha), ("beta", beta)] {
+        if s.ty.ndim() != 0 || s.ty.dtype != dtype {
+            return Err(format!("{what} must be a 0-d {dtype}, got {}", s.ty));
+        }
+    }
+    for (what, m) in [("x", x), ("y", y)] {
+        if m.ty.dtype != dtype || !(1..=2).contains(&m.ty.ndim()) {
+            return Err(format!(
+                "{what} must be a 1-d or 2-d {dtype} (z's dtype), got {}",
+                m.ty
+            ));
+        }
+    }
+    let (nx, ny) = (x.ty.ndim(), y.ty.ndim());
+    if let (Some(a), Some(b)) = (x.ty.shape[nx - 1], y.ty.shape[0]) {
+        if a != b {
+            return Err(format!("inner dimensions differ: {} and {}", x.ty, y.ty));
+        }
+    }
+    let mut dot_shape = Vec::with_capacity(2);
+    if nx == 2 {
+        dot_shape.push(x.ty.shape[0]);
+    }
+    if ny == 2 {
+        dot_shape.push(y.ty.shape[1]);
+    }
+    if dot_shape.len() != z.ty.ndim() {
+        return Err(format!(
+            "dot({}, {}) has {} dimensions but z {} has {}",
+            x.ty,
+            y.ty,
+            dot_shape.len(),
+            z.ty,
+            z.ty.ndim()
+        ));
+    }
+    let mut shape = Vec::with_capacity(dot_shape.len());
+    for (d, (&zs, &ds)) in z.ty.shape.iter().zip(&dot_shape).enumerate() {
+        match (zs, ds) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(format!(
+                    "z {} and dot({}, {}) differ in dimension {d}: {a} and {b}",
+                    z.ty, x.ty, y.ty
+                ))
+            }
+            (Some(a), _) | (None, Some(a)) => shape.push(Some(a)),
+            (None, None) => shape.push(None),
+        }
+    }
+    Ok(TensorType::new(dtype, shape))
+}
+
 /// `Sum{axes=[1]}`, `Max{axes=None}`.
 fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
     match axes {
@@ -556,6 +639,7 @@ pub enum OpKind {
     CAReduce,
     FusedReduce,
     Dot,
+    Gemm,
     Alloc,
     Reshape,
     Shape,
@@ -697,6 +781,7 @@ impl PartialEq for Op {
                 },
             ) => a == b && x == y && (Arc::ptr_eq(p, q) || p == q),
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
+            (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
             (Op::ShapeI(a), Op::ShapeI(b)) => a == b,
             (Op::Custom(a), Op::Custom(b)) => a.name() == b.name() && a.params() == b.params(),
@@ -736,6 +821,7 @@ impl Hash for Op {
                 pre.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
+            Op::Gemm { inplace } => inplace.hash(state),
             Op::ShapeI(i) => i.hash(state),
             Op::Custom(c) => {
                 c.name().hash(state);

@@ -1,5 +1,8 @@
-//! The inplace pass: element-wise outputs overwrite one of their inputs
-//! when that is safe, so the linker needs no buffer for them.
+//! The inplace passes: outputs overwrite one of their inputs when that is
+//! safe, so the linker needs no buffer for them. `inplace_gemm` turns
+//! `Gemm{no_inplace}` into `Gemm{inplace}` (the output overwrites `z`,
+//! PyTensor's `gemm_inplace`); `inplace_elemwise` lets element-wise outputs
+//! overwrite any input of their type.
 //!
 //! Requires the DestroyHandler (attached by `add_destroy_handler` at 49.5).
 //! Candidates are checked locally against one topological order that
@@ -8,10 +11,12 @@
 //! constant, nor a protected graph input (not declared mutable), nor already
 //! destroyed, none of its views is a graph output, and every other reader of
 //! the root's views comes earlier in that order (so the new orderings are
-//! consistent with it and cannot form a cycle). Every output of a node is
-//! tried at once. All changes are validated once at the end; should that
-//! fail, they are rolled back and applied again one node at a time with a
-//! validation each (greedy).
+//! consistent with it and cannot form a cycle). The node's other inputs must
+//! not read the root through another view; a Gemm must not read it at all
+//! through `x` or `y` (the GEMM cannot write the memory it multiplies).
+//! Every output of a node is tried at once. All changes are validated once
+//! at the end; should that fail, they are rolled back and applied again one
+//! node at a time with a validation each (greedy).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -30,8 +35,32 @@ pub struct InplaceStats {
     pub fell_back: bool,
 }
 
+/// The nodes an inplace pass considers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Elemwise and Composite nodes.
+    Elemwise,
+    /// Gemm nodes.
+    Gemm,
+}
+
+impl Target {
+    /// The inputs an output of `op` may overwrite (`None`: any), when `op`
+    /// is a node this pass turns inplace.
+    fn candidates(self, op: &Op) -> Option<Option<usize>> {
+        match (self, op) {
+            (Target::Elemwise, Op::Elemwise { .. } | Op::Composite { .. }) => {
+                with_pattern(op, InplacePattern::new()).map(|_| None)
+            }
+            (Target::Gemm, Op::Gemm { inplace: false }) => Some(Some(0)),
+            _ => None,
+        }
+    }
+}
+
 fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
     match op {
+        Op::Gemm { inplace: false } if p.as_slice() == [(0, 0)] => Some(Op::Gemm { inplace: true }),
         Op::Elemwise { scalar, inplace } if inplace.is_empty() => Some(Op::Elemwise {
             scalar: *scalar,
             inplace: p,
@@ -46,6 +75,16 @@ fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
 
 /// Turns element-wise nodes inplace where safe (see the module docs).
 pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
+    inplace_pass(fg, Target::Elemwise)
+}
+
+/// Turns `Gemm{no_inplace}` nodes into `Gemm{inplace}` where overwriting
+/// `z` is safe (see the module docs).
+pub fn inplace_gemm(fg: &mut FunctionGraph) -> Result<InplaceStats> {
+    inplace_pass(fg, Target::Gemm)
+}
+
+fn inplace_pass(fg: &mut FunctionGraph, target: Target) -> Result<InplaceStats> {
     if !fg.has_feature::<DestroyHandler>() {
         fg.attach_feature(DestroyHandler::new(fg.mutable_inputs()))?;
     }
@@ -64,15 +103,16 @@ pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
     let mut plan: Vec<(NodeId, InplacePattern)> = Vec::new();
     for &n in &order {
         let node = fg.node(n);
-        if with_pattern(&node.op, InplacePattern::new()).is_none() {
+        let Some(only) = target.candidates(&node.op) else {
             continue;
-        }
+        };
         let mut pattern = InplacePattern::new();
         let mut used_inputs: Vec<usize> = Vec::new();
         for (o, &out) in node.outputs.iter().enumerate() {
             let out_ty = fg.ty(out);
             let choice = node.inputs.iter().enumerate().find(|&(i, &inp)| {
-                if used_inputs.contains(&i) || fg.ty(inp) != out_ty {
+                if only.is_some_and(|k| k != i) || used_inputs.contains(&i) || fg.ty(inp) != out_ty
+                {
                     return false;
                 }
                 let root = DestroyHandler::view_root(fg, inp);
@@ -86,8 +126,15 @@ pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
                 if views.iter().any(|v| outputs.contains(v)) {
                     return false;
                 }
-                // Other inputs of this node must not read the same memory through another view.
-                if node.inputs.iter().any(|&v| v != inp && views.contains(&v)) {
+                // Other inputs of this node must not read the same memory
+                // through another view; a Gemm's not even through this one.
+                let strict = target == Target::Gemm;
+                if node
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .any(|(j, &v)| j != i && (strict || v != inp) && views.contains(&v))
+                {
                     return false;
                 }
                 views.iter().all(|&v| {
@@ -146,7 +193,11 @@ fn apply_pattern(fg: &mut FunctionGraph, n: NodeId, p: InplacePattern) -> Result
         .copied()
         .zip(fg.node(new).outputs.iter().copied())
         .collect();
-    fg.replace_all(&pairs, "inplace_elemwise")
+    let reason = match fg.node(n).op {
+        Op::Gemm { .. } => "inplace_gemm",
+        _ => "inplace_elemwise",
+    };
+    fg.replace_all(&pairs, reason)
 }
 
 #[cfg(test)]

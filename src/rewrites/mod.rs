@@ -1,7 +1,8 @@
-//! The rewrite library: canonicalize, stabilize, specialize, fusion (element-wise
-//! and reduction input) and inplace rewrites, one topic per file, registered in the optdb.
+//! The rewrite library: canonicalize, stabilize, specialize, BLAS (Gemm),
+//! fusion (element-wise and reduction input) and inplace rewrites, one topic per file, registered in the optdb.
 //! See `README.md` in this folder for the rules for writing rules.
 
+pub mod blas;
 pub mod canonicalize;
 pub mod canonizer;
 pub mod fusion;

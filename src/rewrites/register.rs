@@ -1,20 +1,23 @@
 //! Registers the rewrite library in the optdb: the canonicalize, stabilize
-//! and specialize rules (with constant folding as a final rewriter), elemwise
-//! fusion at 49 (the FusionOptimizer, then reduction input fusion), the `add_destroy_handler` marker at 49.5 and the inplace
-//! pass at 50. Every rule is tagged `fast_run` and its database's name, and
+//! and specialize rules (with constant folding as a final rewriter), the
+//! BlasOpt database at 2.5 (`gemm_optimizer`), elemwise fusion at 49 (the
+//! FusionOptimizer, then reduction input fusion), the `add_destroy_handler`
+//! marker at 49.5 and the inplace passes at 50 (Gemm, then element-wise). Every rule is tagged `fast_run` and its database's name, and
 //! `fast_compile` when cheap.
 
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::graph::DestroyHandler;
-use crate::rewriting::db::{EquilibriumDB, SequenceDB};
+use crate::rewriting::db::{EquilibriumDB, SeqItem, SequenceDB};
 use crate::rewriting::{
     FnGraphRewriter, FnNodeRewriter, GraphRewriter, Rewrite, Track, Tracks, WalkingGraphRewriter,
 };
 
 use super::rule::Rule;
-use super::{canonicalize, fusion, inplace, reduce_fusion, sibling_fusion, specialize, stabilize};
+use super::{
+    blas, canonicalize, fusion, inplace, reduce_fusion, sibling_fusion, specialize, stabilize,
+};
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
 pub const ADD_DESTROY_HANDLER: f64 = 49.5;
@@ -86,6 +89,19 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
         )?;
     }
     {
+        // Before fusion, which would swallow the sums into Composites.
+        let mut db = SequenceDB::new("BlasOpt");
+        let gemm = WalkingGraphRewriter::new(Arc::new(node_rewriter(blas::gemm_rule())))
+            .named("gemm_optimizer");
+        db.register_graph("gemm_optimizer", Arc::new(gemm), &["fast_run", "blas"], 0.0)?;
+        optdb.register(
+            "BlasOpt",
+            SeqItem::Sequence(db),
+            &["fast_run", "blas"],
+            blas::BLAS_OPT,
+        )?;
+    }
+    {
         let db = optdb.sequence_mut("elemwise_fusion")?;
         let fuse = FnGraphRewriter::new("composite_elemwise_fusion", |fg| {
             fusion::fuse_to_fixed_point(fg, fusion::DEFAULT_MAX_OPERANDS).map(|_| ())
@@ -146,6 +162,17 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     )?;
     {
         let db = optdb.sequence_mut("inplace")?;
+        // Before the element-wise pass, as PyTensor's InplaceBlasOpt: a
+        // Gemm can only overwrite z, an element-wise node any input.
+        let gemm = FnGraphRewriter::new("inplace_gemm_optimizer", |fg| {
+            inplace::inplace_gemm(fg).map(|_| ())
+        });
+        db.register_graph(
+            "inplace_gemm_optimizer",
+            Arc::new(gemm),
+            &["fast_run", "inplace"],
+            -1.0,
+        )?;
         let pass = FnGraphRewriter::new("inplace_elemwise_optimizer", |fg| {
             inplace::inplace_elemwise(fg).map(|_| ())
         });

@@ -17,7 +17,8 @@
 //! `canonicalize` also holds a MergeOptimizer as a cleanup rewriter (as in
 //! PyTensor), so `include=["canonicalize"]` merges too. The rewrite library
 //! fills canonicalize / stabilize / specialize / fusion / inplace and adds
-//! the `add_destroy_handler` marker (49.5). The inplace barrier is enforced:
+//! the BlasOpt database (2.5, tags fast_run, blas) and the
+//! `add_destroy_handler` marker (49.5). The inplace barrier is enforced:
 //! an entry tagged `inplace` below 49.5 is refused with
 //! [`INPLACE_RULE`](super::db::INPLACE_RULE).
 

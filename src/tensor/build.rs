@@ -157,6 +157,12 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Tensor::apply(Op::Dot, &[a, b])
 }
 
+/// `beta * z + alpha * dot(x, y)` as one `Gemm{no_inplace}` node (see
+/// [`Op::Gemm`]: z, x, y of one float dtype, alpha and beta 0-d of it).
+pub fn gemm(z: &Tensor, alpha: &Tensor, x: &Tensor, y: &Tensor, beta: &Tensor) -> Result<Tensor> {
+    Tensor::apply(Op::Gemm { inplace: false }, &[z, alpha, x, y, beta])
+}
+
 /// Broadcasts `value` to `shape` (given as 0-d integer tensors).
 pub fn alloc(value: &Tensor, shape: &[&Tensor]) -> Result<Tensor> {
     let mut ins = vec![value];

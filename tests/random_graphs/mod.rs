@@ -1,6 +1,7 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
-//! reductions, transposes, outer sums, dot, switch, casts), the inputs it
+//! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
+//! pattern), switch, casts), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
@@ -57,6 +58,10 @@ pub enum Step {
     Transpose(usize),
     Outer(usize, usize),
     Dot(usize, usize),
+    /// `z + c * dot(u, v)`: indices of z (among the pool tensors of the
+    /// product's type), u (among the float matrices), v (among the floats)
+    /// and of the constant.
+    Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
 }
@@ -72,6 +77,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => i().prop_map(Step::Transpose),
         1 => (i(), i()).prop_map(|(a, b)| Step::Outer(a, b)),
         1 => (i(), i()).prop_map(|(a, b)| Step::Dot(a, b)),
+        1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
     ]
@@ -137,6 +143,25 @@ pub fn build(steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
                     continue;
                 }
                 dot(u, v)
+            }
+            Step::Gemm(z, a, b, c) => {
+                // A float matrix times any float operand, onto a pool
+                // tensor of the product's type when there is one.
+                let floats: Vec<&Tensor> = pool.iter().filter(|t| t.dtype().is_float()).collect();
+                let mats: Vec<&Tensor> = floats.iter().copied().filter(|t| t.ndim() == 2).collect();
+                let (u, v) = (mats[a % mats.len()], floats[b % floats.len()]);
+                let Ok(d) = dot(u, v) else { continue };
+                let zs: Vec<&Tensor> = pool
+                    .iter()
+                    .filter(|t| {
+                        t.dtype() == d.dtype() && t.ty().broadcastable() == d.ty().broadcastable()
+                    })
+                    .collect();
+                let Some(&zt) = zs.get(z % zs.len().max(1)) else {
+                    continue;
+                };
+                let scaled = elemwise(ScalarOp::Mul, &[&weak_constant(&d, CONSTS[c], true), &d]);
+                scaled.and_then(|sd| add(zt, &sd))
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
