@@ -56,8 +56,12 @@ impl Default for ParallelOptions {
 
 /// Runs `kernel` over `shape` for operands with the given pointers and
 /// element strides (`esz` bytes per element of each operand). With
-/// `acc0`, operand 0 is a reduction accumulator: work is only split where
-/// chunks write disjoint accumulator elements.
+/// `acc0`, operand 0 is a reduction accumulator and the kernel handles
+/// those accumulator modes: work is only split where chunks write disjoint
+/// accumulator elements, and the innermost dimension (size-1 dimensions
+/// dropped) picks the mode, row when its accumulator stride is 0, column
+/// otherwise; a mode the kernel lacks is replaced by a unit innermost
+/// dimension of the other mode (one element per call).
 #[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
 fn drive(
     code: &JitCode,
@@ -67,7 +71,7 @@ fn drive(
     esz: &[usize],
     shape: &[usize],
     par: ParallelOptions,
-    acc0: bool,
+    acc0: Option<reduce::Modes>,
 ) {
     if shape.contains(&0) {
         return;
@@ -93,6 +97,16 @@ fn drive(
             }
         }
         dims.push((shape[d], st));
+    }
+    if let Some(modes) = acc0 {
+        let row = dims.last().is_none_or(|(_, st)| st[0] == 0);
+        if (row && !modes.row()) || (!row && !modes.column()) {
+            let mut st: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            if row {
+                st[0] = esz[0] as isize;
+            }
+            dims.push((1, st));
+        }
     }
     if dims.is_empty() {
         dims.push((1, SmallVec::from_elem(0, nops)));
@@ -127,8 +141,8 @@ fn drive(
     };
     let threads = kiln_runtime::parallel::num_threads();
     let parallel = par.threshold > 0 && total >= par.threshold && threads > 1;
-    let inner_split_ok = !acc0 || inner_st[0] != 0;
-    let outer_split_ok = !acc0 || outer.iter().all(|(_, st)| st[0] != 0);
+    let inner_split_ok = acc0.is_none() || inner_st[0] != 0;
+    let outer_split_ok = acc0.is_none() || outer.iter().all(|(_, st)| st[0] != 0);
     if parallel && rows == 1 && inner_split_ok {
         kiln_runtime::parallel::parallel_for(inner_n, par.grain, &|s, e| run_rows(0, 1, s, e));
     } else if parallel && rows > 1 && outer_split_ok {
@@ -327,7 +341,7 @@ impl<'a> Exec<'a> {
             &[x.dtype.size_of(), to.size_of()],
             &x.shape,
             self.par,
-            false,
+            None,
         );
         Ok(out)
     }
@@ -379,7 +393,7 @@ impl<'a> Exec<'a> {
                 esz.extend(outputs.iter().map(|o| o.1.size_of()));
                 drop(ins);
                 drive(
-                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, false,
+                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, None,
                 );
                 for ((s, _), a) in outputs.iter().zip(outs) {
                     self.slots[*s] = Some(a);
@@ -387,6 +401,7 @@ impl<'a> Exec<'a> {
             }
             Step::Reduce {
                 kernel,
+                modes,
                 cast,
                 op,
                 axes,
@@ -421,7 +436,7 @@ impl<'a> Exec<'a> {
                         &[8, x.dtype.size_of()],
                         &x.shape,
                         self.par,
-                        true,
+                        Some(*modes),
                     );
                 }
                 let res = match cast {
@@ -432,6 +447,7 @@ impl<'a> Exec<'a> {
             }
             Step::FusedReduce {
                 kernel,
+                modes,
                 combine,
                 cast,
                 op,
@@ -473,7 +489,7 @@ impl<'a> Exec<'a> {
                             &all_esz,
                             &shape,
                             self.par,
-                            true,
+                            Some(*modes),
                         );
                     }
                 }
@@ -570,7 +586,7 @@ impl<'a> Exec<'a> {
                         &[es, es],
                         &x.shape,
                         self.par,
-                        false,
+                        None,
                     );
                     out
                 };
@@ -632,7 +648,7 @@ impl<'a> Exec<'a> {
                     &[es, es],
                     &shape,
                     self.par,
-                    false,
+                    None,
                 );
                 self.slots[*output] = Some(out);
             }
@@ -974,7 +990,8 @@ fn broadcast_strides(a: &Arr) -> SmallVec<[isize; 4]> {
 }
 
 /// Runs reduction `kernel` sequentially over `shape` into the single
-/// accumulator element at `acc` (stride 0 in every dimension).
+/// accumulator element at `acc` (stride 0 in every dimension: row mode,
+/// which every kernel of a reduction over all axes handles).
 fn drive_full(
     code: &JitCode,
     kernel: usize,
@@ -1003,7 +1020,7 @@ fn drive_full(
         &all_esz,
         shape,
         seq,
-        true,
+        Some(reduce::Modes::Row),
     );
 }
 
@@ -1064,7 +1081,7 @@ pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out
         &[es, es],
         &x.shape,
         par,
-        false,
+        None,
     );
 }
 
