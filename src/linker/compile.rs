@@ -376,12 +376,6 @@ pub fn compile_plan(
                 let shape = iteration_shape(fg, &node.inputs, nd);
                 let needed = reduce::Modes::needed(&shape, &axes);
                 let (kernel, modes) = ks.fused_reduce(*op, prog, needed)?;
-                // A full reduction's partials are combined in row mode.
-                let combine = if axes.len() == nd {
-                    Some(ks.reduce(*op, acc, reduce::Modes::Row)?.0)
-                } else {
-                    None
-                };
                 let cast = if acc != out {
                     Some(ks.cast(acc, out)?)
                 } else {
@@ -394,7 +388,6 @@ pub fn compile_plan(
                     Step::FusedReduce {
                         kernel,
                         modes,
-                        combine,
                         cast,
                         op: *op,
                         axes,

@@ -415,11 +415,10 @@ impl<'a> Exec<'a> {
                     self.reduce_accumulator(name, *op, *acc, axes, &x.shape)?;
                 let xs = broadcast_strides(&x);
                 let n = x.len();
-                if accum.shape.is_empty() && x.dtype == *acc && self.chunked(n) {
-                    // The kernel itself combines the partials (input dtype = accumulator dtype).
+                if accum.shape.is_empty() && self.chunked(n) {
                     self.full_reduce_chunked(
                         *kernel,
-                        *kernel,
+                        (*op, *acc),
                         &[x.ptr],
                         &[&xs],
                         &[x.dtype.size_of()],
@@ -448,7 +447,6 @@ impl<'a> Exec<'a> {
             Step::FusedReduce {
                 kernel,
                 modes,
-                combine,
                 cast,
                 op,
                 axes,
@@ -469,29 +467,34 @@ impl<'a> Exec<'a> {
                 let in_ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
                 let strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
                 let total: usize = shape.iter().product();
-                match combine {
-                    Some(c) if accum.shape.is_empty() && self.chunked(total) => self
-                        .full_reduce_chunked(
-                            *kernel, *c, &in_ptrs, &strides, &esz, &shape, &accum, bits,
-                        ),
-                    _ => {
-                        let mut ptrs = vec![accum.ptr];
-                        ptrs.extend(&in_ptrs);
-                        let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
-                        all_strides.extend(&strides);
-                        let mut all_esz = vec![8];
-                        all_esz.extend(&esz);
-                        drive(
-                            self.code,
-                            *kernel,
-                            &ptrs,
-                            &all_strides,
-                            &all_esz,
-                            &shape,
-                            self.par,
-                            Some(*modes),
-                        );
-                    }
+                if accum.shape.is_empty() && self.chunked(total) {
+                    self.full_reduce_chunked(
+                        *kernel,
+                        (*op, *acc),
+                        &in_ptrs,
+                        &strides,
+                        &esz,
+                        &shape,
+                        &accum,
+                        bits,
+                    );
+                } else {
+                    let mut ptrs = vec![accum.ptr];
+                    ptrs.extend(&in_ptrs);
+                    let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
+                    all_strides.extend(&strides);
+                    let mut all_esz = vec![8];
+                    all_esz.extend(&esz);
+                    drive(
+                        self.code,
+                        *kernel,
+                        &ptrs,
+                        &all_strides,
+                        &all_esz,
+                        &shape,
+                        self.par,
+                        Some(*modes),
+                    );
                 }
                 drop(ins);
                 let res = match cast {
@@ -770,8 +773,8 @@ impl<'a> Exec<'a> {
     /// `accum` (holding the identity `bits`): the outermost dimension larger
     /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
     /// by `kernel` into its own partial in parallel, then the partials are
-    /// reduced in chunk order by `combine` (a plain reduction kernel of the
-    /// accumulator dtype). The chunking depends only on the shape, so the
+    /// folded in chunk order by [`reduce::fold_partials`] with `combine`
+    /// (the reduction and its accumulator dtype). The chunking depends only on the shape, so the
     /// result does not depend on the thread count; it differs from the
     /// sequential order only by floating-point reassociation (for sums:
     /// within n·eps·sum|x_i| of the exact value, like any order).
@@ -779,7 +782,7 @@ impl<'a> Exec<'a> {
     fn full_reduce_chunked(
         &self,
         kernel: usize,
-        combine: usize,
+        combine: (ReduceOp, DType),
         ptrs: &[*mut u8],
         strides: &[&[isize]],
         esz: &[usize],
@@ -823,15 +826,10 @@ impl<'a> Exec<'a> {
             }
         };
         kiln_runtime::parallel::parallel_for(chunks, 1, &run);
-        drive_full(
-            self.code,
-            combine,
-            accum.ptr,
-            &[partials.as_mut_ptr() as *mut u8],
-            &[&[1]],
-            &[8],
-            &[chunks],
-        );
+        let (op, acc) = combine;
+        let r = reduce::fold_partials(op, acc, bits, &partials);
+        // SAFETY: `accum` holds one 8-byte accumulator element.
+        unsafe { (accum.ptr as *mut u64).write(r) };
     }
 
     /// `a · b` into a new array for slot `output` (see [`Exec::alloc_slot`]).
@@ -1098,4 +1096,62 @@ pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Re
     Ok(Arc::try_unwrap(buf)
         .expect("uniquely owned")
         .into_value(&shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::FunctionGraph;
+    use crate::linker::compile::compile_plan;
+    use crate::linker::jit::CodegenOptions;
+    use crate::tensor::tensor;
+
+    /// The kernel and modes of the one `Reduce` step of `sum(x, axes)`
+    /// for `x` of static `shape`, with the code holding it.
+    fn sum_kernel(shape: &[Option<usize>], axes: &[isize]) -> (JitCode, usize, reduce::Modes) {
+        let x = tensor("x", DType::F64, shape);
+        let r = x.sum(axes).unwrap();
+        let fg = FunctionGraph::new(&[x], &[r]).unwrap();
+        let (plan, code, _) = compile_plan(&fg, &CodegenOptions::default()).unwrap();
+        let (kernel, modes) = plan
+            .steps
+            .iter()
+            .find_map(|(s, _, _)| match s {
+                Step::Reduce { kernel, modes, .. } => Some((*kernel, *modes)),
+                _ => None,
+            })
+            .expect("a Reduce step");
+        (code, kernel, modes)
+    }
+
+    /// Runs `kernel` over four `x` elements with accumulator strides `acc_st`.
+    fn run(code: &JitCode, kernel: usize, modes: reduce::Modes, acc_st: isize) -> Vec<f64> {
+        let x = [1.0f64, 2.0, 3.0, 4.0];
+        let mut acc = [0.0f64; 4];
+        drive(
+            code,
+            kernel,
+            &[acc.as_mut_ptr() as *mut u8, x.as_ptr() as *mut u8],
+            &[&[acc_st], &[1]],
+            &[8, 8],
+            &[4],
+            ParallelOptions::default(),
+            Some(modes),
+        );
+        acc.to_vec()
+    }
+
+    #[test]
+    fn drive_runs_a_kernel_only_in_modes_it_has() {
+        // A row-only kernel given a column layout: one element per call.
+        let (code, k, modes) = sum_kernel(&[None], &[0]);
+        assert_eq!(modes, reduce::Modes::Row);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        // A column-only kernel given a row layout.
+        let (code, k, modes) = sum_kernel(&[None, Some(4)], &[0]);
+        assert_eq!(modes, reduce::Modes::Column);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+    }
 }

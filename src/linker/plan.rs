@@ -99,10 +99,6 @@ pub enum Step {
         kernel: usize,
         /// The accumulator modes the kernel handles.
         modes: Modes,
-        /// For a reduction over every axis: the plain reduction kernel on
-        /// the accumulator dtype, which combines the partials of a chunked
-        /// (parallel) run.
-        combine: Option<usize>,
         /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
         cast: Option<usize>,
         /// The reduction.

@@ -95,6 +95,30 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
     }
 }
 
+/// Folds the accumulator values `partials` (bits of `acc` values, in
+/// order) into the accumulator value `init` with `op`, as a kernel's row
+/// mode folds elements of the accumulator dtype: wrapping integer
+/// arithmetic, NaN-propagating max / min. Combines the partials of a
+/// chunked full reduction (a few per million elements), so no kernel is
+/// generated for it.
+pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u64 {
+    use crate::ops::scalar::{nan_max, nan_min};
+    let f = acc == DType::F64;
+    let (ff, fi) = (f64::from_bits, |v: u64| v as i64);
+    partials.iter().fold(init, |a, &x| match op {
+        ReduceOp::Sum if f => (ff(a) + ff(x)).to_bits(),
+        ReduceOp::Sum => fi(a).wrapping_add(fi(x)) as u64,
+        ReduceOp::Prod if f => (ff(a) * ff(x)).to_bits(),
+        ReduceOp::Prod => fi(a).wrapping_mul(fi(x)) as u64,
+        ReduceOp::Max if f => nan_max(ff(a), ff(x)).to_bits(),
+        ReduceOp::Max => fi(a).max(fi(x)) as u64,
+        ReduceOp::Min if f => nan_min(ff(a), ff(x)).to_bits(),
+        ReduceOp::Min => fi(a).min(fi(x)) as u64,
+        ReduceOp::All => (a != 0 && x != 0) as u64,
+        ReduceOp::Any => (a != 0 || x != 0) as u64,
+    })
+}
+
 /// The accumulator modes a reduction kernel handles (see the module
 /// header): a kernel is generated with the code of its modes only.
 ///
