@@ -6,6 +6,11 @@
 //! - accumulator stride 0 (*row* mode): `acc[0] = fold(acc[0], x[0..n])`;
 //! - otherwise (*column* mode): `acc[j] = op(acc[j], x[j])` for `j < n`.
 //!
+//! A kernel holds the code of the modes ([`Modes`]) its reductions' static
+//! shapes can need at run time, only: a reduction over every axis is
+//! row-only, and its chunked run's partials are folded by
+//! [`fold_partials`], not by a kernel.
+//!
 //! Accumulators ([`acc_dtype`]) are `f64` for float inputs and `i64`
 //! (wrapping) for integer and bool inputs and for `All` / `Any` (0 or 1).
 //! The reference evaluator accumulates in the same domains.
