@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use jit_support::*;
 use kiln::graph::print::{dprint, pprint_outputs};
+use kiln::linker::reduce::Modes;
 use kiln::linker::{compile, Arg, CompileOptions};
 use kiln::ops::{CRef, Composite, ScalarConst};
 use kiln::rewriting::{rewrite_graph, Mode};
@@ -615,4 +616,117 @@ fn producers_with_other_uses_are_not_fused() {
         &[rand_value(DType::F32, &[9, 130], 72)],
         1e-6,
     );
+}
+
+/// The accumulator modes of the reduction kernels `outputs` compile to
+/// (no rewriting), in generation order, after checking the values of
+/// every input set in `runs` against the reference.
+fn kernel_modes(
+    inputs: &[Tensor],
+    outputs: &[Tensor],
+    runs: &[Vec<Value>],
+    what: &str,
+) -> Vec<Modes> {
+    for vals in runs {
+        let shapes: Vec<_> = vals.iter().map(|v| v.shape().to_vec()).collect();
+        check_reduction(inputs, outputs, vals, &format!("{what} {shapes:?}"));
+    }
+    let fg = FunctionGraph::new(inputs, outputs).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    f.profile.reduce_kernels.iter().map(|(_, m)| *m).collect()
+}
+
+#[test]
+fn reduction_kernels_have_only_the_modes_their_static_shapes_need() {
+    let v = |shape: &[usize], seed| Value::from(rand_f64(shape, seed, -2.0, 2.0));
+    // A full reduction is row-only, and its chunk partials need no kernel.
+    let x = vector("x", DType::F64);
+    let t = vector("t", DType::F64);
+    let r = fused(ReduceOp::Sum, None, exp_sub(DType::F64), &[&x, &t]);
+    let big = 300_007;
+    let runs = [
+        vec![v(&[big], 1), v(&[big], 2)],
+        vec![v(&[1], 3), v(&[1], 4)],
+    ];
+    let ins = [x.clone(), t.clone()];
+    assert_eq!(
+        kernel_modes(&ins, &[r], &runs, "fused full sum"),
+        [Modes::Row]
+    );
+    let r = x.max(&[0]).unwrap();
+    let got = kernel_modes(
+        std::slice::from_ref(&x),
+        &[r],
+        &[vec![v(&[big], 5)]],
+        "full max",
+    );
+    assert_eq!(got, [Modes::Row]);
+
+    // Unknown sizes: the reduced last axis may have size 1 at run time,
+    // making the kept axis innermost (column mode).
+    let m = matrix("m", DType::F64);
+    let runs: Vec<Vec<Value>> = [[3, 5], [3, 1], [1, 5], [1, 1], [4, 0]]
+        .iter()
+        .enumerate()
+        .map(|(k, s)| vec![v(s, 10 + k as u64)])
+        .collect();
+    let r = m.sum(&[1]).unwrap();
+    let ms = std::slice::from_ref(&m);
+    assert_eq!(kernel_modes(ms, &[r], &runs, "row sum"), [Modes::Both]);
+
+    // A static last size other than 1 decides.
+    let w = tensor("w", DType::F64, &[None, Some(4)]);
+    let ws = std::slice::from_ref(&w);
+    let runs = [vec![v(&[5, 4], 20)], vec![v(&[1, 4], 21)]];
+    let r = w.sum(&[1]).unwrap();
+    assert_eq!(kernel_modes(ws, &[r], &runs, "[:, 4] axis 1"), [Modes::Row]);
+    let r = w.sum(&[0]).unwrap();
+    assert_eq!(
+        kernel_modes(ws, &[r], &runs, "[:, 4] axis 0"),
+        [Modes::Column]
+    );
+    // A statically broadcastable last axis is never innermost.
+    let c = tensor("c", DType::F64, &[None, Some(1)]);
+    let r = c.sum(&[0]).unwrap();
+    let runs = [vec![v(&[6, 1], 22)], vec![v(&[1, 1], 23)]];
+    let cs = std::slice::from_ref(&c);
+    assert_eq!(kernel_modes(cs, &[r], &runs, "[:, 1] axis 0"), [Modes::Row]);
+    // A static first size: the unknown reduced last axis may still be 1.
+    let h = tensor("h", DType::F64, &[Some(4), None]);
+    let r = h.sum(&[1]).unwrap();
+    let runs = [vec![v(&[4, 3], 24)], vec![v(&[4, 1], 25)]];
+    let hs = std::slice::from_ref(&h);
+    assert_eq!(
+        kernel_modes(hs, &[r], &runs, "[4, :] axis 1"),
+        [Modes::Both]
+    );
+
+    // One (reduction, dtype) needed in both modes: the row kernel is
+    // superseded by a two-mode one, and both steps compute correctly.
+    let runs = [vec![v(&[5, 4], 26)], vec![v(&[1, 4], 27)]];
+    let rows = w.sum(&[1]).unwrap();
+    let cols = w.sum(&[0]).unwrap();
+    let got = kernel_modes(ws, &[rows, cols], &runs, "rows and columns");
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[1], Modes::Both, "{got:?}");
+}
+
+#[test]
+fn chunked_full_reductions_of_every_dtype_combine_their_partials() {
+    // Above the parallel threshold every full CAReduce is chunked; the
+    // partials (f64 or i64 accumulators) are folded without a kernel.
+    let n = 400_009;
+    for dtype in [DType::F64, DType::F32, DType::I64, DType::I32, DType::Bool] {
+        let x = vector("x", dtype);
+        let vx = rand_value(dtype, &[n], 50);
+        for op in OPS {
+            let r = x.reduce(op, None, false).unwrap();
+            check_reduction(
+                std::slice::from_ref(&x),
+                &[r],
+                std::slice::from_ref(&vx),
+                &format!("{op:?} over {n} {dtype}"),
+            );
+        }
+    }
 }

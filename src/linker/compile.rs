@@ -29,6 +29,9 @@ pub struct CompileProfile {
     pub codegen: std::time::Duration,
     /// Number of JIT kernels in the module.
     pub n_kernels: usize,
+    /// Per reduction kernel generated (`CAReduce` and `FusedReduce`), in
+    /// generation order: its name and the accumulator modes it handles.
+    pub reduce_kernels: Vec<(String, reduce::Modes)>,
     /// Per node: display name and how it was lowered, in schedule order.
     pub nodes: Vec<(String, Lowering)>,
     /// True when the module came from the compile cache.
@@ -112,11 +115,37 @@ fn inline_const(fg: &FunctionGraph, v: crate::graph::VarId) -> Option<ScalarCons
     })
 }
 
+/// The static sizes of the broadcast iteration space of `inputs` (each of
+/// `nd` dimensions): a size known for some input, else 1 when every input
+/// has static size 1 there, else unknown.
+fn iteration_shape(
+    fg: &FunctionGraph,
+    inputs: &[crate::graph::VarId],
+    nd: usize,
+) -> Vec<Option<usize>> {
+    (0..nd)
+        .map(|d| {
+            let sizes = inputs
+                .iter()
+                .map(|&v| fg.ty(v).shape.get(d).copied().flatten());
+            if let Some(s) = sizes.clone().flatten().find(|&s| s != 1) {
+                Some(s)
+            } else if sizes.clone().all(|s| s == Some(1)) {
+                Some(1)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 struct Kernels<'a> {
     jb: &'a mut JitBuilder,
     elem: FxHashMap<Composite, usize>,
-    red: FxHashMap<(ReduceOp, DType), usize>,
-    fused: FxHashMap<(ReduceOp, Composite), usize>,
+    red: FxHashMap<(ReduceOp, DType), (usize, reduce::Modes)>,
+    fused: FxHashMap<(ReduceOp, Composite), (usize, reduce::Modes)>,
+    /// Every reduction kernel generated: name and modes.
+    reduce_built: Vec<(String, reduce::Modes)>,
 }
 
 impl Kernels<'_> {
@@ -137,23 +166,47 @@ impl Kernels<'_> {
         };
         self.elem(elemwise::single_op_program(op, &[from], &[None])?)
     }
-    fn reduce(&mut self, op: ReduceOp, d: DType) -> Result<usize> {
-        if let Some(&k) = self.red.get(&(op, d)) {
-            return Ok(k);
-        }
-        let k = reduce::build(self.jb, op, d, &format!("{}_{d}", op.name()))?;
-        self.red.insert((op, d), k);
-        Ok(k)
+    /// The reduction kernel of `op` over `d` handling at least `modes`: a
+    /// kernel already built for more modes is shared, one built for fewer
+    /// is superseded (steps already planned keep it). Returns it with the
+    /// modes it handles.
+    fn reduce(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        modes: reduce::Modes,
+    ) -> Result<(usize, reduce::Modes)> {
+        let modes = match self.red.get(&(op, d)) {
+            Some(&(k, m)) if m.covers(modes) => return Ok((k, m)),
+            Some(&(_, m)) => m.union(modes),
+            None => modes,
+        };
+        let name = format!("{}_{d}", op.name());
+        let k = reduce::build(self.jb, op, d, modes, &name)?;
+        self.reduce_built.push((name, modes));
+        self.red.insert((op, d), (k, modes));
+        Ok((k, modes))
     }
-    fn fused_reduce(&mut self, op: ReduceOp, prog: Composite) -> Result<usize> {
+    /// The fused reduction kernel of `op` over `prog` handling at least
+    /// `modes`, shared or superseded as in [`Kernels::reduce`]; returns it
+    /// with the modes it handles.
+    fn fused_reduce(
+        &mut self,
+        op: ReduceOp,
+        prog: Composite,
+        modes: reduce::Modes,
+    ) -> Result<(usize, reduce::Modes)> {
         let key = (op, prog);
-        if let Some(&k) = self.fused.get(&key) {
-            return Ok(k);
-        }
+        let modes = match self.fused.get(&key) {
+            Some(&(k, m)) if m.covers(modes) => return Ok((k, m)),
+            Some(&(_, m)) => m.union(modes),
+            None => modes,
+        };
         let name = format!("{}{}", op.name(), key.1);
-        let k = reduce::build_fused(self.jb, op, &key.1, &name)?;
-        self.fused.insert(key, k);
-        Ok(k)
+        let k = reduce::build_fused(self.jb, op, &key.1, modes, &name)?;
+        self.reduce_built.push((name, modes));
+        self.fused.insert(key, (k, modes));
+        Ok((k, modes))
     }
 }
 
@@ -171,6 +224,7 @@ pub fn compile_plan(
         elem: FxHashMap::default(),
         red: FxHashMap::default(),
         fused: FxHashMap::default(),
+        reduce_built: Vec::new(),
     };
     let s = |v: &crate::graph::VarId| -> Slot { slots.map[v] };
     let mut steps = Vec::with_capacity(order.len());
@@ -283,17 +337,18 @@ pub fn compile_plan(
                 let x = in_dts[0];
                 let out = fg.ty(node.outputs[0]).dtype;
                 let acc = reduce::acc_dtype(*op, x);
-                let kernel = ks.reduce(*op, x)?;
+                let shape = &fg.ty(node.inputs[0]).shape;
+                let axes = axes.clone().unwrap_or_else(|| (0..shape.len()).collect());
+                let (kernel, modes) = ks.reduce(*op, x, reduce::Modes::needed(shape, &axes))?;
                 let cast = if acc != out {
                     Some(ks.cast(acc, out)?)
                 } else {
                     None
                 };
-                let nd = fg.ty(node.inputs[0]).ndim();
-                let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
                 (
                     Step::Reduce {
                         kernel,
+                        modes,
                         cast,
                         op: *op,
                         axes,
@@ -316,14 +371,11 @@ pub fn compile_plan(
                 let mapped = prog.output_dtypes()[0];
                 let out = fg.ty(node.outputs[0]).dtype;
                 let acc = reduce::acc_dtype(*op, mapped);
-                let kernel = ks.fused_reduce(*op, prog)?;
                 let nd = fg.ty(node.inputs[0]).ndim();
-                let full = axes.as_ref().is_none_or(|a| a.len() == nd);
-                let combine = if full {
-                    Some(ks.reduce(*op, acc)?)
-                } else {
-                    None
-                };
+                let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
+                let shape = iteration_shape(fg, &node.inputs, nd);
+                let needed = reduce::Modes::needed(&shape, &axes);
+                let (kernel, modes) = ks.fused_reduce(*op, prog, needed)?;
                 let cast = if acc != out {
                     Some(ks.cast(acc, out)?)
                 } else {
@@ -335,10 +387,10 @@ pub fn compile_plan(
                 (
                     Step::FusedReduce {
                         kernel,
-                        combine,
+                        modes,
                         cast,
                         op: *op,
-                        axes: axes.clone().unwrap_or_else(|| (0..nd).collect()),
+                        axes,
                         inputs: kept.iter().map(|&k| ins[k]).collect(),
                         bcast: kept
                             .iter()
@@ -487,7 +539,8 @@ pub fn compile_plan(
             copy.entry(k.inputs[0]).or_insert(*v);
         }
     }
-    let n_kernels = ks.elem.len() + ks.red.len() + ks.fused.len();
+    let n_kernels = ks.elem.len() + ks.reduce_built.len();
+    let ks_built = std::mem::take(&mut ks.reduce_built);
     let release = plan::liveness(slots.n, &uses, &defs, &shares, &outputs);
     // Node outputs are numbered last (see `plan::number_slots`).
     let n_node_outputs: usize = order.iter().map(|&n| fg.node(n).outputs.len()).sum();
@@ -533,6 +586,7 @@ pub fn compile_plan(
             lower,
             codegen,
             n_kernels,
+            reduce_kernels: ks_built,
             nodes,
             cached: false,
         },

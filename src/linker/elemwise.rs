@@ -251,21 +251,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs);
         if plan.max_level == 0 {
             // One vector loop over all complete vectors.
-            let head = b.create_block();
-            let body = b.create_block();
-            b.ins().jump(head, &[]);
-            b.switch_to_block(head);
-            let i = b.use_var(i_var);
-            let next = b.ins().iadd_imm_s(i, lanes);
-            let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
-            b.ins().brif(c, body, &[], scalar_head, &[]);
-            b.switch_to_block(body);
-            b.seal_block(body);
-            cx.level_body(&mut b, 0, i, None)?;
-            let next = b.ins().iadd_imm_s(i, lanes);
-            b.def_var(i_var, next);
-            b.ins().jump(head, &[]);
-            b.seal_block(head);
+            counted_loop(&mut b, i_var, n, lanes, |b, i| cx.level_body(b, 0, i, None))?;
+            b.ins().jump(scalar_head, &[]);
         } else {
             let nslots = plan.slots.len().max(1);
             let sbytes = (nslots * BLOCK) as u32 * esz as u32;
@@ -288,23 +275,18 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
 
     // Scalar path: elements i..n with arbitrary strides.
     b.switch_to_block(scalar_head);
-    let i = b.use_var(i_var);
-    let body = b.create_block();
-    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(c, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    b.seal_block(body);
-    let outs = emit_scalar_program(&mut b, &callees, prog, &ptrs[..n_in], &strides[..n_in], i)?;
-    for (o, &v) in outs.iter().enumerate() {
-        let k = n_in + o;
-        let off = b.ins().imul(i, strides[k]);
-        let addr = b.ins().iadd(ptrs[k], off);
-        sl::store(&mut b, op_dt(k), v, addr);
-    }
-    let ni = b.ins().iadd_imm_s(i, 1);
-    b.def_var(i_var, ni);
-    b.ins().jump(scalar_head, &[]);
     b.seal_block(scalar_head);
+    counted_loop(&mut b, i_var, n, 1, |b, i| {
+        let outs = emit_scalar_program(b, &callees, prog, &ptrs[..n_in], &strides[..n_in], i)?;
+        for (o, &v) in outs.iter().enumerate() {
+            let k = n_in + o;
+            let off = b.ins().imul(i, strides[k]);
+            let addr = b.ins().iadd(ptrs[k], off);
+            sl::store(b, op_dt(k), v, addr);
+        }
+        Ok(())
+    })?;
+    b.ins().jump(exit, &[]);
     b.switch_to_block(exit);
     b.seal_block(exit);
     b.ins().return_(&[]);
@@ -340,6 +322,47 @@ pub(super) fn open_block_loop(
     let m = b.ins().smin(rem, bmax);
     let m = b.ins().band_imm_s(m, !(lanes - 1));
     (head, blk, m)
+}
+
+/// Emits a counted loop at the current position: while `i + step <= end`,
+/// `body(i)` then `i += step`, where `i` lives in `i_var` (its value on
+/// entry is the first position). Leaves the builder in the sealed block
+/// after the loop, where `i_var` holds the first position not visited. With
+/// `step == 1` the test is `i < end`.
+pub(super) fn counted_loop(
+    b: &mut FunctionBuilder<'_>,
+    i_var: Variable,
+    end: Value,
+    step: i64,
+    mut body: impl FnMut(&mut FunctionBuilder<'_>, Value) -> Result<()>,
+) -> Result<()> {
+    let head = b.create_block();
+    let blk = b.create_block();
+    let done = b.create_block();
+    b.ins().jump(head, &[]);
+    b.switch_to_block(head);
+    let i = b.use_var(i_var);
+    let (c, next) = if step == 1 {
+        (b.ins().icmp(IntCC::SignedLessThan, i, end), None)
+    } else {
+        let next = b.ins().iadd_imm_s(i, step);
+        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, end);
+        (c, Some(next))
+    };
+    b.ins().brif(c, blk, &[], done, &[]);
+    b.switch_to_block(blk);
+    b.seal_block(blk);
+    body(b, i)?;
+    let next = match next {
+        Some(v) => v,
+        None => b.ins().iadd_imm_s(i, 1),
+    };
+    b.def_var(i_var, next);
+    b.ins().jump(head, &[]);
+    b.seal_block(head);
+    b.switch_to_block(done);
+    b.seal_block(done);
+    Ok(())
 }
 
 /// Imports the callees `prog` needs into `jb`: the per-element shims of its

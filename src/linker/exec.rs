@@ -57,8 +57,12 @@ impl Default for ParallelOptions {
 
 /// Runs `kernel` over `shape` for operands with the given pointers and
 /// element strides (`esz` bytes per element of each operand). With
-/// `acc0`, operand 0 is a reduction accumulator: work is only split where
-/// chunks write disjoint accumulator elements.
+/// `acc0`, operand 0 is a reduction accumulator and the kernel handles
+/// those accumulator modes: work is only split where chunks write disjoint
+/// accumulator elements, and the innermost dimension (size-1 dimensions
+/// dropped) picks the mode, row when its accumulator stride is 0, column
+/// otherwise; a mode the kernel lacks is replaced by a unit innermost
+/// dimension of the other mode (one element per call).
 #[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
 fn drive(
     code: &JitCode,
@@ -68,7 +72,7 @@ fn drive(
     esz: &[usize],
     shape: &[usize],
     par: ParallelOptions,
-    acc0: bool,
+    acc0: Option<reduce::Modes>,
 ) {
     if shape.contains(&0) {
         return;
@@ -94,6 +98,16 @@ fn drive(
             }
         }
         dims.push((shape[d], st));
+    }
+    if let Some(modes) = acc0 {
+        let row = dims.last().is_none_or(|(_, st)| st[0] == 0);
+        if (row && !modes.row()) || (!row && !modes.column()) {
+            let mut st: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            if row {
+                st[0] = esz[0] as isize;
+            }
+            dims.push((1, st));
+        }
     }
     if dims.is_empty() {
         dims.push((1, SmallVec::from_elem(0, nops)));
@@ -128,8 +142,8 @@ fn drive(
     };
     let threads = kiln_runtime::parallel::num_threads();
     let parallel = par.threshold > 0 && total >= par.threshold && threads > 1;
-    let inner_split_ok = !acc0 || inner_st[0] != 0;
-    let outer_split_ok = !acc0 || outer.iter().all(|(_, st)| st[0] != 0);
+    let inner_split_ok = acc0.is_none() || inner_st[0] != 0;
+    let outer_split_ok = acc0.is_none() || outer.iter().all(|(_, st)| st[0] != 0);
     if parallel && rows == 1 && inner_split_ok {
         kiln_runtime::parallel::parallel_for(inner_n, par.grain, &|s, e| run_rows(0, 1, s, e));
     } else if parallel && rows > 1 && outer_split_ok {
@@ -328,7 +342,7 @@ impl<'a> Exec<'a> {
             &[x.dtype.size_of(), to.size_of()],
             &x.shape,
             self.par,
-            false,
+            None,
         );
         Ok(out)
     }
@@ -380,7 +394,7 @@ impl<'a> Exec<'a> {
                 esz.extend(outputs.iter().map(|o| o.1.size_of()));
                 drop(ins);
                 drive(
-                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, false,
+                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, None,
                 );
                 for ((s, _), a) in outputs.iter().zip(outs) {
                     self.slots[*s] = Some(a);
@@ -388,6 +402,7 @@ impl<'a> Exec<'a> {
             }
             Step::Reduce {
                 kernel,
+                modes,
                 cast,
                 op,
                 axes,
@@ -401,11 +416,10 @@ impl<'a> Exec<'a> {
                     self.reduce_accumulator(name, *op, *acc, axes, &x.shape)?;
                 let xs = broadcast_strides(&x);
                 let n = x.len();
-                if accum.shape.is_empty() && x.dtype == *acc && self.chunked(n) {
-                    // The kernel itself combines the partials (input dtype = accumulator dtype).
+                if accum.shape.is_empty() && self.chunked(n) {
                     self.full_reduce_chunked(
                         *kernel,
-                        *kernel,
+                        (*op, *acc),
                         &[x.ptr],
                         &[&xs],
                         &[x.dtype.size_of()],
@@ -422,7 +436,7 @@ impl<'a> Exec<'a> {
                         &[8, x.dtype.size_of()],
                         &x.shape,
                         self.par,
-                        true,
+                        Some(*modes),
                     );
                 }
                 let res = match cast {
@@ -433,7 +447,7 @@ impl<'a> Exec<'a> {
             }
             Step::FusedReduce {
                 kernel,
-                combine,
+                modes,
                 cast,
                 op,
                 axes,
@@ -454,29 +468,34 @@ impl<'a> Exec<'a> {
                 let in_ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
                 let strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
                 let total: usize = shape.iter().product();
-                match combine {
-                    Some(c) if accum.shape.is_empty() && self.chunked(total) => self
-                        .full_reduce_chunked(
-                            *kernel, *c, &in_ptrs, &strides, &esz, &shape, &accum, bits,
-                        ),
-                    _ => {
-                        let mut ptrs = vec![accum.ptr];
-                        ptrs.extend(&in_ptrs);
-                        let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
-                        all_strides.extend(&strides);
-                        let mut all_esz = vec![8];
-                        all_esz.extend(&esz);
-                        drive(
-                            self.code,
-                            *kernel,
-                            &ptrs,
-                            &all_strides,
-                            &all_esz,
-                            &shape,
-                            self.par,
-                            true,
-                        );
-                    }
+                if accum.shape.is_empty() && self.chunked(total) {
+                    self.full_reduce_chunked(
+                        *kernel,
+                        (*op, *acc),
+                        &in_ptrs,
+                        &strides,
+                        &esz,
+                        &shape,
+                        &accum,
+                        bits,
+                    );
+                } else {
+                    let mut ptrs = vec![accum.ptr];
+                    ptrs.extend(&in_ptrs);
+                    let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
+                    all_strides.extend(&strides);
+                    let mut all_esz = vec![8];
+                    all_esz.extend(&esz);
+                    drive(
+                        self.code,
+                        *kernel,
+                        &ptrs,
+                        &all_strides,
+                        &all_esz,
+                        &shape,
+                        self.par,
+                        Some(*modes),
+                    );
                 }
                 drop(ins);
                 let res = match cast {
@@ -571,7 +590,7 @@ impl<'a> Exec<'a> {
                         &[es, es],
                         &x.shape,
                         self.par,
-                        false,
+                        None,
                     );
                     out
                 };
@@ -633,7 +652,7 @@ impl<'a> Exec<'a> {
                     &[es, es],
                     &shape,
                     self.par,
-                    false,
+                    None,
                 );
                 self.slots[*output] = Some(out);
             }
@@ -779,8 +798,8 @@ impl<'a> Exec<'a> {
     /// `accum` (holding the identity `bits`): the outermost dimension larger
     /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
     /// by `kernel` into its own partial in parallel, then the partials are
-    /// reduced in chunk order by `combine` (a plain reduction kernel of the
-    /// accumulator dtype). The chunking depends only on the shape, so the
+    /// folded in chunk order by [`reduce::fold_partials`] with `combine`
+    /// (the reduction and its accumulator dtype). The chunking depends only on the shape, so the
     /// result does not depend on the thread count; it differs from the
     /// sequential order only by floating-point reassociation (for sums:
     /// within n·eps·sum|x_i| of the exact value, like any order).
@@ -788,7 +807,7 @@ impl<'a> Exec<'a> {
     fn full_reduce_chunked(
         &self,
         kernel: usize,
-        combine: usize,
+        combine: (ReduceOp, DType),
         ptrs: &[*mut u8],
         strides: &[&[isize]],
         esz: &[usize],
@@ -832,15 +851,10 @@ impl<'a> Exec<'a> {
             }
         };
         kiln_runtime::parallel::parallel_for(chunks, 1, &run);
-        drive_full(
-            self.code,
-            combine,
-            accum.ptr,
-            &[partials.as_mut_ptr() as *mut u8],
-            &[&[1]],
-            &[8],
-            &[chunks],
-        );
+        let (op, acc) = combine;
+        let r = reduce::fold_partials(op, acc, bits, &partials);
+        // SAFETY: `accum` holds one 8-byte accumulator element.
+        unsafe { (accum.ptr as *mut u64).write(r) };
     }
 
     /// `a · b` into a new array for slot `output` (see [`Exec::alloc_slot`]).
@@ -1171,7 +1185,8 @@ fn broadcast_strides(a: &Arr) -> SmallVec<[isize; 4]> {
 }
 
 /// Runs reduction `kernel` sequentially over `shape` into the single
-/// accumulator element at `acc` (stride 0 in every dimension).
+/// accumulator element at `acc` (stride 0 in every dimension: row mode,
+/// which every kernel of a reduction over all axes handles).
 fn drive_full(
     code: &JitCode,
     kernel: usize,
@@ -1200,7 +1215,7 @@ fn drive_full(
         &all_esz,
         shape,
         seq,
-        true,
+        Some(reduce::Modes::Row),
     );
 }
 
@@ -1261,7 +1276,7 @@ pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out
         &[es, es],
         &x.shape,
         par,
-        false,
+        None,
     );
 }
 
@@ -1278,4 +1293,62 @@ pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Re
     Ok(Arc::try_unwrap(buf)
         .expect("uniquely owned")
         .into_value(&shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::FunctionGraph;
+    use crate::linker::compile::compile_plan;
+    use crate::linker::jit::CodegenOptions;
+    use crate::tensor::tensor;
+
+    /// The kernel and modes of the one `Reduce` step of `sum(x, axes)`
+    /// for `x` of static `shape`, with the code holding it.
+    fn sum_kernel(shape: &[Option<usize>], axes: &[isize]) -> (JitCode, usize, reduce::Modes) {
+        let x = tensor("x", DType::F64, shape);
+        let r = x.sum(axes).unwrap();
+        let fg = FunctionGraph::new(&[x], &[r]).unwrap();
+        let (plan, code, _) = compile_plan(&fg, &CodegenOptions::default()).unwrap();
+        let (kernel, modes) = plan
+            .steps
+            .iter()
+            .find_map(|(s, _, _)| match s {
+                Step::Reduce { kernel, modes, .. } => Some((*kernel, *modes)),
+                _ => None,
+            })
+            .expect("a Reduce step");
+        (code, kernel, modes)
+    }
+
+    /// Runs `kernel` over four `x` elements with accumulator strides `acc_st`.
+    fn run(code: &JitCode, kernel: usize, modes: reduce::Modes, acc_st: isize) -> Vec<f64> {
+        let x = [1.0f64, 2.0, 3.0, 4.0];
+        let mut acc = [0.0f64; 4];
+        drive(
+            code,
+            kernel,
+            &[acc.as_mut_ptr() as *mut u8, x.as_ptr() as *mut u8],
+            &[&[acc_st], &[1]],
+            &[8, 8],
+            &[4],
+            ParallelOptions::default(),
+            Some(modes),
+        );
+        acc.to_vec()
+    }
+
+    #[test]
+    fn drive_runs_a_kernel_only_in_modes_it_has() {
+        // A row-only kernel given a column layout: one element per call.
+        let (code, k, modes) = sum_kernel(&[None], &[0]);
+        assert_eq!(modes, reduce::Modes::Row);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        // A column-only kernel given a row layout.
+        let (code, k, modes) = sum_kernel(&[None, Some(4)], &[0]);
+        assert_eq!(modes, reduce::Modes::Column);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+    }
 }

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::reduce::Modes;
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};
 use crate::ops::{CustomOp, ReduceOp};
 
@@ -75,6 +76,8 @@ pub enum Step {
     Reduce {
         /// Kernel index.
         kernel: usize,
+        /// The accumulator modes the kernel handles.
+        modes: Modes,
         /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
         cast: Option<usize>,
         /// The reduction.
@@ -94,10 +97,8 @@ pub enum Step {
     FusedReduce {
         /// Kernel index (accumulator operand first, then the inputs).
         kernel: usize,
-        /// For a reduction over every axis: the plain reduction kernel on
-        /// the accumulator dtype, which combines the partials of a chunked
-        /// (parallel) run.
-        combine: Option<usize>,
+        /// The accumulator modes the kernel handles.
+        modes: Modes,
         /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
         cast: Option<usize>,
         /// The reduction.

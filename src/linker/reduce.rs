@@ -6,6 +6,11 @@
 //! - accumulator stride 0 (*row* mode): `acc[0] = fold(acc[0], x[0..n])`;
 //! - otherwise (*column* mode): `acc[j] = op(acc[j], x[j])` for `j < n`.
 //!
+//! A kernel holds the code of the modes ([`Modes`]) its reductions' static
+//! shapes can need at run time, only: a reduction over every axis is
+//! row-only, and its chunked run's partials are folded by
+//! [`fold_partials`], not by a kernel.
+//!
 //! Accumulators ([`acc_dtype`]) are `f64` for float inputs and `i64`
 //! (wrapping) for integer and bool inputs and for `All` / `Any` (0 or 1).
 //! The reference evaluator accumulates in the same domains.
@@ -92,6 +97,150 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
                 i64::MAX as u64
             }
         }
+    }
+}
+
+/// Folds the accumulator values `partials` (bits of `acc` values, in
+/// order) into the accumulator value `init` with `op`, as a kernel's row
+/// mode folds elements of the accumulator dtype: wrapping integer
+/// arithmetic, NaN-propagating max / min. Combines the partials of a
+/// chunked full reduction (a few per million elements), so no kernel is
+/// generated for it.
+pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u64 {
+    use crate::ops::scalar::{nan_max, nan_min};
+    let f = acc == DType::F64;
+    let (ff, fi) = (f64::from_bits, |v: u64| v as i64);
+    partials.iter().fold(init, |a, &x| match op {
+        ReduceOp::Sum if f => (ff(a) + ff(x)).to_bits(),
+        ReduceOp::Sum => fi(a).wrapping_add(fi(x)) as u64,
+        ReduceOp::Prod if f => (ff(a) * ff(x)).to_bits(),
+        ReduceOp::Prod => fi(a).wrapping_mul(fi(x)) as u64,
+        ReduceOp::Max if f => nan_max(ff(a), ff(x)).to_bits(),
+        ReduceOp::Max => fi(a).max(fi(x)) as u64,
+        ReduceOp::Min if f => nan_min(ff(a), ff(x)).to_bits(),
+        ReduceOp::Min => fi(a).min(fi(x)) as u64,
+        ReduceOp::All => (a != 0 && x != 0) as u64,
+        ReduceOp::Any => (a != 0 || x != 0) as u64,
+    })
+}
+
+/// The accumulator modes a reduction kernel handles (see the module
+/// header): a kernel is generated with the code of its modes only.
+///
+/// `exec::drive` runs a kernel in row mode when the innermost dimension
+/// left after dropping size-1 dimensions is reduced (or none is left), in
+/// column mode when it is kept; [`Modes::needed`] is the set of modes
+/// those rules can pick for a reduction's static shape. A kernel is never
+/// run in a mode it lacks: `drive` then adds a unit innermost dimension
+/// in a mode the kernel has (one element per call), which only a wrong
+/// static analysis would ever need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Modes {
+    /// Row mode only (accumulator stride 0).
+    Row,
+    /// Column mode only (one accumulator per element).
+    Column,
+    /// Both modes, chosen at run time from the accumulator stride.
+    Both,
+}
+
+impl Modes {
+    /// Whether row mode is handled.
+    pub fn row(self) -> bool {
+        self != Modes::Column
+    }
+
+    /// Whether column mode is handled.
+    pub fn column(self) -> bool {
+        self != Modes::Row
+    }
+
+    /// The modes of `self` or `other`.
+    pub fn union(self, other: Modes) -> Modes {
+        if self == other {
+            self
+        } else {
+            Modes::Both
+        }
+    }
+
+    /// Whether every mode of `other` is handled by `self`.
+    pub fn covers(self, other: Modes) -> bool {
+        self.union(other) == self
+    }
+
+    /// The modes a reduction over `axes` of an iteration space with static
+    /// sizes `shape` (`None`: unknown) can run in. The innermost dimension
+    /// larger than 1 at run time decides (see [`Modes`]): dimension `d` can
+    /// be it when its size can differ from 1 and every later dimension's
+    /// size can be 1. A reduction over every axis is row-only.
+    pub fn needed(shape: &[Option<usize>], axes: &[usize]) -> Modes {
+        let can_be_one = |d: usize| shape[d].is_none_or(|s| s == 1);
+        let (mut row, mut column) = (false, false);
+        for d in (0..shape.len()).rev() {
+            if shape[d] != Some(1) {
+                if axes.contains(&d) {
+                    row = true;
+                } else {
+                    column = true;
+                }
+            }
+            if !can_be_one(d) {
+                break;
+            }
+        }
+        // Every dimension of size 1: the driver's single call is row mode.
+        if (0..shape.len()).all(can_be_one) {
+            row = true;
+        }
+        match (row, column) {
+            (true, true) => Modes::Both,
+            (false, true) => Modes::Column,
+            _ => Modes::Row,
+        }
+    }
+
+    /// With both modes, the run-time test "accumulator stride `acc_s` is 0"
+    /// (row mode); otherwise nothing to test.
+    fn test_row(self, b: &mut FunctionBuilder<'_>, acc_s: Value) -> Option<Value> {
+        (self == Modes::Both).then(|| b.ins().icmp_imm_s(IntCC::Equal, acc_s, 0))
+    }
+}
+
+/// Emits the `row` and / or `column` code (as `modes` has them) at the
+/// current position, branching on `is_row` (from [`Modes::test_row`]) when
+/// both; leaves the builder where they join. Each part leaves the builder
+/// in an open block.
+fn per_mode(
+    b: &mut FunctionBuilder<'_>,
+    modes: Modes,
+    is_row: Option<Value>,
+    row: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<()>,
+    column: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<()>,
+) -> Result<()> {
+    match (modes, is_row) {
+        (Modes::Row, _) => row(b),
+        (Modes::Column, _) => column(b),
+        (Modes::Both, Some(is_row)) => {
+            let rblk = b.create_block();
+            let cblk = b.create_block();
+            let join = b.create_block();
+            b.ins().brif(is_row, rblk, &[], cblk, &[]);
+            b.switch_to_block(rblk);
+            b.seal_block(rblk);
+            row(b)?;
+            b.ins().jump(join, &[]);
+            b.switch_to_block(cblk);
+            b.seal_block(cblk);
+            column(b)?;
+            b.ins().jump(join, &[]);
+            b.switch_to_block(join);
+            b.seal_block(join);
+            Ok(())
+        }
+        (Modes::Both, None) => Err(Error::Compile(
+            "a two-mode reduction kernel needs its row-mode test".into(),
+        )),
     }
 }
 
@@ -321,52 +470,35 @@ impl VecAcc {
     /// Folds the `count` (a multiple of [`VecAcc::lanes`]) contiguous
     /// elements at `base` into the accumulators: every accumulator is fed
     /// in turn, then a one-load tail.
-    fn emit_loop(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, base: Value, count: Value) {
+    fn emit_loop(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        vars: &AccVars,
+        base: Value,
+        count: Value,
+    ) -> Result<()> {
         let lanes = self.lanes();
         let esz = self.esz();
         let per_load = if self.promote { 2 } else { 1 };
         let loads = self.nacc / per_load;
-        let step = loads as i64 * lanes;
         let j_var = b.declare_var(types::I64);
         let z = b.ins().iconst(types::I64, 0);
         b.def_var(j_var, z);
-        let head = b.create_block();
-        let body = b.create_block();
-        let tail_head = b.create_block();
-        let tail_body = b.create_block();
-        let done = b.create_block();
-        b.ins().jump(head, &[]);
-        b.switch_to_block(head);
-        let j = b.use_var(j_var);
-        let next = b.ins().iadd_imm_s(j, step);
-        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, count);
-        b.ins().brif(c, body, &[], tail_head, &[]);
-        b.switch_to_block(body);
-        b.seal_block(body);
-        let off = b.ins().imul_imm_s(j, esz);
-        let addr = b.ins().iadd(base, off);
-        for l in 0..loads {
-            let a = b.ins().iadd_imm_s(addr, l as i64 * 16);
-            self.fold_load(b, vars, l * per_load, a);
-        }
-        b.def_var(j_var, next);
-        b.ins().jump(head, &[]);
-        b.seal_block(head);
-        b.switch_to_block(tail_head);
-        let j = b.use_var(j_var);
-        let next = b.ins().iadd_imm_s(j, lanes);
-        let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, count);
-        b.ins().brif(c, tail_body, &[], done, &[]);
-        b.switch_to_block(tail_body);
-        b.seal_block(tail_body);
-        let off = b.ins().imul_imm_s(j, esz);
-        let addr = b.ins().iadd(base, off);
-        self.fold_load(b, vars, 0, addr);
-        b.def_var(j_var, next);
-        b.ins().jump(tail_head, &[]);
-        b.seal_block(tail_head);
-        b.switch_to_block(done);
-        b.seal_block(done);
+        elemwise::counted_loop(b, j_var, count, loads as i64 * lanes, |b, j| {
+            let off = b.ins().imul_imm_s(j, esz);
+            let addr = b.ins().iadd(base, off);
+            for l in 0..loads {
+                let a = b.ins().iadd_imm_s(addr, l as i64 * 16);
+                self.fold_load(b, vars, l * per_load, a);
+            }
+            Ok(())
+        })?;
+        elemwise::counted_loop(b, j_var, count, lanes, |b, j| {
+            let off = b.ins().imul_imm_s(j, esz);
+            let addr = b.ins().iadd(base, off);
+            self.fold_load(b, vars, 0, addr);
+            Ok(())
+        })
     }
 
     /// Combines the accumulators with each other (a halving tree; for max /
@@ -413,14 +545,21 @@ fn high_half_f32x4(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
     b.ins().bitcast(types::F32X4, le, sh)
 }
 
-/// Builds the reduction kernel for `op` over inputs of dtype `input`; returns its index.
-pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Result<usize> {
+/// Builds the reduction kernel for `op` over inputs of dtype `input`,
+/// handling the accumulator modes `modes`; returns its index.
+pub fn build(
+    jb: &mut JitBuilder,
+    op: ReduceOp,
+    input: DType,
+    modes: Modes,
+    name: &str,
+) -> Result<usize> {
     let ptr = jb.ptr_type();
     let acc = acc_dtype(op, input);
     let aty = sl::clif_type(acc);
     let extreme = match (op, input) {
-        (ReduceOp::Max, DType::F64) => Some("kiln_max_f64"),
-        (ReduceOp::Min, DType::F64) => Some("kiln_min_f64"),
+        (ReduceOp::Max, DType::F64) if modes.row() => Some("kiln_max_f64"),
+        (ReduceOp::Min, DType::F64) if modes.row() => Some("kiln_min_f64"),
         _ => None,
     };
     let extreme = match extreme {
@@ -447,99 +586,74 @@ pub fn build(jb: &mut JitBuilder, op: ReduceOp, input: DType, name: &str) -> Res
     let in_p = b.ins().load(ptr, f, pp, 8);
     let acc_s = b.ins().load(types::I64, f, sp, 0);
     let in_s = b.ins().load(types::I64, f, sp, 8);
-    let exit = b.create_block();
-    let row = b.create_block();
-    let col = b.create_block();
     let i_var = b.declare_var(types::I64);
-    let a_var = b.declare_var(aty);
     let zero = b.ins().iconst(types::I64, 0);
     b.def_var(i_var, zero);
-    let is_row = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 0);
-    b.ins().brif(is_row, row, &[], col, &[]);
-
-    // Row mode.
-    b.switch_to_block(row);
-    b.seal_block(row);
-    let a0 = b.ins().load(aty, f, acc_p, 0);
-    b.def_var(a_var, a0);
-    let row_head = b.create_block();
-    if let Some(callee) = extreme {
-        // Contiguous f64 max / min: the runtime's vectorised row pass.
-        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
-        let call_blk = b.create_block();
-        b.ins().brif(contiguous, call_blk, &[], row_head, &[]);
-        b.switch_to_block(call_blk);
-        b.seal_block(call_blk);
-        let call = b.ins().call(callee, &[in_p, n]);
-        let x = b.inst_results(call)[0];
-        let a = b.use_var(a_var);
-        let a = combine(&mut b, op, acc, a, x);
-        b.def_var(a_var, a);
-        b.def_var(i_var, n);
-    } else if let Some(va) = VecAcc::new(op, input) {
-        // Contiguous input: the vector fold over all complete 16-byte groups.
-        let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, va.esz());
-        let vsetup = b.create_block();
-        b.ins().brif(contiguous, vsetup, &[], row_head, &[]);
-        b.switch_to_block(vsetup);
-        b.seal_block(vsetup);
-        let vars = va.init(&mut b);
-        let count = b.ins().band_imm_s(n, !(va.lanes() - 1));
-        va.emit_loop(&mut b, &vars, in_p, count);
-        va.finish(&mut b, &vars, a_var);
-        b.def_var(i_var, count);
-    }
-    b.ins().jump(row_head, &[]);
-    // Sequential fold of the remaining elements (all of them when strided).
-    b.switch_to_block(row_head);
-    let i = b.use_var(i_var);
-    let rbody = b.create_block();
-    let rdone = b.create_block();
-    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(c, rbody, &[], rdone, &[]);
-    b.switch_to_block(rbody);
-    b.seal_block(rbody);
-    let off = b.ins().imul(i, in_s);
-    let addr = b.ins().iadd(in_p, off);
-    fold_scalar(&mut b, op, input, acc, a_var, addr);
-    let ni = b.ins().iadd_imm_s(i, 1);
-    b.def_var(i_var, ni);
-    b.ins().jump(row_head, &[]);
-    b.seal_block(row_head);
-    b.switch_to_block(rdone);
-    b.seal_block(rdone);
-    let a = b.use_var(a_var);
-    b.ins().store(f, a, acc_p, 0);
-    b.ins().jump(exit, &[]);
-
-    // Column mode.
-    b.switch_to_block(col);
-    b.seal_block(col);
-    let chead = b.create_block();
-    let cbody = b.create_block();
-    b.ins().jump(chead, &[]);
-    b.switch_to_block(chead);
-    let i = b.use_var(i_var);
-    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(c, cbody, &[], exit, &[]);
-    b.switch_to_block(cbody);
-    b.seal_block(cbody);
-    let off = b.ins().imul(i, in_s);
-    let addr = b.ins().iadd(in_p, off);
-    let x = sl::load(&mut b, input, addr);
-    let x = convert(&mut b, op, x, input);
-    let aoff = b.ins().imul(i, acc_s);
-    let aaddr = b.ins().iadd(acc_p, aoff);
-    let a = b.ins().load(aty, f, aaddr, 0);
-    let a = combine(&mut b, op, acc, a, x);
-    b.ins().store(f, a, aaddr, 0);
-    let ni = b.ins().iadd_imm_s(i, 1);
-    b.def_var(i_var, ni);
-    b.ins().jump(chead, &[]);
-    b.seal_block(chead);
-
-    b.switch_to_block(exit);
-    b.seal_block(exit);
+    let is_row = modes.test_row(&mut b, acc_s);
+    per_mode(
+        &mut b,
+        modes,
+        is_row,
+        |b| {
+            let a_var = b.declare_var(aty);
+            let a0 = b.ins().load(aty, f, acc_p, 0);
+            b.def_var(a_var, a0);
+            let row_head = b.create_block();
+            if let Some(callee) = extreme {
+                // Contiguous f64 max / min: the runtime's vectorised row pass.
+                let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
+                let call_blk = b.create_block();
+                b.ins().brif(contiguous, call_blk, &[], row_head, &[]);
+                b.switch_to_block(call_blk);
+                b.seal_block(call_blk);
+                let call = b.ins().call(callee, &[in_p, n]);
+                let x = b.inst_results(call)[0];
+                let a = b.use_var(a_var);
+                let a = combine(b, op, acc, a, x);
+                b.def_var(a_var, a);
+                b.def_var(i_var, n);
+            } else if let Some(va) = VecAcc::new(op, input) {
+                // Contiguous input: the vector fold over all complete 16-byte groups.
+                let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, va.esz());
+                let vsetup = b.create_block();
+                b.ins().brif(contiguous, vsetup, &[], row_head, &[]);
+                b.switch_to_block(vsetup);
+                b.seal_block(vsetup);
+                let vars = va.init(b);
+                let count = b.ins().band_imm_s(n, !(va.lanes() - 1));
+                va.emit_loop(b, &vars, in_p, count)?;
+                va.finish(b, &vars, a_var);
+                b.def_var(i_var, count);
+            }
+            b.ins().jump(row_head, &[]);
+            // Sequential fold of the remaining elements (all of them when strided).
+            b.switch_to_block(row_head);
+            b.seal_block(row_head);
+            elemwise::counted_loop(b, i_var, n, 1, |b, i| {
+                let off = b.ins().imul(i, in_s);
+                let addr = b.ins().iadd(in_p, off);
+                fold_scalar(b, op, input, acc, a_var, addr);
+                Ok(())
+            })?;
+            let a = b.use_var(a_var);
+            b.ins().store(f, a, acc_p, 0);
+            Ok(())
+        },
+        |b| {
+            elemwise::counted_loop(b, i_var, n, 1, |b, i| {
+                let off = b.ins().imul(i, in_s);
+                let addr = b.ins().iadd(in_p, off);
+                let x = sl::load(b, input, addr);
+                let x = convert(b, op, x, input);
+                let aoff = b.ins().imul(i, acc_s);
+                let aaddr = b.ins().iadd(acc_p, aoff);
+                let a = b.ins().load(aty, f, aaddr, 0);
+                let a = combine(b, op, acc, a, x);
+                b.ins().store(f, a, aaddr, 0);
+                Ok(())
+            })
+        },
+    )?;
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
@@ -622,11 +736,12 @@ impl SumExpShift {
 /// Builds the kernel of `op` over the values of the one-output program
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
-/// Returns its index.
+/// The kernel handles the accumulator modes `modes`. Returns its index.
 pub fn build_fused(
     jb: &mut JitBuilder,
     op: ReduceOp,
     prog: &Composite,
+    modes: Modes,
     name: &str,
 ) -> Result<usize> {
     let [_] = prog.outputs.as_slice() else {
@@ -641,7 +756,7 @@ pub fn build_fused(
     let aty = sl::clif_type(acc);
     let plan = elemwise::vector_plan(prog);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
-    let sum_exp = SumExpShift::detect(op, prog);
+    let sum_exp = SumExpShift::detect(op, prog).filter(|_| modes.row());
     if sum_exp.is_some() {
         let id = jb.import(SUM_EXP_SHIFT, &[ptr, types::F64, types::I64], &[types::F64])?;
         imports.push((SUM_EXP_SHIFT, id));
@@ -670,22 +785,24 @@ pub fn build_fused(
         ptrs.push(b.ins().load(ptr, f, pp, (8 * k) as i32));
         strides.push(b.ins().load(types::I64, f, sp, (8 * k) as i32));
     }
-    let is_row = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 0);
+    let is_row = modes.test_row(&mut b, acc_s);
     let i_var = b.declare_var(types::I64);
     let zero = b.ins().iconst(types::I64, 0);
     b.def_var(i_var, zero);
-    // The row accumulator (read in column mode too, where it is unused:
-    // operand 0 always has an element).
+    // The row accumulator.
     let a_var = b.declare_var(aty);
-    let a0 = b.ins().load(aty, f, acc_p, 0);
-    b.def_var(a_var, a0);
+    if modes.row() {
+        let a0 = b.ins().load(aty, f, acc_p, 0);
+        b.def_var(a_var, a0);
+    }
     let scalar_head = b.create_block();
-    let exit = b.create_block();
 
     if let Some(se) = sum_exp {
         // Row mode, x contiguous, c one value: the whole row in one call.
         let mut ok = b.ins().icmp_imm_s(IntCC::Equal, strides[se.x], 8);
-        ok = b.ins().band(ok, is_row);
+        if let Some(is_row) = is_row {
+            ok = b.ins().band(ok, is_row);
+        }
         if let Shift::Input(l) = se.shift {
             let c = b.ins().icmp_imm_s(IntCC::Equal, strides[l], 0);
             ok = b.ins().band(ok, c);
@@ -725,9 +842,13 @@ pub fn build_fused(
             let c = b.ins().bor(c, z);
             ok = b.ins().band(ok, c);
         }
-        let col_ok = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 8);
-        let mode_ok = b.ins().bor(is_row, col_ok);
-        ok = b.ins().band(ok, mode_ok);
+        if modes.column() {
+            let mut mode_ok = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 8);
+            if let Some(is_row) = is_row {
+                mode_ok = b.ins().bor(is_row, mode_ok);
+            }
+            ok = b.ins().band(ok, mode_ok);
+        }
         let vsetup = b.create_block();
         b.ins().brif(ok, vsetup, &[], scalar_head, &[]);
         b.switch_to_block(vsetup);
@@ -740,7 +861,7 @@ pub fn build_fused(
             b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, sbytes, 4));
         let sbase = b.ins().stack_addr(ptr, scratch, 0);
         let out_base = b.ins().iadd_imm_s(sbase, (out_slot * BLOCK) as i64 * esz);
-        let va = VecAcc::new(op, plan.dtype);
+        let va = VecAcc::new(op, plan.dtype).filter(|_| modes.row());
         let vars = va.map(|va| va.init(&mut b));
         let vdone = b.create_block();
         let (blk_head, blk, m) = elemwise::open_block_loop(&mut b, i_var, n, lanes, vdone);
@@ -752,38 +873,35 @@ pub fn build_fused(
         let cx = VecCtx::new(plan, prog, &bases, &strides, &vptrs);
         cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
         // Fold the block.
-        let rrow = b.create_block();
-        let rcol = b.create_block();
-        let next = b.create_block();
-        b.ins().brif(is_row, rrow, &[], rcol, &[]);
-        b.switch_to_block(rrow);
-        b.seal_block(rrow);
-        match (&va, &vars) {
-            (Some(va), Some(vars)) => va.emit_loop(&mut b, vars, out_base, m),
-            _ => fold_loop(&mut b, m, |b, j| {
-                let off = b.ins().imul_imm_s(j, esz);
-                let addr = b.ins().iadd(out_base, off);
-                fold_scalar(b, op, mapped, acc, a_var, addr);
-            }),
-        }
-        b.ins().jump(next, &[]);
-        b.switch_to_block(rcol);
-        b.seal_block(rcol);
-        fold_loop(&mut b, m, |b, j| {
-            let off = b.ins().imul_imm_s(j, esz);
-            let addr = b.ins().iadd(out_base, off);
-            let x = sl::load(b, mapped, addr);
-            let x = convert(b, op, x, mapped);
-            let e = b.ins().iadd(blk, j);
-            let aoff = b.ins().imul_imm_s(e, 8);
-            let aaddr = b.ins().iadd(acc_p, aoff);
-            let a = b.ins().load(aty, f, aaddr, 0);
-            let a = combine(b, op, acc, a, x);
-            b.ins().store(f, a, aaddr, 0);
-        });
-        b.ins().jump(next, &[]);
-        b.switch_to_block(next);
-        b.seal_block(next);
+        per_mode(
+            &mut b,
+            modes,
+            is_row,
+            |b| match (&va, &vars) {
+                (Some(va), Some(vars)) => va.emit_loop(b, vars, out_base, m),
+                _ => fold_loop(b, m, |b, j| {
+                    let off = b.ins().imul_imm_s(j, esz);
+                    let addr = b.ins().iadd(out_base, off);
+                    fold_scalar(b, op, mapped, acc, a_var, addr);
+                    Ok(())
+                }),
+            },
+            |b| {
+                fold_loop(b, m, |b, j| {
+                    let off = b.ins().imul_imm_s(j, esz);
+                    let addr = b.ins().iadd(out_base, off);
+                    let x = sl::load(b, mapped, addr);
+                    let x = convert(b, op, x, mapped);
+                    let e = b.ins().iadd(blk, j);
+                    let aoff = b.ins().imul_imm_s(e, 8);
+                    let aaddr = b.ins().iadd(acc_p, aoff);
+                    let a = b.ins().load(aty, f, aaddr, 0);
+                    let a = combine(b, op, acc, a, x);
+                    b.ins().store(f, a, aaddr, 0);
+                    Ok(())
+                })
+            },
+        )?;
         let nb = b.ins().iadd(blk, m);
         b.def_var(i_var, nb);
         b.ins().jump(blk_head, &[]);
@@ -800,52 +918,43 @@ pub fn build_fused(
 
     // Scalar path: elements i..n with arbitrary strides.
     b.switch_to_block(scalar_head);
-    let i = b.use_var(i_var);
-    let body = b.create_block();
-    let c = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(c, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    b.seal_block(body);
-    let vals = elemwise::emit_scalar_program(&mut b, &callees, prog, &ptrs, &strides, i)?;
-    let x = convert(&mut b, op, vals[0], mapped);
-    let srow = b.create_block();
-    let scol = b.create_block();
-    let snext = b.create_block();
-    b.ins().brif(is_row, srow, &[], scol, &[]);
-    b.switch_to_block(srow);
-    b.seal_block(srow);
-    let a = b.use_var(a_var);
-    let a = combine(&mut b, op, acc, a, x);
-    b.def_var(a_var, a);
-    b.ins().jump(snext, &[]);
-    b.switch_to_block(scol);
-    b.seal_block(scol);
-    let aoff = b.ins().imul(i, acc_s);
-    let aaddr = b.ins().iadd(acc_p, aoff);
-    let a = b.ins().load(aty, f, aaddr, 0);
-    let a = combine(&mut b, op, acc, a, x);
-    b.ins().store(f, a, aaddr, 0);
-    b.ins().jump(snext, &[]);
-    b.switch_to_block(snext);
-    b.seal_block(snext);
-    let ni = b.ins().iadd_imm_s(i, 1);
-    b.def_var(i_var, ni);
-    b.ins().jump(scalar_head, &[]);
     b.seal_block(scalar_head);
+    elemwise::counted_loop(&mut b, i_var, n, 1, |b, i| {
+        let vals = elemwise::emit_scalar_program(b, &callees, prog, &ptrs, &strides, i)?;
+        let x = convert(b, op, vals[0], mapped);
+        per_mode(
+            b,
+            modes,
+            is_row,
+            |b| {
+                let a = b.use_var(a_var);
+                let a = combine(b, op, acc, a, x);
+                b.def_var(a_var, a);
+                Ok(())
+            },
+            |b| {
+                let aoff = b.ins().imul(i, acc_s);
+                let aaddr = b.ins().iadd(acc_p, aoff);
+                let a = b.ins().load(aty, f, aaddr, 0);
+                let a = combine(b, op, acc, a, x);
+                b.ins().store(f, a, aaddr, 0);
+                Ok(())
+            },
+        )
+    })?;
 
     // Row mode stores its accumulator.
-    b.switch_to_block(exit);
-    b.seal_block(exit);
-    let store = b.create_block();
-    let ret = b.create_block();
-    b.ins().brif(is_row, store, &[], ret, &[]);
-    b.switch_to_block(store);
-    b.seal_block(store);
-    let a = b.use_var(a_var);
-    b.ins().store(f, a, acc_p, 0);
-    b.ins().jump(ret, &[]);
-    b.switch_to_block(ret);
-    b.seal_block(ret);
+    per_mode(
+        &mut b,
+        modes,
+        is_row,
+        |b| {
+            let a = b.use_var(a_var);
+            b.ins().store(f, a, acc_p, 0);
+            Ok(())
+        },
+        |_| Ok(()),
+    )?;
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
@@ -855,26 +964,10 @@ pub fn build_fused(
 fn fold_loop(
     b: &mut FunctionBuilder<'_>,
     m: Value,
-    mut body: impl FnMut(&mut FunctionBuilder<'_>, Value),
-) {
+    body: impl FnMut(&mut FunctionBuilder<'_>, Value) -> Result<()>,
+) -> Result<()> {
     let j_var = b.declare_var(types::I64);
     let z = b.ins().iconst(types::I64, 0);
     b.def_var(j_var, z);
-    let head = b.create_block();
-    let blk = b.create_block();
-    let done = b.create_block();
-    b.ins().jump(head, &[]);
-    b.switch_to_block(head);
-    let j = b.use_var(j_var);
-    let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
-    b.ins().brif(c, blk, &[], done, &[]);
-    b.switch_to_block(blk);
-    b.seal_block(blk);
-    body(b, j);
-    let nj = b.ins().iadd_imm_s(j, 1);
-    b.def_var(j_var, nj);
-    b.ins().jump(head, &[]);
-    b.seal_block(head);
-    b.switch_to_block(done);
-    b.seal_block(done);
+    elemwise::counted_loop(b, j_var, m, 1, body)
 }
