@@ -683,7 +683,7 @@ mod tests {
     #[test]
     fn integer_constants_fold_with_wrap_around() {
         let x = scalar("x", DType::I8);
-        let mut fg = fg_of(&[x.clone()], &x + 1);
+        let mut fg = fg_of(std::slice::from_ref(&x), &x + 1);
         let c = |fg: &mut FunctionGraph, v: i64| fg.constant(Value::scalar_i64(DType::I8, v));
         let (a, b, m) = (c(&mut fg, 100), c(&mut fg, 100), c(&mut fg, -128));
         let vx = fg.inputs()[0];

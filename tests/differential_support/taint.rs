@@ -47,10 +47,10 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> 
     for n in fg.toposort() {
         let node = fg.node(n);
         for &i in &node.inputs {
-            if !vals.contains_key(&i) {
+            if let std::collections::hash_map::Entry::Vacant(e) = vals.entry(i) {
                 let c = fg.constant_value(i)?.clone();
                 taint.insert(i, is_nan(&c));
-                vals.insert(i, c);
+                e.insert(c);
             }
         }
         let args: Vec<&Value> = node.inputs.iter().map(|i| &vals[i]).collect();
