@@ -474,3 +474,40 @@ fn values_reassociation_through_a_subnormal() {
     ];
     run_case(&steps, 2, 6, 2, 9581471462144895928, true).unwrap();
 }
+
+/// `-1 * x` with `x: u8` and an `i64` constant is an `i64` negation;
+/// specialize dropped the constant and negated in `u8` (wrapping) before
+/// casting (found by the `pipeline` fuzz target, through `dot(t, t)`). The
+/// same for `x * y * 1` and `x + y + 0` with a wider constant.
+#[test]
+fn values_dropped_constant_keeps_the_wider_dtype() {
+    let (x, y) = (vector("x", DType::U8), vector("y", DType::U8));
+    let one = Tensor::constant(Value::scalar_i64(DType::I64, 1));
+    let zero = Tensor::constant(Value::scalar_i64(DType::I64, 0));
+    let t = mul(&weak_constant(&x, -1.0, false), &x).unwrap();
+    assert_eq!(t.dtype(), DType::I64);
+    let outs = [
+        t.clone(),
+        dot(&t, &t).unwrap(),
+        mul(&mul(&x, &y).unwrap(), &one).unwrap(),
+        add(&add(&x, &y).unwrap(), &zero).unwrap(),
+    ];
+    let vals = [
+        Value::U8(ndarray::arr1(&[0u8, 1, 200, 255]).into_dyn()),
+        Value::U8(ndarray::arr1(&[3u8, 255, 128, 255]).into_dyn()),
+    ];
+    compare_with_reference(&[x, y], &outs, &vals).unwrap();
+    // Signed narrow dtypes too (the canonizers run on them).
+    let (x, y) = (vector("x", DType::I8), vector("y", DType::I8));
+    let outs = [
+        mul(&mul(&x, &y).unwrap(), &one).unwrap(),
+        add(&add(&x, &y).unwrap(), &zero).unwrap(),
+        mul(&mul(&x, &one).unwrap(), &y).unwrap(),
+        sub(&add(&x, &zero).unwrap(), &y).unwrap(),
+    ];
+    let vals = [
+        Value::I8(ndarray::arr1(&[0i8, 100, -128, 127]).into_dyn()),
+        Value::I8(ndarray::arr1(&[3i8, 100, -128, 127]).into_dyn()),
+    ];
+    compare_with_reference(&[x, y], &outs, &vals).unwrap();
+}

@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::graph::{Client, DType, FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, ScalarOp};
 
-use super::util::{elemwise, match_type, unique_constant, unique_int_constant};
+use super::util::{elemwise, match_type, unique_constant, unique_int_constant, widen_operands};
 
 /// The largest number of inputs of a `main` node the canonizer builds.
 pub const MAX_FANIN: usize = 32;
@@ -302,23 +302,31 @@ impl AlgebraicCanonizer {
         denum: &[VarId],
         dtype: DType,
     ) -> Result<VarId> {
+        // Terms narrower than the cluster (its constants, now folded or
+        // dropped, widened it) are cast first: `(x_i8 * 1_i64) * y_i8`
+        // multiplies in i64, and an i8 product would wrap.
         let product = |fg: &mut FunctionGraph, terms: &[VarId]| -> Result<VarId> {
             match terms {
                 [] => Ok(super::util::scalar_const(fg, dtype, self.neutral())),
                 [one] => Ok(*one),
-                many => self.balanced(fg, many),
+                many => {
+                    let many = widen_operands(fg, self.main, many, dtype)?;
+                    self.balanced(fg, &many)
+                }
             }
         };
         match (num.len(), denum.len()) {
             (_, 0) => product(fg, num),
             (0, _) => {
                 let d = product(fg, denum)?;
-                elemwise(fg, self.reciprocal, &[d])
+                let d = widen_operands(fg, self.reciprocal, &[d], dtype)?;
+                elemwise(fg, self.reciprocal, &d)
             }
             _ => {
                 let n = product(fg, num)?;
                 let d = product(fg, denum)?;
-                elemwise(fg, self.inverse, &[n, d])
+                let nd = widen_operands(fg, self.inverse, &[n, d], dtype)?;
+                elemwise(fg, self.inverse, &nd)
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 use super::rule::Rule;
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
-    unique_int_constant,
+    unique_int_constant, widen_operands,
 };
 use super::util::{finish, input};
 
@@ -235,6 +235,14 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     if !changed {
         return Ok(None);
     }
+    // The dropped constants may have widened the product's dtype: compute
+    // in that dtype (`-1 * x_u8` is `i64`, and a `u8` negation would wrap).
+    match rest.len() {
+        0 => {}
+        1 if negate => rest = widen_operands(fg, ScalarOp::Neg, &rest, dtype)?,
+        1 => {}
+        _ => rest = widen_operands(fg, ScalarOp::Mul, &rest, dtype)?,
+    }
     let mut new = match rest.len() {
         0 => scalar_const(fg, dtype, 1.0),
         1 => rest[0],
@@ -258,6 +266,12 @@ pub fn local_add_remove_zeros(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
     if rest.len() == ins.len() {
         return Ok(None);
     }
+    // The dropped zeros may have widened the sum's dtype: add in that dtype.
+    let rest = if rest.len() > 1 {
+        widen_operands(fg, ScalarOp::Add, &rest, dtype)?
+    } else {
+        rest
+    };
     let new = match rest.len() {
         0 => scalar_const(fg, dtype, 0.0),
         1 => rest[0],

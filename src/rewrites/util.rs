@@ -196,6 +196,31 @@ pub fn neg(fg: &mut FunctionGraph, x: VarId) -> Result<VarId> {
     fg.apply1(Op::elemwise(ScalarOp::Neg), &[x])
 }
 
+/// The operands `vs` for `op` computing a value of `dtype`: unchanged when
+/// `op` over them already gives `dtype`, else each cast to `dtype`. Dropping
+/// a wider constant operand must not narrow the arithmetic
+/// (`x_u8 * y_u8 * 1_i64` multiplies in `i64`, where `u8` would wrap).
+pub fn widen_operands(
+    fg: &mut FunctionGraph,
+    op: ScalarOp,
+    vs: &[VarId],
+    dtype: DType,
+) -> Result<Vec<VarId>> {
+    let dtypes: Vec<DType> = vs.iter().map(|&v| fg.ty(v).dtype).collect();
+    if op.output_dtype(&dtypes).ok() == Some(dtype) {
+        return Ok(vs.to_vec());
+    }
+    vs.iter()
+        .map(|&v| {
+            if fg.ty(v).dtype == dtype {
+                Ok(v)
+            } else {
+                unary(fg, ScalarOp::Cast(dtype), v)
+            }
+        })
+        .collect()
+}
+
 /// `op(x)` for a unary scalar op.
 pub fn unary(fg: &mut FunctionGraph, op: ScalarOp, x: VarId) -> Result<VarId> {
     fg.apply1(Op::elemwise(op), &[x])
