@@ -52,15 +52,32 @@ const TANH_C: [f64; 19] = [
     -2.859_136_662_305_254e-8,
 ];
 
+/// |x| clamped to [0, 40] (NaN kept): the argument tanh works with.
+#[inline(always)]
+fn tanh_abs(x: f64) -> f64 {
+    clamp_keep_nan(x.abs(), 0.0, 40.0)
+}
+
+/// The exponent 2·min(|x|, 40) whose table exp [`tanh_with`] takes.
+#[inline(always)]
+pub(crate) fn tanh_arg(x: f64) -> f64 {
+    2.0 * tanh_abs(x)
+}
+
+/// tanh x from `e` = e^[`tanh_arg`]`(x)`.
+#[inline(always)]
+pub(crate) fn tanh_with(x: f64, e: f64) -> f64 {
+    let t = tanh_abs(x);
+    let z = t * t;
+    let small = t + t * z * horner(z, &TANH_C);
+    let big = 1.0 - 2.0 / (e + 1.0);
+    copysign(sel(t < 0.55, small, big), x)
+}
+
 /// tanh x.
 #[inline(always)]
 pub(crate) fn tanh(x: f64) -> f64 {
-    let t = clamp_keep_nan(x.abs(), 0.0, 40.0);
-    let z = t * t;
-    let small = t + t * z * horner(z, &TANH_C);
-    let e = exp_table(2.0 * t);
-    let big = 1.0 - 2.0 / (e + 1.0);
-    copysign(sel(t < 0.55, small, big), x)
+    tanh_with(x, exp_table(tanh_arg(x)))
 }
 
 /// E = e^t / 2 for t >= 0 without intermediate overflow.
