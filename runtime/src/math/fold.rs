@@ -67,8 +67,10 @@ unsafe fn sum_exp_shift(
     while i + LANES <= n {
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c, &exp_group)) {
-            *a += t;
+        let t = exp_shift_group(v, c, &exp_group);
+        // Indexed (not zipped) so the adds stay whole-register wide.
+        for l in 0..LANES {
+            acc[l] += t[l];
         }
         i += LANES;
     }
@@ -84,6 +86,17 @@ unsafe fn sum_exp_shift(
             *a += t;
         }
     }
+    halving_sum(&acc)
+}
+
+/// The lane partials combined by the documented halving tree.
+///
+/// Out of line on purpose: inlined, its pairwise adds lead LLVM to split
+/// the partials into 2-lane pieces for the whole main loop (128-bit adds
+/// through the stack instead of whole-register accumulators).
+#[inline(never)]
+fn halving_sum(acc: &[f64; LANES]) -> f64 {
+    let mut acc = *acc;
     let mut w = LANES / 2;
     while w > 0 {
         for l in 0..w {
