@@ -170,8 +170,9 @@ pub(crate) unsafe fn exp_table_group<const N: usize>(v: &mut [f64; N]) {
     }
 }
 
-/// Applies `finish(x, e)` to every lane, with `e` = `exp_table(arg(x))`
-/// computed eight lanes at a time: the shape of the exp-based kernels.
+/// Applies `finish(x, a, e)` to every lane, with `a = arg(x)` and
+/// `e` = `exp_table(a)` computed eight lanes at a time: the shape of the
+/// exp-based kernels.
 ///
 /// # Safety
 /// The CPU supports AVX-512F (module docs).
@@ -179,16 +180,17 @@ pub(crate) unsafe fn exp_table_group<const N: usize>(v: &mut [f64; N]) {
 unsafe fn exp_then<const N: usize>(
     v: &mut [f64; N],
     arg: impl Fn(f64) -> f64,
-    finish: impl Fn(f64, f64) -> f64,
+    finish: impl Fn(f64, f64, f64) -> f64,
 ) {
-    let mut e = *v;
-    for a in e.iter_mut() {
-        *a = arg(*a);
+    let mut a = *v;
+    for l in 0..N {
+        a[l] = arg(v[l]);
     }
+    let mut e = a;
     // SAFETY: AVX-512F is the caller's guarantee.
     unsafe { exp_table_group(&mut e) };
-    for (a, e) in v.iter_mut().zip(e) {
-        *a = finish(*a, e);
+    for l in 0..N {
+        v[l] = finish(v[l], a[l], e[l]);
     }
 }
 
@@ -199,7 +201,11 @@ unsafe fn exp_then<const N: usize>(
 #[inline(always)]
 pub(crate) unsafe fn sigmoid_group<const N: usize>(v: &mut [f64; N]) {
     // SAFETY: AVX-512F is the caller's guarantee.
-    unsafe { exp_then(v, activation::neg_abs, activation::sigmoid_with) }
+    unsafe {
+        exp_then(v, activation::neg_abs, |x, _, e| {
+            activation::sigmoid_with(x, e)
+        })
+    }
 }
 
 /// `activation::softplus` on every lane.
@@ -209,7 +215,11 @@ pub(crate) unsafe fn sigmoid_group<const N: usize>(v: &mut [f64; N]) {
 #[inline(always)]
 pub(crate) unsafe fn softplus_group<const N: usize>(v: &mut [f64; N]) {
     // SAFETY: AVX-512F is the caller's guarantee.
-    unsafe { exp_then(v, activation::neg_abs, activation::softplus_with) }
+    unsafe {
+        exp_then(v, activation::neg_abs, |x, _, e| {
+            activation::softplus_with(x, e)
+        })
+    }
 }
 
 /// `hyperbolic::tanh` on every lane.
