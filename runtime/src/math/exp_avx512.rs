@@ -8,6 +8,11 @@
 //! a 16-entry pair with bits 0-3 of the index, and a blend on bit 4 chooses
 //! between the pairs (four permutes and two blends instead of two gathers).
 //!
+//! Users: the block `exp`, `sum_exp_shift` (fold), `sigmoid`, `softplus`.
+//! `tanh` keeps the portable gather form: its long polynomial and division
+//! already saturate the vector ports the permutes need, and it measured
+//! ~3% slower with them (BENCHMARKS.md, 2026-11-22 register-table section).
+//!
 //! Invariant: every function here gives results bitwise identical to its
 //! portable counterpart. [`exp_table_x8`] performs the same operations in
 //! the same order as `exp_table` (separate multiply and add where the
@@ -31,7 +36,6 @@ use std::arch::x86_64::{
 use super::activation;
 use super::common::MAGIC;
 use super::exp::{EXP2_FRAC, TABLE_INV_STEP, TABLE_LEN, TABLE_POLY, TABLE_STEP_HI, TABLE_STEP_LO};
-use super::hyperbolic;
 
 /// f64 lanes of a zmm register.
 const W: usize = 8;
@@ -170,9 +174,8 @@ pub(crate) unsafe fn exp_table_group<const N: usize>(v: &mut [f64; N]) {
     }
 }
 
-/// Applies `finish(x, a, e)` to every lane, with `a = arg(x)` and
-/// `e` = `exp_table(a)` computed eight lanes at a time: the shape of the
-/// exp-based kernels.
+/// Applies `finish(x, e)` to every lane, with `e` = `exp_table(arg(x))`
+/// computed eight lanes at a time: the shape of the exp-based kernels.
 ///
 /// # Safety
 /// The CPU supports AVX-512F (module docs).
@@ -180,17 +183,16 @@ pub(crate) unsafe fn exp_table_group<const N: usize>(v: &mut [f64; N]) {
 unsafe fn exp_then<const N: usize>(
     v: &mut [f64; N],
     arg: impl Fn(f64) -> f64,
-    finish: impl Fn(f64, f64, f64) -> f64,
+    finish: impl Fn(f64, f64) -> f64,
 ) {
-    let mut a = *v;
+    let mut e = *v;
     for l in 0..N {
-        a[l] = arg(v[l]);
+        e[l] = arg(v[l]);
     }
-    let mut e = a;
     // SAFETY: AVX-512F is the caller's guarantee.
     unsafe { exp_table_group(&mut e) };
     for l in 0..N {
-        v[l] = finish(v[l], a[l], e[l]);
+        v[l] = finish(v[l], e[l]);
     }
 }
 
@@ -201,11 +203,7 @@ unsafe fn exp_then<const N: usize>(
 #[inline(always)]
 pub(crate) unsafe fn sigmoid_group<const N: usize>(v: &mut [f64; N]) {
     // SAFETY: AVX-512F is the caller's guarantee.
-    unsafe {
-        exp_then(v, activation::neg_abs, |x, _, e| {
-            activation::sigmoid_with(x, e)
-        })
-    }
+    unsafe { exp_then(v, activation::neg_abs, activation::sigmoid_with) }
 }
 
 /// `activation::softplus` on every lane.
@@ -215,21 +213,7 @@ pub(crate) unsafe fn sigmoid_group<const N: usize>(v: &mut [f64; N]) {
 #[inline(always)]
 pub(crate) unsafe fn softplus_group<const N: usize>(v: &mut [f64; N]) {
     // SAFETY: AVX-512F is the caller's guarantee.
-    unsafe {
-        exp_then(v, activation::neg_abs, |x, _, e| {
-            activation::softplus_with(x, e)
-        })
-    }
-}
-
-/// `hyperbolic::tanh` on every lane.
-///
-/// # Safety
-/// The CPU supports AVX-512F (module docs).
-#[inline(always)]
-pub(crate) unsafe fn tanh_group<const N: usize>(v: &mut [f64; N]) {
-    // SAFETY: AVX-512F is the caller's guarantee.
-    unsafe { exp_then(v, hyperbolic::tanh_arg, hyperbolic::tanh_with) }
+    unsafe { exp_then(v, activation::neg_abs, activation::softplus_with) }
 }
 
 #[cfg(test)]
@@ -277,10 +261,9 @@ mod tests {
         }
         let x = inputs();
         type G = unsafe fn(&mut [f64; 32]);
-        let maps: [(&str, G, fn(f64) -> f64); 3] = [
+        let maps: [(&str, G, fn(f64) -> f64); 2] = [
             ("sigmoid", sigmoid_group::<32>, activation::sigmoid),
             ("softplus", softplus_group::<32>, activation::softplus),
-            ("tanh", tanh_group::<32>, hyperbolic::tanh),
         ];
         for (name, g, f) in maps {
             for chunk in x.as_chunks::<32>().0 {
@@ -303,7 +286,7 @@ mod tests {
         if isa() != Isa::Avx512 {
             return;
         }
-        use super::super::{v_exp, v_sigmoid, v_softplus, v_tanh};
+        use super::super::{v_exp, v_sigmoid, v_softplus};
         // Table-range values, lanes the fixups recompute (|x| >= 708, ±inf,
         // NaN, subnormal results) and a length with a partial last group.
         let mut x = inputs();
@@ -323,16 +306,11 @@ mod tests {
         let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         type B64 = unsafe fn(*const f64, *mut f64, usize);
         type B32 = unsafe fn(*const f32, *mut f32, usize);
-        let fs: [(&str, [B64; 2], [B32; 2]); 4] = [
+        let fs: [(&str, [B64; 2], [B32; 2]); 3] = [
             (
                 "exp",
                 [v_exp::f64_base, v_exp::f64_avx512],
                 [v_exp::f32_base, v_exp::f32_avx512],
-            ),
-            (
-                "tanh",
-                [v_tanh::f64_base, v_tanh::f64_avx512],
-                [v_tanh::f32_base, v_tanh::f32_avx512],
             ),
             (
                 "sigmoid",

@@ -52,28 +52,15 @@ const TANH_C: [f64; 19] = [
     -2.859_136_662_305_254e-8,
 ];
 
-/// The exponent 2·t, t = |x| clamped to [0, 40] (NaN kept), whose table
-/// exp [`tanh_with`] takes.
-#[inline(always)]
-pub(crate) fn tanh_arg(x: f64) -> f64 {
-    2.0 * clamp_keep_nan(x.abs(), 0.0, 40.0)
-}
-
-/// tanh x from `a` = [`tanh_arg`]`(x)` and `e` = e^a (t = a/2 exactly).
-#[inline(always)]
-pub(crate) fn tanh_with(x: f64, a: f64, e: f64) -> f64 {
-    let t = 0.5 * a;
-    let z = t * t;
-    let small = t + t * z * horner(z, &TANH_C);
-    let big = 1.0 - 2.0 / (e + 1.0);
-    copysign(sel(t < 0.55, small, big), x)
-}
-
 /// tanh x.
 #[inline(always)]
 pub(crate) fn tanh(x: f64) -> f64 {
-    let a = tanh_arg(x);
-    tanh_with(x, a, exp_table(a))
+    let t = clamp_keep_nan(x.abs(), 0.0, 40.0);
+    let z = t * t;
+    let small = t + t * z * horner(z, &TANH_C);
+    let e = exp_table(2.0 * t);
+    let big = 1.0 - 2.0 / (e + 1.0);
+    copysign(sel(t < 0.55, small, big), x)
 }
 
 /// E = e^t / 2 for t >= 0 without intermediate overflow.
