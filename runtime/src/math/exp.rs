@@ -19,7 +19,8 @@
 //! (|x| >= 708, ±inf, NaN) its result is meaningless; [`EXP_FIXUP`] sends
 //! those lanes to [`exp`], which gives the exact specials, overflow and
 //! subnormal results. Vectorised table reads are gathers (512 bytes, in L1),
-//! except in the AVX-512 variants, which use `exp_avx512` (the table in
+//! except in the AVX-512 variants of the block exp, `sum_exp_shift`,
+//! `sigmoid` and `softplus`, which use `exp_avx512` (the table in
 //! registers, bitwise identical results).
 //!
 //! Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP in f64 over
