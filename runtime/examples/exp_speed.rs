@@ -1,6 +1,6 @@
 //! In-cache speed (ns per element, best of 300 passes over 4096 elements)
 //! of the runtime's exp-based functions, including the logsumexp row pass
-//! `sum_exp_shift_f64`, and the ISA variant in use. Alternate runs of an
+//! `sum_exp_shift_f64` and its companion `max`, and the ISA variant in use. Alternate runs of an
 //! old and a new binary and compare medians: absolute numbers on a shared
 //! machine are noisy. `cargo run --release -p kiln-runtime --example exp_speed`
 use kiln_runtime::math as m;
@@ -32,6 +32,10 @@ fn main() {
         black_box(m::sum_exp_shift_f64(black_box(&shifted), 0.0));
     });
     println!("sum_exp_shift: {s:.3} ns/elem");
+    let s = best(&mut || {
+        black_box(m::extreme_f64(black_box(&shifted), true));
+    });
+    println!("max: {s:.3} ns/elem");
     type F = fn(&[f64], &mut [f64]);
     let fs: [(&str, F); 4] = [
         ("exp", m::exp_f64),
