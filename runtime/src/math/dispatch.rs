@@ -91,7 +91,9 @@ pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     let Some(fix) = fix else {
         return;
     };
-    // One unordered compare: true for |x| >= limit and for NaN.
+    // One unordered compare: true for |x| >= limit and for NaN (the negated
+    // `<` is the point: NaN compares false).
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     let outside = |x: f64| !(x.abs() < fix.limit);
     if orig.iter().fold(false, |acc, &e| acc | outside(e)) {
         for (o, x) in v.iter_mut().zip(orig) {
@@ -106,7 +108,7 @@ pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
 /// enough independent work to hide the latency of the kernels' chains.
 pub(crate) const LANES: usize = 16;
 
-const _: () = assert!(BLOCK % LANES == 0);
+const _: () = assert!(BLOCK.is_multiple_of(LANES));
 
 /// Applies the scalar kernel `f` to every lane of a group (the group map
 /// of every variant except the AVX-512 ones of the exp-based kernels, see

@@ -167,7 +167,7 @@ pub(crate) unsafe fn exp_table_x8(x: __m512d) -> __m512d {
 /// The CPU supports AVX-512F (module docs).
 #[inline(always)]
 pub(crate) unsafe fn exp_table_group<const N: usize>(v: &mut [f64; N]) {
-    const { assert!(N % W == 0) };
+    const { assert!(N.is_multiple_of(W)) };
     for c in v.as_chunks_mut::<W>().0 {
         // SAFETY: AVX-512F is the caller's guarantee.
         unsafe { store(c, exp_table_x8(load(c))) };
@@ -228,7 +228,7 @@ mod tests {
         let mut x: Vec<f64> = (0..4000).map(|i| (i as f64 - 2000.0) * 0.353_1).collect();
         x.extend((0..256).map(|j| j as f64 * std::f64::consts::LN_2 / 32.0 - 3.0));
         x.extend([0.0, -0.0, 1e-300, -1e-300, 707.9, -707.9, f64::NAN]);
-        while x.len() % 32 != 0 {
+        while !x.len().is_multiple_of(32) {
             x.push(0.5);
         }
         x
@@ -261,7 +261,8 @@ mod tests {
         }
         let x = inputs();
         type G = unsafe fn(&mut [f64; 32]);
-        let maps: [(&str, G, fn(f64) -> f64); 2] = [
+        type Scalar = fn(f64) -> f64;
+        let maps: [(&str, G, Scalar); 2] = [
             ("sigmoid", sigmoid_group::<32>, activation::sigmoid),
             ("softplus", softplus_group::<32>, activation::softplus),
         ];
@@ -347,6 +348,9 @@ mod tests {
                 );
             }
         }
-        assert!(x.len() % 16 != 0, "the partial last group is exercised");
+        assert!(
+            !x.len().is_multiple_of(16),
+            "the partial last group is exercised"
+        );
     }
 }
