@@ -15,6 +15,10 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md).
+//! Entries with an `avx512:` group map (exp, sigmoid, softplus) use that
+//! hand-vectorised form (`exp_avx512`, the exp table in registers) in
+//! their AVX-512 variant instead of the auto-vectorised scalar kernel; it
+//! gives the same bits.
 //!
 //! Map-reduce kernels (a map summed in the same loop, for fused
 //! reductions) live in `fold` and are listed by [`fold_symbols`].
