@@ -1,8 +1,9 @@
 //! In-cache speed (ns per element, best of 300 passes over 4096 elements)
 //! of the runtime's exp-based functions, including the logsumexp row pass
-//! `sum_exp_shift_f64` and its companion `max`, and the ISA variant in use. Alternate runs of an
-//! old and a new binary and compare medians: absolute numbers on a shared
-//! machine are noisy. `cargo run --release -p kiln-runtime --example exp_speed`
+//! `sum_exp_shift_f64` and its companion row `max`, and the ISA variant in
+//! use. Alternate runs of an old and a new binary and compare minima and
+//! medians: absolute numbers on a shared machine are noisy.
+//! `cargo run --release -p kiln-runtime --example exp_speed`
 use kiln_runtime::math as m;
 use std::hint::black_box;
 use std::time::Instant;
