@@ -11,7 +11,9 @@
 //! sigmoid and softplus take e^-|x| from the table kernel `exp_table`
 //! (valid for |x| < 708); their [`Fixup`]s recompute the other lanes
 //! (|x| >= 708, ±inf, NaN) with the full-range `exp`, so subnormal results
-//! and specials are those of the full-range kernel.
+//! and specials are those of the full-range kernel. Each is split into
+//! the exponent ([`neg_abs`]) and a finishing step (`*_with`) so the
+//! AVX-512 group maps in `exp_avx512` can run the exp on whole registers.
 //!
 //! Accuracy (measured against compositions of std functions, see
 //! ACCURACY.md): <= 3 ULP in f64.
@@ -21,9 +23,16 @@ use super::dispatch::Fixup;
 use super::exp::{exp, exp_table, expm1, EXP_TABLE_LIMIT};
 use super::log::{log1p, log_corr};
 
+/// The exponent -|x| whose table exp [`sigmoid_with`] and
+/// [`softplus_with`] take.
+#[inline(always)]
+pub(crate) fn neg_abs(x: f64) -> f64 {
+    -x.abs()
+}
+
 /// sigmoid(x) from e^-|x| given by `exp_neg_abs`.
 #[inline(always)]
-fn sigmoid_with(x: f64, exp_neg_abs: f64) -> f64 {
+pub(crate) fn sigmoid_with(x: f64, exp_neg_abs: f64) -> f64 {
     let d = 1.0 + exp_neg_abs;
     sel(x >= 0.0, 1.0 / d, exp_neg_abs / d)
 }
@@ -31,12 +40,12 @@ fn sigmoid_with(x: f64, exp_neg_abs: f64) -> f64 {
 /// Logistic sigmoid for |x| < 708 (other lanes: [`SIGMOID_FIXUP`]).
 #[inline(always)]
 pub(crate) fn sigmoid(x: f64) -> f64 {
-    sigmoid_with(x, exp_table(-x.abs()))
+    sigmoid_with(x, exp_table(neg_abs(x)))
 }
 
 /// Logistic sigmoid over the whole domain (full-range exp).
 fn sigmoid_full(x: f64) -> f64 {
-    sigmoid_with(x, exp(-x.abs()))
+    sigmoid_with(x, exp(neg_abs(x)))
 }
 
 /// Lanes outside the table exp's range take [`sigmoid_full`].
@@ -45,15 +54,21 @@ pub(crate) const SIGMOID_FIXUP: Fixup = Fixup {
     exact: sigmoid_full,
 };
 
+/// softplus(x) from e^-|x| given by `exp_neg_abs`.
+#[inline(always)]
+pub(crate) fn softplus_with(x: f64, exp_neg_abs: f64) -> f64 {
+    sel(x > 0.0, x, 0.0) + log1p(exp_neg_abs)
+}
+
 /// log(1 + e^x) for |x| < 708 (other lanes: [`SOFTPLUS_FIXUP`]).
 #[inline(always)]
 pub(crate) fn softplus(x: f64) -> f64 {
-    sel(x > 0.0, x, 0.0) + log1p(exp_table(-x.abs()))
+    softplus_with(x, exp_table(neg_abs(x)))
 }
 
 /// log(1 + e^x) over the whole domain without overflow.
 fn softplus_full(x: f64) -> f64 {
-    sel(x > 0.0, x, 0.0) + log1p(exp(-x.abs()))
+    softplus_with(x, exp(neg_abs(x)))
 }
 
 /// Lanes outside the table exp's range take [`softplus_full`].

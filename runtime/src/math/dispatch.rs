@@ -91,7 +91,10 @@ pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     let Some(fix) = fix else {
         return;
     };
-    let outside = |x: f64| x.abs() >= fix.limit || x.is_nan();
+    // One unordered compare: true for |x| >= limit and for NaN (the negated
+    // `<` is the point: NaN compares false).
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let outside = |x: f64| !(x.abs() < fix.limit);
     if orig.iter().fold(false, |acc, &e| acc | outside(e)) {
         for (o, x) in v.iter_mut().zip(orig) {
             if outside(*x) {
@@ -103,9 +106,23 @@ pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
 
 /// Lanes per step of the direct loops: two AVX-512 or four AVX2 vectors,
 /// enough independent work to hide the latency of the kernels' chains.
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
-/// Maps `f` over `n` f64 values from `x` into `out`.
+const _: () = assert!(BLOCK.is_multiple_of(LANES));
+
+/// Applies the scalar kernel `f` to every lane of a group (the group map
+/// of every variant except the AVX-512 ones of the exp-based kernels, see
+/// `exp_avx512`).
+#[inline(always)]
+pub(crate) fn map_lanes<const N: usize>(v: &mut [f64; N], f: impl Fn(f64) -> f64) {
+    for e in v.iter_mut() {
+        *e = f(*e);
+    }
+}
+
+/// Maps a group map `g` (a kernel applied to [`LANES`] values at once,
+/// usually [`map_lanes`] of a scalar kernel) over `n` f64 values from `x`
+/// into `out`.
 ///
 /// Whole groups of [`LANES`] elements are loaded into a fixed-size local
 /// array straight from `x`, mapped (a loop rustc vectorises fully, with the
@@ -122,7 +139,7 @@ pub(crate) unsafe fn unary_f64(
     x: *const f64,
     out: *mut f64,
     n: usize,
-    f: impl Fn(f64) -> f64,
+    g: impl Fn(&mut [f64; LANES]),
     fix: Option<Fixup>,
 ) {
     let mut i = 0;
@@ -130,9 +147,7 @@ pub(crate) unsafe fn unary_f64(
         // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
         let mut v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
         let orig = v;
-        for e in v.iter_mut() {
-            *e = f(*e);
-        }
+        g(&mut v);
         apply_fixup(&orig, &mut v, fix);
         // SAFETY: out[i..i+LANES] is writable; this group's input was read above.
         unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], v) };
@@ -144,17 +159,15 @@ pub(crate) unsafe fn unary_f64(
         // SAFETY: x[i..n] is readable and len < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
         let orig = v;
-        for e in v.iter_mut() {
-            *e = f(*e);
-        }
+        g(&mut v);
         apply_fixup(&orig, &mut v, fix);
         // SAFETY: out[i..n] is writable.
         unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };
     }
 }
 
-/// f32 version of [`unary_f64`]: widens, applies the f64 kernel (and the
-/// fixup), rounds.
+/// f32 version of [`unary_f64`]: widens a block, applies the f64 group map
+/// to each of its groups (and the fixup), rounds.
 ///
 /// # Safety
 /// As for [`unary_f64`].
@@ -163,7 +176,7 @@ pub(crate) unsafe fn unary_f32(
     x: *const f32,
     out: *mut f32,
     n: usize,
-    f: impl Fn(f64) -> f64,
+    g: impl Fn(&mut [f64; LANES]),
     fix: Option<Fixup>,
 ) {
     let mut buf = [0.0f32; BLOCK];
@@ -174,7 +187,10 @@ pub(crate) unsafe fn unary_f32(
         // SAFETY: see `unary_f64`.
         unsafe { ptr::copy_nonoverlapping(x.add(i), buf.as_mut_ptr(), len) };
         for (w, v) in wide.iter_mut().zip(buf.iter()) {
-            *w = f(f64::from(*v));
+            *w = f64::from(*v);
+        }
+        for group in wide.as_chunks_mut::<LANES>().0 {
+            g(group);
         }
         let orig = buf.map(f64::from);
         apply_fixup(&orig, &mut wide, fix);

@@ -18,7 +18,10 @@
 //! < 0.04 ULP, so the result is within 0.54 ULP. Outside the valid range
 //! (|x| >= 708, ±inf, NaN) its result is meaningless; [`EXP_FIXUP`] sends
 //! those lanes to [`exp`], which gives the exact specials, overflow and
-//! subnormal results. Vectorised table reads are gathers (512 bytes, in L1).
+//! subnormal results. Vectorised table reads are gathers (512 bytes, in L1),
+//! except in the AVX-512 variants of the block exp, `sum_exp_shift`,
+//! `sigmoid` and `softplus`, which use `exp_avx512` (the table in
+//! registers, bitwise identical results).
 //!
 //! Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP in f64 over
 //! the whole domain.
@@ -130,15 +133,15 @@ pub(crate) fn expm1(x: f64) -> f64 {
 /// log2 of the table size of [`exp_table`].
 const TABLE_BITS: u32 = 5;
 /// Table size of [`exp_table`]: 2^(j/32) for j < 32.
-const TABLE_LEN: usize = 1 << TABLE_BITS;
+pub(crate) const TABLE_LEN: usize = 1 << TABLE_BITS;
 /// 32/ln2: scales x to units of ln2/32.
-const TABLE_INV_STEP: f64 = TABLE_LEN as f64 * LOG2E;
+pub(crate) const TABLE_INV_STEP: f64 = TABLE_LEN as f64 * LOG2E;
 /// ln2/32 head (32 significant bits: k·head is exact for |k| < 2^21).
-const TABLE_STEP_HI: f64 = LN2_HI / TABLE_LEN as f64;
+pub(crate) const TABLE_STEP_HI: f64 = LN2_HI / TABLE_LEN as f64;
 /// ln2/32 - TABLE_STEP_HI.
-const TABLE_STEP_LO: f64 = LN2_LO / TABLE_LEN as f64;
+pub(crate) const TABLE_STEP_LO: f64 = LN2_LO / TABLE_LEN as f64;
 /// 1/n! for n = 2..=6: e^r - 1 = r + r²·P(r) for |r| <= ln2/64.
-const TABLE_POLY: [f64; 5] = [
+pub(crate) const TABLE_POLY: [f64; 5] = [
     EXP_TAIL[0],
     EXP_TAIL[1],
     EXP_TAIL[2],
@@ -149,7 +152,7 @@ const TABLE_POLY: [f64; 5] = [
 /// 2^(j/32) = head + tail for j = 0..32: the head is the nearest f64, the
 /// tail the nearest f64 to the rest (computed with 60-digit decimal
 /// arithmetic).
-static EXP2_FRAC: [(f64, f64); TABLE_LEN] = [
+pub(crate) const EXP2_FRAC: [(f64, f64); TABLE_LEN] = [
     (1.0, 0.0),
     (1.0218971486541166, 5.109225028973444e-17),
     (1.0442737824274138, 8.551889705537965e-17),

@@ -5,7 +5,8 @@
 //! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
 //! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's block `exp` of the
 //! rounded difference (the table kernel, lanes outside its range recomputed
-//! by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
+//! by the full-range kernel; ≤ 1 ULP, see ACCURACY.md). The AVX-512
+//! variant reads the exp table from registers (`exp_avx512`).
 //!
 //! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
 //! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
@@ -21,41 +22,55 @@
 
 use std::ptr;
 
-use super::dispatch::{apply_fixup, isa, Isa};
+use super::dispatch::{apply_fixup, isa, map_lanes, Isa};
 use super::exp;
+#[cfg(target_arch = "x86_64")]
+use super::exp_avx512;
 
 /// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
 /// chains to hide the latency of the exp polynomial.
 const LANES: usize = 32;
 
-/// e^(v_l - c) for every lane, as the block `exp` computes it.
+/// e^(v_l - c) for every lane, as the block `exp` computes it; `exp_group`
+/// applies the table kernel `exp_table` to every lane (the portable map or
+/// the AVX-512 register-table form, bitwise identical).
 #[inline(always)]
-fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
+fn exp_shift_group(
+    v: [f64; LANES],
+    c: f64,
+    exp_group: &impl Fn(&mut [f64; LANES]),
+) -> [f64; LANES] {
     let mut d = v;
     for e in d.iter_mut() {
         *e -= c;
     }
     let mut t = d;
-    for e in t.iter_mut() {
-        *e = exp::exp_table(*e);
-    }
+    exp_group(&mut t);
     apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
     t
 }
 
-/// Σ e^(x_i - c) over `n` values at `x` in the documented order.
+/// Σ e^(x_i - c) over `n` values at `x` in the documented order, with
+/// `exp_group` as in [`exp_shift_group`].
 ///
 /// # Safety
 /// `x` must be valid for `n` reads.
 #[inline(always)]
-unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
+unsafe fn sum_exp_shift(
+    x: *const f64,
+    c: f64,
+    n: usize,
+    exp_group: impl Fn(&mut [f64; LANES]),
+) -> f64 {
     let mut acc = [0.0f64; LANES];
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)) {
-            *a += t;
+        let t = exp_shift_group(v, c, &exp_group);
+        // Indexed (not zipped) so the adds stay whole-register wide.
+        for l in 0..LANES {
+            acc[l] += t[l];
         }
         i += LANES;
     }
@@ -63,10 +78,25 @@ unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)).take(n - i) {
+        for (a, t) in acc
+            .iter_mut()
+            .zip(exp_shift_group(v, c, &exp_group))
+            .take(n - i)
+        {
             *a += t;
         }
     }
+    halving_sum(&acc)
+}
+
+/// The lane partials combined by the documented halving tree.
+///
+/// Out of line on purpose: inlined, its pairwise adds lead LLVM to split
+/// the partials into 2-lane pieces for the whole main loop (128-bit adds
+/// through the stack instead of whole-register accumulators).
+#[inline(never)]
+fn halving_sum(acc: &[f64; LANES]) -> f64 {
+    let mut acc = *acc;
     let mut w = LANES / 2;
     while w > 0 {
         for l in 0..w {
@@ -205,15 +235,24 @@ extreme_entry!(
     "Returns the smallest of the `n` values at `x` (+inf for `n == 0`), NaN if any is NaN."
 );
 
-/// AVX-512 variant.
+/// AVX-512 variant (the exp table in registers, `exp_avx512`).
 ///
 /// # Safety
 /// CPU supports the features; `x` valid for `n` reads.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
-    // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
+    // SAFETY: forwarded caller contract (which includes the CPU features
+    // `exp_table_group` needs).
+    unsafe {
+        sum_exp_shift(
+            x,
+            c,
+            n,
+            #[inline(always)]
+            |g| exp_avx512::exp_table_group(g),
+        )
+    }
 }
 
 /// AVX2 variant.
@@ -224,7 +263,15 @@ unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
     // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
+    unsafe {
+        sum_exp_shift(
+            x,
+            c,
+            n,
+            #[inline(always)]
+            |g| map_lanes(g, exp::exp_table),
+        )
+    }
 }
 
 /// Baseline variant.
@@ -233,7 +280,15 @@ unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
 /// `x` valid for `n` reads.
 unsafe fn sum_exp_shift_base(x: *const f64, c: f64, n: usize) -> f64 {
     // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
+    unsafe {
+        sum_exp_shift(
+            x,
+            c,
+            n,
+            #[inline(always)]
+            |g| map_lanes(g, exp::exp_table),
+        )
+    }
 }
 
 /// Returns Σ_{i<n} e^(x[i] - c) (0 for `n == 0`), summed in the order the
