@@ -511,3 +511,16 @@ fn values_dropped_constant_keeps_the_wider_dtype() {
     ];
     compare_with_reference(&[x, y], &outs, &vals).unwrap();
 }
+
+/// `cast{u8}(cast{f64}(x))` with `x: i8`: through `f64`, -3 saturates to 0;
+/// `local_cast_cast` made it `cast{u8}(x)`, which wraps to 253 (found by the
+/// `pipeline` fuzz target).
+#[test]
+fn values_integer_cast_through_a_float() {
+    let x = matrix("x", DType::I8);
+    let out = x.cast(DType::F64).cast(DType::U8);
+    let vals = [Value::I8(
+        ndarray::arr2(&[[2i8, 0], [-3, 0], [-128, 127]]).into_dyn(),
+    )];
+    compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals).unwrap();
+}

@@ -520,6 +520,19 @@ fn cast_cast() {
         "local_cast_cast",
         graph("x=f64[:]", "cast(cast(x, \"i64\"), \"f64\")"),
     );
+    // Through a float, an integer saturates into a narrower integer; directly
+    // it would wrap (found by the `pipeline` fuzz target): kept, unless every
+    // value fits.
+    check_no_fire(
+        "local_cast_cast",
+        graph("i=i8[:]", "cast(cast(i, \"f64\"), \"u8\")"),
+    );
+    check_rule(
+        "local_cast_cast",
+        graph("i=i8[:]", "cast(cast(i, \"f64\"), \"i16\")"),
+        "cast(cast(i, \"f64\"), \"i16\")",
+        "cast(i, \"i16\")",
+    );
 }
 
 #[test]

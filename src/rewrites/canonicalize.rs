@@ -872,10 +872,17 @@ pub fn local_cast_cast(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
         return Ok(None);
     };
     let x = fg.node(inner).inputs[0];
-    if !lossless(fg.ty(x).dtype, d1) {
+    let d0 = fg.ty(x).dtype;
+    if !lossless(d0, d1) {
         return Ok(None);
     }
-    if fg.ty(x).dtype == d2 {
+    // Float to integer saturates where integer to integer wraps: through a
+    // float, `i8 -3 -> f64 -> u8` gives 0, directly 253. Only when every
+    // value of `x` fits the target do both agree.
+    if d0.is_int() && d1.is_float() && d2.is_int() && !lossless(d0, d2) {
+        return Ok(None);
+    }
+    if d0 == d2 {
         return Ok(Some(x));
     }
     fg.apply1(Op::elemwise(ScalarOp::Cast(d2)), &[x]).map(Some)
