@@ -524,3 +524,52 @@ fn values_integer_cast_through_a_float() {
     )];
     compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals).unwrap();
 }
+
+/// `(f_i + f_j) + x` with `f: f32`, `x: f64`: the add canonizer flattened
+/// the `f32` outer sum into the `f64` one, computing it without the `f32`
+/// rounding the un-rewritten graph has (found by the 100,000-case run).
+/// Clusters now stop at every dtype change.
+#[test]
+fn values_f32_sum_under_an_f64_sum() {
+    use Step::*;
+    let steps = [
+        Outer(38, 2),
+        Unary(0, 0),
+        Gemm(0, 13, 2, 3),
+        Unary(0, 0),
+        Unary(0, 0),
+        Binary(0, 39, 0),
+    ];
+    run_case(&steps, 1, 7, 1, 7785864688826298136, false).unwrap();
+}
+
+/// The Gemm step's graph `Gemm(x, 1, M, x - neg(k), 1)` with `neg(k)`
+/// shared by a sum: a second FAST_RUN pass changed it (found by the
+/// 100,000-case run).
+#[test]
+fn fixed_point_gemm_of_a_difference_with_a_shared_negation() {
+    use Step::*;
+    let steps = [
+        WithConst(0, 0, 0, false),
+        Unary(0, 33),
+        WithConst(2, 19, 2, false),
+        Binary(1, 18, 26),
+        Unary(0, 0),
+        Gemm(0, 0, 22, 1),
+        Reduce(0, 20, 0, false),
+    ];
+    check_structure(&steps, 2).unwrap();
+}
+
+/// `x - neg(k)` with `k: i64` holding `i64::MIN`: the negation wraps
+/// (`-MIN == MIN`), so the difference is not `x + k`.
+#[test]
+fn values_float_difference_of_a_wrapping_integer_negation() {
+    let (x, k) = (vec_f64("x"), vector("k", DType::I64));
+    let out = sub(&x, &-&k).unwrap();
+    let vals = [
+        Value::F64(ndarray::arr1(&[1.0, 0.0, -2.0]).into_dyn()),
+        Value::I64(ndarray::arr1(&[i64::MIN, 5, -7]).into_dyn()),
+    ];
+    compare_with_reference(&[x, k], &[out], &vals).unwrap();
+}

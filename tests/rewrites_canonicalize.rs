@@ -280,6 +280,11 @@ fn sub_neg_to_add() {
         "(x - (-y))",
         "(x + y)",
     );
+    // An i64 negation under an f64 difference wraps at i64::MIN: kept.
+    check_no_fire(
+        "local_sub_neg_to_add",
+        graph("x=f64[:]; k=i64[:]", "x - (-k)"),
+    );
 }
 
 #[test]

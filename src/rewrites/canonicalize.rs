@@ -438,7 +438,10 @@ pub fn local_neg_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     elemwise(fg, ScalarOp::Mul, &[m1, x]).map(Some)
 }
 
-/// `x - (-y) -> x + y`.
+/// `x - (-y) -> x + y`, when the negation has the difference's dtype (an
+/// integer negation under a float difference wraps at the minimum: `-MIN`
+/// is `MIN`, so `x - neg(MIN)` is `x + 2^63`, not `x + MIN`; the add
+/// canonizer stops at that dtype change too).
 pub fn local_sub_neg_to_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let Some(neg) = owner_if(fg, ins[1], ScalarOp::Neg) else {
@@ -446,6 +449,9 @@ pub fn local_sub_neg_to_add(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     };
     let y = fg.node(neg).inputs[0];
     let out_ty = fg.ty(out_of(fg, n)).clone();
+    if fg.ty(ins[1]).dtype != out_ty.dtype {
+        return Ok(None);
+    }
     let new = elemwise(fg, ScalarOp::Add, &[ins[0], y])?;
     match_type(fg, new, &out_ty, &ins).map(Some)
 }
