@@ -35,13 +35,27 @@ use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 
-/// Per output of `fg`, in its logical order, which elements are tainted (see
-/// the module docs; `None` when the reference evaluator rejects the inputs).
-pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> {
+/// What the comparison needs to know about one output's elements.
+pub struct Taint {
+    /// Elements whose reference value the mathematics does not settle (see
+    /// the module docs): any value is accepted.
+    pub unsettled: ArrayD<bool>,
+    /// Elements that depend on `f32` arithmetic a rewrite or kernel may
+    /// reassociate (an `f32` sum, product, quotient, reduction or matrix
+    /// product): compared with the `f32` tolerance even in an `f64` output.
+    pub f32_rounding: ArrayD<bool>,
+}
+
+/// Per output of `fg`, in its logical order, its [`Taint`] (`None` when the
+/// reference evaluator rejects the inputs).
+pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
     let mut vals: HashMap<_, Value> = HashMap::new();
     let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
+    let mut single: HashMap<_, ArrayD<bool>> = HashMap::new();
+    let none = |v: &Value| ArrayD::from_elem(IxDyn(v.shape()), false);
     for (&v, x) in fg.inputs().iter().zip(inputs) {
         taint.insert(v, is_nan(x));
+        single.insert(v, none(x));
         vals.insert(v, x.clone());
     }
     for n in fg.toposort() {
@@ -50,6 +64,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> 
             if let std::collections::hash_map::Entry::Vacant(e) = vals.entry(i) {
                 let c = fg.constant_value(i)?.clone();
                 taint.insert(i, is_nan(&c));
+                single.insert(i, none(&c));
                 e.insert(c);
             }
         }
@@ -57,6 +72,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> 
         let types: Vec<&TensorType> = node.inputs.iter().map(|&i| fg.ty(i)).collect();
         let outs = perform(&node.op, &args, &types).ok()?;
         let ins: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &taint[i]).collect();
+        let ins_single: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &single[i]).collect();
         let mut new = Vec::with_capacity(outs.len());
         let range: Option<Vec<ArrayD<bool>>> =
             reassociable(&node.op).then(|| args.iter().map(|a| out_of_range(a)).collect());
@@ -69,18 +85,29 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<ArrayD<bool>>> 
                 t.zip_mut_with(&r, |a, &b| *a |= b);
                 t.zip_mut_with(&out_of_range(&val), |a, &b| *a |= b);
             }
-            new.push((o, t, val));
+            let mut f = propagate(&node.op, &ins_single, &args, &types, val.shape())?;
+            if reassociable(&node.op) && val.dtype() == DType::F32 {
+                f.fill(true);
+            }
+            new.push((o, t, f, val));
         }
-        for (o, t, val) in new {
+        for (o, t, f, val) in new {
             taint.insert(o, t);
+            single.insert(o, f);
             vals.insert(o, val);
         }
     }
     fg.outputs()
         .iter()
-        .map(|o| match taint.get(o) {
-            Some(t) => Some(t.clone()),
-            None => fg.constant_value(*o).map(is_nan),
+        .map(|o| match (taint.get(o), single.get(o)) {
+            (Some(t), Some(f)) => Some(Taint {
+                unsettled: t.clone(),
+                f32_rounding: f.clone(),
+            }),
+            _ => fg.constant_value(*o).map(|c| Taint {
+                unsettled: is_nan(c),
+                f32_rounding: none(c),
+            }),
         })
         .collect()
 }
