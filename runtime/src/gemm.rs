@@ -1,7 +1,14 @@
 //! Strided general matrix multiply C = alpha·A·B + beta·C for f64 and f32,
-//! backed by the `matrixmultiply` crate (chosen over `gemm` by the
-//! benchmark in `benches/gemm.rs`, see BENCH_NOTES.md). Large products
-//! are split by row blocks over the [`crate::parallel`] pool.
+//! backed by the `gemm` crate (0.19, AVX-512 kernels through its `x86-v4`
+//! feature; chosen over `matrixmultiply` by the benchmark in
+//! `benches/gemm.rs`, see BENCH_NOTES.md).
+//!
+//! Large products run with the crate's own `Parallelism::Rayon` inside the
+//! [`crate::parallel`] pool. Invariant: results do not depend on the thread
+//! count — the crate splits the output into the same mr×nr tiles whatever
+//! the thread count (its cache blocking depends only on m, n, k and the
+//! cache sizes), hands whole tiles to threads, and accumulates every tile
+//! over k in the same order (tested in `result_is_independent_of_threads`).
 
 /// C (m×n) = alpha·A (m×k) · B (k×n) + beta·C, f64. Strides are in
 /// elements and may be negative or zero-free arbitrary (row stride `rs*`,
@@ -30,56 +37,90 @@ pub unsafe extern "C" fn kiln_gemm_f64(
     rsc: isize,
     csc: isize,
 ) {
+    // SAFETY: the caller's contract is `strided_gemm`'s.
+    unsafe {
+        strided_gemm(
+            m,
+            k,
+            n,
+            alpha,
+            (a, rsa, csa),
+            (b, rsb, csb),
+            beta,
+            (c, rsc, csc),
+        )
+    }
+}
+
+/// Products of at least this many multiply-adds run on several threads.
+pub const PARALLEL_FLOPS: usize = 1 << 22;
+
+/// The body of [`kiln_gemm_f64`] / [`kiln_gemm_f32`] for `T` = f64 or f32:
+/// operands are (pointer, row stride, column stride) in elements.
+///
+/// The `gemm` crate computes dst = alpha·dst + beta·lhs·rhs with strides
+/// given column first, reads dst only when `read_dst`, and for k == 0
+/// scales dst by its alpha (zero-fills it when dst is not read): so kiln's
+/// beta is the crate's alpha, kiln's alpha the crate's beta, and
+/// `read_dst = beta != 0` keeps C write-only for beta == 0.
+///
+/// # Safety
+/// As for [`kiln_gemm_f64`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    (a, rsa, csa): (*const T, isize, isize),
+    (b, rsb, csb): (*const T, isize, isize),
+    beta: T,
+    (c, rsc, csc): (*mut T, isize, isize),
+) {
     if m == 0 || n == 0 {
         return;
     }
+    let read_c = beta != T::default();
     let (au, bu, cu) = (a as usize, b as usize, c as usize);
-    let rows = |r0: usize, r1: usize| {
-        let b = bu as *const f64;
-        let a = (au as isize + r0 as isize * rsa * 8) as *const f64;
-        let c = (cu as isize + r0 as isize * rsc * 8) as *mut f64;
-        // SAFETY: the caller's contract is exactly matrixmultiply's (which
-        // treats beta == 0 as "C is not read" and k == 0 as C = beta·C),
-        // restricted to rows r0..r1 of A and C; distinct row ranges write
-        // distinct C elements.
+    let run = |threads: usize| {
+        let parallelism = if threads > 1 {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        // SAFETY: the caller guarantees every addressed element of A and B
+        // is readable and of C writable, distinct (i, j) address distinct C
+        // elements and C overlaps neither operand; the crate accepts
+        // negative and zero strides. The addresses are the caller's
+        // pointers, passed as integers only to cross into the pool.
         unsafe {
-            matrixmultiply::dgemm(
-                r1 - r0,
-                k,
+            gemm::gemm(
+                m,
                 n,
-                alpha,
-                a,
-                rsa,
-                csa,
-                b,
-                rsb,
-                csb,
-                beta,
-                c,
-                rsc,
+                k,
+                cu as *mut T,
                 csc,
+                rsc,
+                read_c,
+                au as *const T,
+                csa,
+                rsa,
+                bu as *const T,
+                csb,
+                rsb,
+                beta,
+                alpha,
+                false,
+                false,
+                false,
+                parallelism,
             )
         }
     };
-    split_rows(m, k, n, &rows);
-}
-
-/// Products of at least this many multiply-adds are split over threads.
-pub const PARALLEL_FLOPS: usize = 1 << 22;
-
-/// Runs `rows(r0, r1)` over [0, m): split into row blocks (multiples of 8
-/// rows, the micro-kernel height) over the [`crate::parallel`] pool when
-/// m·k·n is large, else in one call. Each C element is computed by the same
-/// kernel in the same order either way, so results do not depend on the split.
-fn split_rows(m: usize, k: usize, n: usize, rows: &(dyn Fn(usize, usize) + Sync)) {
-    let threads = crate::parallel::num_threads();
-    if threads > 1 && m >= 16 && m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS {
-        let blocks = m.div_ceil(8);
-        crate::parallel::parallel_for(blocks, blocks.div_ceil(threads).max(1), &|s, e| {
-            rows(s * 8, (e * 8).min(m))
-        });
+    if m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS {
+        crate::parallel::in_pool(&run);
     } else {
-        rows(0, m);
+        run(1);
     }
 }
 
@@ -105,35 +146,19 @@ pub unsafe extern "C" fn kiln_gemm_f32(
     rsc: isize,
     csc: isize,
 ) {
-    if m == 0 || n == 0 {
-        return;
+    // SAFETY: as in `kiln_gemm_f64`.
+    unsafe {
+        strided_gemm(
+            m,
+            k,
+            n,
+            alpha,
+            (a, rsa, csa),
+            (b, rsb, csb),
+            beta,
+            (c, rsc, csc),
+        )
     }
-    let (au, bu, cu) = (a as usize, b as usize, c as usize);
-    let rows = |r0: usize, r1: usize| {
-        let b = bu as *const f32;
-        let a = (au as isize + r0 as isize * rsa * 4) as *const f32;
-        let c = (cu as isize + r0 as isize * rsc * 4) as *mut f32;
-        // SAFETY: as in `kiln_gemm_f64`, for rows r0..r1.
-        unsafe {
-            matrixmultiply::sgemm(
-                r1 - r0,
-                k,
-                n,
-                alpha,
-                a,
-                rsa,
-                csa,
-                b,
-                rsb,
-                csb,
-                beta,
-                c,
-                rsc,
-                csc,
-            )
-        }
-    };
-    split_rows(m, k, n, &rows);
 }
 
 /// Safe row-major form: `c (m×n) = alpha·a (m×k)·b (k×n) + beta·c`.
@@ -330,5 +355,70 @@ mod tests {
             )
         };
         assert_eq!(c, [3.0, 4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn result_is_independent_of_threads() {
+        // Above PARALLEL_FLOPS, odd sizes (edge tiles), C = alpha·A·B + beta·C.
+        let (m, k, n) = (131, 257, 129);
+        assert!(m * k * n >= PARALLEL_FLOPS);
+        let mut s = 11;
+        let a: Vec<f64> = (0..m * k).map(|_| lcg(&mut s)).collect();
+        let b: Vec<f64> = (0..k * n).map(|_| lcg(&mut s)).collect();
+        let c0: Vec<f64> = (0..m * n).map(|_| lcg(&mut s)).collect();
+        let run64 = |threads: usize| {
+            crate::parallel::set_num_threads(threads);
+            let mut c = c0.clone();
+            gemm_f64(m, k, n, 0.75, &a, &b, -1.5, &mut c);
+            c
+        };
+        let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+        let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+        let run32 = |threads: usize| {
+            crate::parallel::set_num_threads(threads);
+            let mut c = vec![f32::NAN; m * n];
+            gemm_f32(m, k, n, 1.0, &a32, &b32, 0.0, &mut c);
+            c
+        };
+        let (one64, one32) = (run64(1), run32(1));
+        for threads in [2, 3] {
+            let (c64, c32) = (run64(threads), run32(threads));
+            assert!(one64
+                .iter()
+                .zip(&c64)
+                .all(|(x, y)| x.to_bits() == y.to_bits()));
+            assert!(one32
+                .iter()
+                .zip(&c32)
+                .all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+        crate::parallel::set_num_threads(0);
+        for i in 0..m {
+            for j in 0..n {
+                let dot: f64 = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+                let want = 0.75 * dot - 1.5 * c0[i * n + j];
+                assert!((one64[i * n + j] - want).abs() < 1e-12, "({i},{j})");
+                assert!(
+                    (f64::from(one32[i * n + j]) - dot).abs() < 1e-3,
+                    "({i},{j})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn empty_product_scales_c_by_beta() {
+        let (a, b) = ([0.0f64; 0], [0.0f64; 0]);
+        let mut c = [f64::NAN, f64::INFINITY, 1.0];
+        gemm_f64(3, 0, 1, 2.0, &a, &b, 0.0, &mut c);
+        assert_eq!(c, [0.0; 3], "beta == 0: C is not read");
+        let mut c = [1.0, -2.0, 3.0];
+        gemm_f64(3, 0, 1, 2.0, &a, &b, 1.0, &mut c);
+        assert_eq!(c, [1.0, -2.0, 3.0]);
+        gemm_f64(3, 0, 1, 2.0, &a, &b, -0.5, &mut c);
+        assert_eq!(c, [-0.5, 1.0, -1.5]);
+        let mut c32 = [4.0f32, f32::NAN];
+        gemm_f32(1, 0, 2, 1.0, &[], &[], 0.0, &mut c32);
+        assert_eq!(c32, [0.0, 0.0]);
     }
 }

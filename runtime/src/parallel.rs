@@ -2,7 +2,9 @@
 //! chunks of at least `grain` elements and runs them on a rayon thread pool
 //! whose size is set with [`set_num_threads`] (default: the number of
 //! available cores). Ranges of at most `grain` elements, and any call when
-//! the thread count is 1, run inline on the calling thread.
+//! the thread count is 1, run inline on the calling thread. [`in_pool`]
+//! runs a closure inside that pool, so a library's own rayon parallelism
+//! (the GEMM) uses the same workers.
 //!
 //! [`kiln_parallel_for`] is the `extern "C"` form for JIT code: it catches
 //! every panic of the runtime and reports it as a non-zero return code, so
@@ -93,6 +95,21 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
             }
         })
     });
+}
+
+/// Runs `f(threads)` inside the pool of [`num_threads`] workers, so rayon
+/// parallelism nested in `f` (the GEMM crate's `Parallelism::Rayon`) runs
+/// on kiln's workers, not on rayon's global pool. With one thread
+/// configured, or if the pool cannot be created, `f(1)` runs inline.
+pub fn in_pool(f: &(dyn Fn(usize) + Sync)) {
+    let threads = num_threads();
+    if threads > 1 {
+        if let Some(pool) = pool(threads) {
+            pool.install(|| f(threads));
+            return;
+        }
+    }
+    f(1);
 }
 
 /// Signature of a JIT kernel launched by [`kiln_parallel_for`]: it
