@@ -165,14 +165,7 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         }
     };
 
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let (pp, sp, n) = {
-        let p = b.block_params(entry);
-        (p[0], p[1], p[2])
-    };
+    let (pp, sp, n) = open_kernel(&mut b);
     let f = MemFlagsData::trusted();
     let mut ptrs = Vec::with_capacity(n_ops);
     let mut strides = Vec::with_capacity(n_ops);
@@ -292,6 +285,17 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
+}
+
+/// Opens a kernel of the element-wise ABI `fn(ptrs, strides, n)`: the
+/// entry block (sealed, current) and its three parameters.
+pub(super) fn open_kernel(b: &mut FunctionBuilder<'_>) -> (Value, Value, Value) {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let p = b.block_params(entry);
+    (p[0], p[1], p[2])
 }
 
 /// Opens a block-wise loop at position `i_var` of `n` elements: a head block

@@ -574,14 +574,7 @@ pub fn build(
     let extreme = extreme
         .map(|(_, id)| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
     let f = MemFlagsData::trusted();
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let (pp, sp, n) = {
-        let p = b.block_params(entry);
-        (p[0], p[1], p[2])
-    };
+    let (pp, sp, n) = elemwise::open_kernel(&mut b);
     let acc_p = b.ins().load(ptr, f, pp, 0);
     let in_p = b.ins().load(ptr, f, pp, 8);
     let acc_s = b.ins().load(types::I64, f, sp, 0);
@@ -769,14 +762,7 @@ pub fn build_fused(
     let callees = elemwise::declare_callees(module, &mut b, imports);
     let f = MemFlagsData::trusted();
     let n_in = prog.inputs.len();
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    b.seal_block(entry);
-    let (pp, sp, n) = {
-        let p = b.block_params(entry);
-        (p[0], p[1], p[2])
-    };
+    let (pp, sp, n) = elemwise::open_kernel(&mut b);
     let acc_p = b.ins().load(ptr, f, pp, 0);
     let acc_s = b.ins().load(types::I64, f, sp, 0);
     let mut ptrs = Vec::with_capacity(n_in);
