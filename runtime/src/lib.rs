@@ -25,5 +25,6 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     s.extend(math::fold_symbols());
     s.extend(gemm::gemm_symbols());
     s.extend(parallel::parallel_symbols());
+    s.extend(mem::mem_symbols());
     s
 }

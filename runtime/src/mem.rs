@@ -36,3 +36,33 @@ pub fn advise_hugepages(ptr: *mut u8, bytes: usize) {
         let _ = (ptr, bytes);
     }
 }
+
+/// `kiln_prefetch(p, bytes)`: asks the CPU to start loading the cache lines
+/// of `[p, p + bytes)` into L1, so that a blocked kernel's next block of
+/// input streams in from memory while the current block is computed.
+///
+/// # Safety
+/// None needed from the caller beyond a plain address: prefetch
+/// instructions never fault and never change memory, whatever `p` is.
+pub extern "C" fn kiln_prefetch(p: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: PREFETCHT0 is a hint; it never faults, even on an
+            // unmapped address, and has no architectural effect.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (p, bytes);
+    }
+}
+
+/// The `extern "C"` entry points of this module as (symbol, address).
+pub fn mem_symbols() -> Vec<(&'static str, *const u8)> {
+    vec![("kiln_prefetch", kiln_prefetch as *const u8)]
+}

@@ -14,7 +14,10 @@
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
-//!   on contiguous operands makes it once over the whole range instead;
+//!   on contiguous operands makes it once over the whole range instead.
+//!   Each vector loop handles [`UNROLL`] vectors per iteration (then single
+//!   vectors), and each block first asks the runtime to prefetch the next
+//!   block's inputs, so that memory streams in while the block computes;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
@@ -39,6 +42,15 @@ use super::scalar_lower::{self as sl, Callees};
 use crate::error::Result;
 use crate::graph::DType;
 use crate::ops::{CRef, Composite, ScalarOp};
+
+/// The runtime's cache prefetch hint, called once per block by the blocked
+/// vector path.
+const PREFETCH: &str = "kiln_prefetch";
+
+/// Vectors per iteration of the vector path's main loops (Cranelift does
+/// not unroll; four independent 128-bit vectors per iteration hide the
+/// latency of dependent arithmetic and amortise the loop's bookkeeping).
+pub(super) const UNROLL: usize = 4;
 
 /// How the vector path of a program is organised.
 #[derive(Debug, Clone)]
@@ -115,8 +127,10 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
                 add(CRef::Node(i as u32), &mut slots);
             } else {
                 for &a in &n.args {
-                    if ref_level(&level, a) < level[i]
-                        || (matches!(a, CRef::Input(_)) && level[i] > 0)
+                    // Constants are splatted where they are used, never staged.
+                    if !matches!(a, CRef::Const(_))
+                        && (ref_level(&level, a) < level[i]
+                            || (matches!(a, CRef::Input(_)) && level[i] > 0))
                     {
                         add(a, &mut slots);
                     }
@@ -243,8 +257,14 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
         let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs);
         if plan.max_level == 0 {
-            // One vector loop over all complete vectors.
-            counted_loop(&mut b, i_var, n, lanes, |b, i| cx.level_body(b, 0, i, None))?;
+            // One vector loop over all complete groups of UNROLL vectors,
+            // then one over the remaining complete vectors.
+            counted_loop(&mut b, i_var, n, lanes * UNROLL as i64, |b, i| {
+                cx.level_body(b, 0, i, None, UNROLL)
+            })?;
+            counted_loop(&mut b, i_var, n, lanes, |b, i| {
+                cx.level_body(b, 0, i, None, 1)
+            })?;
             b.ins().jump(scalar_head, &[]);
         } else {
             let nslots = plan.slots.len().max(1);
@@ -390,6 +410,9 @@ pub(super) fn import_callees(
         }
     }
     if let Some(p) = plan {
+        // Every blocked path (and a fused reduction's is always blocked)
+        // prefetches its next block.
+        imports.push((PREFETCH, jb.import(PREFETCH, &[ptr, types::I64], &[])?));
         for (i, n) in prog.nodes.iter().enumerate() {
             if p.block[i] {
                 let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
@@ -417,8 +440,10 @@ pub(super) fn declare_callees(
 }
 
 /// The vector-path base address of each input (stride 0 or the element
-/// size): a broadcast input (stride 0) reads a 16-byte stack slot holding
-/// its element splat to every lane, the others read their own memory.
+/// size): a broadcast input (stride 0) reads a stack slot holding its
+/// element splat to every lane of [`UNROLL`] vectors (so that the `u`-th
+/// vector of an unrolled iteration is at byte offset `16 * u` from the
+/// iteration's address for both kinds), the others read their own memory.
 pub(super) fn vector_bases(
     b: &mut FunctionBuilder<'_>,
     ptr: cranelift_codegen::ir::Type,
@@ -430,12 +455,17 @@ pub(super) fn vector_bases(
     let vty = sl::vector_type(dtype);
     let mut bases = Vec::with_capacity(ptrs.len());
     for (&p, &s) in ptrs.iter().zip(strides) {
-        let slot =
-            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+        let slot = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            16 * UNROLL as u32,
+            4,
+        ));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
         let x = b.ins().load(sl::clif_type(dtype), f, p, 0);
         let v = b.ins().splat(vty, x);
-        b.ins().store(f, v, saddr, 0);
+        for u in 0..UNROLL {
+            b.ins().store(f, v, saddr, 16 * u as i32);
+        }
         let is0 = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
         bases.push(b.ins().select(is0, saddr, p));
     }
@@ -543,6 +573,15 @@ impl<'a> VecCtx<'a> {
         let prog = self.prog;
         let (n_in, esz, ptrs, direct_out) = (self.n_in, self.esz, self.ptrs, self.direct_out);
         let lanes = 16 / esz;
+        // Start loading the next block's inputs (a broadcast input has
+        // stride 0 and asks for nothing).
+        let next = b.ins().iadd(blk, m);
+        for k in 0..n_in {
+            let off = b.ins().imul(next, self.strides[k]);
+            let addr = b.ins().iadd(ptrs[k], off);
+            let bytes = b.ins().imul(m, self.strides[k]);
+            b.ins().call(callees[PREFETCH], &[addr, bytes]);
+        }
         let j_var = b.declare_var(types::I64);
         for lvl in 0..=plan.max_level {
             if lvl > 0 {
@@ -575,26 +614,14 @@ impl<'a> VecCtx<'a> {
             if !self.level_has_vector_work(lvl) {
                 continue;
             }
-            let head = b.create_block();
-            let body = b.create_block();
-            let after = b.create_block();
             let z = b.ins().iconst(types::I64, 0);
             b.def_var(j_var, z);
-            b.ins().jump(head, &[]);
-            b.switch_to_block(head);
-            let j = b.use_var(j_var);
-            let c = b.ins().icmp(IntCC::SignedLessThan, j, m);
-            b.ins().brif(c, body, &[], after, &[]);
-            b.switch_to_block(body);
-            b.seal_block(body);
-            let i = b.ins().iadd(blk, j);
-            self.level_body(b, lvl, i, Some((sbase, j)))?;
-            let nj = b.ins().iadd_imm_s(j, lanes);
-            b.def_var(j_var, nj);
-            b.ins().jump(head, &[]);
-            b.seal_block(head);
-            b.switch_to_block(after);
-            b.seal_block(after);
+            for unroll in [UNROLL, 1] {
+                counted_loop(b, j_var, m, lanes * unroll as i64, |b, j| {
+                    let i = b.ins().iadd(blk, j);
+                    self.level_body(b, lvl, i, Some((sbase, j)), unroll)
+                })?;
+            }
         }
         Ok(())
     }
@@ -618,92 +645,117 @@ impl<'a> VecCtx<'a> {
         vector_node || staged || output
     }
 
-    /// One vector iteration of level `lvl` at element `i` (block-relative
-    /// index `j` into the scratch area when blocked).
+    /// One iteration of level `lvl`: `unroll` consecutive vectors from
+    /// element `i` (block-relative index `j` into the scratch area when
+    /// blocked). Every address is computed once per iteration; the `u`-th
+    /// vector sits 16 bytes times `u` further (see [`vector_bases`]), and
+    /// constants are splatted once for all of them.
     fn level_body(
         &self,
         b: &mut FunctionBuilder<'_>,
         lvl: usize,
         i: Value,
         scratch: Option<(Value, Value)>,
+        unroll: usize,
     ) -> Result<()> {
         let f = MemFlagsData::trusted();
         let plan = self.plan;
-        let mut memo: FxHashMap<CRef, Value> = FxHashMap::default();
-        let scratch_addr = |b: &mut FunctionBuilder<'_>, r: CRef| {
-            let (sbase, j) = scratch.expect("blocked");
-            let off = b.ins().imul_imm_s(j, self.esz);
-            let a = b.ins().iadd(sbase, off);
-            b.ins()
-                .iadd_imm_s(a, (plan.slots[&r] * BLOCK) as i64 * self.esz)
-        };
-        // Values of this level, in topological order.
-        let get = |b: &mut FunctionBuilder<'_>,
-                   memo: &mut FxHashMap<CRef, Value>,
-                   r: CRef|
-         -> Result<Value> {
-            if let Some(&v) = memo.get(&r) {
+        let esz = self.esz;
+        // Iteration addresses: the scratch row at `j`, each input at `i`.
+        let srow = scratch.map(|(sbase, j)| {
+            let off = b.ins().imul_imm_s(j, esz);
+            b.ins().iadd(sbase, off)
+        });
+        let slot_off =
+            |r: CRef, u: usize| ((plan.slots[&r] * BLOCK) as i64 * esz + 16 * u as i64) as i32;
+        let mut in_addr: Vec<Option<Value>> = vec![None; self.n_in];
+        let mut consts: FxHashMap<CRef, Value> = FxHashMap::default();
+        // memo[u]: values of vector u of this iteration.
+        let mut memo: Vec<FxHashMap<CRef, Value>> = vec![FxHashMap::default(); unroll];
+        let mut get = |b: &mut FunctionBuilder<'_>, u: usize, r: CRef| -> Result<Value> {
+            if let Some(&v) = memo[u].get(&r).or_else(|| consts.get(&r)) {
                 return Ok(v);
             }
             let v = match r {
-                CRef::Const(c) => sl::float_splat(b, self.vty, c.as_f64()),
+                CRef::Const(c) => {
+                    let v = sl::float_splat(b, self.vty, c.as_f64());
+                    consts.insert(r, v);
+                    return Ok(v);
+                }
                 CRef::Input(k) if lvl == 0 => {
                     let k = k as usize;
-                    let off = b.ins().imul(i, self.strides[k]);
-                    let addr = b.ins().iadd(self.bases[k], off);
-                    b.ins().load(self.vty, f, addr, 0)
+                    let addr = *in_addr[k].get_or_insert_with(|| {
+                        let off = b.ins().imul(i, self.strides[k]);
+                        b.ins().iadd(self.bases[k], off)
+                    });
+                    b.ins().load(self.vty, f, addr, 16 * u as i32)
                 }
                 CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
                     let node = &self.prog.nodes[k as usize];
-                    let args: Vec<Value> = node.args.iter().map(|&a| memo[&a]).collect();
+                    let args: Vec<Value> = node
+                        .args
+                        .iter()
+                        .map(|a| memo[u].get(a).or_else(|| consts.get(a)).copied())
+                        .collect::<Option<_>>()
+                        .expect("arguments are computed first");
                     sl::emit_vector(b, node.op, &args, self.vty)?
                 }
                 _ => {
-                    let addr = scratch_addr(b, r);
-                    b.ins().load(self.vty, f, addr, 0)
+                    let row = srow.expect("blocked");
+                    b.ins().load(self.vty, f, row, slot_off(r, u))
                 }
             };
-            memo.insert(r, v);
+            memo[u].insert(r, v);
             Ok(v)
         };
         let wanted = |r: CRef| match r {
             CRef::Node(k) => plan.level[k as usize] == lvl,
             _ => lvl == 0,
         };
-        for (k, node) in self.prog.nodes.iter().enumerate() {
-            if plan.level[k] == lvl && !plan.block[k] {
-                for &a in &node.args {
-                    get(b, &mut memo, a)?;
+        let mut staged: Vec<(CRef, usize)> = plan.slots.iter().map(|(&r, &s)| (r, s)).collect();
+        staged.sort_by_key(|&(_, s)| s);
+        let out_addr: Vec<Option<Value>> = self
+            .prog
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(o, &r)| {
+                let skip = ref_level(&plan.level, r) != lvl
+                    || (scratch.is_some()
+                        && matches!(r, CRef::Node(k) if Some(k) == self.direct_out));
+                (!skip).then(|| {
+                    let off = b.ins().imul_imm_s(i, esz);
+                    b.ins().iadd(self.ptrs[self.n_in + o], off)
+                })
+            })
+            .collect();
+        for u in 0..unroll {
+            // Values of this level, in topological order.
+            for (k, node) in self.prog.nodes.iter().enumerate() {
+                if plan.level[k] == lvl && !plan.block[k] {
+                    for &a in &node.args {
+                        get(b, u, a)?;
+                    }
+                    get(b, u, CRef::Node(k as u32))?;
                 }
-                get(b, &mut memo, CRef::Node(k as u32))?;
             }
-        }
-        // Stage values needed later.
-        if scratch.is_some() {
-            let mut staged: Vec<(CRef, usize)> = plan.slots.iter().map(|(&r, &s)| (r, s)).collect();
-            staged.sort_by_key(|&(_, s)| s);
-            for (r, _) in staged {
-                let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
-                if wanted(r) && !is_block_result {
-                    let v = get(b, &mut memo, r)?;
-                    let addr = scratch_addr(b, r);
-                    b.ins().store(f, v, addr, 0);
+            // Stage values needed later.
+            if let Some(row) = srow {
+                for &(r, _) in &staged {
+                    let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
+                    if wanted(r) && !is_block_result {
+                        let v = get(b, u, r)?;
+                        b.ins().store(f, v, row, slot_off(r, u));
+                    }
                 }
             }
-        }
-        // Outputs of this level.
-        for (o, &r) in self.prog.outputs.iter().enumerate() {
-            let lvl_r = ref_level(&plan.level, r);
-            if lvl_r != lvl
-                || (scratch.is_some() && matches!(r, CRef::Node(k) if Some(k) == self.direct_out))
-            {
-                continue;
+            // Outputs of this level.
+            for (o, &r) in self.prog.outputs.iter().enumerate() {
+                if let Some(addr) = out_addr[o] {
+                    let v = get(b, u, r)?;
+                    b.ins().store(f, v, addr, 16 * u as i32);
+                }
             }
-            let v = get(b, &mut memo, r)?;
-            let k = self.n_in + o;
-            let off = b.ins().imul_imm_s(i, self.esz);
-            let addr = b.ins().iadd(self.ptrs[k], off);
-            b.ins().store(f, v, addr, 0);
         }
         Ok(())
     }

@@ -42,6 +42,13 @@ impl Default for CodegenOptions {
     }
 }
 
+/// Whether `KILN_DUMP_ASM` is set: every kernel's Cranelift IR and machine
+/// code are then printed to standard error as it is compiled (read once).
+fn dump_asm() -> bool {
+    static DUMP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DUMP.get_or_init(|| std::env::var_os("KILN_DUMP_ASM").is_some())
+}
+
 fn set(b: &mut settings::Builder, k: &str, v: &str) -> Result<()> {
     b.set(k, v)
         .map_err(|e| Error::Compile(format!("cranelift setting {k}={v}: {e}")))
@@ -149,6 +156,11 @@ impl JitBuilder {
             .declare_anonymous_function(&sig)
             .map_err(|e| Error::Compile(format!("declaring kernel {name}: {e}")))?;
         let t = std::time::Instant::now();
+        let dump = dump_asm();
+        if dump {
+            self.ctx.set_disasm(true);
+            eprintln!("=== kernel {name}\n{}", self.ctx.func.display());
+        }
         self.module
             .define_function(id, &mut self.ctx)
             .map_err(|e| {
@@ -158,6 +170,11 @@ impl JitBuilder {
                 ))
             })?;
         self.codegen_time += t.elapsed();
+        if dump {
+            if let Some(asm) = self.ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
+                eprintln!("{asm}");
+            }
+        }
         self.module.clear_context(&mut self.ctx);
         self.defined.push(id);
         Ok(self.defined.len() - 1)

@@ -20,7 +20,10 @@ use crate::ops::scalar::{float_floor_div, float_mod, int_pow};
 use crate::ops::ScalarOp;
 
 /// Number of elements the contiguous fast path processes per block-wise call.
-pub const BLOCK: usize = 256;
+/// 128 f64 (1 KiB per staged value) measured 0.70x of the time of 256 on
+/// gauss's fused kernel at 10^7 elements on two threads (with the next
+/// block prefetched): shorter blocks overlap memory and computation better.
+pub const BLOCK: usize = 128;
 
 macro_rules! unary_shims {
     ($(($fname:ident, $op:ident)),* $(,)?) => {
