@@ -576,10 +576,10 @@ impl<'a> VecCtx<'a> {
         // Start loading the next block's inputs (a broadcast input has
         // stride 0 and asks for nothing).
         let next = b.ins().iadd(blk, m);
-        for k in 0..n_in {
-            let off = b.ins().imul(next, self.strides[k]);
-            let addr = b.ins().iadd(ptrs[k], off);
-            let bytes = b.ins().imul(m, self.strides[k]);
+        for (&p, &s) in ptrs.iter().zip(self.strides).take(n_in) {
+            let off = b.ins().imul(next, s);
+            let addr = b.ins().iadd(p, off);
+            let bytes = b.ins().imul(m, s);
             b.ins().call(callees[PREFETCH], &[addr, bytes]);
         }
         let j_var = b.declare_var(types::I64);
