@@ -1,4 +1,4 @@
-//! Memory helpers for large run-time buffers.
+//! Memory helpers for large run-time buffers, and cache prefetch hints.
 //!
 //! [`advise_hugepages`] asks Linux for transparent huge pages on a freshly
 //! allocated, not yet touched region (as numpy does for allocations of 4 MB
@@ -6,6 +6,12 @@
 //! faults in ~40 2 MB pages instead of ~20 000 4 KB pages. It only sets a
 //! flag on the mapping; contents and ownership are unchanged, so it is a
 //! no-op (and harmless) elsewhere or when the kernel refuses.
+//!
+//! [`kiln_prefetch`] and [`kiln_prefetch_write`] are called by JIT code
+//! once per block of a blocked element-wise kernel, to fetch the next
+//! block's inputs and outputs while the current one is computed (Cranelift
+//! has no prefetch instruction). They are hints only: any address is
+//! allowed and memory is never changed.
 
 /// Regions smaller than this are not advised (mirrors numpy's 4 MB).
 pub const HUGEPAGE_MIN_BYTES: usize = 4 << 20;
@@ -64,5 +70,67 @@ pub extern "C" fn kiln_prefetch(p: *const u8, bytes: usize) {
 
 /// The `extern "C"` entry points of this module as (symbol, address).
 pub fn mem_symbols() -> Vec<(&'static str, *const u8)> {
-    vec![("kiln_prefetch", kiln_prefetch as *const u8)]
+    vec![
+        ("kiln_prefetch", kiln_prefetch as *const u8),
+        ("kiln_prefetch_write", kiln_prefetch_write as *const u8),
+    ]
+}
+
+/// `kiln_prefetch_write(p, bytes)`: like [`kiln_prefetch`], with the intent
+/// to write (`PREFETCHW`, where the CPU has it): a blocked kernel's next
+/// block of output is fetched in a writable state while the current block
+/// is computed, instead of stalling on each store's read for ownership.
+/// Falls back to [`kiln_prefetch`] on CPUs without `PREFETCHW`.
+pub extern "C" fn kiln_prefetch_write(p: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_prefetchw() {
+            // SAFETY: the CPU supports PREFETCHW (checked just above), and a
+            // prefetch never faults or changes memory.
+            unsafe { prefetch_write_lines(p, bytes) };
+            return;
+        }
+    }
+    kiln_prefetch(p, bytes);
+}
+
+/// Whether the CPU implements `PREFETCHW` (CPUID 8000_0001h, ECX bit 8),
+/// read once.
+#[cfg(target_arch = "x86_64")]
+fn has_prefetchw() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0 = unknown, 1 = no, 2 = yes.
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        0 => {
+            let max_ext = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+            let yes = max_ext >= 0x8000_0001
+                && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+            STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+        s => s == 2,
+    }
+}
+
+/// `PREFETCHW` on every 64-byte line of `[p, p + bytes)` (inline assembly:
+/// the `prfchw` target feature is not stable in Rust).
+///
+/// # Safety
+/// The CPU must support `PREFETCHW` (see [`has_prefetchw`]).
+#[cfg(target_arch = "x86_64")]
+unsafe fn prefetch_write_lines(p: *const u8, bytes: usize) {
+    let mut off = 0;
+    while off < bytes {
+        // SAFETY: the caller guarantees PREFETCHW exists; it is a hint that
+        // never faults, reads no register but the address and writes none.
+        unsafe {
+            std::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) p.wrapping_add(off),
+                options(nostack, preserves_flags, readonly)
+            )
+        };
+        off += 64;
+    }
 }

@@ -10,14 +10,16 @@
 //! Code paths, chosen at run time from the strides:
 //! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
 //!   element size and every output is contiguous, and every op has an exact
-//!   vector form; transcendental functions are then evaluated block-wise
+//!   vector form. It runs in blocks of at most [`BLOCK`] elements;
+//!   transcendental functions are evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead.
 //!   Each vector loop handles [`UNROLL`] vectors per iteration (then single
 //!   vectors), and each block first asks the runtime to prefetch the next
-//!   block's inputs, so that memory streams in while the block computes;
+//!   block's inputs and outputs, so that memory streams in while the block
+//!   computes;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
@@ -43,9 +45,10 @@ use crate::error::Result;
 use crate::graph::DType;
 use crate::ops::{CRef, Composite, ScalarOp};
 
-/// The runtime's cache prefetch hint, called once per block by the blocked
-/// vector path.
+/// The runtime's cache prefetch hints (read, write), called once per block
+/// by the blocked vector path.
 const PREFETCH: &str = "kiln_prefetch";
+const PREFETCH_WRITE: &str = "kiln_prefetch_write";
 
 /// Vectors per iteration of the vector path's main loops (Cranelift does
 /// not unroll; four independent 128-bit vectors per iteration hide the
@@ -255,33 +258,27 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             b.seal_block(staged_blk);
         }
         let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
-        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs);
-        if plan.max_level == 0 {
-            // One vector loop over all complete groups of UNROLL vectors,
-            // then one over the remaining complete vectors.
-            counted_loop(&mut b, i_var, n, lanes * UNROLL as i64, |b, i| {
-                cx.level_body(b, 0, i, None, UNROLL)
-            })?;
-            counted_loop(&mut b, i_var, n, lanes, |b, i| {
-                cx.level_body(b, 0, i, None, 1)
-            })?;
-            b.ins().jump(scalar_head, &[]);
+        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_output_prefetch();
+        // Blocks of at most BLOCK elements, even without block-wise calls:
+        // each block prefetches the next one (see `emit_levels`).
+        let sbase = if plan.slots.is_empty() {
+            // Nothing is staged: the scratch base is never dereferenced.
+            b.ins().iconst(ptr, 0)
         } else {
-            let nslots = plan.slots.len().max(1);
-            let sbytes = (nslots * BLOCK) as u32 * esz as u32;
+            let sbytes = (plan.slots.len() * BLOCK) as u32 * esz as u32;
             let scratch = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
                 sbytes,
                 4,
             ));
-            let sbase = b.ins().stack_addr(ptr, scratch, 0);
-            let (blk_head, blk, m) = open_block_loop(&mut b, i_var, n, lanes, scalar_head);
-            cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
-            let nb = b.ins().iadd(blk, m);
-            b.def_var(i_var, nb);
-            b.ins().jump(blk_head, &[]);
-            b.seal_block(blk_head);
-        }
+            b.ins().stack_addr(ptr, scratch, 0)
+        };
+        let (blk_head, blk, m) = open_block_loop(&mut b, i_var, n, lanes, scalar_head);
+        cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
+        let nb = b.ins().iadd(blk, m);
+        b.def_var(i_var, nb);
+        b.ins().jump(blk_head, &[]);
+        b.seal_block(blk_head);
     } else {
         b.ins().jump(scalar_head, &[]);
     }
@@ -413,6 +410,10 @@ pub(super) fn import_callees(
         // Every blocked path (and a fused reduction's is always blocked)
         // prefetches its next block.
         imports.push((PREFETCH, jb.import(PREFETCH, &[ptr, types::I64], &[])?));
+        imports.push((
+            PREFETCH_WRITE,
+            jb.import(PREFETCH_WRITE, &[ptr, types::I64], &[])?,
+        ));
         for (i, n) in prog.nodes.iter().enumerate() {
             if p.block[i] {
                 let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
@@ -517,6 +518,9 @@ pub(super) struct VecCtx<'a> {
     n_in: usize,
     vty: cranelift_codegen::ir::Type,
     esz: i64,
+    /// Whether the blocked path prefetches the next block of the outputs
+    /// (real memory in an element-wise kernel; not a reduction's scratch).
+    prefetch_outputs: bool,
 }
 
 impl<'a> VecCtx<'a> {
@@ -554,7 +558,15 @@ impl<'a> VecCtx<'a> {
             n_in: prog.inputs.len(),
             vty: sl::vector_type(plan.dtype),
             esz,
+            prefetch_outputs: false,
         }
+    }
+
+    /// Makes the blocked path prefetch the next block of every output too
+    /// (for outputs in memory, as in an element-wise kernel).
+    pub(super) fn with_output_prefetch(mut self) -> Self {
+        self.prefetch_outputs = true;
+        self
     }
 
     /// The blocked vector path for elements `blk..blk + m` (`m` a multiple
@@ -581,6 +593,15 @@ impl<'a> VecCtx<'a> {
             let addr = b.ins().iadd(p, off);
             let bytes = b.ins().imul(m, s);
             b.ins().call(callees[PREFETCH], &[addr, bytes]);
+        }
+        if self.prefetch_outputs {
+            // Outputs are contiguous on this path.
+            let off = b.ins().imul_imm_s(next, esz);
+            let bytes = b.ins().imul_imm_s(m, esz);
+            for &p in &ptrs[n_in..] {
+                let addr = b.ins().iadd(p, off);
+                b.ins().call(callees[PREFETCH_WRITE], &[addr, bytes]);
+            }
         }
         let j_var = b.declare_var(types::I64);
         for lvl in 0..=plan.max_level {
@@ -619,7 +640,7 @@ impl<'a> VecCtx<'a> {
             for unroll in [UNROLL, 1] {
                 counted_loop(b, j_var, m, lanes * unroll as i64, |b, j| {
                     let i = b.ins().iadd(blk, j);
-                    self.level_body(b, lvl, i, Some((sbase, j)), unroll)
+                    self.level_body(b, lvl, i, sbase, j, unroll)
                 })?;
             }
         }
@@ -646,8 +667,8 @@ impl<'a> VecCtx<'a> {
     }
 
     /// One iteration of level `lvl`: `unroll` consecutive vectors from
-    /// element `i` (block-relative index `j` into the scratch area when
-    /// blocked). Every address is computed once per iteration; the `u`-th
+    /// element `i` (block-relative index `j` into the scratch area at
+    /// `sbase`). Every address is computed once per iteration; the `u`-th
     /// vector sits 16 bytes times `u` further (see [`vector_bases`]), and
     /// constants are splatted once for all of them.
     fn level_body(
@@ -655,17 +676,18 @@ impl<'a> VecCtx<'a> {
         b: &mut FunctionBuilder<'_>,
         lvl: usize,
         i: Value,
-        scratch: Option<(Value, Value)>,
+        sbase: Value,
+        j: Value,
         unroll: usize,
     ) -> Result<()> {
         let f = MemFlagsData::trusted();
         let plan = self.plan;
         let esz = self.esz;
         // Iteration addresses: the scratch row at `j`, each input at `i`.
-        let srow = scratch.map(|(sbase, j)| {
+        let srow = {
             let off = b.ins().imul_imm_s(j, esz);
             b.ins().iadd(sbase, off)
-        });
+        };
         let slot_off =
             |r: CRef, u: usize| ((plan.slots[&r] * BLOCK) as i64 * esz + 16 * u as i64) as i32;
         let mut in_addr: Vec<Option<Value>> = vec![None; self.n_in];
@@ -700,10 +722,7 @@ impl<'a> VecCtx<'a> {
                         .expect("arguments are computed first");
                     sl::emit_vector(b, node.op, &args, self.vty)?
                 }
-                _ => {
-                    let row = srow.expect("blocked");
-                    b.ins().load(self.vty, f, row, slot_off(r, u))
-                }
+                _ => b.ins().load(self.vty, f, srow, slot_off(r, u)),
             };
             memo[u].insert(r, v);
             Ok(v)
@@ -721,8 +740,7 @@ impl<'a> VecCtx<'a> {
             .enumerate()
             .map(|(o, &r)| {
                 let skip = ref_level(&plan.level, r) != lvl
-                    || (scratch.is_some()
-                        && matches!(r, CRef::Node(k) if Some(k) == self.direct_out));
+                    || matches!(r, CRef::Node(k) if Some(k) == self.direct_out);
                 (!skip).then(|| {
                     let off = b.ins().imul_imm_s(i, esz);
                     b.ins().iadd(self.ptrs[self.n_in + o], off)
@@ -740,13 +758,11 @@ impl<'a> VecCtx<'a> {
                 }
             }
             // Stage values needed later.
-            if let Some(row) = srow {
-                for &(r, _) in &staged {
-                    let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
-                    if wanted(r) && !is_block_result {
-                        let v = get(b, u, r)?;
-                        b.ins().store(f, v, row, slot_off(r, u));
-                    }
+            for &(r, _) in &staged {
+                let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
+                if wanted(r) && !is_block_result {
+                    let v = get(b, u, r)?;
+                    b.ins().store(f, v, srow, slot_off(r, u));
                 }
             }
             // Outputs of this level.
