@@ -87,7 +87,7 @@ pub extern "C" fn kiln_prefetch_write(p: *const u8, bytes: usize) {
         if has_prefetchw() {
             // SAFETY: the CPU supports PREFETCHW (checked just above), and a
             // prefetch never faults or changes memory.
-            unsafe { prefetch_write_lines(p, bytes) };
+            unsafe { prefetch_write_lines(p as usize, bytes) };
             return;
         }
     }
@@ -113,13 +113,13 @@ fn has_prefetchw() -> bool {
     }
 }
 
-/// `PREFETCHW` on every 64-byte line of `[p, p + bytes)` (inline assembly:
-/// the `prfchw` target feature is not stable in Rust).
+/// `PREFETCHW` on every 64-byte line of the addresses `[p, p + bytes)`
+/// (inline assembly: the `prfchw` target feature is not stable in Rust).
 ///
 /// # Safety
 /// The CPU must support `PREFETCHW` (see [`has_prefetchw`]).
 #[cfg(target_arch = "x86_64")]
-unsafe fn prefetch_write_lines(p: *const u8, bytes: usize) {
+unsafe fn prefetch_write_lines(p: usize, bytes: usize) {
     let mut off = 0;
     while off < bytes {
         // SAFETY: the caller guarantees PREFETCHW exists; it is a hint that
@@ -132,5 +132,24 @@ unsafe fn prefetch_write_lines(p: *const u8, bytes: usize) {
             )
         };
         off += 64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetch_hints_accept_any_address_and_change_nothing() {
+        let v: Vec<u8> = (0..=255).collect();
+        kiln_prefetch(v.as_ptr(), v.len());
+        kiln_prefetch_write(v.as_ptr(), v.len());
+        // Past the end, unmapped, unaligned: still only hints.
+        kiln_prefetch(v.as_ptr().wrapping_add(1 << 20), 4096);
+        kiln_prefetch_write(std::ptr::null(), 4096);
+        kiln_prefetch_write(3 as *const u8, 100);
+        assert!(v.iter().enumerate().all(|(i, &b)| b as usize == i));
+        let names: Vec<&str> = mem_symbols().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(names, ["kiln_prefetch", "kiln_prefetch_write"]);
     }
 }
