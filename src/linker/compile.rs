@@ -415,30 +415,22 @@ pub fn compile_plan(
                 },
                 Lowering::Metadata,
             ),
-            Op::Reshape { .. } => {
-                let copy = ks.cast(in_dts[0], in_dts[0])?;
-                (
-                    Step::Reshape {
-                        input: ins[0],
-                        shape: ins[1],
-                        output: outs[0],
-                        copy,
-                    },
-                    Lowering::Metadata,
-                )
-            }
-            Op::Alloc => {
-                let copy = ks.cast(in_dts[0], in_dts[0])?;
-                (
-                    Step::Alloc {
-                        value: ins[0],
-                        dims: ins[1..].to_vec(),
-                        output: outs[0],
-                        copy,
-                    },
-                    Lowering::Jit,
-                )
-            }
+            Op::Reshape { .. } => (
+                Step::Reshape {
+                    input: ins[0],
+                    shape: ins[1],
+                    output: outs[0],
+                },
+                Lowering::Metadata,
+            ),
+            Op::Alloc => (
+                Step::Alloc {
+                    value: ins[0],
+                    dims: ins[1..].to_vec(),
+                    output: outs[0],
+                },
+                Lowering::Native,
+            ),
             Op::Dot => {
                 let dtype = fg.ty(node.outputs[0]).dtype;
                 let mut casts = [None, None];
@@ -527,18 +519,6 @@ pub fn compile_plan(
     }
     let outputs: Vec<Slot> = fg.outputs().iter().map(s).collect();
     let output_dtypes: Vec<DType> = fg.outputs().iter().map(|&o| fg.ty(o).dtype).collect();
-    let mut copy = FxHashMap::default();
-    for d in DType::ALL {
-        let used = output_dtypes.contains(&d) || fg.inputs().iter().any(|&v| fg.ty(v).dtype == d);
-        if used {
-            copy.insert(d, ks.cast(d, d)?);
-        }
-    }
-    for (k, v) in ks.elem.iter() {
-        if k.nodes.len() == 1 && k.nodes[0].op == ScalarOp::Identity && k.inputs.len() == 1 {
-            copy.entry(k.inputs[0]).or_insert(*v);
-        }
-    }
     let n_kernels = ks.elem.len() + ks.reduce_built.len();
     let ks_built = std::mem::take(&mut ks.reduce_built);
     let release = plan::liveness(slots.n, &uses, &defs, &shares, &outputs);
@@ -574,7 +554,6 @@ pub fn compile_plan(
         outputs,
         output_dtypes,
         output_dests,
-        copy,
     };
     if plan.outputs.len() != fg.outputs().len() {
         return Err(Error::Compile("output count mismatch".into()));

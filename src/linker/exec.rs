@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use smallvec::SmallVec;
 
 use super::buffer::{c_strides, Arr, Buffer, BufferPool};
+use super::copy;
 use super::jit::JitCode;
 use super::plan::{Plan, Slot, Step};
 use super::reduce;
@@ -55,7 +56,13 @@ impl Default for ParallelOptions {
     }
 }
 
-/// Runs `kernel` over `shape` for operands with the given pointers and
+/// Kernel `kernel` of `code` as a callable function.
+fn jit_fn(code: &JitCode, kernel: usize) -> KernelFn {
+    // SAFETY: every kernel of a JitCode is generated with the `KernelFn` ABI.
+    unsafe { std::mem::transmute::<*const u8, KernelFn>(code.ptr(kernel)) }
+}
+
+/// Runs kernel `f` over `shape` for operands with the given pointers and
 /// element strides (`esz` bytes per element of each operand). With
 /// `acc0`, operand 0 is a reduction accumulator and the kernel handles
 /// those accumulator modes: work is only split where chunks write disjoint
@@ -65,8 +72,7 @@ impl Default for ParallelOptions {
 /// dimension of the other mode (one element per call).
 #[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
 fn drive(
-    code: &JitCode,
-    kernel: usize,
+    f: KernelFn,
     ptrs: &[*mut u8],
     strides: &[&[isize]],
     esz: &[usize],
@@ -112,8 +118,6 @@ fn drive(
     if dims.is_empty() {
         dims.push((1, SmallVec::from_elem(0, nops)));
     }
-    // SAFETY: `kernel` indexes a function of `code` generated with the `KernelFn` ABI.
-    let f: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(code.ptr(kernel)) };
     let (inner_n, inner_st) = dims.pop().expect("one dimension");
     let outer: Vec<(usize, SmallVec<[isize; 6]>)> = dims;
     let rows: usize = outer.iter().map(|d| d.0).product();
@@ -335,8 +339,7 @@ impl<'a> Exec<'a> {
     fn cast(&self, name: &str, x: &Arr, kernel: usize, to: DType) -> Result<Arr> {
         let out = self.alloc(name, to, &x.shape)?;
         drive(
-            self.code,
-            kernel,
+            jit_fn(self.code, kernel),
             &[x.ptr, out.ptr],
             &[&x.strides, &out.strides],
             &[x.dtype.size_of(), to.size_of()],
@@ -394,7 +397,13 @@ impl<'a> Exec<'a> {
                 esz.extend(outputs.iter().map(|o| o.1.size_of()));
                 drop(ins);
                 drive(
-                    self.code, *kernel, &ptrs, &strides, &esz, &shape, self.par, None,
+                    jit_fn(self.code, *kernel),
+                    &ptrs,
+                    &strides,
+                    &esz,
+                    &shape,
+                    self.par,
+                    None,
                 );
                 for ((s, _), a) in outputs.iter().zip(outs) {
                     self.slots[*s] = Some(a);
@@ -429,8 +438,7 @@ impl<'a> Exec<'a> {
                     );
                 } else {
                     drive(
-                        self.code,
-                        *kernel,
+                        jit_fn(self.code, *kernel),
                         &[accum.ptr, x.ptr],
                         &[&acc_strides, &xs],
                         &[8, x.dtype.size_of()],
@@ -487,8 +495,7 @@ impl<'a> Exec<'a> {
                     let mut all_esz = vec![8];
                     all_esz.extend(&esz);
                     drive(
-                        self.code,
-                        *kernel,
+                        jit_fn(self.code, *kernel),
                         &ptrs,
                         &all_strides,
                         &all_esz,
@@ -534,7 +541,6 @@ impl<'a> Exec<'a> {
                 input,
                 shape,
                 output,
-                copy,
             } => {
                 let x = self.get(*input);
                 let target = self.get(*shape).to_i64_vec();
@@ -583,8 +589,7 @@ impl<'a> Exec<'a> {
                     let out = self.alloc(name, x.dtype, &x.shape)?;
                     let es = x.dtype.size_of();
                     drive(
-                        self.code,
-                        *copy,
+                        copy::kernel(x.dtype),
                         &[x.ptr, out.ptr],
                         &[&x.strides, &out.strides],
                         &[es, es],
@@ -603,7 +608,6 @@ impl<'a> Exec<'a> {
                 value,
                 dims,
                 output,
-                copy,
             } => {
                 let v = self.get(*value);
                 let mut shape = Vec::with_capacity(dims.len());
@@ -645,8 +649,7 @@ impl<'a> Exec<'a> {
                 let out = self.alloc_slot(name, *output, v.dtype, &shape)?;
                 let es = v.dtype.size_of();
                 drive(
-                    self.code,
-                    *copy,
+                    copy::kernel(v.dtype),
                     &[v.ptr, out.ptr],
                     &[&st, &out.strides],
                     &[es, es],
@@ -719,7 +722,7 @@ impl<'a> Exec<'a> {
             } => {
                 let vals: Vec<Value> = inputs
                     .iter()
-                    .map(|&s| to_value(self.plan, self.code, self.par, self.get(s)))
+                    .map(|&s| to_value(self.par, self.get(s)))
                     .collect::<Result<_>>()?;
                 let refs: Vec<&Value> = vals.iter().collect();
                 let res = op.perform(&refs)?;
@@ -986,7 +989,7 @@ impl<'a> Exec<'a> {
         } else {
             let c = self.alloc_slot(name, output, dtype, &mm.out_shape)?;
             if beta != 0.0 {
-                copy_into(self.plan, self.code, self.par, z, &c);
+                copy_into(self.par, z, &c);
             }
             c
         };
@@ -1208,8 +1211,7 @@ fn drive_full(
         grain: 1,
     };
     drive(
-        code,
-        kernel,
+        jit_fn(code, kernel),
         &all_ptrs,
         &all_strides,
         &all_esz,
@@ -1235,17 +1237,18 @@ pub fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<(
     crate::eval::check_input(k, name, ty, a.dtype, &a.shape)
 }
 
-/// Copies `x` into a fresh standard-layout buffer with the plan's copy kernel.
-pub fn copy(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr) -> Result<Arr> {
+/// Copies `x` into a fresh standard-layout buffer.
+pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
     let out = Arr::from_buffer(Buffer::zeros("copy", x.dtype, &x.shape)?, &x.shape);
-    copy_into(plan, code, par, x, &out);
+    copy_into(par, x, &out);
     Ok(out)
 }
 
 /// Copies the elements of `x` into `out`, an array of the same dtype and
 /// shape, any layout, that overlaps `x` nowhere and is writable: a
-/// (parallel) memcpy when both are contiguous, else the plan's copy kernel.
-pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out: &Arr) {
+/// (parallel) memcpy when both are contiguous, else the strided copy
+/// kernel of [`copy::kernel`].
+pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
     debug_assert!(x.dtype == out.dtype && x.shape == out.shape);
     if x.is_standard() && out.is_standard() {
         let bytes = x.len() * x.dtype.size_of();
@@ -1266,11 +1269,9 @@ pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out
         }
         return;
     }
-    let k = plan.copy[&x.dtype];
     let es = x.dtype.size_of();
     drive(
-        code,
-        k,
+        copy::kernel(x.dtype),
         &[x.ptr, out.ptr],
         &[&x.strides, &out.strides],
         &[es, es],
@@ -1282,11 +1283,11 @@ pub fn copy_into(plan: &Plan, code: &JitCode, par: ParallelOptions, x: &Arr, out
 
 /// An owned value with the contents of `x`: its buffer when `x` is the whole
 /// of a buffer nobody else references, else a copy.
-pub fn to_value(plan: &Plan, code: &JitCode, par: ParallelOptions, x: Arr) -> Result<Value> {
+pub fn to_value(par: ParallelOptions, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
     } else {
-        copy(plan, code, par, &x)?
+        copy(par, &x)?
     };
     let shape = x.shape.to_vec();
     let buf = x.buf.expect("owned buffer");
@@ -1326,8 +1327,7 @@ mod tests {
         let x = [1.0f64, 2.0, 3.0, 4.0];
         let mut acc = [0.0f64; 4];
         drive(
-            code,
-            kernel,
+            jit_fn(code, kernel),
             &[acc.as_mut_ptr() as *mut u8, x.as_ptr() as *mut u8],
             &[&[acc_st], &[1]],
             &[8, 8],

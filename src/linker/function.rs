@@ -293,7 +293,7 @@ impl Function {
                 let (ty, name) = &plan.inputs[k];
                 check(k, ty, name.as_deref(), &arr)?;
                 if !writable && plan.destroyed_inputs.contains(&k) {
-                    return copy(plan, &c.code, self.par, &arr);
+                    return copy(self.par, &arr);
                 }
                 Ok(arr)
             })
@@ -312,7 +312,7 @@ impl Function {
         // Results are taken from their buffers when uniquely owned, else copied.
         let vals = outs
             .into_iter()
-            .map(|a| to_value(&c.plan, &c.code, self.par, a))
+            .map(|a| to_value(self.par, a))
             .collect::<Result<_>>()?;
         Ok((vals, times))
     }
@@ -409,9 +409,9 @@ impl Function {
         let mut replaced = Vec::new();
         for (k, (a, d)) in outs.into_iter().zip(&dst).enumerate() {
             if a.dtype != d.dtype || a.shape != d.shape {
-                replaced.push((k, to_value(plan, &c.code, self.par, a)?));
+                replaced.push((k, to_value(self.par, a)?));
             } else if !same_elements(&a, d) {
-                copy_into(plan, &c.code, self.par, &a, d);
+                copy_into(self.par, &a, d);
             }
         }
         drop(dst);

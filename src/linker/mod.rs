@@ -13,6 +13,7 @@
 pub mod buffer;
 pub mod cache;
 pub mod compile;
+pub mod copy;
 pub mod elemwise;
 pub mod exec;
 pub mod function;

@@ -135,8 +135,6 @@ pub enum Step {
         shape: Slot,
         /// Output slot.
         output: Slot,
-        /// Copy kernel for the input dtype.
-        copy: usize,
     },
     /// Broadcast a value to a run-time shape.
     Alloc {
@@ -146,8 +144,6 @@ pub enum Step {
         dims: Vec<Slot>,
         /// Output slot.
         output: Slot,
-        /// Copy kernel for the dtype.
-        copy: usize,
     },
     /// Matrix product.
     Dot {
@@ -234,8 +230,6 @@ pub struct Plan {
     /// Per output, the slot whose buffer may be the caller's array in
     /// `call_into` (see [`output_destinations`]).
     pub output_dests: Vec<Option<Slot>>,
-    /// Copy kernel per dtype (index by `DType as usize` order of `DType::ALL`).
-    pub copy: FxHashMap<DType, usize>,
 }
 
 /// Slot numbering of a graph under a schedule.
