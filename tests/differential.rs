@@ -102,7 +102,9 @@ proptest! {
     fn compiled_fast_run_matches_the_reference(
         steps in proptest::collection::vec(step(), 1..10),
         n_out in 1..3usize,
-        n in prop_oneof![Just(0usize), 1..9usize],
+        // Lengths past 8 and 128 reach the unrolled vector loops and the
+        // several blocks of the element-wise vector path.
+        n in prop_oneof![Just(0usize), 1..9usize, 9..300usize],
         m in 1..4usize,
         seed in any::<u64>(),
         edges in any::<bool>(),
@@ -243,6 +245,54 @@ fn values_sum_of_a_division_by_zero_over_an_empty_vector() {
             panic!("n = {n}: {e}");
         }
     }
+}
+
+/// `M * (M / k)` at `M = 5e-324`, `k = 0`: the reference gives
+/// `5e-324 * inf = inf`, FAST_RUN's `sqr(M) / k` gives `0 / 0 = NaN`.
+/// The operands lie outside 1e±150, so the element is unsettled (rule 5)
+/// and the comparison accepts any value, an infinite reference included
+/// (found by the 50,000-case run once vectors longer than 8 were drawn).
+#[test]
+fn values_reassociated_product_of_a_subnormal_over_zero() {
+    let m = vec_f64("M");
+    let k = vector("k", DType::I64);
+    let out = &m * &true_div(&m, &k).unwrap();
+    let vals = [
+        Value::F64(ndarray::arr1(&[5e-324, 3.0]).into_dyn()),
+        Value::I64(ndarray::arr1(&[0, 2]).into_dyn()),
+    ];
+    let ins = [m, k];
+    compare_with_reference(&ins, std::slice::from_ref(&out), &vals).unwrap();
+    let got = function(&ins, std::slice::from_ref(&out))
+        .compile()
+        .unwrap()
+        .call_values(&vals)
+        .unwrap()
+        .remove(0)
+        .to_f64_array();
+    assert!(got[0].is_nan(), "FAST_RUN computes sqr(M) / k: {got}");
+    assert_eq!(got[1], 4.5);
+}
+
+/// `mod(prod(-x), -x)` over 43 moderate values: the vectorised product
+/// (about 5e7) differs from the sequential one by rounding, and the
+/// remainder keeps that absolute error (2.4e-7 on a result of 0.14). The
+/// taint marks float remainders of a rounded dividend over 1e4 times the
+/// divisor as unsettled (found by a 50,000-case run with longer vectors).
+#[test]
+fn values_remainder_of_a_large_reassociated_product() {
+    let steps = [
+        Step::Gemm(0, 0, 0, 0),
+        Step::Unary(0, 21),
+        Step::Unary(0, 0),
+        Step::Unary(0, 7),
+        Step::Gemm(0, 0, 0, 0),
+        Step::Reduce(2, 7, 0, false),
+        Step::Unary(0, 0),
+        Step::Unary(0, 11),
+        Step::Binary(5, 39, 21),
+    ];
+    run_case(&steps, 1, 43, 1, 9768817734885300839, false).unwrap();
 }
 
 /// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the

@@ -1,6 +1,6 @@
 //! Taint: which elements of each output of a graph have a reference value
 //! that the mathematics does not settle, evaluated with the reference
-//! evaluator alongside the values. Two sources:
+//! evaluator alongside the values. The sources:
 //!
 //! - **NaN**: an input NaN or one computed on the way (`0 / 0`). Rule 5 of
 //!   `src/rewrites/README.md` lets a rewrite turn a NaN that comes only from
@@ -24,6 +24,11 @@
 //!   different order rounds through subnormals (`(M * y) * x` gives 5e-324
 //!   where `M * (y * x)` gives 0, and a negative base raised to it is NaN
 //!   instead of 1); above it, partial results overflow in one order only.
+//!
+//! - **Ill-conditioned remainders**: a float `mod` or `floor_div` whose
+//!   dividend is more than 1e4 times its divisor, when an operand carries
+//!   the rounding of reassociable float arithmetic: the remainder keeps the
+//!   dividend's absolute rounding error (see `ill_conditioned_remainder`).
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions and Dot; any other op taints its whole output when an
@@ -52,10 +57,12 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
     let mut vals: HashMap<_, Value> = HashMap::new();
     let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
     let mut single: HashMap<_, ArrayD<bool>> = HashMap::new();
+    let mut rounded: HashMap<_, ArrayD<bool>> = HashMap::new();
     let none = |v: &Value| ArrayD::from_elem(IxDyn(v.shape()), false);
     for (&v, x) in fg.inputs().iter().zip(inputs) {
         taint.insert(v, is_nan(x));
         single.insert(v, none(x));
+        rounded.insert(v, none(x));
         vals.insert(v, x.clone());
     }
     for n in fg.toposort() {
@@ -65,6 +72,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
                 let c = fg.constant_value(i)?.clone();
                 taint.insert(i, is_nan(&c));
                 single.insert(i, none(&c));
+                rounded.insert(i, none(&c));
                 e.insert(c);
             }
         }
@@ -73,6 +81,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
         let outs = perform(&node.op, &args, &types).ok()?;
         let ins: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &taint[i]).collect();
         let ins_single: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &single[i]).collect();
+        let ins_rounded: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &rounded[i]).collect();
         let mut new = Vec::with_capacity(outs.len());
         let range: Option<Vec<ArrayD<bool>>> =
             reassociable(&node.op).then(|| args.iter().map(|a| out_of_range(a)).collect());
@@ -89,11 +98,20 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
             if reassociable(&node.op) && val.dtype() == DType::F32 {
                 f.fill(true);
             }
-            new.push((o, t, f, val));
+            let mut r = propagate(&node.op, &ins_rounded, &args, &types, val.shape())?;
+            if reassociable(&node.op) && val.dtype().is_float() {
+                r.fill(true);
+            }
+            if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
+            {
+                t.zip_mut_with(&ill, |a, &b| *a |= b);
+            }
+            new.push((o, t, f, r, val));
         }
-        for (o, t, f, val) in new {
+        for (o, t, f, r, val) in new {
             taint.insert(o, t);
             single.insert(o, f);
+            rounded.insert(o, r);
             vals.insert(o, val);
         }
     }
@@ -164,6 +182,39 @@ fn propagate(
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
     })
+}
+
+/// For a float `mod` or `floor_div` of `a` by `b`: the elements where an
+/// operand carries reassociation rounding (`rounded`) and `|a| > 1e4 |b|`.
+/// There the remainder keeps the dividend's absolute rounding error while
+/// shrinking the value (`mod(prod(-x), -x)` with a product of 43 factors
+/// near 5e7 differed by 2.4e-7 from the sequential product's), and the
+/// quotient's floor can step: the element is unsettled. `None` for any
+/// other op.
+fn ill_conditioned_remainder(
+    op: &Op,
+    args: &[&Value],
+    rounded: &[&ArrayD<bool>],
+    shape: &[usize],
+) -> Option<ArrayD<bool>> {
+    use kiln::ScalarOp::{IntDiv, Mod};
+    let Op::Elemwise {
+        scalar: Mod | IntDiv,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    if !args.iter().all(|a| a.dtype().is_float()) {
+        return None;
+    }
+    let mut ill = broadcast_or(rounded, shape)?;
+    let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
+    let (a, b) = (a.broadcast(IxDyn(shape))?, b.broadcast(IxDyn(shape))?);
+    for ((t, &x), &y) in ill.iter_mut().zip(a.iter()).zip(b.iter()) {
+        *t = *t && x.abs() > 1e4 * y.abs();
+    }
+    Some(ill)
 }
 
 /// Ops whose arithmetic rewrites and kernels may reassociate (the
