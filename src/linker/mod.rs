@@ -5,7 +5,8 @@
 //! variables into slots (`plan`), lowers every node (`compile`): element-wise
 //! ops and Composites to kernels (`elemwise`, `scalar_lower`, with math
 //! calls resolved in `mathcalls`), reductions to kernels (`reduce`), views
-//! and shapes to metadata steps, Dot and Gemm to the runtime GEMM; all kernels of one
+//! and shapes to metadata steps, Dot and Gemm to the runtime GEMM, copies
+//! to the Rust strided-copy kernels of `copy`; all kernels of one
 //! Function go into one JIT module (`jit`), which the compile cache (`cache`)
 //! shares between structurally identical graphs. A call (`function`) runs
 //! the plan with call-local buffers (`buffer`, `exec`).
