@@ -27,8 +27,9 @@
 //!
 //! - **Ill-conditioned remainders**: a float `mod` or `floor_div` whose
 //!   dividend is more than 1e4 times its divisor, when an operand carries
-//!   the rounding of reassociable float arithmetic: the remainder keeps the
-//!   dividend's absolute rounding error (see `ill_conditioned_remainder`).
+//!   rounding the compiled code may do differently (reassociable
+//!   arithmetic, a runtime-approximated function, `pow`): the remainder
+//!   keeps that absolute rounding error (see `ill_conditioned_remainder`).
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions and Dot; any other op taints its whole output when an
@@ -99,7 +100,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
                 f.fill(true);
             }
             let mut r = propagate(&node.op, &ins_rounded, &args, &types, val.shape())?;
-            if reassociable(&node.op) && val.dtype().is_float() {
+            if (reassociable(&node.op) || approximated(&node.op)) && val.dtype().is_float() {
                 r.fill(true);
             }
             if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
@@ -185,11 +186,13 @@ fn propagate(
 }
 
 /// For a float `mod` or `floor_div` of `a` by `b`: the elements where an
-/// operand carries reassociation rounding (`rounded`) and `|a| > 1e4 |b|`.
-/// There the remainder keeps the dividend's absolute rounding error while
-/// shrinking the value (`mod(prod(-x), -x)` with a product of 43 factors
-/// near 5e7 differed by 2.4e-7 from the sequential product's), and the
-/// quotient's floor can step: the element is unsettled. `None` for any
+/// operand carries rounding that the compiled code may do differently
+/// (`rounded`: reassociable or [`approximated`] arithmetic) and
+/// `|a| > 1e4 |b|`. There the remainder keeps the operands' absolute
+/// rounding error while shrinking the value (`mod(prod(-x), -x)` with a
+/// product of 43 factors near 5e7 differed by 2.4e-7 from the sequential
+/// product's; `mod(-x, softplus(y))` with a tiny softplus by far more), and
+/// the quotient's floor can step: the element is unsettled. `None` for any
 /// other op.
 fn ill_conditioned_remainder(
     op: &Op,
@@ -215,6 +218,19 @@ fn ill_conditioned_remainder(
         *t = *t && x.abs() > 1e4 * y.abs();
     }
     Some(ill)
+}
+
+/// Element-wise ops whose compiled value may differ from the reference's
+/// by a few ULPs: functions the vector path takes from the runtime (bounds
+/// in runtime/ACCURACY.md), and `pow`, which rewrites turn into products.
+fn approximated(op: &Op) -> bool {
+    match op {
+        Op::Elemwise { scalar, .. } => {
+            *scalar == kiln::ScalarOp::Pow
+                || kiln::linker::mathcalls::block_symbol(*scalar, DType::F64).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Ops whose arithmetic rewrites and kernels may reassociate (the
