@@ -31,6 +31,9 @@
 //!   arithmetic, a runtime-approximated function, `pow`): the remainder
 //!   keeps that absolute rounding error (see `ill_conditioned_remainder`).
 //!
+//! - **Powers of -inf**: README rule 5's `pow` exception (see
+//!   `power_of_minus_infinity`), so that it holds downstream too.
+//!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions and Dot; any other op taints its whole output when an
 //! input is tainted.
@@ -106,6 +109,9 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
             if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
             {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
+            }
+            if let Some(p) = power_of_minus_infinity(&node.op, &args, val.shape()) {
+                t.zip_mut_with(&p, |a, &b| *a |= b);
             }
             new.push((o, t, f, r, val));
         }
@@ -218,6 +224,29 @@ fn ill_conditioned_remainder(
         *t = *t && x.abs() > 1e4 * y.abs();
     }
     Some(ill)
+}
+
+/// For a float `pow`: the elements whose base is `-inf`. C99 gives `+inf`
+/// or `0` there, the `sqrt` / `reciprocal(sqrt)` that rewrites make of
+/// `x ** ±0.5` give NaN: README rule 5's documented exception, unsettled
+/// here so that it is accepted downstream too (`tanh(x ** 0.5)`: reference
+/// 1, compiled NaN). `None` for any other op.
+fn power_of_minus_infinity(op: &Op, args: &[&Value], shape: &[usize]) -> Option<ArrayD<bool>> {
+    let Op::Elemwise {
+        scalar: kiln::ScalarOp::Pow,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    if !args[0].dtype().is_float() {
+        return None;
+    }
+    let base = args[0].to_f64_array();
+    Some(
+        base.broadcast(IxDyn(shape))?
+            .mapv(|x| x == f64::NEG_INFINITY),
+    )
 }
 
 /// Element-wise ops whose compiled value may differ from the reference's
