@@ -327,6 +327,25 @@ fn values_function_of_the_square_root_of_minus_infinity() {
     .unwrap();
 }
 
+/// `f ** 3` on `f32` into an `f64` `switch`: FAST_RUN's `f * sqr(f)` and
+/// the reference's `powf` round differently in `f32` (-17.617573 against
+/// -17.617575), so the element gets the `f32` tolerance even though the
+/// output is `f64` (found by the 100,000-case run).
+#[test]
+fn values_f32_power_rewritten_to_products_in_an_f64_output() {
+    let steps = [
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::WithConst(8, 26, 5, false),
+        Step::Transpose(8),
+        Step::Unary(0, 0),
+        Step::Unary(0, 25),
+        Step::Unary(0, 0),
+        Step::Switch(0, 47, 5),
+    ];
+    run_case(&steps, 1, 129, 1, 44497722515449726, false).unwrap();
+}
+
 /// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the
 /// compiled `sqrt(f)` NaN, README rule 5's documented exception, which the
 /// comparison accepts (found by the 100,000-case run).

@@ -50,8 +50,9 @@ pub struct Taint {
     /// the module docs): any value is accepted.
     pub unsettled: ArrayD<bool>,
     /// Elements that depend on `f32` arithmetic a rewrite or kernel may
-    /// reassociate (an `f32` sum, product, quotient, reduction or matrix
-    /// product): compared with the `f32` tolerance even in an `f64` output.
+    /// reassociate or approximate differently (an `f32` sum, product,
+    /// quotient, reduction, matrix product, runtime function or `pow`):
+    /// compared with the `f32` tolerance even in an `f64` output.
     pub f32_rounding: ArrayD<bool>,
 }
 
@@ -99,7 +100,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
                 t.zip_mut_with(&out_of_range(&val), |a, &b| *a |= b);
             }
             let mut f = propagate(&node.op, &ins_single, &args, &types, val.shape())?;
-            if reassociable(&node.op) && val.dtype() == DType::F32 {
+            if (reassociable(&node.op) || approximated(&node.op)) && val.dtype() == DType::F32 {
                 f.fill(true);
             }
             let mut r = propagate(&node.op, &ins_rounded, &args, &types, val.shape())?;
