@@ -16,8 +16,8 @@
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead.
-//!   Each vector loop handles [`UNROLL`] vectors per iteration (then single
-//!   vectors), and each block first asks the runtime to prefetch the next
+//!   Each vector loop handles up to [`UNROLL`] vectors per iteration (then
+//!   single vectors), and each block first asks the runtime to prefetch the next
 //!   block's inputs and outputs, so that memory streams in while the block
 //!   computes;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
@@ -50,10 +50,23 @@ use crate::ops::{CRef, Composite, ScalarOp};
 const PREFETCH: &str = "kiln_prefetch";
 const PREFETCH_WRITE: &str = "kiln_prefetch_write";
 
-/// Vectors per iteration of the vector path's main loops (Cranelift does
-/// not unroll; four independent 128-bit vectors per iteration hide the
+/// Most vectors per iteration of the vector path's main loops (Cranelift
+/// does not unroll; four independent 128-bit vectors per iteration hide the
 /// latency of dependent arithmetic and amortise the loop's bookkeeping).
 pub(super) const UNROLL: usize = 4;
+
+/// Vectors per main-loop iteration for `prog`: [`UNROLL`] for small
+/// programs, fewer for larger ones, which have independent work within one
+/// vector already and whose code (and code generation time) unrolling
+/// would multiply: the chain graph's large Composites took twice as long
+/// to compile with four.
+fn unroll_for(prog: &Composite) -> usize {
+    match prog.nodes.len() {
+        0..=8 => UNROLL,
+        9..=24 => 2,
+        _ => 1,
+    }
+}
 
 /// How the vector path of a program is organised.
 #[derive(Debug, Clone)]
@@ -521,6 +534,8 @@ pub(super) struct VecCtx<'a> {
     /// Whether the blocked path prefetches the next block of the outputs
     /// (real memory in an element-wise kernel; not a reduction's scratch).
     prefetch_outputs: bool,
+    /// Vectors per main-loop iteration ([`unroll_for`]).
+    unroll: usize,
 }
 
 impl<'a> VecCtx<'a> {
@@ -559,6 +574,7 @@ impl<'a> VecCtx<'a> {
             vty: sl::vector_type(plan.dtype),
             esz,
             prefetch_outputs: false,
+            unroll: unroll_for(prog),
         }
     }
 
@@ -637,7 +653,12 @@ impl<'a> VecCtx<'a> {
             }
             let z = b.ins().iconst(types::I64, 0);
             b.def_var(j_var, z);
-            for unroll in [UNROLL, 1] {
+            let loops: &[usize] = if self.unroll > 1 {
+                &[self.unroll, 1]
+            } else {
+                &[1]
+            };
+            for &unroll in loops {
                 counted_loop(b, j_var, m, lanes * unroll as i64, |b, j| {
                     let i = b.ins().iadd(blk, j);
                     self.level_body(b, lvl, i, sbase, j, unroll)
