@@ -17,9 +17,9 @@
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead.
 //!   Each vector loop handles up to [`UNROLL`] vectors per iteration (then
-//!   single vectors), and each block first asks the runtime to prefetch the next
-//!   block's inputs and outputs, so that memory streams in while the block
-//!   computes;
+//!   single vectors), and in calls of at least 4096 elements each block
+//!   first asks the runtime to prefetch the next block's inputs and
+//!   outputs, so that memory streams in while the block computes;
 //! - a scalar path (any strides, every dtype, the tail of the vector path),
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
@@ -49,6 +49,19 @@ use crate::ops::{CRef, Composite, ScalarOp};
 /// by the blocked vector path.
 const PREFETCH: &str = "kiln_prefetch";
 const PREFETCH_WRITE: &str = "kiln_prefetch_write";
+
+/// Calls of at least this many elements prefetch their next block (see
+/// [`prefetch_flag`]).
+const PREFETCH_MIN: i64 = 4096;
+
+/// Whether a call over `n` elements prefetches (an `i8` value): shorter
+/// calls (the rows of a broadcast 512 x 512 operation) are usually in
+/// cache, where the prefetch calls cost 6% of a `tanh(x + b)` kernel and
+/// gain nothing; long ones stream from memory.
+pub(super) fn prefetch_flag(b: &mut FunctionBuilder<'_>, n: Value) -> Value {
+    b.ins()
+        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, PREFETCH_MIN)
+}
 
 /// Most vectors per iteration of the vector path's main loops (Cranelift
 /// does not unroll; four independent 128-bit vectors per iteration hide the
@@ -271,7 +284,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
             b.seal_block(staged_blk);
         }
         let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
-        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_output_prefetch();
+        let flag = prefetch_flag(&mut b, n);
+        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_prefetch(flag, true);
         // Blocks of at most BLOCK elements, even without block-wise calls:
         // each block prefetches the next one (see `emit_levels`).
         let sbase = if plan.slots.is_empty() {
@@ -531,9 +545,12 @@ pub(super) struct VecCtx<'a> {
     n_in: usize,
     vty: cranelift_codegen::ir::Type,
     esz: i64,
-    /// Whether the blocked path prefetches the next block of the outputs
-    /// (real memory in an element-wise kernel; not a reduction's scratch).
-    prefetch_outputs: bool,
+    /// When the blocked path prefetches the next block: `Some((flag,
+    /// outputs))` with `flag` an `i8` value, true for calls long enough to
+    /// stream from memory ([`prefetch_flag`]), and `outputs` whether the
+    /// outputs are prefetched too (real memory in an element-wise kernel,
+    /// not a reduction's scratch). `None`: never.
+    prefetch: Option<(Value, bool)>,
     /// Vectors per main-loop iteration ([`unroll_for`]).
     unroll: usize,
 }
@@ -573,15 +590,16 @@ impl<'a> VecCtx<'a> {
             n_in: prog.inputs.len(),
             vty: sl::vector_type(plan.dtype),
             esz,
-            prefetch_outputs: false,
+            prefetch: None,
             unroll: unroll_for(prog),
         }
     }
 
-    /// Makes the blocked path prefetch the next block of every output too
-    /// (for outputs in memory, as in an element-wise kernel).
-    pub(super) fn with_output_prefetch(mut self) -> Self {
-        self.prefetch_outputs = true;
+    /// Makes the blocked path prefetch the next block of every input, and
+    /// of every output when `outputs`, in calls where the `i8` value `flag`
+    /// is true.
+    pub(super) fn with_prefetch(mut self, flag: Value, outputs: bool) -> Self {
+        self.prefetch = Some((flag, outputs));
         self
     }
 
@@ -601,23 +619,33 @@ impl<'a> VecCtx<'a> {
         let prog = self.prog;
         let (n_in, esz, ptrs, direct_out) = (self.n_in, self.esz, self.ptrs, self.direct_out);
         let lanes = 16 / esz;
-        // Start loading the next block's inputs (a broadcast input has
-        // stride 0 and asks for nothing).
-        let next = b.ins().iadd(blk, m);
-        for (&p, &s) in ptrs.iter().zip(self.strides).take(n_in) {
-            let off = b.ins().imul(next, s);
-            let addr = b.ins().iadd(p, off);
-            let bytes = b.ins().imul(m, s);
-            b.ins().call(callees[PREFETCH], &[addr, bytes]);
-        }
-        if self.prefetch_outputs {
-            // Outputs are contiguous on this path.
-            let off = b.ins().imul_imm_s(next, esz);
-            let bytes = b.ins().imul_imm_s(m, esz);
-            for &p in &ptrs[n_in..] {
+        if let Some((flag, outputs)) = self.prefetch {
+            let fetch = b.create_block();
+            let go_on = b.create_block();
+            b.ins().brif(flag, fetch, &[], go_on, &[]);
+            b.switch_to_block(fetch);
+            b.seal_block(fetch);
+            // Start loading the next block's inputs (a broadcast input has
+            // stride 0 and asks for nothing).
+            let next = b.ins().iadd(blk, m);
+            for (&p, &s) in ptrs.iter().zip(self.strides).take(n_in) {
+                let off = b.ins().imul(next, s);
                 let addr = b.ins().iadd(p, off);
-                b.ins().call(callees[PREFETCH_WRITE], &[addr, bytes]);
+                let bytes = b.ins().imul(m, s);
+                b.ins().call(callees[PREFETCH], &[addr, bytes]);
             }
+            if outputs {
+                // Outputs are contiguous on this path.
+                let off = b.ins().imul_imm_s(next, esz);
+                let bytes = b.ins().imul_imm_s(m, esz);
+                for &p in &ptrs[n_in..] {
+                    let addr = b.ins().iadd(p, off);
+                    b.ins().call(callees[PREFETCH_WRITE], &[addr, bytes]);
+                }
+            }
+            b.ins().jump(go_on, &[]);
+            b.switch_to_block(go_on);
+            b.seal_block(go_on);
         }
         let j_var = b.declare_var(types::I64);
         for lvl in 0..=plan.max_level {

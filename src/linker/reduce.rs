@@ -850,13 +850,14 @@ pub fn build_fused(
         let va = VecAcc::new(op, plan.dtype).filter(|_| modes.row());
         let vars = va.map(|va| va.init(&mut b));
         let vdone = b.create_block();
+        let flag = elemwise::prefetch_flag(&mut b, n);
         let (blk_head, blk, m) = elemwise::open_block_loop(&mut b, i_var, n, lanes, vdone);
         // The program writes its output "element blk + j" at out_base + j * esz.
         let boff = b.ins().imul_imm_s(blk, esz);
         let out_ptr = b.ins().isub(out_base, boff);
         let mut vptrs = ptrs.clone();
         vptrs.push(out_ptr);
-        let cx = VecCtx::new(plan, prog, &bases, &strides, &vptrs);
+        let cx = VecCtx::new(plan, prog, &bases, &strides, &vptrs).with_prefetch(flag, false);
         cx.emit_levels(&mut b, &callees, sbase, blk, m)?;
         // Fold the block.
         per_mode(
