@@ -364,6 +364,45 @@ fn values_floor_division_at_a_step_of_a_rounded_quotient() {
     run_case(&steps, 1, 34, 1, 169960328603932, false).unwrap();
 }
 
+/// `sin(prod(x))` over 35 moderate values: the product (far beyond 1e4)
+/// carries the vectorised order's rounding, which `sin` keeps as an
+/// absolute error (1.8e-7). Unsettled (found by a 100,000-case run).
+#[test]
+fn values_sine_of_a_large_reassociated_product() {
+    let steps = [
+        Step::Unary(0, 0),
+        Step::Reduce(2, 0, 0, true),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::WithConst(0, 0, 0, false),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(11, 46),
+    ];
+    run_case(&steps, 1, 35, 1, 2823010881961765987, false).unwrap();
+}
+
+/// `sum(y - f)` and `(y - f) * -1`: specialize turned the product into
+/// `-(y - f)` after the add canonizer had run, so a second pass folded it
+/// into `f - y` and then fused the sum. `local_neg_sub` does it in the
+/// first pass (found by a 100,000-case run).
+#[test]
+fn fixed_point_negated_difference_made_by_specialize() {
+    let steps = [
+        Step::Unary(0, 0),
+        Step::Binary(1, 1, 2),
+        Step::Dot(21, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::WithConst(2, 49, 2, false),
+        Step::Reduce(0, 52, 0, false),
+    ];
+    check_structure(&steps, 2).unwrap();
+}
+
 /// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the
 /// compiled `sqrt(f)` NaN, README rule 5's documented exception, which the
 /// comparison accepts (found by the 100,000-case run).

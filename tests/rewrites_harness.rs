@@ -266,6 +266,7 @@ fn templates() -> Vec<Template> {
         t("local_mul_to_sqr", Vectors, |[a, ..], _| a * a),
         t("local_add_neg_to_sub", Vectors, |[a, b, _], _| a + &(-b)),
         t("local_neg_div_neg", Vectors, |[a, b, _], _| -(&(-a) / b)),
+        t("local_neg_sub", Vectors, |[a, b, _], _| -(a - b)),
         t("local_abs_merge", Vectors, |[a, b, _], _| {
             &a.abs() * &b.abs()
         }),

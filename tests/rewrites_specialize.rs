@@ -148,6 +148,12 @@ fn neg_div_neg() {
 }
 
 #[test]
+fn neg_sub() {
+    check_rule("local_neg_sub", g("-(x - y)"), "(-(x - y))", "(y - x)");
+    check_no_fire("local_neg_sub", g("-(x + y)"));
+}
+
+#[test]
 fn abs_merge() {
     check_rule(
         "local_abs_merge",

@@ -73,6 +73,12 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_neg_sub",
+            tracks: kinds!(Neg),
+            apply: local_neg_sub,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_abs_merge",
             tracks: kinds!(Mul, TrueDiv),
             apply: local_abs_merge,
@@ -336,6 +342,25 @@ fn negated_constant(fg: &FunctionGraph, b: VarId, c: f64) -> Option<Value> {
     }
     let neg = unique_int_constant(fg, b)?.checked_neg()?;
     (crate::ops::composite::wrap_i64(neg, dtype) == neg).then(|| Value::scalar_i64(dtype, neg))
+}
+
+/// `-(x - y) -> y - x` when the difference has the negation's dtype.
+/// Specialize makes such negations (`local_mul_specialize` turns
+/// `(x - y) * -1` into `-(x - y)`) after canonicalize's add canonizer, which
+/// would have folded them, has run: without this rule a second FAST_RUN
+/// pass still changed the graph. Exact in every dtype (IEEE negation and
+/// subtraction round symmetrically; integers wrap alike) except the sign of
+/// a zero difference, which rule 5 leaves free, as the canonizer does.
+pub fn local_neg_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(d) = owner_if(fg, input(fg, n, 0), ScalarOp::Sub) else {
+        return Ok(None);
+    };
+    if fg.ty(input(fg, n, 0)).dtype != fg.ty(fg.node(n).outputs[0]).dtype {
+        return Ok(None);
+    }
+    let (a, b) = (input(fg, d, 0), input(fg, d, 1));
+    let new = elemwise(fg, ScalarOp::Sub, &[b, a])?;
+    finish(fg, n, new)
 }
 
 /// `-(-x / y) -> x / y` and `-(x / -y) -> x / y`.

@@ -32,6 +32,9 @@
 //!   arithmetic, a runtime-approximated function, `pow`): the remainder
 //!   keeps that absolute rounding error (see `ill_conditioned_remainder`).
 //!
+//! - **Ill-conditioned periodic functions**: `sin`, `cos`, `tan` of a
+//!   rounded argument beyond 1e4 in magnitude, or near a pole of `tan`
+//!   (see `ill_conditioned_periodic`).
 //! - **Powers of -inf**: README rule 5's `pow` exception (see
 //!   `power_of_minus_infinity`), so that it holds downstream too.
 //!
@@ -110,6 +113,9 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
             }
             if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
             {
+                t.zip_mut_with(&ill, |a, &b| *a |= b);
+            }
+            if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
             if let Some(p) = power_of_minus_infinity(&node.op, &args, val.shape()) {
@@ -228,6 +234,36 @@ fn ill_conditioned_remainder(
         let q = x / y;
         let at_a_step = (q - q.round()).abs() <= 1e-6 * q.abs().max(1.0);
         *t = *t && (x.abs() > 1e4 * y.abs() || at_a_step);
+    }
+    Some(ill)
+}
+
+/// For a float `sin`, `cos` or `tan` of `a`: the elements where `a`
+/// carries rounding the compiled code may do differently (`rounded`) and
+/// either `|a| > 1e4` (the function keeps the argument's absolute rounding
+/// error: `sin(prod(x))` of 35 factors differed by 1.8e-7) or, for `tan`,
+/// `a` sits within 1e-4 of a pole. Such elements are unsettled. `None` for
+/// any other op.
+fn ill_conditioned_periodic(
+    op: &Op,
+    args: &[&Value],
+    rounded: &[&ArrayD<bool>],
+) -> Option<ArrayD<bool>> {
+    use kiln::ScalarOp::{Cos, Sin, Tan};
+    let Op::Elemwise {
+        scalar: scalar @ (Sin | Cos | Tan),
+        ..
+    } = op
+    else {
+        return None;
+    };
+    if !args[0].dtype().is_float() {
+        return None;
+    }
+    let tan = *scalar == Tan;
+    let mut ill = rounded[0].clone();
+    for (t, &x) in ill.iter_mut().zip(args[0].to_f64_array().iter()) {
+        *t = *t && (x.abs() > 1e4 || (tan && x.cos().abs() < 1e-4));
     }
     Some(ill)
 }
