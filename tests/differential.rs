@@ -403,6 +403,43 @@ fn fixed_point_negated_difference_made_by_specialize() {
     check_structure(&steps, 2).unwrap();
 }
 
+/// `exp(k // (x * 0))`: the reference divides by `-0.0` where `x < 0`
+/// and gets `exp(-inf) = 0`; FAST_RUN folds `x * 0` to `0` and gets
+/// `exp(+inf)`. Rule 5 frees the sign of a computed zero, so the element is
+/// unsettled (found by a 100,000-case run).
+#[test]
+fn values_division_by_a_computed_negative_zero() {
+    let steps = [
+        Step::WithConst(2, 17, 0, false),
+        Step::Binary(4, 38, 6),
+        Step::Dot(0, 5),
+        Step::Dot(5, 5),
+        Step::Unary(0, 0),
+        Step::Unary(2, 62),
+    ];
+    run_case(&steps, 1, 3, 1, 607910745708527586, false).unwrap();
+}
+
+/// `(-1 - M).T * -1`: `local_neg_sub` first gave `M.T - (-1)`, which the
+/// next pass's add canonizer turned into `1 + M.T`; it now gives that
+/// directly (found by a 100,000-case run).
+#[test]
+fn fixed_point_negated_difference_from_a_negative_constant() {
+    let steps = [
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::WithConst(1, 5, 2, true),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::Transpose(48),
+        Step::WithConst(2, 13, 2, false),
+        Step::Unary(0, 0),
+    ];
+    check_structure(&steps, 2).unwrap();
+}
+
 /// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the
 /// compiled `sqrt(f)` NaN, README rule 5's documented exception, which the
 /// comparison accepts (found by the 100,000-case run).

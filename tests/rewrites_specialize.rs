@@ -150,6 +150,12 @@ fn neg_div_neg() {
 #[test]
 fn neg_sub() {
     check_rule("local_neg_sub", g("-(x - y)"), "(-(x - y))", "(y - x)");
+    check_rule(
+        "local_neg_sub",
+        g("-(-1.5 - y)"),
+        "(-(-1.5 - y))",
+        "(1.5 + y)",
+    );
     check_no_fire("local_neg_sub", g("-(x + y)"));
 }
 

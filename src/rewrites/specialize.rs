@@ -344,7 +344,8 @@ fn negated_constant(fg: &FunctionGraph, b: VarId, c: f64) -> Option<Value> {
     (crate::ops::composite::wrap_i64(neg, dtype) == neg).then(|| Value::scalar_i64(dtype, neg))
 }
 
-/// `-(x - y) -> y - x` when the difference has the negation's dtype.
+/// `-(x - y) -> y - x` when the difference has the negation's dtype
+/// (`-(-c - y) -> c + y` for a negative constant).
 /// Specialize makes such negations (`local_mul_specialize` turns
 /// `(x - y) * -1` into `-(x - y)`) after canonicalize's add canonizer, which
 /// would have folded them, has run: without this rule a second FAST_RUN
@@ -359,6 +360,18 @@ pub fn local_neg_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>>
         return Ok(None);
     }
     let (a, b) = (input(fg, d, 0), input(fg, d, 1));
+    // `-(-c - y) -> c + y` for a negative scalar constant, in the order the
+    // add canonizer would give, so that a second pass keeps it.
+    if let Some(c) = unique_constant(fg, a) {
+        let scalar_like = fg.ty(a).broadcastable().iter().all(|&d| d);
+        if c < 0.0 && scalar_like && unique_constant(fg, b).is_none() {
+            if let Some(pos) = negated_constant(fg, a, c) {
+                let pos = fg.constant(pos);
+                let new = elemwise(fg, ScalarOp::Add, &[pos, b])?;
+                return finish(fg, n, new);
+            }
+        }
+    }
     let new = elemwise(fg, ScalarOp::Sub, &[b, a])?;
     finish(fg, n, new)
 }

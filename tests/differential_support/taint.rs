@@ -35,6 +35,9 @@
 //! - **Ill-conditioned periodic functions**: `sin`, `cos`, `tan` of a
 //!   rounded argument beyond 1e4 in magnitude, or near a pole of `tan`
 //!   (see `ill_conditioned_periodic`).
+//! - **Division by a computed zero**: rule 5 frees the sign of a zero,
+//!   hence of the infinity a division by it gives (see
+//!   `division_by_computed_zero`).
 //! - **Powers of -inf**: README rule 5's `pow` exception (see
 //!   `power_of_minus_infinity`), so that it holds downstream too.
 //!
@@ -114,6 +117,10 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
             if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
             {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
+            }
+            let computed: Vec<bool> = node.inputs.iter().map(|&i| fg.owner(i).is_some()).collect();
+            if let Some(z) = division_by_computed_zero(&node.op, &args, &computed, val.shape()) {
+                t.zip_mut_with(&z, |a, &b| *a |= b);
             }
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
@@ -236,6 +243,35 @@ fn ill_conditioned_remainder(
         *t = *t && (x.abs() > 1e4 * y.abs() || at_a_step);
     }
     Some(ill)
+}
+
+/// For a float `true_div`, `floor_div` or `mod` by `b`, or a `reciprocal`
+/// of `b`: the elements where `b` is a zero computed by the graph. Rule 5
+/// does not keep the sign of a zero (`x * 0 -> 0`), hence neither that of
+/// an infinity obtained by dividing by it (`exp(k // (x * 0))`: reference
+/// `exp(-inf) = 0` for a negative `x`, FAST_RUN `exp(+inf)`). A zero read
+/// from an input or a constant keeps its sign, so it is compared. `None`
+/// for any other op.
+fn division_by_computed_zero(
+    op: &Op,
+    args: &[&Value],
+    computed: &[bool],
+    shape: &[usize],
+) -> Option<ArrayD<bool>> {
+    use kiln::ScalarOp::{IntDiv, Mod, Reciprocal, TrueDiv};
+    let Op::Elemwise { scalar, .. } = op else {
+        return None;
+    };
+    let k = match scalar {
+        TrueDiv | IntDiv | Mod => 1,
+        Reciprocal => 0,
+        _ => return None,
+    };
+    if !computed[k] || !args[k].dtype().is_float() {
+        return None;
+    }
+    let b = args[k].to_f64_array();
+    Some(b.broadcast(IxDyn(shape))?.mapv(|x| x == 0.0))
 }
 
 /// For a float `sin`, `cos` or `tan` of `a`: the elements where `a`
