@@ -46,48 +46,49 @@ fn inputs(n: usize, seed: u64) -> (ArrayD<f64>, ArrayD<f64>) {
     )
 }
 
-#[test]
-fn vector_path_lengths_broadcast_and_block_levels_match_the_reference() {
+/// For every program and length: the compiled function (with `x`
+/// declared mutable when `in_place`), the inputs and the reference result.
+fn for_each_case(
+    in_place: bool,
+    mut body: impl FnMut(&str, usize, &kiln::CompiledFunction, ArrayD<f64>, ArrayD<f64>, &Value),
+) {
     let x = vector("x", DType::F64);
     let s = scalar("s", DType::F64);
     for (name, out) in programs(&x, &s) {
         let ins = [x.clone(), s.clone()];
         let outs = [out];
         let fg = FunctionGraph::new(&ins, &outs).unwrap();
-        let f = function(&ins, &outs).compile().unwrap();
+        let mutable: &[usize] = if in_place { &[0] } else { &[] };
+        let f = function(&ins, &outs)
+            .mutable_inputs(mutable)
+            .compile()
+            .unwrap();
         for (k, &n) in LENGTHS.iter().enumerate() {
             let (vx, vs) = inputs(n, 100 + k as u64);
-            let vals = [Value::F64(vx), Value::F64(vs)];
-            let want = eval::evaluate(&fg, &vals).unwrap();
-            let got = f.call_values(&vals).unwrap();
-            assert_close(&got[0], &want[0], 1e-13, &format!("{name}, n = {n}"));
+            let vals = [Value::F64(vx.clone()), Value::F64(vs.clone())];
+            let want = eval::evaluate(&fg, &vals).unwrap().remove(0);
+            body(&name, n, &f, vx, vs, &want);
         }
     }
 }
 
 #[test]
+fn vector_path_lengths_broadcast_and_block_levels_match_the_reference() {
+    for_each_case(false, |name, n, f, vx, vs, want| {
+        let got = f.call_values(&[Value::F64(vx), Value::F64(vs)]).unwrap();
+        assert_close(&got[0], want, 1e-13, &format!("{name}, n = {n}"));
+    });
+}
+
+#[test]
 fn vector_path_in_place_into_a_mutable_input_matches_the_reference() {
-    let x = vector("x", DType::F64);
-    let s = scalar("s", DType::F64);
-    for (name, out) in programs(&x, &s) {
-        let ins = [x.clone(), s.clone()];
-        let outs = [out];
-        let fg = FunctionGraph::new(&ins, &outs).unwrap();
-        let f = function(&ins, &outs)
-            .mutable_inputs(&[0])
-            .compile()
+    for_each_case(true, |name, n, f, mut vx, vs, want| {
+        let got = f
+            .call_mut(&mut [ArgMut::from(&mut vx), ArgMut::from(&vs)])
             .unwrap();
-        for (k, &n) in LENGTHS.iter().enumerate() {
-            let (mut vx, vs) = inputs(n, 200 + k as u64);
-            let vals = [Value::F64(vx.clone()), Value::F64(vs.clone())];
-            let want = eval::evaluate(&fg, &vals).unwrap();
-            let got = f
-                .call_mut(&mut [ArgMut::from(&mut vx), ArgMut::from(&vs)])
-                .unwrap();
-            let what = format!("{name} in place, n = {n}");
-            assert_close(&got[0], &want[0], 1e-13, &what);
-            // The kernel wrote its result into x's own buffer.
-            assert_close(&Value::F64(vx), &want[0], 1e-13, &what);
-        }
-    }
+        let what = format!("{name} in place, n = {n}");
+        assert_close(&got[0], want, 1e-13, &what);
+        // The kernel wrote its result into x's own buffer.
+        assert_close(&Value::F64(vx), want, 1e-13, &what);
+    });
 }
