@@ -15,7 +15,6 @@
 //!   1e-150 (a subnormal factor has a few bits of precision, so the
 //!   vectorised order and the reference's sequential one differ by far more
 //!   than rounding).
-//!
 //! - **Reassociation out of range**: an element of a sum, difference,
 //!   product, quotient, reciprocal, reduction or matrix product some of whose
 //!   operands or whose value lies outside 1e±150 (infinities included): the
@@ -24,14 +23,12 @@
 //!   different order rounds through subnormals (`(M * y) * x` gives 5e-324
 //!   where `M * (y * x)` gives 0, and a negative base raised to it is NaN
 //!   instead of 1); above it, partial results overflow in one order only.
-//!
 //! - **Ill-conditioned remainders**: a float `mod` or `floor_div` whose
 //!   dividend is more than 1e4 times its divisor or whose quotient is
-//!   within rounding of an integer, when an operand carries
-//!   rounding the compiled code may do differently (reassociable
-//!   arithmetic, a runtime-approximated function, `pow`): the remainder
-//!   keeps that absolute rounding error (see `ill_conditioned_remainder`).
-//!
+//!   within rounding of an integer, when an operand carries rounding the
+//!   compiled code may do differently (reassociable arithmetic, a
+//!   runtime-approximated function, `pow`): the remainder keeps that
+//!   absolute rounding error (see `ill_conditioned_remainder`).
 //! - **Ill-conditioned periodic functions**: `sin`, `cos`, `tan` of a
 //!   rounded argument beyond 1e4 in magnitude, or near a pole of `tan`
 //!   (see `ill_conditioned_periodic`).
