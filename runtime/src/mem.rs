@@ -45,11 +45,9 @@ pub fn advise_hugepages(ptr: *mut u8, bytes: usize) {
 
 /// `kiln_prefetch(p, bytes)`: asks the CPU to start loading the cache lines
 /// of `[p, p + bytes)` into L1, so that a blocked kernel's next block of
-/// input streams in from memory while the current block is computed.
-///
-/// # Safety
-/// None needed from the caller beyond a plain address: prefetch
-/// instructions never fault and never change memory, whatever `p` is.
+/// input streams in from memory while the current block is computed. Any
+/// address is allowed: prefetch instructions never fault and never change
+/// memory.
 pub extern "C" fn kiln_prefetch(p: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
