@@ -440,6 +440,18 @@ fn fixed_point_negated_difference_from_a_negative_constant() {
     check_structure(&steps, 2).unwrap();
 }
 
+/// `-x / x` on `u8`: the negation wraps (`-1_u8` is 255), so the true
+/// division gives `(256 - x) / x`. The greedy distributor moved `/ x` into
+/// the `u8` negation and folded the result to -1 (found by the pipeline
+/// fuzz target).
+#[test]
+fn values_division_of_a_wrapping_negation() {
+    let x = vector("x", DType::U8);
+    let out = true_div(&-&x, &x).unwrap();
+    let vals = [Value::U8(ndarray::arr1(&[1u8, 3, 200]).into_dyn())];
+    compare_with_reference(std::slice::from_ref(&x), std::slice::from_ref(&out), &vals).unwrap();
+}
+
 /// `f ** 0.5` at `f = -inf`: the reference (C99 `pow`) gives `+inf`, the
 /// compiled `sqrt(f)` NaN, README rule 5's documented exception, which the
 /// comparison accepts (found by the 100,000-case run).

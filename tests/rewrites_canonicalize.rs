@@ -191,6 +191,19 @@ fn add_canonizer_cancels_and_folds() {
 
 // ------------------------------------------------------------ greedy distributor
 
+/// A sum in another dtype than the product is not distributed into: the
+/// `u8` negation wraps, so `-x / x` is `(256 - x) / x`, not -1.
+#[test]
+fn greedy_distributor_keeps_integer_sums_of_a_float_division() {
+    check_no_fire("local_greedy_distributor", graph("x=u8[:]", "(-x) / x"));
+    check_rule(
+        "local_greedy_distributor",
+        graph("x=f64[:]", "(-x) / x"),
+        "((-x) / x)",
+        "second((-x), (-1.0)[None])",
+    );
+}
+
 #[test]
 fn greedy_distributor_pytensor_examples() {
     let d = "a=f64[:]; b=f64[:]; x=f64[:]; y=f64[:]; z=f64[:]";

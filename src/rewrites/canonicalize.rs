@@ -254,12 +254,15 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
                 continue;
             };
             this.remove(pos);
-            // A factor that is no sum has nothing to distribute into.
-            let (c, factor) = if AlgebraicCanonizer::ADD.is_leaf(fg, cand) {
-                (false, cand)
-            } else {
-                attempt_distribution(fg, cand, this, other, out_ty.dtype)?
-            };
+            // A factor that is no sum has nothing to distribute into; nor has
+            // a sum in another dtype (an integer `-x` wraps: `-x_u8 / x` is
+            // `(256 - x) / x`, not `-1`).
+            let (c, factor) =
+                if AlgebraicCanonizer::ADD.is_leaf(fg, cand) || fg.ty(cand).dtype != out_ty.dtype {
+                    (false, cand)
+                } else {
+                    attempt_distribution(fg, cand, this, other, out_ty.dtype)?
+                };
             change |= c;
             if side {
                 new_num.push(factor);
