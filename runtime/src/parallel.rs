@@ -12,7 +12,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use rayon::prelude::*;
 
@@ -21,7 +21,13 @@ use rayon::prelude::*;
 const CHUNKS_PER_THREAD: usize = 4;
 
 static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
-static POOL: Mutex<Option<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+/// The number of available cores, asked of the operating system once:
+/// `available_parallelism` reads cgroup files (several system calls), far
+/// too slow for the call path of a small compiled function.
+static AVAILABLE: OnceLock<usize> = OnceLock::new();
+/// The pool and its size. Launches only read it (concurrent callers share
+/// the read lock); it is written when the configured count changes.
+static POOL: RwLock<Option<(usize, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
 
 /// Sets the number of worker threads used by [`parallel_for`]; `0` restores
 /// the default (the number of available cores). Takes effect for the next
@@ -30,10 +36,11 @@ pub fn set_num_threads(n: usize) {
     NUM_THREADS.store(n, Ordering::Relaxed);
 }
 
-/// The number of worker threads [`parallel_for`] uses.
+/// The number of worker threads [`parallel_for`] uses. Makes no system
+/// call after the first (the default is the core count at first use).
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        0 => *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         n => n,
     }
 }
@@ -41,11 +48,19 @@ pub fn num_threads() -> usize {
 /// The pool for `threads` workers, rebuilt when the count changed; `None`
 /// if the operating system refused to create threads.
 fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
-    let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((t, p)) = guard.as_ref() {
-        if *t == threads {
-            return Some(p.clone());
-        }
+    type Slot = Option<(usize, Arc<rayon::ThreadPool>)>;
+    let cached = |slot: &Slot| {
+        slot.as_ref()
+            .filter(|(t, _)| *t == threads)
+            .map(|(_, p)| p.clone())
+    };
+    if let Some(p) = cached(&POOL.read().unwrap_or_else(|e| e.into_inner())) {
+        return Some(p);
+    }
+    let mut guard = POOL.write().unwrap_or_else(|e| e.into_inner());
+    // Another caller may have built it between the two locks.
+    if let Some(p) = cached(&guard) {
+        return Some(p);
     }
     let p = Arc::new(
         rayon::ThreadPoolBuilder::new()
