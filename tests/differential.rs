@@ -168,13 +168,15 @@ fn fixed_point_nested_sum_over_the_first_input() {
     assert_fixed_point(&[x, y], &[out]);
 }
 
-/// `-b` of a bool is an `i64`; canonicalize turned it into `-1 * b`, which
-/// the add canonizer did not read as a negation, and specialize turned it
-/// back into `neg(b)`, which the next canonicalize pass flattened.
+/// The negation of a bool cast to `i64` (`-b` itself was `i64` before bool
+/// negation became a type error, as in numpy); canonicalize turned it into
+/// `-1 * b`, which the add canonizer did not read as a negation, and
+/// specialize turned it back into `neg(b)`, which the next canonicalize pass
+/// flattened.
 #[test]
 fn fixed_point_negated_bools_in_an_outer_sum() {
     let b = vector("b", DType::Bool);
-    let nb = -&b;
+    let nb = -&b.cast(DType::I64);
     let out = &nb.expand_dims(1).unwrap() + &nb.expand_dims(0).unwrap();
     assert_fixed_point(std::slice::from_ref(&b), &[out]);
 }
@@ -586,14 +588,14 @@ fn values_integer_constant_folding_wraps() {
     .unwrap();
 }
 
-/// `neg(x < k / k)`: canonicalize's `k / k -> 1` (PyTensor's rule 5) turns
+/// `neg(cast(x < k / k))`: canonicalize's `k / k -> 1` (PyTensor's rule 5) turns
 /// the NaN of `0 / 0` into 1, and the comparison makes the difference an
 /// integer one (found by the 100,000-case run). Only the elements whose
 /// reference depends on a NaN may differ.
 #[test]
 fn values_cancelled_nan_under_a_comparison() {
     let (x, k) = (vec_f64("x"), vec_f64("k"));
-    let out = -&lt(&x, &(&k / &k)).unwrap();
+    let out = -&lt(&x, &(&k / &k)).unwrap().cast(DType::I64);
     let vals = [
         Value::F64(ndarray::arr1(&[0.5, 0.5, 2.0, f64::NAN]).into_dyn()),
         Value::F64(ndarray::arr1(&[0.0, 3.0, f64::NAN, 1.0]).into_dyn()),

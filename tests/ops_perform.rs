@@ -848,7 +848,14 @@ fn float_functions_of_integers_upgrade_to_float() {
         &[4],
         &[3.5, -3.5, INF, NAN],
     );
-    assert_value(&ew(Floor, &[&vi(&[-3])]), F64, &[1], &[-3.0]);
+    // Rounding an integer keeps its dtype, as numpy.
+    assert_value(&ew(Floor, &[&vi(&[-3])]), I64, &[1], &[-3.0]);
+    assert_value(
+        &ew(Round, &[&val(&[2], vec![-7i8, 5])]),
+        I8,
+        &[2],
+        &[-7.0, 5.0],
+    );
 }
 
 #[test]
@@ -1119,9 +1126,11 @@ fn bool_logic_and_bool_arithmetic() {
     assert_value(&ew(Or, &[&a, &b]), Bool, &[4], &[1.0, 1.0, 1.0, 0.0]);
     assert_value(&ew(Xor, &[&a, &b]), Bool, &[4], &[0.0, 1.0, 1.0, 0.0]);
     assert_value(&ew(Invert, &[&a]), Bool, &[4], &[0.0, 0.0, 1.0, 1.0]);
-    // Documented: arithmetic on bools gives i64.
-    assert_value(&ew(Add, &[&a, &b]), I64, &[4], &[2.0, 1.0, 1.0, 0.0]);
-    assert_value(&ew(Neg, &[&a]), I64, &[4], &[-1.0, -1.0, 0.0, 0.0]);
+    // As numpy: `+` is or, `*` is and, `**` is computed in i8.
+    assert_value(&ew(Add, &[&a, &b]), Bool, &[4], &[1.0, 1.0, 1.0, 0.0]);
+    assert_value(&ew(Add, &[&a, &b, &b]), Bool, &[4], &[1.0, 1.0, 1.0, 0.0]);
+    assert_value(&ew(Mul, &[&a, &b]), Bool, &[4], &[1.0, 0.0, 0.0, 0.0]);
+    assert_value(&ew(Pow, &[&a, &b]), I8, &[4], &[1.0, 1.0, 0.0, 1.0]);
     assert_value(&ew(Maximum, &[&a, &b]), Bool, &[4], &[1.0, 1.0, 1.0, 0.0]);
     // Mixed bool / int logic is bitwise.
     assert_value(

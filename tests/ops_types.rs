@@ -55,11 +55,14 @@ fn shape_vec(dims: &[i64]) -> (TensorType, Option<Value>) {
 /// Expected output dtype of every scalar op for inputs all of f32, i32, bool and u8
 /// (`None`: rejected).
 fn expected_dtypes(op: ScalarOp) -> [Option<DType>; 4] {
-    let arith = [Some(F32), Some(I32), Some(I64), Some(U8)];
     let same = [Some(F32), Some(I32), Some(Bool), Some(U8)];
     let float_fn = [Some(F32), Some(F64), Some(F32), Some(F32)];
     match op {
-        Add | Sub | Mul | IntDiv | Mod | Pow | Neg | Abs | Sign | Sqr => arith,
+        // numpy: logical or / and, and the identity, on booleans.
+        Add | Mul | Abs => same,
+        Sub | Neg | Sign => [Some(F32), Some(I32), None, Some(U8)],
+        IntDiv | Mod | Pow | Sqr => [Some(F32), Some(I32), Some(I8), Some(U8)],
+        Floor | Ceil | Round => [Some(F32), Some(I32), Some(F32), Some(U8)],
         TrueDiv => [Some(F32), Some(F64), Some(F64), Some(F64)],
         Maximum | Minimum | Clip | Identity | Switch | Second => same,
         Lt | Le | Gt | Ge | Eq | Neq => [Some(Bool); 4],
@@ -94,6 +97,14 @@ fn every_scalar_op_infers_its_output_dtype_through_elemwise() {
                     let ty = r.unwrap_or_else(|e| panic!("{op} on {d}: {e}"));
                     assert_eq!(ty, vec![t(want, &[None, Some(3)])], "{op} on {d}");
                 }
+                None if d == Bool => assert_eq!(
+                    r.unwrap_err().to_string(),
+                    format!(
+                        "type error in {op}: is not defined for bool inputs, as in numpy \
+                         (use `^` or `~`), got {}",
+                        vec!["bool"; n].join(", ")
+                    )
+                ),
                 None => assert_eq!(
                     r.unwrap_err().to_string(),
                     format!(
@@ -168,8 +179,11 @@ fn elemwise_dtype_promotion_follows_the_documented_rules() {
     // As numpy: a 32/64-bit integer with f32 gives f64.
     assert_eq!(e(Mul, &[I64, F32]), F64);
     assert_eq!(e(Add, &[I8, I32, I16]), I32);
-    assert_eq!(e(Add, &[Bool, Bool, Bool]), I64);
-    assert_eq!(e(Neg, &[Bool]), I64);
+    // numpy: booleans add (or) and multiply (and) to booleans.
+    assert_eq!(e(Add, &[Bool, Bool, Bool]), Bool);
+    assert_eq!(e(Mul, &[Bool, Bool]), Bool);
+    assert_eq!(e(Add, &[Bool, U8]), U8);
+    assert_eq!(e(Pow, &[Bool, Bool]), I8);
     assert_eq!(e(TrueDiv, &[I8, I8]), F64);
     assert_eq!(e(TrueDiv, &[Bool, F32]), F32);
     assert_eq!(e(TrueDiv, &[I64, F32]), F64);
@@ -177,7 +191,10 @@ fn elemwise_dtype_promotion_follows_the_documented_rules() {
     assert_eq!(e(Exp, &[I64]), F64);
     assert_eq!(e(Exp, &[U8]), F32);
     assert_eq!(e(Exp, &[I16]), F32);
-    assert_eq!(e(Floor, &[I8]), F32);
+    // Rounding an integer keeps its dtype (numpy); a bool is rounded as f32.
+    assert_eq!(e(Floor, &[I8]), I8);
+    assert_eq!(e(Round, &[I64]), I64);
+    assert_eq!(e(Ceil, &[Bool]), F32);
     assert_eq!(e(Lt, &[I8, F64]), Bool);
     assert_eq!(e(And, &[I8, U8]), I16);
     assert_eq!(e(Or, &[Bool, I32]), I32);

@@ -432,7 +432,8 @@ fn int_op(
             b.ins().select(c, a[1], a[2])
         }
         Second => a[1],
-        Identity | Cast(_) => a[0],
+        // Rounding an integer is the identity.
+        Identity | Cast(_) | Floor | Ceil | Round => a[0],
         op => {
             return Err(Error::Compile(format!(
                 "{op} has no integer-domain lowering"

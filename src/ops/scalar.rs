@@ -8,10 +8,13 @@
 //! touches a float, `i64` (wrapping, numpy floor semantics, no trap on division
 //! by zero) for integer and boolean ops. The JIT reproduces these semantics.
 //!
-//! Dtype rules (see `graph::types` for promotion): arithmetic ops give the
-//! upcast of their inputs (an all-`bool` arithmetic op gives `i64`); `true_div`
-//! of integers gives `f64`; float-valued functions (`exp`, `log`, `sqrt`,
-//! `sigmoid`, `floor`, ...) of integers give [`DType::upgrade_to_float`];
+//! Dtype rules (see `graph::types` for promotion), numpy's: arithmetic ops
+//! give the upcast of their inputs; on all-`bool` inputs `add` and `mul` are
+//! logical or / and (`bool`), `abs` is the identity, `int_div`, `mod`, `pow`
+//! and `sqr` give `i8`, and `sub`, `neg` and `sign` are type errors; `true_div`
+//! of integers gives `f64`; `floor`, `ceil` and `round` of integers keep the
+//! dtype (they are exact); other float-valued functions (`exp`, `log`, `sqrt`,
+//! `sigmoid`, ...) of integers give [`DType::upgrade_to_float`];
 //! comparisons and `invert` of `bool` give `bool`; `switch` gives the upcast of
 //! its two branches; `second(a, b)` gives `b`'s dtype; `cast{d}` gives `d`.
 
@@ -291,9 +294,22 @@ impl ScalarOp {
             _ => {}
         }
         let up = DType::upcast_all(inputs.iter().copied()).expect("non-empty inputs");
-        let arith = |d: DType| if d == DType::Bool { DType::I64 } else { d };
         Ok(match self {
-            Add | Sub | Mul | IntDiv | Mod | Pow | Neg | Abs | Sign | Sqr => arith(up),
+            // numpy: `+` and `*` of booleans are logical or / and; `abs` is
+            // the identity; `-`, unary `-` and `sign` are errors.
+            Add | Mul | Abs => up,
+            Sub | Neg | Sign if up == DType::Bool => {
+                return Err(err(format!(
+                    "is not defined for bool inputs, as in numpy (use `^` or `~`), got {}",
+                    dtype_list(inputs)
+                )))
+            }
+            Sub | Neg | Sign => up,
+            // numpy computes these on booleans in int8.
+            IntDiv | Mod | Pow | Sqr if up == DType::Bool => DType::I8,
+            IntDiv | Mod | Pow | Sqr => up,
+            // Rounding an integer is exact: numpy keeps its dtype.
+            Floor | Ceil | Round if up.is_int() => up,
             Maximum | Minimum | Clip | Identity => up,
             TrueDiv => {
                 if up.is_float() {
@@ -452,6 +468,7 @@ impl ScalarOp {
             Xor => a ^ b(),
             Invert if out == DType::Bool => bi(a == 0),
             Invert => !a,
+            Floor | Ceil | Round => a,
             Switch => {
                 if a != 0 {
                     args[1]
@@ -640,7 +657,9 @@ mod tests {
     fn output_dtypes() {
         assert_eq!(Add.output_dtype(&[F32, F64]).unwrap(), F64);
         assert_eq!(Add.output_dtype(&[I32, I32, I32]).unwrap(), I32);
-        assert_eq!(Add.output_dtype(&[Bool, Bool]).unwrap(), I64);
+        assert_eq!(Add.output_dtype(&[Bool, Bool]).unwrap(), Bool);
+        assert!(Sub.output_dtype(&[Bool, Bool]).is_err());
+        assert_eq!(Floor.output_dtype(&[I16]).unwrap(), I16);
         assert_eq!(TrueDiv.output_dtype(&[I64, I64]).unwrap(), F64);
         assert_eq!(TrueDiv.output_dtype(&[F32, I8]).unwrap(), F32);
         assert_eq!(Exp.output_dtype(&[I64]).unwrap(), F64);

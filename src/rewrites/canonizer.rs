@@ -372,6 +372,10 @@ impl AlgebraicCanonizer {
         if out_ty.dtype.is_unsigned() {
             return Ok(None);
         }
+        // Boolean `add` / `mul` are logical or / and: no inverse, no group.
+        if out_ty.dtype == DType::Bool {
+            return Ok(None);
+        }
         let (orig_num, orig_denum) = self.get_num_denum(fg, out);
         let (num, denum) = self.simplify(fg, orig_num.clone(), orig_denum.clone(), out_ty.dtype);
         if same_terms(fg, &orig_num, &num)

@@ -67,10 +67,16 @@ fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
 /// A weak constant for a Rust number next to `like` (see `graph::types`).
 /// An integer value (`is_float == false`) goes through [`weak_int_constant`].
 pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
+    weak_constant_next_to(like.dtype(), v, is_float)
+}
+
+/// A weak constant for a number next to tensors of dtype `like` (the upcast
+/// of the tensors it is combined with), as [`weak_constant`].
+pub fn weak_constant_next_to(like: DType, v: f64, is_float: bool) -> Tensor {
     if !is_float && v == v.trunc() && v.abs() < 9.2e18 {
-        return weak_int_constant(like, v as i64);
+        return weak_int_constant_next_to(like, v as i64);
     }
-    Tensor::scalar_constant(DType::weak_scalar(like.dtype(), is_float), v)
+    Tensor::scalar_constant(DType::weak_scalar(like, is_float), v)
 }
 
 /// A weak constant for a Rust integer next to `like`: the tensor's dtype when
@@ -78,7 +84,11 @@ pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
 /// `x_i8 + 1000` is `i64` instead of saturating the constant to 127. The value
 /// is stored exactly (no round trip through `f64`).
 pub fn weak_int_constant(like: &Tensor, v: i64) -> Tensor {
-    let d = DType::weak_scalar(like.dtype(), false);
+    weak_int_constant_next_to(like.dtype(), v)
+}
+
+fn weak_int_constant_next_to(like: DType, v: i64) -> Tensor {
+    let d = DType::weak_scalar(like, false);
     if d.is_float() {
         return Tensor::scalar_constant(d, v as f64);
     }

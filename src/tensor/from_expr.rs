@@ -186,10 +186,33 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                 };
                 return Ok(Built::Tensor(t.map_err(|e| at(pos, e))?));
             }
-            let ts: Vec<Tensor> = built.map(|b| tensor_of(b, pos)).collect::<Result<_>>()?;
+            let ts = call_args(func, built.collect(), pos)?;
             Built::Tensor(call(func, &ts, pos)?)
         }
     })
+}
+
+/// The arguments of a function call as tensors. A number literal is weak
+/// next to the tensors among the function's value arguments (every argument
+/// but `where`'s condition), as numpy treats Python scalars: `where(c, 2, x_f32)`
+/// and `clip(x_i32, 0, 10)` keep the tensor's dtype.
+fn call_args(func: Func, args: Vec<Built>, pos: usize) -> Result<Vec<Tensor>> {
+    let first_value = usize::from(func == Func::Where);
+    let like = DType::upcast_all(args.iter().skip(first_value).filter_map(|b| match b {
+        Built::Tensor(t) => Some(t.dtype()),
+        _ => None,
+    }));
+    args.into_iter()
+        .enumerate()
+        .map(|(i, b)| match (b, like) {
+            (Built::Number(n), Some(d)) if i >= first_value => Ok(build::weak_constant_next_to(
+                d,
+                n.as_f64(),
+                matches!(n, Number::Float(_)),
+            )),
+            (b, _) => tensor_of(b, pos),
+        })
+        .collect()
 }
 
 fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
@@ -312,6 +335,16 @@ mod tests {
     #[test]
     fn literals_are_weak() {
         let v = vars();
+        // Also in function arguments, as numpy's Python scalars (NEP 50);
+        // `where`'s condition does not count.
+        let d = |src: &str| build_expression(src, &v).unwrap().dtype();
+        assert_eq!(d("where(f > 0, 2, f)"), DType::F32);
+        assert_eq!(d("where(i > 0, 2, i)"), DType::I32);
+        assert_eq!(d("where(i > 0, 2.5, i)"), DType::F64);
+        assert_eq!(d("where(x > 0, 2, 3)"), DType::I64);
+        assert_eq!(d("clip(i, 0, 10)"), DType::I32);
+        assert_eq!(d("maximum(f, 0)"), DType::F32);
+        assert_eq!(d("maximum(2, 3)"), DType::I64);
         assert_eq!(build_expression("f * 2", &v).unwrap().dtype(), DType::F32);
         assert_eq!(build_expression("f * 2.5", &v).unwrap().dtype(), DType::F32);
         assert_eq!(build_expression("i + 1", &v).unwrap().dtype(), DType::I32);
