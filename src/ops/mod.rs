@@ -21,7 +21,7 @@ pub use composite::{CNode, CRef, Composite, ScalarConst};
 pub use scalar::{Arity, ScalarOp};
 
 use crate::error::{Error, Result};
-use crate::graph::{DType, TensorType, Value};
+use crate::types::{DType, TensorType, Value};
 
 /// Which outputs overwrite which inputs: pairs `(output, input)`.
 pub type InplacePattern = SmallVec<[(u8, u8); 2]>;

@@ -8,7 +8,7 @@
 //! touches a float, `i64` (wrapping, numpy floor semantics, no trap on division
 //! by zero) for integer and boolean ops. The JIT reproduces these semantics.
 //!
-//! Dtype rules (see `graph::types` for promotion): arithmetic ops give the
+//! Dtype rules (see `types::dtype` for promotion): arithmetic ops give the
 //! upcast of their inputs (an all-`bool` arithmetic op gives `i64`); `true_div`
 //! of integers gives `f64`; float-valued functions (`exp`, `log`, `sqrt`,
 //! `sigmoid`, `floor`, ...) of integers give [`DType::upgrade_to_float`];
@@ -18,7 +18,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::graph::DType;
+use crate::types::DType;
 
 /// An element-wise scalar operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
