@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use criterion::{criterion_main, BatchSize, BenchmarkId, Criterion};
 use kiln::linker::{compile, CompileOptions};
-use kiln::rewriting::{optdb, rewrite_graph_with, AsQuery, Mode};
+use kiln::rewrites::optdb;
+use kiln::rewriting::{rewrite_graph_with, AsQuery, Mode};
 use kiln::workloads::chain_graph;
 
 const SIZES: [usize; 5] = [100, 300, 1000, 3000, 10000];

@@ -1,5 +1,6 @@
 //! Prints each benchmark workload before and after FAST_RUN rewriting.
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::Result;
 
 fn main() -> Result<()> {

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::graph::{FunctionGraph, Value};
 use crate::linker::{self, Arg, ArgMut, CompileOptions, CompileProfile, RunProfile};
-use crate::rewriting::{rewrite_graph, FunctionProfile, Mode, RewriterProfile};
+use crate::rewrites::rewrite_graph;
+use crate::rewriting::{FunctionProfile, Mode, RewriterProfile};
 use crate::tensor::Tensor;
 
 /// Configures and compiles a function (see [`function`]).

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod rewrites;
 pub mod rewriting;
 pub mod tensor;
+pub mod types;
 pub mod workloads;
 
 pub use error::{Error, Result};

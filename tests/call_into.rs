@@ -7,7 +7,8 @@
 //! into the caller's array; mismatched arrays are replaced.
 
 use kiln::linker::{compile, Arg, ArgMut, CompileOptions};
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::workloads::suite;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};

@@ -23,7 +23,8 @@ mod random_graphs;
 use std::collections::HashSet;
 
 use differential_support::compare_with_reference;
-use kiln::rewriting::{rewrite_graph, Mode, StopReason};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::{Mode, StopReason};
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;

@@ -12,7 +12,8 @@ use kiln::eval::evaluate;
 use kiln::graph::print::pprint_outputs;
 use kiln::linker::{Arg, ArgMut};
 use kiln::ops::InputInfo;
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::*;
 use ndarray::{s, ArrayD, IxDyn};
 

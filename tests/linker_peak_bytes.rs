@@ -5,7 +5,8 @@
 
 use kiln::graph::Client;
 use kiln::linker::{compile, CompileOptions};
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::workloads::suite;
 use kiln::{function, vector, DType, FunctionGraph, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};

@@ -12,7 +12,8 @@ use kiln::graph::print::{dprint, pprint_outputs};
 use kiln::linker::reduce::Modes;
 use kiln::linker::{compile, Arg, CompileOptions};
 use kiln::ops::{CRef, Composite, ScalarConst};
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::{matrix, tensor, vector, DType, FunctionGraph, Op, ReduceOp, ScalarOp, Tensor, Value};
 
 const OPS: [ReduceOp; 6] = [

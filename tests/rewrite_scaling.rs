@@ -2,7 +2,8 @@
 //! `chain` graph of `workloads.md`: counted in work units (nodes examined by
 //! the cycle checks of `replace`, node levels raised), never timed.
 
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::workloads::chain_graph;
 
 /// (cycle-check visits, level raises, input changes, nodes after) of FAST_RUN on chain(k).

@@ -7,7 +7,8 @@ mod common_rewrites;
 
 use common_rewrites::*;
 use kiln::eval::evaluate;
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
 

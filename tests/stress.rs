@@ -3,7 +3,8 @@
 //! threads have the default 2 MiB stack), and give the reference's values.
 
 use kiln::linker::{compile, CompileOptions};
-use kiln::rewriting::{rewrite_graph, Mode};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::*;
 use ndarray::arr1;
 

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use super::{build, declare_all, parse_mode, split_list, BenchArgs, CliError, CliResult};
 use crate::graph::{DType, FunctionGraph, Value};
 use crate::linker::{self, Arg, CompileOptions};
-use crate::rewriting::{rewrite_graph, Mode};
+use crate::rewrites::rewrite_graph;
+use crate::rewriting::Mode;
 use crate::tensor::tensor;
 use crate::workloads::{self, Rng};
 

@@ -15,7 +15,8 @@ use super::{
 };
 use crate::graph::print::{dprint, pprint_outputs, to_dot};
 use crate::graph::FunctionGraph;
-use crate::rewriting::{optdb::AsQuery, rewrite_graph, RewriteDatabaseQuery, RewriterProfile};
+use crate::rewrites::rewrite_graph;
+use crate::rewriting::{optdb::AsQuery, RewriteDatabaseQuery, RewriterProfile};
 
 /// The result of rewriting an expression.
 #[derive(Debug)]

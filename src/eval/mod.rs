@@ -15,7 +15,8 @@ pub use perform::perform;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::graph::{DType, FunctionGraph, TensorType, Value, VarId};
+use crate::graph::{FunctionGraph, VarId};
+use crate::types::{DType, TensorType, Value};
 
 /// Checks one call argument against the declared input type; the message
 /// names the input by position and name.

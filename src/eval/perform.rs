@@ -4,10 +4,10 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::graph::{DType, Element, TensorType, Value};
 use crate::ops::composite::round_to;
 use crate::ops::scalar::{nan_max, nan_min};
 use crate::ops::{Composite, Op, ReduceOp, ScalarOp};
+use crate::types::{DType, Element, TensorType, Value};
 
 /// Computes the outputs of `op` on `inputs`, whose static types are `types`.
 pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<Value>> {
@@ -398,7 +398,7 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
             Some(b) => {
                 let mut out = output_vec(name, &shape)?;
                 out.extend(b.iter().copied());
-                Ok(<_ as crate::graph::Element>::wrap(ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
+                Ok(<_ as crate::types::Element>::wrap(ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized")))
             }
             None => Err(Error::eval(name, format!("value of shape {:?} cannot broadcast to {shape:?}", a.shape()))),
         }

@@ -28,10 +28,9 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::ids::{Client, NodeId, VarId};
-use super::types::TensorType;
-use super::value::Value;
 use crate::error::{Error, Result};
 use crate::ops::{InputInfo, Op};
+use crate::types::{TensorType, Value};
 
 /// Data of one variable.
 #[derive(Debug, Clone)]

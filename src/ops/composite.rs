@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 
 use super::scalar::ScalarOp;
 use crate::error::{Error, Result};
-use crate::graph::DType;
+use crate::types::DType;
 
 /// A scalar constant inlined into a Composite: its dtype and value bits
 /// (`f64::to_bits` for floats, the `i64` value for integers and bools).
@@ -35,7 +35,7 @@ impl ScalarConst {
             };
             v.to_bits()
         } else {
-            crate::graph::Value::scalar_f64(dtype, v)
+            crate::types::Value::scalar_f64(dtype, v)
                 .to_i64_array()
                 .iter()
                 .next()
@@ -197,7 +197,7 @@ impl Composite {
         match r {
             CRef::Input(i) => out.push_str(&format!("i{i}")),
             CRef::Const(c) => {
-                out.push_str(&crate::graph::value::format_element(c.as_f64(), c.dtype))
+                out.push_str(&crate::types::value::format_element(c.as_f64(), c.dtype))
             }
             CRef::Node(i) => {
                 let n = &self.nodes[i as usize];

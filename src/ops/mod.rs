@@ -21,7 +21,7 @@ pub use composite::{CNode, CRef, Composite, ScalarConst};
 pub use scalar::{Arity, ScalarOp};
 
 use crate::error::{Error, Result};
-use crate::graph::{DType, TensorType, Value};
+use crate::types::{DType, TensorType, Value};
 
 /// Which outputs overwrite which inputs: pairs `(output, input)`.
 pub type InplacePattern = SmallVec<[(u8, u8); 2]>;
@@ -308,13 +308,6 @@ impl Op {
         // The name is rendered only for an error: a large Composite's name
         // is its whole expression.
         let err = |msg: String| Error::ty(self.name(), msg);
-        let types = || {
-            inputs
-                .iter()
-                .map(|i| i.ty.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         match self {
             Op::Elemwise { scalar, .. } => {
                 let dtypes: Vec<DType> = inputs.iter().map(|i| i.ty.dtype).collect();
@@ -325,21 +318,7 @@ impl Op {
                 )])
             }
             Op::Composite { composite, .. } => {
-                if inputs.len() != composite.inputs.len() {
-                    return Err(err(format!(
-                        "expects {} inputs, got {}",
-                        composite.inputs.len(),
-                        inputs.len()
-                    )));
-                }
-                for (k, (i, d)) in inputs.iter().zip(&composite.inputs).enumerate() {
-                    if i.ty.dtype != *d {
-                        return Err(err(format!(
-                            "input {k} has dtype {} but the composite expects {d}",
-                            i.ty.dtype
-                        )));
-                    }
-                }
+                check_composite_inputs(composite, inputs).map_err(err)?;
                 let shape = broadcast_shapes(self, inputs)?;
                 Ok(composite
                     .output_dtypes()
@@ -354,32 +333,9 @@ impl Op {
                 let [x] = inputs else {
                     return Err(err(format!("expects 1 input, got {}", inputs.len())));
                 };
-                if x.ty.ndim() != *input_ndim {
-                    return Err(err(format!("expects a {input_ndim}-d input, got {}", x.ty)));
-                }
-                let mut seen = vec![false; *input_ndim];
-                for d in new_order.iter().flatten() {
-                    if *d >= *input_ndim || seen[*d] {
-                        return Err(err(format!(
-                            "invalid order {new_order:?} for input {}",
-                            x.ty
-                        )));
-                    }
-                    seen[*d] = true;
-                }
-                for (d, kept) in seen.iter().enumerate() {
-                    if !kept && !x.ty.is_broadcastable(d) {
-                        return Err(err(format!(
-                            "cannot drop dimension {d} of {}: it is not broadcastable (size 1)",
-                            x.ty
-                        )));
-                    }
-                }
-                let shape = new_order
-                    .iter()
-                    .map(|d| d.map_or(Some(1), |d| x.ty.shape[d]))
-                    .collect();
-                Ok(vec![TensorType::new(x.ty.dtype, shape)])
+                Ok(vec![
+                    dimshuffle_type(*input_ndim, new_order, x.ty).map_err(err)?
+                ])
             }
             Op::CAReduce { op, axes } => {
                 let [x] = inputs else {
@@ -404,84 +360,9 @@ impl Op {
                 })?;
                 Ok(vec![reduced_type(*op, axes, &mapped[0]).map_err(err)?])
             }
-            Op::Dot => {
-                let [a, b] = inputs else {
-                    return Err(err(format!("expects 2 inputs, got {}", inputs.len())));
-                };
-                let (na, nb) = (a.ty.ndim(), b.ty.ndim());
-                if !(1..=2).contains(&na) || !(1..=2).contains(&nb) {
-                    return Err(err(format!("expects 1-d or 2-d operands, got {}", types())));
-                }
-                let ka = a.ty.shape[na - 1];
-                let kb = b.ty.shape[0];
-                if let (Some(x), Some(y)) = (ka, kb) {
-                    if x != y {
-                        return Err(err(format!(
-                            "inner dimensions differ: {} and {}",
-                            a.ty, b.ty
-                        )));
-                    }
-                }
-                let mut shape = Vec::new();
-                if na == 2 {
-                    shape.push(a.ty.shape[0]);
-                }
-                if nb == 2 {
-                    shape.push(b.ty.shape[1]);
-                }
-                let mut dtype = DType::upcast(a.ty.dtype, b.ty.dtype);
-                if dtype == DType::Bool {
-                    dtype = DType::I64;
-                }
-                Ok(vec![TensorType::new(dtype, shape)])
-            }
+            Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
-            Op::Alloc => {
-                let Some((v, dims)) = inputs.split_first() else {
-                    return Err(err(
-                        "expects a value and one scalar per dimension".to_string()
-                    ));
-                };
-                let mut shape = Vec::with_capacity(dims.len());
-                for (k, d) in dims.iter().enumerate() {
-                    if d.ty.ndim() != 0 || !(d.ty.dtype.is_int()) {
-                        return Err(err(format!(
-                            "shape input {k} must be a 0-d integer, got {}",
-                            d.ty
-                        )));
-                    }
-                    let size = d
-                        .value
-                        .and_then(|v| v.to_i64_array().iter().next().copied());
-                    if let Some(n) = size.filter(|&n| n < 0) {
-                        return Err(err(format!("negative size {n} for dimension {k}")));
-                    }
-                    shape.push(size.map(|n| n as usize));
-                }
-                if v.ty.ndim() > dims.len() {
-                    return Err(err(format!(
-                        "value {} has more dimensions than the shape ({})",
-                        v.ty,
-                        dims.len()
-                    )));
-                }
-                let off = dims.len() - v.ty.ndim();
-                for (k, vd) in v.ty.shape.iter().enumerate() {
-                    match (vd, shape[off + k]) {
-                        (Some(1), _) => {}
-                        (Some(a), Some(b)) if *a != b => {
-                            return Err(err(format!(
-                                "value {} cannot broadcast to dimension {} of size {b}",
-                                v.ty,
-                                off + k
-                            )))
-                        }
-                        (Some(a), None) => shape[off + k] = Some(*a),
-                        _ => {}
-                    }
-                }
-                Ok(vec![TensorType::new(v.ty.dtype, shape)])
-            }
+            Op::Alloc => Ok(vec![alloc_type(inputs).map_err(err)?]),
             Op::Reshape { ndim } => {
                 let [x, s] = inputs else {
                     return Err(err(format!("expects 2 inputs, got {}", inputs.len())));
@@ -525,6 +406,146 @@ impl Op {
             }
         }
     }
+}
+
+/// Checks a Composite's inputs against its declared input dtypes, or gives
+/// the message of a type error.
+fn check_composite_inputs(
+    composite: &Composite,
+    inputs: &[InputInfo<'_>],
+) -> std::result::Result<(), String> {
+    if inputs.len() != composite.inputs.len() {
+        return Err(format!(
+            "expects {} inputs, got {}",
+            composite.inputs.len(),
+            inputs.len()
+        ));
+    }
+    for (k, (i, d)) in inputs.iter().zip(&composite.inputs).enumerate() {
+        if i.ty.dtype != *d {
+            return Err(format!(
+                "input {k} has dtype {} but the composite expects {d}",
+                i.ty.dtype
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The output type of a DimShuffle of an `input_ndim`-d `x` to `new_order`
+/// (`None` inserts a broadcastable dimension), or the message of a type
+/// error: a dropped dimension must be broadcastable.
+fn dimshuffle_type(
+    input_ndim: usize,
+    new_order: &[Option<usize>],
+    x: &TensorType,
+) -> std::result::Result<TensorType, String> {
+    if x.ndim() != input_ndim {
+        return Err(format!("expects a {input_ndim}-d input, got {x}"));
+    }
+    let mut seen = vec![false; input_ndim];
+    for d in new_order.iter().flatten() {
+        if *d >= input_ndim || seen[*d] {
+            return Err(format!("invalid order {new_order:?} for input {x}"));
+        }
+        seen[*d] = true;
+    }
+    for (d, kept) in seen.iter().enumerate() {
+        if !kept && !x.is_broadcastable(d) {
+            return Err(format!(
+                "cannot drop dimension {d} of {x}: it is not broadcastable (size 1)"
+            ));
+        }
+    }
+    let shape = new_order
+        .iter()
+        .map(|d| d.map_or(Some(1), |d| x.shape[d]))
+        .collect();
+    Ok(TensorType::new(x.dtype, shape))
+}
+
+/// The output type of `dot(a, b)` on 1-d or 2-d operands, or the message of
+/// a type error. Booleans give `i64`.
+fn dot_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String> {
+    let [a, b] = inputs else {
+        return Err(format!("expects 2 inputs, got {}", inputs.len()));
+    };
+    let (na, nb) = (a.ty.ndim(), b.ty.ndim());
+    if !(1..=2).contains(&na) || !(1..=2).contains(&nb) {
+        let types = inputs
+            .iter()
+            .map(|i| i.ty.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(format!("expects 1-d or 2-d operands, got {types}"));
+    }
+    let ka = a.ty.shape[na - 1];
+    let kb = b.ty.shape[0];
+    if let (Some(x), Some(y)) = (ka, kb) {
+        if x != y {
+            return Err(format!("inner dimensions differ: {} and {}", a.ty, b.ty));
+        }
+    }
+    let mut shape = Vec::new();
+    if na == 2 {
+        shape.push(a.ty.shape[0]);
+    }
+    if nb == 2 {
+        shape.push(b.ty.shape[1]);
+    }
+    let mut dtype = DType::upcast(a.ty.dtype, b.ty.dtype);
+    if dtype == DType::Bool {
+        dtype = DType::I64;
+    }
+    Ok(TensorType::new(dtype, shape))
+}
+
+/// The output type of `Alloc(value, *dims)`, or the message of a type error:
+/// each dimension is a 0-d integer (its size is static when it is a
+/// constant), and the value broadcasts to the shape.
+fn alloc_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String> {
+    let Some((v, dims)) = inputs.split_first() else {
+        return Err("expects a value and one scalar per dimension".to_string());
+    };
+    let mut shape = Vec::with_capacity(dims.len());
+    for (k, d) in dims.iter().enumerate() {
+        if d.ty.ndim() != 0 || !(d.ty.dtype.is_int()) {
+            return Err(format!(
+                "shape input {k} must be a 0-d integer, got {}",
+                d.ty
+            ));
+        }
+        let size = d
+            .value
+            .and_then(|v| v.to_i64_array().iter().next().copied());
+        if let Some(n) = size.filter(|&n| n < 0) {
+            return Err(format!("negative size {n} for dimension {k}"));
+        }
+        shape.push(size.map(|n| n as usize));
+    }
+    if v.ty.ndim() > dims.len() {
+        return Err(format!(
+            "value {} has more dimensions than the shape ({})",
+            v.ty,
+            dims.len()
+        ));
+    }
+    let off = dims.len() - v.ty.ndim();
+    for (k, vd) in v.ty.shape.iter().enumerate() {
+        match (vd, shape[off + k]) {
+            (Some(1), _) => {}
+            (Some(a), Some(b)) if *a != b => {
+                return Err(format!(
+                    "value {} cannot broadcast to dimension {} of size {b}",
+                    v.ty,
+                    off + k
+                ))
+            }
+            (Some(a), None) => shape[off + k] = Some(*a),
+            _ => {}
+        }
+    }
+    Ok(TensorType::new(v.ty.dtype, shape))
 }
 
 /// The output type of a Gemm on `(z, alpha, x, y, beta)`, or the message

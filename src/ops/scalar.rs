@@ -8,7 +8,7 @@
 //! touches a float, `i64` (wrapping, numpy floor semantics, no trap on division
 //! by zero) for integer and boolean ops. The JIT reproduces these semantics.
 //!
-//! Dtype rules (see `graph::types` for promotion), numpy's: arithmetic ops
+//! Dtype rules (see `types::dtype` for promotion), numpy's: arithmetic ops
 //! give the upcast of their inputs; on all-`bool` inputs `add` and `mul` are
 //! logical or / and (`bool`), `abs` is the identity, `int_div`, `mod`, `pow`
 //! and `sqr` give `i8`, and `sub`, `neg` and `sign` are type errors; `true_div`
@@ -21,7 +21,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::graph::DType;
+use crate::types::DType;
 
 /// An element-wise scalar operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -15,18 +15,28 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::canonizer::AlgebraicCanonizer;
 use super::rule::Rule;
+use super::shared::{local_dimshuffle_lift, local_func_inv, local_sum_prod_of_mul_or_div};
 use super::util::{
     elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant,
 };
 
 const ELEMWISE_ALL: &[OpKind] = &[];
 
+/// The element-wise kinds of the named scalar ops.
+macro_rules! kinds {
+    ($($s:ident),*) => { &[$(OpKind::Elemwise(ScalarOp::$s)),*] };
+}
+
 /// Every canonicalize rule, in registration order.
 pub fn rules() -> Vec<Rule> {
-    use ScalarOp::*;
-    macro_rules! kinds {
-        ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
-    }
+    let mut rules = algebra_rules();
+    rules.extend(structure_rules());
+    rules
+}
+
+/// The rules on arithmetic: the canonizers, the distributor and the
+/// rewrites of negation, zeros, powers, reciprocals and division by one.
+fn algebra_rules() -> Vec<Rule> {
     vec![
         Rule {
             name: "local_useless_elemwise",
@@ -88,6 +98,13 @@ pub fn rules() -> Vec<Rule> {
             apply: local_div_by_one,
             fast_compile: true,
         },
+    ]
+}
+
+/// The rules on the structure around arithmetic: DimShuffles, fills, casts
+/// of constants, inverse pairs, reductions, switches and shapes.
+fn structure_rules() -> Vec<Rule> {
+    vec![
         Rule {
             name: "local_dimshuffle_lift",
             tracks: &[OpKind::DimShuffle],
@@ -143,7 +160,7 @@ pub fn rules() -> Vec<Rule> {
         Rule {
             name: "local_sum_prod_of_mul_or_div",
             tracks: &[OpKind::CAReduce],
-            apply: super::specialize::local_sum_prod_of_mul_or_div,
+            apply: local_sum_prod_of_mul_or_div,
             fast_compile: false,
         },
         Rule {
@@ -504,93 +521,6 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
-/// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
-/// through single-client element-wise ops, as `local_dimshuffle_lift` does
-/// in canonicalize: used by specialize, whose rules create DimShuffles.
-pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
-        return local_dimshuffle_identity(fg, n);
-    };
-    let lift = matches!(
-        fg.node(inner).op,
-        Op::DimShuffle { .. } | Op::Elemwise { .. }
-    );
-    if lift {
-        local_dimshuffle_lift(fg, n)
-    } else {
-        local_dimshuffle_identity(fg, n)
-    }
-}
-
-fn local_dimshuffle_identity(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::DimShuffle {
-        input_ndim,
-        new_order,
-    } = &fg.node(n).op
-    else {
-        return Ok(None);
-    };
-    let identity =
-        new_order.len() == *input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k));
-    Ok(identity.then(|| fg.node(n).inputs[0]))
-}
-
-/// Lifts DimShuffles towards the inputs: merges nested DimShuffles, removes
-/// identity ones, and moves a DimShuffle of a single-client Elemwise onto
-/// the Elemwise's inputs.
-pub fn local_dimshuffle_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::DimShuffle {
-        input_ndim,
-        new_order,
-    } = fg.node(n).op.clone()
-    else {
-        return Ok(None);
-    };
-    let x = fg.node(n).inputs[0];
-    if new_order.len() == input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k)) {
-        return Ok(Some(x));
-    }
-    let Some(inner) = fg.owner(x) else {
-        return Ok(None);
-    };
-    match fg.node(inner).op.clone() {
-        Op::DimShuffle {
-            input_ndim: nd0,
-            new_order: inner_order,
-        } => {
-            let composed: Vec<Option<usize>> = new_order
-                .iter()
-                .map(|d| d.and_then(|k| inner_order[k]))
-                .collect();
-            let src = fg.node(inner).inputs[0];
-            if composed.len() == nd0 && composed.iter().enumerate().all(|(k, d)| *d == Some(k)) {
-                return Ok(Some(src));
-            }
-            fg.apply1(
-                Op::DimShuffle {
-                    input_ndim: nd0,
-                    new_order: composed,
-                },
-                &[src],
-            )
-            .map(Some)
-        }
-        Op::Elemwise { scalar, .. } if single_client(fg, x) => {
-            let ins = fg.node(inner).inputs.to_vec();
-            let mut lifted = Vec::with_capacity(ins.len());
-            for i in ins {
-                let ds = Op::DimShuffle {
-                    input_ndim,
-                    new_order: new_order.clone(),
-                };
-                lifted.push(fg.apply1(ds, &[i])?);
-            }
-            fg.apply1(Op::elemwise(scalar), &lifted).map(Some)
-        }
-        _ => Ok(None),
-    }
-}
-
 /// `f(fill(a, b), c) -> fill(a, f(b, c))`: sinks fills (`second`) out of element-wise ops.
 pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Some(op) = scalar_of(fg, n) else {
@@ -708,38 +638,6 @@ pub fn local_exp_log(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>>
         _ => return Ok(None),
     };
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
-}
-
-/// Removes a function applied to its inverse: `neg(neg(x))`,
-/// `reciprocal(reciprocal(x))`, `invert(invert(x))` (integers and bools),
-/// `tanh(arctanh(x))`, `arctanh(tanh(x))`, `sinh(arcsinh(x))`,
-/// `arcsinh(sinh(x))`, `cosh(arccosh(x))`.
-pub fn local_func_inv(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    use ScalarOp::*;
-    let Some(outer) = scalar_of(fg, n) else {
-        return Ok(None);
-    };
-    let x_in = fg.node(n).inputs[0];
-    let Some(inner_node) = fg.owner(x_in) else {
-        return Ok(None);
-    };
-    let Some(inner) = scalar_of(fg, inner_node) else {
-        return Ok(None);
-    };
-    let pair = matches!(
-        (outer, inner),
-        (Neg, Neg)
-            | (Reciprocal, Reciprocal)
-            | (Invert, Invert)
-            | (Tanh, ArcTanh)
-            | (ArcTanh, Tanh)
-            | (Sinh, ArcSinh)
-            | (ArcSinh, Sinh)
-            | (Cosh, ArcCosh)
-    );
-    let x = fg.node(inner_node).inputs[0];
-    let out_ty = fg.ty(out_of(fg, n)).clone();
-    Ok((pair && out_ty.accepts_replacement(fg.ty(x))).then_some(x))
 }
 
 /// `sum(sum(x, a), b) -> sum(x, a ∪ b)` (same for every reduction) when the

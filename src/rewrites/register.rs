@@ -1,3 +1,7 @@
+//! Assembles the registered optdb ([`optdb`]: the framework's skeleton filled
+//! with the library) and the [`rewrite_graph`] entry point that queries it.
+//! The framework (`crate::rewriting`) never calls back into this module.
+//!
 //! Registers the rewrite library in the optdb: the canonicalize, stabilize
 //! and specialize rules (with constant folding as a final rewriter), the
 //! BlasOpt database at 2.5 (`gemm_optimizer`), elemwise fusion at 49 (the
@@ -8,10 +12,11 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::graph::DestroyHandler;
+use crate::graph::{DestroyHandler, FunctionGraph};
 use crate::rewriting::db::{EquilibriumDB, SeqItem, SequenceDB};
 use crate::rewriting::{
-    FnGraphRewriter, FnNodeRewriter, GraphRewriter, Rewrite, Track, Tracks, WalkingGraphRewriter,
+    optdb_skeleton, rewrite_graph_with, AsQuery, FnGraphRewriter, FnNodeRewriter, GraphRewriter,
+    Rewrite, RewriterProfile, Track, Tracks, WalkingGraphRewriter,
 };
 
 use super::rule::Rule;
@@ -21,6 +26,20 @@ use super::{
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
 pub const ADD_DESTROY_HANDLER: f64 = 49.5;
+
+/// The optdb: the framework's standard structure
+/// ([`optdb_skeleton`]) filled with the rewrite library
+/// ([`register_library`]). Built afresh on every call (no global state).
+pub fn optdb() -> SequenceDB {
+    let mut db = optdb_skeleton();
+    register_library(&mut db).expect("the rewrite library registers cleanly");
+    db
+}
+
+/// Rewrites `fg` with the rewriters of the [`optdb`] the query selects.
+pub fn rewrite_graph(fg: &mut FunctionGraph, q: &impl AsQuery) -> Result<RewriterProfile> {
+    rewrite_graph_with(&optdb(), fg, q)
+}
 
 /// Wraps a rule as a node rewriter.
 pub fn node_rewriter(rule: Rule) -> FnNodeRewriter {

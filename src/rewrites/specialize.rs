@@ -8,6 +8,7 @@ use crate::graph::{FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
+use super::shared::{local_dimshuffle_merge, local_func_inv, local_sum_prod_of_mul_or_div};
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
     unique_int_constant, widen_operands,
@@ -127,14 +128,14 @@ pub fn rules() -> Vec<Rule> {
                 OpKind::Elemwise(ScalarOp::Neg),
                 OpKind::Elemwise(ScalarOp::Reciprocal),
             ],
-            apply: super::canonicalize::local_func_inv,
+            apply: local_func_inv,
             fast_compile: false,
         },
         // The rules above create DimShuffles that must merge with their inputs.
         Rule {
             name: "local_dimshuffle_merge",
             tracks: &[OpKind::DimShuffle],
-            apply: super::canonicalize::local_dimshuffle_merge,
+            apply: local_dimshuffle_merge,
             fast_compile: false,
         },
     ]
@@ -503,91 +504,6 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     let ny = neg(fg, y)?;
     let en = unary(fg, ScalarOp::Exp, ny)?;
     let new = elemwise(fg, ScalarOp::Mul, &[x, en])?;
-    finish(fg, n, new)
-}
-
-/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is
-/// broadcastable over every reduced axis (and not an infinite constant, nor
-/// a divisor with an infinite reciprocal) (`prod` likewise with `c ** n`
-/// only for scalars of known count, so it is left to sums).
-pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Op::CAReduce {
-        op: ReduceOp::Sum,
-        axes,
-    } = fg.node(n).op.clone()
-    else {
-        return Ok(None);
-    };
-    let x = input(fg, n, 0);
-    let Some(inner) = fg.owner(x) else {
-        return Ok(None);
-    };
-    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = fg.node(inner).op.scalar_op() else {
-        return Ok(None);
-    };
-    if !fg.ty(x).dtype.is_float() || !super::util::single_client(fg, x) {
-        return Ok(None);
-    }
-    let nd = fg.ty(x).ndim();
-    let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
-    let ins = fg.node(inner).inputs.to_vec();
-    let scalar_like =
-        |fg: &FunctionGraph, v: VarId| reduced.iter().all(|&d| fg.ty(v).is_broadcastable(d));
-    let candidates: Vec<usize> = match op {
-        ScalarOp::Mul => (0..ins.len()).collect(),
-        _ => vec![1],
-    };
-    // Infinite or NaN constants stay inside: `c * sum(X)` is NaN for an empty
-    // X when c is infinite, where `sum(c * X)` is 0; so do divisors whose
-    // reciprocal is infinite (`sum(X) / 0` is NaN for an empty X, and the
-    // mul canonizer folds `/ 0` into `* inf`). (A variable factor that is
-    // infinite at run time over an empty X has the same difference, as in
-    // PyTensor.)
-    let finite = |c: f64| c.is_finite() && (op == ScalarOp::Mul || (1.0 / c).is_finite());
-    let outside: Vec<usize> = candidates
-        .into_iter()
-        .filter(|&k| scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_none_or(finite))
-        .collect();
-    if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
-        return Ok(None);
-    }
-    // Drop the reduced (broadcastable) dims of each factor moved outside.
-    let order: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
-    let mut moved = Vec::new();
-    for &k in &outside {
-        moved.push(super::util::dimshuffle(fg, ins[k], nd, &order)?);
-    }
-    let inside: Vec<VarId> = ins
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| !outside.contains(k))
-        .map(|(_, &v)| v)
-        .collect();
-    let inner_val = match (op, inside.len()) {
-        (_, 1) => inside[0],
-        (ScalarOp::Mul, _) => elemwise(fg, ScalarOp::Mul, &inside)?,
-        _ => unreachable!("a division keeps its numerator inside"),
-    };
-    let s = fg.apply1(
-        Op::CAReduce {
-            op: ReduceOp::Sum,
-            axes,
-        },
-        &[inner_val],
-    )?;
-    // Constants first, as the canonical form has them; variables after the sum.
-    let new = if op == ScalarOp::Mul {
-        let (mut all, vars): (Vec<VarId>, Vec<VarId>) = moved
-            .into_iter()
-            .partition(|&v| unique_constant(fg, v).is_some());
-        all.push(s);
-        all.extend(vars);
-        elemwise(fg, ScalarOp::Mul, &all)?
-    } else {
-        let mut all = vec![s];
-        all.extend(moved);
-        elemwise(fg, ScalarOp::TrueDiv, &all)?
-    };
     finish(fg, n, new)
 }
 

@@ -288,6 +288,13 @@ struct Run {
     log: Vec<RewriteEvent>,
     failures: usize,
     graph_time: Duration,
+    /// Nodes with an id at least this one were created during the run.
+    first_new: u32,
+    /// Shallow keys of the nodes rewritten so far, with how many times a
+    /// node created during the run came back to each.
+    rewritten: FxHashMap<u64, usize>,
+    /// Per node rewriter: how many times it rewrote such a returning node.
+    repeats: Vec<usize>,
 }
 
 impl Run {
@@ -339,10 +346,7 @@ impl GraphRewriter for EquilibriumGraphRewriter {
     }
     fn add_requirements(&self, fg: &mut FunctionGraph) -> Result<()> {
         ReplaceValidate::attach(fg)?;
-        self.global_rewriters
-            .iter()
-            .chain(&self.final_rewriters)
-            .chain(&self.cleanup_rewriters)
+        self.all_graph_rewriters()
             .try_for_each(|r| r.rewriter.add_requirements(fg))
     }
 
@@ -363,52 +367,12 @@ impl EquilibriumGraphRewriter {
     fn run(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
         let start = Instant::now();
         let nodes_start = fg.n_nodes();
-        let n_node = self.node_rewriters.len();
-        let (g0, f0) = (n_node, n_node + self.global_rewriters.len());
-        let c0 = f0 + self.final_rewriters.len();
-        let all_graph: Vec<&NamedGraphRewriter> = self
-            .global_rewriters
-            .iter()
-            .chain(&self.final_rewriters)
-            .chain(&self.cleanup_rewriters)
-            .collect();
-        let names = self
-            .node_rewriters
-            .iter()
-            .map(|r| r.name.clone())
-            .chain(all_graph.iter().map(|r| r.name.clone()));
-        let stats: Vec<RewriterStats> = names
-            .map(|name| RewriterStats {
-                name,
-                ..Default::default()
-            })
-            .collect();
-        let total = stats.len();
-        let mut run = Run {
-            stats,
-            counts: vec![0; total],
-            max_use: ((self.max_use_ratio * nodes_start.max(1) as f64).ceil() as usize).max(1),
-            stop: None,
-            log: Vec::new(),
-            failures: 0,
-            graph_time: Duration::ZERO,
-        };
+        let mut run = self.start_run(fg, nodes_start);
         let mut dispatch = Dispatch::new(&self.node_rewriters);
-        let first_new = fg.node_capacity() as u32;
-        let mut rewritten: FxHashMap<u64, usize> = FxHashMap::default();
-        let mut repeats = vec![0usize; n_node];
         let mut seen_states: FxHashMap<u64, usize> = FxHashMap::default();
         let mut passes: Vec<PassProfile> = Vec::new();
         let (mut toposort_time, mut node_time) = (Duration::ZERO, Duration::ZERO);
         let mut nodes_max = nodes_start;
-
-        let cleanup =
-            |run: &mut Run, fg: &mut FunctionGraph, pass: &mut PassProfile| -> Result<()> {
-                for (k, r) in self.cleanup_rewriters.iter().enumerate() {
-                    run.run_graph(fg, c0 + k, r, pass)?;
-                }
-                Ok(())
-            };
 
         loop {
             let pass_index = passes.len();
@@ -424,132 +388,34 @@ impl EquilibriumGraphRewriter {
             pass.toposort_time = t.elapsed();
             toposort_time += pass.toposort_time;
             if let Some(prev) = seen_states.insert(state, pass_index) {
-                let mut names: Vec<String> = Vec::new();
-                for p in &passes[prev..] {
-                    for (n, _) in &p.applied_by {
-                        if !names.contains(n) {
-                            names.push(n.clone());
-                        }
-                    }
-                }
-                run.stop = Some(StopReason::Oscillation { rewriters: names });
+                run.stop = Some(StopReason::Oscillation {
+                    rewriters: applied_in(&passes[prev..]),
+                });
                 break;
             }
-            let mut changed = false;
+            let mut changed = self.global_phase(&mut run, fg, &mut pass)?;
 
-            // Global rewriters.
-            let t = Instant::now();
-            let mut global_changed = false;
-            for (k, r) in self.global_rewriters.iter().enumerate() {
-                global_changed |= run.run_graph(fg, g0 + k, r, &mut pass)?;
-            }
-            if global_changed {
-                cleanup(&mut run, fg, &mut pass)?;
-                changed = true;
-            }
-            pass.global_time = t.elapsed();
-
-            // Node rewriters.
             let mut queue: VecDeque<NodeId> = order.into();
             if !self.processing.ignore_newtrees {
                 ImportRecorder::drain_into(fg, &mut queue);
             }
             let t = Instant::now();
-            let mut node_changed = false;
-            'nodes: while run.stop.is_none() {
-                let node = match self.order {
-                    WalkOrder::InToOut => queue.pop_front(),
-                    WalkOrder::OutToIn => queue.pop_back(),
-                };
-                let Some(node) = node else { break };
-                if !fg.contains_node(node) {
-                    continue;
-                }
-                let cands = dispatch.get(fg.node(node).op.kind());
-                let is_new = node.0 >= first_new;
-                // The node's (op, inputs) only change when a rewrite applies.
-                let mut key = shallow_key(fg, node);
-                // One clock reading per rewriter call: each call ends where the next starts.
-                let mut t = Instant::now();
-                for &ri in cands.iter() {
-                    let r = &self.node_rewriters[ri];
-                    let outcome =
-                        self.processing
-                            .process_node(fg, node, &r.name, r.rewriter.as_ref())?;
-                    let now = Instant::now();
-                    run.stats[ri].time += now - t;
-                    t = now;
-                    match outcome {
-                        Outcome::Applied { nodes_created } => {
-                            node_changed = true;
-                            run.stats[ri].applied += 1;
-                            run.stats[ri].nodes_created += nodes_created;
-                            run.counts[ri] += 1;
-                            pass.applied += 1;
-                            bump(&mut pass.applied_by, &r.name);
-                            run.log.push(RewriteEvent {
-                                pass: pass_index,
-                                rewriter: r.name.clone(),
-                                op: fg.node(node).op.name(),
-                                node,
-                            });
-                            match rewritten.get_mut(&key) {
-                                Some(seen) if is_new => {
-                                    *seen += 1;
-                                    repeats[ri] += 1;
-                                    if *seen >= self.oscillation_threshold {
-                                        let rewriters = (0..n_node)
-                                            .filter(|&i| repeats[i] > 0)
-                                            .map(|i| self.node_rewriters[i].name.clone())
-                                            .collect();
-                                        run.stop = Some(StopReason::Oscillation { rewriters });
-                                        break 'nodes;
-                                    }
-                                }
-                                Some(_) => {}
-                                None => {
-                                    rewritten.insert(key, 0);
-                                }
-                            }
-                            if run.counts[ri] > run.max_use {
-                                run.stop = Some(StopReason::MaxUseRatio {
-                                    rewriter: r.name.clone(),
-                                });
-                                break 'nodes;
-                            }
-                        }
-                        Outcome::Failed => run.failures += 1,
-                        Outcome::Unchanged => {}
-                    }
-                    if !fg.contains_node(node) {
-                        break;
-                    }
-                    if matches!(outcome, Outcome::Applied { .. }) {
-                        key = shallow_key(fg, node);
-                        // The bookkeeping above is nobody's rewrite time.
-                        t = Instant::now();
-                    }
-                }
-                if !self.processing.ignore_newtrees {
-                    ImportRecorder::drain_into(fg, &mut queue);
-                }
-            }
+            let node_changed = self.node_phase(
+                &mut run,
+                fg,
+                &mut dispatch,
+                &mut queue,
+                &mut pass,
+                pass_index,
+            )?;
             node_time += t.elapsed();
             if node_changed {
                 changed = true;
-                cleanup(&mut run, fg, &mut pass)?;
+                self.run_cleanup(&mut run, fg, &mut pass)?;
             }
 
-            // Final rewriters.
             if run.stop.is_none() {
-                let mut final_changed = false;
-                for (k, r) in self.final_rewriters.iter().enumerate() {
-                    final_changed |= run.run_graph(fg, f0 + k, r, &mut pass)?;
-                }
-                if final_changed {
-                    changed = true;
-                    cleanup(&mut run, fg, &mut pass)?;
-                }
+                changed |= self.final_phase(&mut run, fg, &mut pass)?;
             }
             if crate::graph::fgraph::verify_by_default() {
                 // The verifier runs after every pass in debug builds and in tests (KILN_VERIFY=1).
@@ -586,6 +452,230 @@ impl EquilibriumGraphRewriter {
             log: run.log,
         }))
     }
+
+    /// The fresh state of a run on `fg`, which has `nodes_start` nodes: one
+    /// statistics entry per rewriter (node rewriters, then global, final and
+    /// cleanup graph rewriters).
+    fn start_run(&self, fg: &FunctionGraph, nodes_start: usize) -> Run {
+        let names = self
+            .node_rewriters
+            .iter()
+            .map(|r| r.name.clone())
+            .chain(self.all_graph_rewriters().map(|r| r.name.clone()));
+        let stats: Vec<RewriterStats> = names
+            .map(|name| RewriterStats {
+                name,
+                ..Default::default()
+            })
+            .collect();
+        let total = stats.len();
+        Run {
+            stats,
+            counts: vec![0; total],
+            max_use: ((self.max_use_ratio * nodes_start.max(1) as f64).ceil() as usize).max(1),
+            stop: None,
+            log: Vec::new(),
+            failures: 0,
+            graph_time: Duration::ZERO,
+            first_new: fg.node_capacity() as u32,
+            rewritten: FxHashMap::default(),
+            repeats: vec![0; self.node_rewriters.len()],
+        }
+    }
+
+    /// The graph rewriters in statistics order: global, final, cleanup.
+    fn all_graph_rewriters(&self) -> impl Iterator<Item = &NamedGraphRewriter> {
+        self.global_rewriters
+            .iter()
+            .chain(&self.final_rewriters)
+            .chain(&self.cleanup_rewriters)
+    }
+
+    /// Runs the cleanup graph rewriters (after a phase that changed the graph).
+    fn run_cleanup(
+        &self,
+        run: &mut Run,
+        fg: &mut FunctionGraph,
+        pass: &mut PassProfile,
+    ) -> Result<()> {
+        let c0 =
+            self.node_rewriters.len() + self.global_rewriters.len() + self.final_rewriters.len();
+        for (k, r) in self.cleanup_rewriters.iter().enumerate() {
+            run.run_graph(fg, c0 + k, r, pass)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the global graph rewriters, then the cleanup if one changed the
+    /// graph; returns whether one did.
+    fn global_phase(
+        &self,
+        run: &mut Run,
+        fg: &mut FunctionGraph,
+        pass: &mut PassProfile,
+    ) -> Result<bool> {
+        let g0 = self.node_rewriters.len();
+        let t = Instant::now();
+        let mut global_changed = false;
+        for (k, r) in self.global_rewriters.iter().enumerate() {
+            global_changed |= run.run_graph(fg, g0 + k, r, pass)?;
+        }
+        if global_changed {
+            self.run_cleanup(run, fg, pass)?;
+        }
+        pass.global_time = t.elapsed();
+        Ok(global_changed)
+    }
+
+    /// Runs the final graph rewriters, then the cleanup if one changed the
+    /// graph; returns whether one did.
+    fn final_phase(
+        &self,
+        run: &mut Run,
+        fg: &mut FunctionGraph,
+        pass: &mut PassProfile,
+    ) -> Result<bool> {
+        let f0 = self.node_rewriters.len() + self.global_rewriters.len();
+        let mut final_changed = false;
+        for (k, r) in self.final_rewriters.iter().enumerate() {
+            final_changed |= run.run_graph(fg, f0 + k, r, pass)?;
+        }
+        if final_changed {
+            self.run_cleanup(run, fg, pass)?;
+        }
+        Ok(final_changed)
+    }
+
+    /// Walks `queue` (in the rewriter's order), offering each node still in
+    /// the graph to its candidate node rewriters, until the queue is empty or
+    /// the run must stop; returns whether a node rewrite applied.
+    fn node_phase(
+        &self,
+        run: &mut Run,
+        fg: &mut FunctionGraph,
+        dispatch: &mut Dispatch,
+        queue: &mut VecDeque<NodeId>,
+        pass: &mut PassProfile,
+        pass_index: usize,
+    ) -> Result<bool> {
+        // Only node rewrites count in `pass.applied` during this phase.
+        let applied_before = pass.applied;
+        while run.stop.is_none() {
+            let node = match self.order {
+                WalkOrder::InToOut => queue.pop_front(),
+                WalkOrder::OutToIn => queue.pop_back(),
+            };
+            let Some(node) = node else { break };
+            if !fg.contains_node(node) {
+                continue;
+            }
+            if self.rewrite_node(run, fg, dispatch, node, pass, pass_index)? {
+                break;
+            }
+            if !self.processing.ignore_newtrees {
+                ImportRecorder::drain_into(fg, queue);
+            }
+        }
+        Ok(pass.applied > applied_before)
+    }
+
+    /// Offers `node` to its candidate node rewriters in turn, until one
+    /// removes it from the graph; returns true when the run must stop.
+    fn rewrite_node(
+        &self,
+        run: &mut Run,
+        fg: &mut FunctionGraph,
+        dispatch: &mut Dispatch,
+        node: NodeId,
+        pass: &mut PassProfile,
+        pass_index: usize,
+    ) -> Result<bool> {
+        let cands = dispatch.get(fg.node(node).op.kind());
+        let is_new = node.0 >= run.first_new;
+        // The node's (op, inputs) only change when a rewrite applies.
+        let mut key = shallow_key(fg, node);
+        // One clock reading per rewriter call: each call ends where the next starts.
+        let mut t = Instant::now();
+        for &ri in cands.iter() {
+            let r = &self.node_rewriters[ri];
+            let outcome = self
+                .processing
+                .process_node(fg, node, &r.name, r.rewriter.as_ref())?;
+            let now = Instant::now();
+            run.stats[ri].time += now - t;
+            t = now;
+            match outcome {
+                Outcome::Applied { nodes_created } => {
+                    run.stats[ri].applied += 1;
+                    run.stats[ri].nodes_created += nodes_created;
+                    run.counts[ri] += 1;
+                    pass.applied += 1;
+                    bump(&mut pass.applied_by, &r.name);
+                    run.log.push(RewriteEvent {
+                        pass: pass_index,
+                        rewriter: r.name.clone(),
+                        op: fg.node(node).op.name(),
+                        node,
+                    });
+                    if let Some(stop) = self.check_limits(run, ri, key, is_new) {
+                        run.stop = Some(stop);
+                        return Ok(true);
+                    }
+                }
+                Outcome::Failed => run.failures += 1,
+                Outcome::Unchanged => {}
+            }
+            if !fg.contains_node(node) {
+                break;
+            }
+            if matches!(outcome, Outcome::Applied { .. }) {
+                key = shallow_key(fg, node);
+                // The bookkeeping above is nobody's rewrite time.
+                t = Instant::now();
+            }
+        }
+        Ok(false)
+    }
+
+    /// After node rewriter `ri` applied to a node of shallow key `key`
+    /// (`is_new`: created during this run): the stop reason when the graph
+    /// keeps coming back to a rewritten state or the rewriter exceeds its
+    /// use limit.
+    fn check_limits(&self, run: &mut Run, ri: usize, key: u64, is_new: bool) -> Option<StopReason> {
+        match run.rewritten.get_mut(&key) {
+            Some(seen) if is_new => {
+                *seen += 1;
+                run.repeats[ri] += 1;
+                if *seen >= self.oscillation_threshold {
+                    let rewriters = (0..self.node_rewriters.len())
+                        .filter(|&i| run.repeats[i] > 0)
+                        .map(|i| self.node_rewriters[i].name.clone())
+                        .collect();
+                    return Some(StopReason::Oscillation { rewriters });
+                }
+            }
+            Some(_) => {}
+            None => {
+                run.rewritten.insert(key, 0);
+            }
+        }
+        (run.counts[ri] > run.max_use).then(|| StopReason::MaxUseRatio {
+            rewriter: self.node_rewriters[ri].name.clone(),
+        })
+    }
+}
+
+/// The rewriters that applied in `passes`, in order of first application.
+fn applied_in(passes: &[PassProfile]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in passes {
+        for (n, _) in &p.applied_by {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    names
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The rewriting framework: node and graph rewriters, the navigators that
 //! apply node rewriters (walk, equilibrium), sequencing, merging, pattern
 //! rewriters over unification, a small relational layer, rewrite databases,
-//! the optdb and profiles.
+//! the optdb's structure and profiles. The framework never imports the rewrite
+//! library (`crate::rewrites`), which registers itself into this structure.
 //!
 //! Modules, in the order a rewrite flows through them: [`rewriter`] (traits),
 //! [`process`] (validating and applying one node rewrite), [`walking`],
@@ -28,9 +29,7 @@ pub use db::{
 pub use equilibrium::EquilibriumGraphRewriter;
 pub use kanren::{dot_distributeo, KanrenRelationSub, Term};
 pub use merge::MergeOptimizer;
-pub use optdb::{
-    optdb, optdb_skeleton, rewrite_graph, rewrite_graph_with, AsQuery, Mode, INPLACE_BARRIER,
-};
+pub use optdb::{optdb_skeleton, rewrite_graph_with, AsQuery, Mode, INPLACE_BARRIER};
 pub use pattern::PatternNodeRewriter;
 pub use process::{
     FailureCallback, FailurePolicy, ImportRecorder, NodeProcessing, Outcome, RewriteFailure,

@@ -1,7 +1,7 @@
-//! The optdb (the registry of every rewrite kiln applies when compiling) and
-//! the compilation [`Mode`]s that query it.
+//! The optdb's structure (the registry of every rewrite kiln applies when
+//! compiling) and the compilation [`Mode`]s that query it.
 //!
-//! [`optdb`] builds the database afresh (no global mutable state):
+//! [`optdb_skeleton`] builds the structure afresh (no global mutable state):
 //!
 //! | position | name            | kind          | tags                            |
 //! |---------:|-----------------|---------------|---------------------------------|
@@ -18,7 +18,10 @@
 //! PyTensor), so `include=["canonicalize"]` merges too. The rewrite library
 //! fills canonicalize / stabilize / specialize / fusion / inplace and adds
 //! the BlasOpt database (2.5, tags fast_run, blas) and the
-//! `add_destroy_handler` marker (49.5). The inplace barrier is enforced:
+//! `add_destroy_handler` marker (49.5); the registered optdb is assembled
+//! above both this framework and the library, by `kiln::rewrites::optdb()`
+//! (with `kiln::rewrites::rewrite_graph`), so the framework never depends on
+//! the library. The inplace barrier is enforced:
 //! an entry tagged `inplace` below 49.5 is refused with
 //! [`INPLACE_RULE`](super::db::INPLACE_RULE).
 
@@ -35,17 +38,9 @@ use super::rewriter::GraphRewriter;
 /// Position of the `add_destroy_handler` marker: inplace rewrites go after it.
 pub const INPLACE_BARRIER: f64 = 49.5;
 
-/// The optdb: its standard structure filled with the rewrite library
-/// (`crate::rewrites::register`).
-pub fn optdb() -> SequenceDB {
-    let mut db = optdb_skeleton();
-    crate::rewrites::register::register_library(&mut db)
-        .expect("the rewrite library registers cleanly");
-    db
-}
-
-/// The optdb's standard structure with empty sub-databases (for tests of
-/// the database machinery and for custom rewrite libraries).
+/// The optdb's standard structure with empty sub-databases: the rewrite
+/// library fills it (`kiln::rewrites::optdb()`); tests of the database
+/// machinery and custom rewrite libraries start from it.
 pub fn optdb_skeleton() -> SequenceDB {
     let mut db = SequenceDB::new("optdb").with_inplace_barrier(INPLACE_BARRIER);
     let merge_tags = ["fast_run", "fast_compile", "merge"];
@@ -199,11 +194,6 @@ impl AsQuery for RewriteDatabaseQuery {
     fn as_query(&self) -> RewriteDatabaseQuery {
         self.clone()
     }
-}
-
-/// Rewrites `fg` with the optdb rewriters the query selects.
-pub fn rewrite_graph(fg: &mut FunctionGraph, q: &impl AsQuery) -> Result<RewriterProfile> {
-    rewrite_graph_with(&optdb(), fg, q)
 }
 
 /// Rewrites `fg` with the rewriters `db` selects for the query.

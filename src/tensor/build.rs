@@ -64,7 +64,7 @@ fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
     t.dimshuffle(&order)
 }
 
-/// A weak constant for a Rust number next to `like` (see `graph::types`).
+/// A weak constant for a Rust number next to `like` (see `types::dtype`).
 /// An integer value (`is_float == false`) goes through [`weak_int_constant`].
 pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
     weak_constant_next_to(like.dtype(), v, is_float)

@@ -10,7 +10,7 @@
 //!
 //! Element-wise ops align operands of different ndim numpy-style by
 //! inserting broadcastable leading dimensions (a `DimShuffle`). Rust numbers
-//! are *weak* constants (see `graph::types`): `x_f32 * 2.0` stays `f32`.
+//! are *weak* constants (see `types::dtype`): `x_f32 * 2.0` stays `f32`.
 //! Dropping a very deep graph does not recurse.
 
 mod build;

@@ -109,7 +109,7 @@ pub fn apply_rule(fg: &mut FunctionGraph, name: &str) -> usize {
 /// Runs the optdb restricted to `tags` (e.g. `["canonicalize"]`, or
 /// `["canonicalize", "stabilize"]`); returns the profile.
 pub fn apply_dbs(fg: &mut FunctionGraph, tags: &[&str]) -> RewriterProfile {
-    let p = kiln::rewriting::rewrite_graph(fg, &RewriteDatabaseQuery::new(tags)).unwrap();
+    let p = kiln::rewrites::rewrite_graph(fg, &RewriteDatabaseQuery::new(tags)).unwrap();
     assert_converged(&p);
     fg.check_integrity().unwrap();
     p
@@ -118,7 +118,7 @@ pub fn apply_dbs(fg: &mut FunctionGraph, tags: &[&str]) -> RewriterProfile {
 /// FAST_RUN without fusion (keeps the result readable).
 pub fn fast_run_nofusion(fg: &mut FunctionGraph) -> RewriterProfile {
     let m = kiln::rewriting::Mode::fast_run().excluding(&["fusion", "inplace"]);
-    let p = kiln::rewriting::rewrite_graph(fg, &m).unwrap();
+    let p = kiln::rewrites::rewrite_graph(fg, &m).unwrap();
     assert_converged(&p);
     fg.check_integrity().unwrap();
     p

@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use ndarray::{ArrayD, IxDyn};
 
-use super::types::{DType, TensorType};
+use super::dtype::{DType, TensorType};
 
 /// A dense n-dimensional array of one dtype.
 #[derive(Debug, Clone)]
@@ -38,14 +38,14 @@ pub enum Value {
 macro_rules! with_value {
     ($v:expr, $a:ident => $body:expr) => {
         match $v {
-            $crate::graph::Value::Bool($a) => $body,
-            $crate::graph::Value::U8($a) => $body,
-            $crate::graph::Value::I8($a) => $body,
-            $crate::graph::Value::I16($a) => $body,
-            $crate::graph::Value::I32($a) => $body,
-            $crate::graph::Value::I64($a) => $body,
-            $crate::graph::Value::F32($a) => $body,
-            $crate::graph::Value::F64($a) => $body,
+            $crate::types::Value::Bool($a) => $body,
+            $crate::types::Value::U8($a) => $body,
+            $crate::types::Value::I8($a) => $body,
+            $crate::types::Value::I16($a) => $body,
+            $crate::types::Value::I32($a) => $body,
+            $crate::types::Value::I64($a) => $body,
+            $crate::types::Value::F32($a) => $body,
+            $crate::types::Value::F64($a) => $body,
         }
     };
 }
@@ -55,14 +55,14 @@ macro_rules! with_value {
 macro_rules! map_value {
     ($v:expr, $a:ident => $body:expr) => {
         match $v {
-            $crate::graph::Value::Bool($a) => $crate::graph::Value::Bool($body),
-            $crate::graph::Value::U8($a) => $crate::graph::Value::U8($body),
-            $crate::graph::Value::I8($a) => $crate::graph::Value::I8($body),
-            $crate::graph::Value::I16($a) => $crate::graph::Value::I16($body),
-            $crate::graph::Value::I32($a) => $crate::graph::Value::I32($body),
-            $crate::graph::Value::I64($a) => $crate::graph::Value::I64($body),
-            $crate::graph::Value::F32($a) => $crate::graph::Value::F32($body),
-            $crate::graph::Value::F64($a) => $crate::graph::Value::F64($body),
+            $crate::types::Value::Bool($a) => $crate::types::Value::Bool($body),
+            $crate::types::Value::U8($a) => $crate::types::Value::U8($body),
+            $crate::types::Value::I8($a) => $crate::types::Value::I8($body),
+            $crate::types::Value::I16($a) => $crate::types::Value::I16($body),
+            $crate::types::Value::I32($a) => $crate::types::Value::I32($body),
+            $crate::types::Value::I64($a) => $crate::types::Value::I64($body),
+            $crate::types::Value::F32($a) => $crate::types::Value::F32($body),
+            $crate::types::Value::F64($a) => $crate::types::Value::F64($body),
         }
     };
 }

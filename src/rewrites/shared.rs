@@ -1,0 +1,218 @@
+//! Rules that both the canonicalize and the specialize databases register:
+//! DimShuffle merging and lifting (specialize's rules create DimShuffles),
+//! removal of inverse pairs (`local_func_inv`) and sums of scaled inputs
+//! (`local_sum_prod_of_mul_or_div`).
+//!
+//! They live here, below both database files, so that neither
+//! `canonicalize.rs` nor `specialize.rs` imports the other. Each rule obeys
+//! the rules for rules of `README.md` in every database that registers it.
+
+use crate::error::Result;
+use crate::graph::{FunctionGraph, NodeId, VarId};
+use crate::ops::{Op, ReduceOp, ScalarOp};
+
+use super::util::{dimshuffle, elemwise, finish, input, single_client, unique_constant};
+
+/// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
+/// through single-client element-wise ops, as `local_dimshuffle_lift` does
+/// in canonicalize: used by specialize, whose rules create DimShuffles.
+pub fn local_dimshuffle_merge(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(inner) = fg.owner(fg.node(n).inputs[0]) else {
+        return local_dimshuffle_identity(fg, n);
+    };
+    let lift = matches!(
+        fg.node(inner).op,
+        Op::DimShuffle { .. } | Op::Elemwise { .. }
+    );
+    if lift {
+        local_dimshuffle_lift(fg, n)
+    } else {
+        local_dimshuffle_identity(fg, n)
+    }
+}
+
+fn local_dimshuffle_identity(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::DimShuffle {
+        input_ndim,
+        new_order,
+    } = &fg.node(n).op
+    else {
+        return Ok(None);
+    };
+    let identity =
+        new_order.len() == *input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k));
+    Ok(identity.then(|| fg.node(n).inputs[0]))
+}
+
+/// Lifts DimShuffles towards the inputs: merges nested DimShuffles, removes
+/// identity ones, and moves a DimShuffle of a single-client Elemwise onto
+/// the Elemwise's inputs.
+pub fn local_dimshuffle_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::DimShuffle {
+        input_ndim,
+        new_order,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
+    let x = fg.node(n).inputs[0];
+    if new_order.len() == input_ndim && new_order.iter().enumerate().all(|(k, d)| *d == Some(k)) {
+        return Ok(Some(x));
+    }
+    let Some(inner) = fg.owner(x) else {
+        return Ok(None);
+    };
+    match fg.node(inner).op.clone() {
+        Op::DimShuffle {
+            input_ndim: nd0,
+            new_order: inner_order,
+        } => {
+            let composed: Vec<Option<usize>> = new_order
+                .iter()
+                .map(|d| d.and_then(|k| inner_order[k]))
+                .collect();
+            let src = fg.node(inner).inputs[0];
+            if composed.len() == nd0 && composed.iter().enumerate().all(|(k, d)| *d == Some(k)) {
+                return Ok(Some(src));
+            }
+            fg.apply1(
+                Op::DimShuffle {
+                    input_ndim: nd0,
+                    new_order: composed,
+                },
+                &[src],
+            )
+            .map(Some)
+        }
+        Op::Elemwise { scalar, .. } if single_client(fg, x) => {
+            let ins = fg.node(inner).inputs.to_vec();
+            let mut lifted = Vec::with_capacity(ins.len());
+            for i in ins {
+                let ds = Op::DimShuffle {
+                    input_ndim,
+                    new_order: new_order.clone(),
+                };
+                lifted.push(fg.apply1(ds, &[i])?);
+            }
+            fg.apply1(Op::elemwise(scalar), &lifted).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Removes a function applied to its inverse: `neg(neg(x))`,
+/// `reciprocal(reciprocal(x))`, `invert(invert(x))` (integers and bools),
+/// `tanh(arctanh(x))`, `arctanh(tanh(x))`, `sinh(arcsinh(x))`,
+/// `arcsinh(sinh(x))`, `cosh(arccosh(x))`.
+pub fn local_func_inv(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    use ScalarOp::*;
+    let Some(outer) = fg.node(n).op.scalar_op() else {
+        return Ok(None);
+    };
+    let x_in = fg.node(n).inputs[0];
+    let Some(inner_node) = fg.owner(x_in) else {
+        return Ok(None);
+    };
+    let Some(inner) = fg.node(inner_node).op.scalar_op() else {
+        return Ok(None);
+    };
+    let pair = matches!(
+        (outer, inner),
+        (Neg, Neg)
+            | (Reciprocal, Reciprocal)
+            | (Invert, Invert)
+            | (Tanh, ArcTanh)
+            | (ArcTanh, Tanh)
+            | (Sinh, ArcSinh)
+            | (ArcSinh, Sinh)
+            | (Cosh, ArcCosh)
+    );
+    let x = fg.node(inner_node).inputs[0];
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    Ok((pair && out_ty.accepts_replacement(fg.ty(x))).then_some(x))
+}
+
+/// `sum(c * X) -> c * sum(X)` and `sum(X / c) -> sum(X) / c` when `c` is
+/// broadcastable over every reduced axis (and not an infinite constant, nor
+/// a divisor with an infinite reciprocal) (`prod` likewise with `c ** n`
+/// only for scalars of known count, so it is left to sums).
+pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
+    let x = input(fg, n, 0);
+    let Some(inner) = fg.owner(x) else {
+        return Ok(None);
+    };
+    let Some(op @ (ScalarOp::Mul | ScalarOp::TrueDiv)) = fg.node(inner).op.scalar_op() else {
+        return Ok(None);
+    };
+    if !fg.ty(x).dtype.is_float() || !single_client(fg, x) {
+        return Ok(None);
+    }
+    let nd = fg.ty(x).ndim();
+    let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
+    let ins = fg.node(inner).inputs.to_vec();
+    let scalar_like =
+        |fg: &FunctionGraph, v: VarId| reduced.iter().all(|&d| fg.ty(v).is_broadcastable(d));
+    let candidates: Vec<usize> = match op {
+        ScalarOp::Mul => (0..ins.len()).collect(),
+        _ => vec![1],
+    };
+    // Infinite or NaN constants stay inside: `c * sum(X)` is NaN for an empty
+    // X when c is infinite, where `sum(c * X)` is 0; so do divisors whose
+    // reciprocal is infinite (`sum(X) / 0` is NaN for an empty X, and the
+    // mul canonizer folds `/ 0` into `* inf`). (A variable factor that is
+    // infinite at run time over an empty X has the same difference, as in
+    // PyTensor.)
+    let finite = |c: f64| c.is_finite() && (op == ScalarOp::Mul || (1.0 / c).is_finite());
+    let outside: Vec<usize> = candidates
+        .into_iter()
+        .filter(|&k| scalar_like(fg, ins[k]) && unique_constant(fg, ins[k]).is_none_or(finite))
+        .collect();
+    if outside.is_empty() || (op == ScalarOp::Mul && outside.len() == ins.len()) {
+        return Ok(None);
+    }
+    // Drop the reduced (broadcastable) dims of each factor moved outside.
+    let order: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
+    let mut moved = Vec::new();
+    for &k in &outside {
+        moved.push(dimshuffle(fg, ins[k], nd, &order)?);
+    }
+    let inside: Vec<VarId> = ins
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !outside.contains(k))
+        .map(|(_, &v)| v)
+        .collect();
+    let inner_val = match (op, inside.len()) {
+        (_, 1) => inside[0],
+        (ScalarOp::Mul, _) => elemwise(fg, ScalarOp::Mul, &inside)?,
+        _ => unreachable!("a division keeps its numerator inside"),
+    };
+    let s = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        },
+        &[inner_val],
+    )?;
+    // Constants first, as the canonical form has them; variables after the sum.
+    let new = if op == ScalarOp::Mul {
+        let (mut all, vars): (Vec<VarId>, Vec<VarId>) = moved
+            .into_iter()
+            .partition(|&v| unique_constant(fg, v).is_some());
+        all.push(s);
+        all.extend(vars);
+        elemwise(fg, ScalarOp::Mul, &all)?
+    } else {
+        let mut all = vec![s];
+        all.extend(moved);
+        elemwise(fg, ScalarOp::TrueDiv, &all)?
+    };
+    finish(fg, n, new)
+}
