@@ -1,8 +1,6 @@
 //! The workload suite of `shared/workloads.md` as expression text with
-//! deterministic input data; shared by `benches/workloads.rs` and
-//! `examples/suite.rs` (included with `#[path]`).
-
-#![allow(dead_code)] // each includer uses a subset
+//! deterministic input data for `benches/workloads.rs` (included with
+//! `#[path]`).
 
 use kiln::{build_expression, tensor, DType, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};
