@@ -4,12 +4,17 @@
 //!
 //! - group `math_in_cache`: 4096 elements (input and output stay in L1/L2):
 //!   `exp`, `log`, `log1p`, `tanh`, `sigmoid`, `softplus`, `expm1`, `pow`
-//!   (exponent 3), and the C library's `exp` and `powf` element by element.
+//!   (exponent 3), the logsumexp row passes `sum_exp_shift` (inputs in
+//!   [-8, 0], as after the max shift) and `row_max`, and the C library's
+//!   `exp` and `powf` element by element.
 //! - group `exp_stream`: 10^6 elements from memory, one call over the whole
 //!   range against 256-element block calls (the JIT's block-wise path).
 //!
-//! `cargo bench -p kiln-runtime --bench math`. Replaces the former
-//! `examples/math_speed.rs` and `examples/rt_speed.rs` probes.
+//! `cargo bench -p kiln-runtime --bench math`; to compare a change, save a
+//! baseline before it (`-- --save-baseline before`) and compare after it
+//! (`-- --baseline before`), alternating a few times on a noisy machine.
+//! Replaces the former `examples/math_speed.rs`, `examples/rt_speed.rs` and
+//! `runtime/examples/exp_speed.rs` probes.
 
 // criterion_group! generates an undocumented public function.
 #![allow(missing_docs)]
@@ -54,6 +59,13 @@ fn in_cache(c: &mut Criterion) {
         let input = if positive { &xp } else { &x };
         g.bench_function(name, |b| b.iter(|| f(black_box(input), &mut out)));
     }
+    let shifted: Vec<f64> = (0..n).map(|i| -8.0 * i as f64 / n as f64).collect();
+    g.bench_function("sum_exp_shift", |b| {
+        b.iter(|| m::sum_exp_shift_f64(black_box(&shifted), 0.0))
+    });
+    g.bench_function("row_max", |b| {
+        b.iter(|| m::extreme_f64(black_box(&shifted), true))
+    });
     g.bench_function("pow", |b| {
         b.iter(|| m::pow_f64(black_box(&xp), &threes, &mut out))
     });
