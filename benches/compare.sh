@@ -41,6 +41,9 @@ else
 fi
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
+if [ -n "${QUICK:-}" ] && [ "$OUT" = "$ROOT/benches/results" ]; then
+    echo "QUICK=1 must not replace the committed raw data: set OUT to another folder"; exit 2
+fi
 if [ -z "${DOC:-}" ]; then
     if [ "$OUT" = "$ROOT/benches/results" ]; then
         DOC="$ROOT/BENCHMARKS.md"

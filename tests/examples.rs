@@ -4,7 +4,8 @@
 //! `cargo test` builds the examples before it runs the tests (into
 //! `target/<profile>/examples/`); a test run restricted with `--test` does
 //! not, so `cargo test --release --test examples` needs a
-//! `cargo build --release --examples` first and says so.
+//! `cargo build --release --examples` first and says so (also when a
+//! binary is older than its source).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -60,6 +61,17 @@ fn every_example_runs_and_prints_its_result() {
             exe.exists(),
             "{} is not built: `cargo test` builds the examples, `cargo test --test examples` \
              does not (run `cargo build --release --examples` first)",
+            exe.display()
+        );
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{name}.rs"));
+        let modified = |p: &PathBuf| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .expect("a modification time")
+        };
+        assert!(
+            modified(&exe) >= modified(&source),
+            "{} is older than its source: rebuild it (`cargo build --release --examples`)",
             exe.display()
         );
         let out = Command::new(&exe).output().expect("the example starts");
