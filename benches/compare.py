@@ -6,7 +6,12 @@ PyTensor's FAST_RUN rewrite time on the chain graph.
 Run time: median of RUNS calls after a first call; compile: the first call
 (for PyTensor: pytensor.function(...) plus the first call), cold (PyTensor
 compiles into a fresh compiledir). One JSON object per line:
-{"system", "workload", "run_ms", "compile_ms", "error"}.
+{"system", "workload", "run_ms", "compile_ms", "error"}; the chain records
+carry "rewrite_ms", "nodes_before" and "nodes_after" instead.
+
+--scale-down D divides every input dimension by D (as `kiln bench
+--scale-down`), for quick runs of the pipeline; --systems picks a subset of
+numpy, numexpr, pytensor_c, pytensor_numba, jax, pytensor_chain.
 """
 import argparse
 import json
@@ -45,12 +50,13 @@ NUMEXPR = {
 }
 
 
-def data(seed=2024):
+def data(scale_down, seed=2024):
     rng = np.random.default_rng(seed)
     out = {}
     for name, _, inputs in WORKLOADS:
         vals = {}
         for v, shape, dist in inputs:
+            shape = tuple(max(1, d // scale_down) for d in shape)
             if dist == "normal":
                 vals[v] = rng.standard_normal(shape)
             elif dist == "unit":
@@ -188,8 +194,13 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chain", default="100,300,1000,3000")
+    ap.add_argument("--scale-down", type=int, default=1)
+    ap.add_argument("--systems", default="numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain")
     a = ap.parse_args()
-    inputs = data()
+    if a.scale_down < 1:
+        ap.error("--scale-down must be at least 1")
+    chosen = a.systems.split(",")
+    inputs = data(a.scale_down)
     with open(a.out, "w") as out:
         steps = [
             ("numpy", lambda: run_numpy(out, inputs, a.runs)),
@@ -199,7 +210,13 @@ def main():
             ("jax", lambda: run_jax(out, inputs, a.runs)),
             ("pytensor_chain", lambda: run_pytensor_chain(out, [int(k) for k in a.chain.split(",")])),
         ]
+        known = {system for system, _ in steps}
+        unknown = [c for c in chosen if c not in known]
+        if unknown:
+            ap.error(f"unknown systems {unknown}; known: {sorted(known)}")
         for system, step in steps:
+            if system not in chosen:
+                continue
             print(f"-- {system}", file=sys.stderr, flush=True)
             try:
                 step()

@@ -2,51 +2,125 @@
 # Side-by-side benchmark of kiln against numpy, numexpr, PyTensor (C and
 # numba backends) and JAX on the eight workloads of workloads.md, in one run
 # on one machine, plus kiln's and PyTensor's rewrite time on the chain graph.
+# Writes the raw data into benches/results/ and regenerates BENCHMARKS.md's
+# results section and the plots from it.
 #
-#   bash benches/compare.sh            # everything (about 15-25 minutes on 2 cores)
+#   bash benches/compare.sh                  # everything (about 20-30 minutes on 2 cores)
 #   SKIP_INSTALL=1 bash benches/compare.sh   # reuse the venv
+#   QUICK=1 OUT=/tmp/bench bash benches/compare.sh   # a 1-2 minute trial of the pipeline
 #
-# The Python side runs from an isolated virtual environment under
-# target/bench-venv; packages that fail to install are skipped and reported.
-# Results (JSON lines) go to target/bench-results/; the report
-# (benches/results/report.md) and the PNG plots (benches/results/*.png) are
-# drawn by the small package benches/report (plotters).
+# Environment:
+#   OUT          results folder (default benches/results, the committed raw data)
+#   DOC          the document whose results section is regenerated (default
+#                BENCHMARKS.md; with another OUT, a copy OUT/BENCHMARKS.md)
+#   RUNS         timed runs per measurement (default 7)
+#   QUICK=1      inputs scaled down 100x, 3 runs, chain K = 100, 300: checks
+#                the pipeline, its numbers are not for quoting
+#   PY_SYSTEMS   subset of numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain
+#   VENV         the Python virtual environment (default target/bench-venv)
+#   KILN         a kiln binary to measure instead of building target/release/kiln
+#
+# Raw data written to OUT: meta.json (commit, date, CPU model, cores, vector
+# ISA, load average at the start and at the end, package versions, runs,
+# scale), kiln.jsonl (`kiln bench --suite --json`), kiln_chain.jsonl
+# (`kiln bench --chain K --json`), python.jsonl (benches/compare.py), and the
+# plots drawn from them. The report tool (benches/report) renders every
+# table of the results section from these files only; kiln's test
+# tests/bench_tables.rs checks that BENCHMARKS.md matches benches/results.
 set -u
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-VENV="$ROOT/target/bench-venv"
-OUT="$ROOT/target/bench-results"
+VENV="${VENV:-$ROOT/target/bench-venv}"
+OUT="${OUT:-$ROOT/benches/results}"
 RUNS="${RUNS:-7}"
-mkdir -p "$OUT" "$ROOT/benches/results"
+PY_SYSTEMS="${PY_SYSTEMS:-numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain}"
+if [ -n "${QUICK:-}" ]; then
+    SCALE=100; RUNS=3; KILN_CHAIN="100 300"; PY_CHAIN="100,300"
+else
+    SCALE=1; KILN_CHAIN="100 300 1000 3000 10000"; PY_CHAIN="100,300,1000,3000"
+fi
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+if [ -n "${QUICK:-}" ] && [ "$OUT" = "$ROOT/benches/results" ]; then
+    echo "QUICK=1 must not replace the committed raw data: set OUT to another folder"; exit 2
+fi
+if [ -z "${DOC:-}" ]; then
+    if [ "$OUT" = "$ROOT/benches/results" ]; then
+        DOC="$ROOT/BENCHMARKS.md"
+    else
+        DOC="$OUT/BENCHMARKS.md"
+        cp "$ROOT/BENCHMARKS.md" "$DOC"
+    fi
+fi
+LOGS="$ROOT/target/bench-logs"
+mkdir -p "$LOGS"
 
 if [ -z "${SKIP_INSTALL:-}" ]; then
     python3 -m venv "$VENV" || { echo "cannot create a venv (python3 -m venv)"; exit 1; }
     "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1
     # One package at a time so that one failure does not prevent the others.
     for pkg in numpy numexpr pytensor numba "jax[cpu]"; do
-        if "$VENV/bin/pip" install -q "$pkg" >"$OUT/pip-$pkg.log" 2>&1; then
+        if "$VENV/bin/pip" install -q "$pkg" >"$LOGS/pip-$pkg.log" 2>&1; then
             echo "installed $pkg"
         else
-            echo "FAILED to install $pkg (see $OUT/pip-$pkg.log)"
+            echo "FAILED to install $pkg (see $LOGS/pip-$pkg.log)"
         fi
     done
 fi
-"$VENV/bin/pip" freeze 2>/dev/null | grep -iE '^(numpy|numexpr|pytensor|numba|jax|jaxlib)==' > "$OUT/versions.txt"
-cat "$OUT/versions.txt"
 
-cargo build --release --bin kiln || exit 1
-KILN="$ROOT/target/release/kiln"
+if [ -z "${KILN:-}" ]; then
+    cargo build --release --bin kiln || exit 1
+    KILN="$ROOT/target/release/kiln"
+fi
 
-echo "== kiln: suite (none, fast_compile, fast_run) =="
-"$KILN" bench --suite --modes none,fast_compile,fast_run,fast_run-fusion --runs "$RUNS" --json > "$OUT/kiln.jsonl" || exit 1
+# Where and when: recorded before measuring (the load average again at the end).
+COMMIT="$(git rev-parse --short=12 HEAD)"
+if [ -n "$(git status --porcelain --untracked-files=no -- src runtime benches ':!benches/results' Cargo.toml Cargo.lock)" ]; then
+    COMMIT="$COMMIT (with uncommitted changes)"
+fi
+DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
+CPU="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: *//')"
+CORES="$(nproc)"
+if grep -qw avx512f /proc/cpuinfo; then ISA="AVX-512"
+elif grep -qw avx2 /proc/cpuinfo; then ISA="AVX2"
+else ISA="no AVX2"; fi
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+PACKAGES="$("$VENV/bin/pip" freeze 2>/dev/null | grep -iE '^(numpy|numexpr|pytensor|numba|jax|jaxlib)==' | sort)"
+echo "commit $COMMIT, $DATE, $CPU ($CORES cores, $ISA), load $LOAD_START"
+echo "$PACKAGES"
+
+echo "== kiln: suite =="
+"$KILN" bench --suite --modes none,fast_compile,fast_run,fast_run-inplace,fast_run-fusion,fast_run-fusion-inplace \
+    --runs "$RUNS" --scale-down "$SCALE" --json > "$OUT/kiln.jsonl" || exit 1
 echo "== kiln: chain rewrite time =="
 : > "$OUT/kiln_chain.jsonl"
-for K in 100 300 1000 3000 10000; do
+for K in $KILN_CHAIN; do
     "$KILN" bench --chain "$K" --modes fast_run --runs 3 --json >> "$OUT/kiln_chain.jsonl" || exit 1
 done
 echo "== Python systems =="
-# OMP/MKL threads for numpy and JAX are left at their defaults (both cores); numexpr is set to 2 threads.
-"$VENV/bin/python" "$ROOT/benches/compare.py" --runs "$RUNS" --out "$OUT/python.jsonl"
+# OMP/MKL threads for numpy and JAX are left at their defaults (all cores); numexpr is set to 2 threads.
+"$VENV/bin/python" "$ROOT/benches/compare.py" --runs "$RUNS" --scale-down "$SCALE" \
+    --chain "$PY_CHAIN" --systems "$PY_SYSTEMS" --out "$OUT/python.jsonl" || exit 1
+LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# meta.json, written with Python's json module (proper escaping).
+COMMIT="$COMMIT" DATE="$DATE" CPU="$CPU" CORES="$CORES" ISA="$ISA" LOAD_START="$LOAD_START" \
+LOAD_END="$LOAD_END" PACKAGES="$PACKAGES" RUNS="$RUNS" SCALE="$SCALE" \
+"$VENV/bin/python" - "$OUT/meta.json" <<'EOF' || exit 1
+import json, os, sys
+e = os.environ
+meta = {
+    "commit": e["COMMIT"], "date": e["DATE"], "cpu": e["CPU"], "cores": int(e["CORES"]),
+    "isa": e["ISA"], "load_start": e["LOAD_START"], "load_end": e["LOAD_END"],
+    "python_packages": [p for p in e["PACKAGES"].split("\n") if p],
+    "runs": int(e["RUNS"]), "scale_down": int(e["SCALE"]),
+}
+with open(sys.argv[1], "w") as f:
+    json.dump(meta, f, indent=1)
+    f.write("\n")
+EOF
 
 echo "== report =="
-CARGO_TARGET_DIR="$ROOT/target/bench-report" cargo run --release --manifest-path "$ROOT/benches/report/Cargo.toml" -- "$OUT" "$ROOT/benches/results"
+CARGO_TARGET_DIR="$ROOT/target/bench-report" cargo run --release --manifest-path "$ROOT/benches/report/Cargo.toml" -- \
+    "$OUT" --write "$DOC" || exit 1
+echo "raw data in $OUT; results section regenerated in $DOC"

@@ -1,8 +1,6 @@
 //! The workload suite of `shared/workloads.md` as expression text with
-//! deterministic input data; shared by `benches/workloads.rs` and
-//! `examples/suite.rs` (included with `#[path]`).
-
-#![allow(dead_code)] // each includer uses a subset
+//! deterministic input data for `benches/workloads.rs` (included with
+//! `#[path]`).
 
 use kiln::{build_expression, tensor, DType, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};
@@ -29,12 +27,10 @@ pub fn uniform(n: &[usize], seed: u64, lo: f64, hi: f64) -> ArrayD<f64> {
     normal(n, seed).mapv(|x| lo + (hi - lo) * (0.5 + 0.5 * (x / 4.0).tanh()))
 }
 
-/// One workload: name, expression, inputs (name, shape, data kind).
+/// One workload: name, inputs, output and input data.
 pub struct Workload {
     /// Name in workloads.md.
     pub name: &'static str,
-    /// Expression text.
-    pub expr: &'static str,
     /// Input tensors.
     pub inputs: Vec<Tensor>,
     /// Output tensor.
@@ -115,7 +111,6 @@ pub fn suite(n: usize) -> Vec<Workload> {
             let output = build_expression(expr, &map).expect("suite expression");
             Workload {
                 name,
-                expr,
                 inputs,
                 output,
                 values,

@@ -2,13 +2,19 @@
 //! Run time of the workload suite (`shared/workloads.md`, data and
 //! expressions in `suite_data.rs`) compiled through the FAST_RUN pipeline,
 //! compile time of each suite workload (rewrite + code generation), and
-//! compile time of the `chain` graph family. Quote medians and ratios: the
-//! machines are noisy. `KILN_BENCH_N` overrides the 10^7 vector length.
+//! compile time of the `chain` graph family, and (group `exp_paths`, one
+//! thread) the two transcendental strategies of the element-wise kernels on
+//! `exp` over 10^6 f64: the contiguous block-wise path (block calls of the
+//! runtime's vectorised exp) against the per-element path a stride-2 input forces
+//! (this group replaces the former `examples/exp_strategy.rs` probe). Quote
+//! medians and ratios: the machines are noisy. `KILN_BENCH_N` overrides the
+//! 10^7 vector length of the suite.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kiln::linker::{compile, Arg, CompileOptions};
+use kiln::linker::{compile, set_num_threads, Arg, CompileOptions};
 use kiln::rewriting::Mode;
 use kiln::{function, vector, DType, FunctionGraph, Tensor};
+use ndarray::{s, ArrayD, IxDyn};
 
 #[path = "suite_data.rs"]
 mod suite_data;
@@ -93,5 +99,30 @@ fn compile_time(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, run_time, compile_suite, compile_time);
+/// `exp(x)` on a contiguous input and on a stride-2 view of the same
+/// length, on one thread (the thread count is restored afterwards).
+fn exp_paths(c: &mut Criterion) {
+    let n = 1_000_000;
+    let x = vector("x", DType::F64);
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &[x.exp()]).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let wide = ArrayD::from_shape_fn(IxDyn(&[2 * n]), |i| {
+        ((i[0] * 7919) % 1000) as f64 / 250.0 - 2.0
+    });
+    let contiguous = wide.slice(s![..n]).to_owned().into_dyn();
+    let strided = wide.slice(s![..;2]).into_dyn();
+    set_num_threads(1);
+    let mut g = c.benchmark_group("exp_paths");
+    g.sample_size(20);
+    g.bench_function("contiguous_blockwise", |b| {
+        b.iter(|| f.call(&[Arg::from(&contiguous)]).unwrap())
+    });
+    g.bench_function("stride2_per_element", |b| {
+        b.iter(|| f.call(&[Arg::from(strided.view())]).unwrap())
+    });
+    g.finish();
+    set_num_threads(0);
+}
+
+criterion_group!(benches, run_time, compile_suite, compile_time, exp_paths);
 criterion_main!(benches);

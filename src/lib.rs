@@ -1,6 +1,6 @@
 //! kiln: a JIT compiler for tensor expressions.
 //!
-//! Users build typed expression graphs ([`tensor`]), which a
+//! Users build typed expression graphs ([`tensor`](mod@tensor)), which a
 //! [`graph::FunctionGraph`] imports; the rewriting framework ([`rewriting`])
 //! and the rewrite library ([`rewrites`]) transform them, and the linker
 //! lowers the result to Cranelift IR for the host CPU. The reference

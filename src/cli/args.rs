@@ -78,7 +78,7 @@ pub struct RewriteArgs {
     /// The expression (may start with '-').
     #[arg(allow_hyphen_values = true)]
     pub expr: String,
-    /// An input declaration NAME=DTYPE[DIMS], e.g. x=f64[:], X=f32[:, 3], s=f64[].
+    /// An input declaration `NAME=DTYPE[DIMS]`, e.g. `x=f64[:]`, `X=f32[:, 3]`, `s=f64[]`.
     #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
     pub vars: Vec<String>,
     /// The mode whose rewrites run (default fast_run; with --include/--require
@@ -115,7 +115,7 @@ pub struct BenchArgs {
     /// An expression to measure (with --var declarations giving concrete sizes).
     #[arg(allow_hyphen_values = true)]
     pub expr: Option<String>,
-    /// An input NAME=DTYPE[SIZES] with concrete sizes, e.g. x=f64[1000000].
+    /// An input `NAME=DTYPE[SIZES]` with concrete sizes, e.g. `x=f64[1000000]`.
     #[arg(long = "var", value_name = "NAME=DTYPE[SIZES]")]
     pub vars: Vec<String>,
     /// Run the eight workloads of the benchmark suite.
@@ -160,7 +160,7 @@ pub struct DotArgs {
     /// The expression (may start with '-').
     #[arg(allow_hyphen_values = true)]
     pub expr: String,
-    /// An input declaration NAME=DTYPE[DIMS].
+    /// An input declaration `NAME=DTYPE[DIMS]`.
     #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
     pub vars: Vec<String>,
     /// The mode whose rewrites run before drawing.

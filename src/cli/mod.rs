@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `kiln eval EXPR --in x=x.npy` | [`eval`] | compiles and runs an expression on `.npy` inputs |
 //! | `kiln rewrite EXPR --var x=f64[:]` | [`rewrite`] | prints the graph before and after rewriting |
-//! | `kiln bench --suite` | [`bench`] | compile and run times, node counts, peak buffer bytes |
+//! | `kiln bench --suite` | [`bench`](mod@bench) | compile and run times, node counts, peak buffer bytes |
 //! | `kiln dot EXPR --var ...` | [`rewrite`] | Graphviz of the graph |
 //!
 //! Every failure caused by the user's input (a malformed expression or

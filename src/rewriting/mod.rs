@@ -6,8 +6,8 @@
 //!
 //! Modules, in the order a rewrite flows through them: [`rewriter`] (traits),
 //! [`process`] (validating and applying one node rewrite), [`walking`],
-//! [`equilibrium`], [`sequential`], [`merge`], [`simple`], [`unify`],
-//! [`pattern`], [`kanren`], [`db`], [`optdb`], [`profile`].
+//! [`equilibrium`], [`sequential`], [`merge`], [`simple`], [`unify`](mod@unify),
+//! [`pattern`], [`kanren`], [`db`], [`optdb`](mod@optdb), [`profile`].
 
 pub mod db;
 pub mod equilibrium;

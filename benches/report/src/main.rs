@@ -1,155 +1,28 @@
-//! The benchmark report of `benches/compare.sh`: reads `kiln.jsonl`,
-//! `kiln_chain.jsonl`, `python.jsonl` and `versions.txt` from the results
-//! folder and writes `report.md` (the side-by-side tables) and two PNG plots
-//! (`run_time.png`: run time per workload and system; `rewrite_time.png`:
-//! FAST_RUN rewrite time against graph size, kiln and PyTensor) to the
-//! output folder.
+//! The benchmark report of `benches/compare.sh`: renders the results
+//! section of `BENCHMARKS.md` from the raw data in a results folder
+//! (`meta.json`, `kiln.jsonl`, `kiln_chain.jsonl`, `python.jsonl`; see
+//! `tables.rs`) and draws two PNG plots into that folder (`run_time.png`:
+//! run time per workload and system; `rewrite_time.png`: FAST_RUN rewrite
+//! time against graph size, kiln and PyTensor).
 //!
-//! Usage: `kiln-bench-report RESULTS_DIR OUT_DIR`.
+//! Usage:
+//!
+//! - `kiln-bench-report RESULTS_DIR --write DOC.md`: replaces the section
+//!   between the report markers of `DOC.md` and redraws the plots;
+//! - `kiln-bench-report RESULTS_DIR --check DOC.md`: exits with status 1
+//!   when `DOC.md`'s section differs from what the data renders to (kiln's
+//!   `tests/bench_tables.rs` makes the same check in CI).
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+mod tables;
+
 use std::path::Path;
 
 use plotters::prelude::*;
 use serde_json::Value;
 
+use tables::{Table, SYSTEMS, WORKLOADS};
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-const WORKLOADS: [&str; 8] = [
-    "softplus",
-    "poly",
-    "gauss",
-    "sigmoid_xent",
-    "logsumexp",
-    "outer_tanh",
-    "mlp",
-    "canon",
-];
-
-/// (column key, column title, has a compile time to show).
-const SYSTEMS: [(&str, &str, bool); 9] = [
-    ("kiln:none", "kiln none", false),
-    ("kiln:fast_compile", "kiln fast_compile", false),
-    ("kiln:fast_run", "kiln fast_run (compile)", true),
-    ("kiln:fast_run-fusion", "kiln fast_run-fusion", false),
-    ("numpy", "numpy", false),
-    ("numexpr", "numexpr 2 threads", false),
-    ("pytensor_c", "PyTensor C (compile)", true),
-    ("pytensor_numba", "PyTensor numba (compile)", true),
-    ("jax", "JAX jit (compile)", true),
-];
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn ms(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
-/// (run ms, compile ms, error) per (system key, workload).
-type Table = BTreeMap<(String, String), (Option<f64>, Option<f64>, Option<String>)>;
-
-fn collect(kiln: &[Value], py: &[Value]) -> Table {
-    let mut t = Table::new();
-    for r in kiln {
-        let key = format!("kiln:{}", r["mode"].as_str().unwrap_or("?"));
-        let w = r["workload"].as_str().unwrap_or("?").to_string();
-        t.insert((key, w), (r["run_ms"].as_f64(), r["compile_ms"].as_f64(), None));
-    }
-    for r in py {
-        let sys = r["system"].as_str().unwrap_or("?").to_string();
-        let w = r["workload"].as_str().unwrap_or("?").to_string();
-        let err = r["error"].as_str().map(String::from);
-        t.insert((sys, w), (r["run_ms"].as_f64(), r["compile_ms"].as_f64(), err));
-    }
-    t
-}
-
-fn cell(t: &Table, sys: &str, w: &str, with_compile: bool) -> String {
-    // A whole-system failure is recorded under the workload "*".
-    let entry = t
-        .get(&(sys.to_string(), w.to_string()))
-        .or_else(|| t.get(&(sys.to_string(), "*".to_string())));
-    match entry {
-        Some((Some(r), c, _)) => match (with_compile, c) {
-            (true, Some(c)) => format!("{} ({})", ms(*r), ms(*c)),
-            _ => ms(*r),
-        },
-        Some((None, _, Some(e))) if e.contains("not expressible") => "—".into(),
-        Some((None, _, Some(_))) => "failed".into(),
-        _ => "n/a".into(),
-    }
-}
-
-fn report(dir: &Path, table: &Table, kchain: &[Value], py: &[Value]) -> String {
-    let mut s = String::new();
-    let versions = std::fs::read_to_string(dir.join("versions.txt")).unwrap_or_default();
-    let _ = writeln!(s, "Python packages: {}\n", versions.split_whitespace().collect::<Vec<_>>().join(", "));
-    let _ = writeln!(s, "Run time, median ms (compile ms = first call, cold, in parentheses):\n");
-    let _ = write!(s, "| workload |");
-    for (_, title, _) in SYSTEMS {
-        let _ = write!(s, " {title} |");
-    }
-    let _ = writeln!(s, " fast_run / none |");
-    let _ = writeln!(s, "|---|{}---|", "---|".repeat(SYSTEMS.len()));
-    for w in WORKLOADS {
-        let _ = write!(s, "| {w} |");
-        for (key, _, c) in SYSTEMS {
-            let _ = write!(s, " {} |", cell(table, key, w, c));
-        }
-        let run = |k: &str| table.get(&(k.to_string(), w.to_string())).and_then(|r| r.0);
-        let ratio = match (run("kiln:none"), run("kiln:fast_run")) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.1}x faster", a / b),
-            _ => "n/a".into(),
-        };
-        let _ = writeln!(s, " {ratio} |");
-    }
-    // Failures, verbatim.
-    let fails: Vec<String> = py
-        .iter()
-        .filter_map(|r| {
-            let e = r["error"].as_str()?;
-            (!e.contains("not expressible")).then(|| {
-                format!("- {} / {}: {e}", r["system"].as_str().unwrap_or("?"), r["workload"].as_str().unwrap_or("?"))
-            })
-        })
-        .collect();
-    if !fails.is_empty() {
-        let _ = writeln!(s, "\nFailures:\n\n{}", fails.join("\n"));
-    }
-    let _ = writeln!(s, "\nChain graph, FAST_RUN (kiln: rewrite and code generation; PyTensor: rewriting only):\n");
-    let _ = writeln!(s, "| K | nodes before → after (kiln) | kiln rewrite ms | kiln codegen ms | PyTensor rewrite ms | nodes after (PyTensor) |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
-    for r in kchain {
-        let w = r["workload"].as_str().unwrap_or("?");
-        let k = w.trim_start_matches("chain_");
-        let p = py.iter().find(|p| p["system"] == "pytensor" && p["workload"] == w);
-        let prw = p.and_then(|p| p["rewrite_ms"].as_f64()).map_or("n/a".into(), ms);
-        let pna = p.and_then(|p| p["nodes_after"].as_u64()).map_or("n/a".into(), |n| n.to_string());
-        let _ = writeln!(
-            s,
-            "| {k} | {} → {} | {} | {} | {prw} | {pna} |",
-            r["nodes_before"], r["nodes_after"],
-            ms(r["rewrite_ms"].as_f64().unwrap_or(f64::NAN)),
-            ms(r["codegen_ms"].as_f64().unwrap_or(f64::NAN)),
-        );
-    }
-    s
-}
 
 const COLORS: [RGBColor; 9] = [
     RGBColor(200, 200, 200),
@@ -163,14 +36,22 @@ const COLORS: [RGBColor; 9] = [
     RGBColor(118, 42, 131),
 ];
 
+/// Run time per workload and system (log scale).
 fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
     let root = BitMapBackend::new(path, (1400, 700)).into_drawing_area();
     root.fill(&WHITE)?;
-    let vals: Vec<f64> = table.values().filter_map(|v| v.0).filter(|&v| v > 0.0).collect();
+    let vals: Vec<f64> = table
+        .values()
+        .filter_map(|v| v.0)
+        .filter(|&v| v > 0.0)
+        .collect();
     let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min).max(1e-3) / 2.0;
     let hi = vals.iter().cloned().fold(0.0, f64::max) * 12.0; // headroom for the legend
     let mut chart = ChartBuilder::on(&root)
-        .caption("Run time per workload (median ms, log scale; lower is better)", ("sans-serif", 24))
+        .caption(
+            "Run time per workload (median ms, log scale; lower is better)",
+            ("sans-serif", 24),
+        )
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
@@ -201,7 +82,10 @@ fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
             .filter_map(|(i, w)| {
                 let v = table.get(&(key.to_string(), w.to_string()))?.0?;
                 let x0 = i as f64 + 0.075 + k as f64 * width;
-                Some(Rectangle::new([(x0, lo), (x0 + width * 0.95, v)], color.filled()))
+                Some(Rectangle::new(
+                    [(x0, lo), (x0 + width * 0.95, v)],
+                    color.filled(),
+                ))
             })
             .collect();
         chart
@@ -220,6 +104,7 @@ fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
     Ok(())
 }
 
+/// FAST_RUN rewrite time against graph size, kiln and PyTensor.
 fn plot_rewrite_time(path: &Path, kchain: &[Value], py: &[Value]) -> Res<()> {
     let series = |rows: Vec<&Value>| -> Vec<(f64, f64)> {
         rows.iter()
@@ -232,16 +117,26 @@ fn plot_rewrite_time(path: &Path, kchain: &[Value], py: &[Value]) -> Res<()> {
     if all.is_empty() {
         return Ok(());
     }
-    let (xlo, xhi) = all.iter().fold((f64::INFINITY, 0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (ylo, yhi) = all.iter().fold((f64::INFINITY, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (xlo, xhi) = all
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (ylo, yhi) = all
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let root = BitMapBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("FAST_RUN rewrite time vs graph size (chain graph)", ("sans-serif", 22))
+        .caption(
+            "FAST_RUN rewrite time vs graph size (chain graph)",
+            ("sans-serif", 22),
+        )
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(((xlo / 1.5)..(xhi * 1.5)).log_scale(), ((ylo / 2.0).max(1e-3)..(yhi * 2.0)).log_scale())?;
+        .build_cartesian_2d(
+            ((xlo / 1.5)..(xhi * 1.5)).log_scale(),
+            ((ylo / 2.0).max(1e-3)..(yhi * 2.0)).log_scale(),
+        )?;
     chart
         .configure_mesh()
         .x_desc("Apply nodes before rewriting")
@@ -255,7 +150,9 @@ fn plot_rewrite_time(path: &Path, kchain: &[Value], py: &[Value]) -> Res<()> {
         chart
             .draw_series(LineSeries::new(pts.iter().cloned(), color.stroke_width(2)))?
             .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
     chart
@@ -271,20 +168,48 @@ fn plot_rewrite_time(path: &Path, kchain: &[Value], py: &[Value]) -> Res<()> {
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        return Err("usage: kiln-bench-report RESULTS_DIR OUT_DIR".into());
+    let usage = "usage: kiln-bench-report RESULTS_DIR (--write | --check) DOC.md";
+    let [_, dir, action, doc_path] = args.as_slice() else {
+        return Err(usage.into());
+    };
+    let (dir, doc_path) = (Path::new(dir), Path::new(doc_path));
+    let raw = tables::load(dir)?;
+    let section = tables::render(&raw)?;
+    let doc = std::fs::read_to_string(doc_path)
+        .map_err(|e| format!("cannot read {}: {e}", doc_path.display()))?;
+    let regenerated = tables::splice(&doc, &section)?;
+    match action.as_str() {
+        "--check" => {
+            if regenerated != doc {
+                eprintln!(
+                    "{}: the results section differs from what {} renders to; run\n  \
+                     cargo run --release --manifest-path benches/report/Cargo.toml -- {} --write {}",
+                    doc_path.display(),
+                    dir.display(),
+                    dir.display(),
+                    doc_path.display()
+                );
+                std::process::exit(1);
+            }
+            println!(
+                "{}: results section matches {}",
+                doc_path.display(),
+                dir.display()
+            );
+        }
+        "--write" => {
+            std::fs::write(doc_path, &regenerated)?;
+            let table = tables::collect(&raw)?;
+            plot_run_time(&dir.join("run_time.png"), &table)?;
+            plot_rewrite_time(&dir.join("rewrite_time.png"), &raw.chain, &raw.python)?;
+            print!("{section}");
+            println!(
+                "\nwrote the results section of {} and {}/run_time.png, rewrite_time.png",
+                doc_path.display(),
+                dir.display()
+            );
+        }
+        _ => return Err(usage.into()),
     }
-    let (dir, out) = (Path::new(&args[1]), Path::new(&args[2]));
-    std::fs::create_dir_all(out)?;
-    let kiln = lines(&dir.join("kiln.jsonl"));
-    let kchain = lines(&dir.join("kiln_chain.jsonl"));
-    let py = lines(&dir.join("python.jsonl"));
-    let table = collect(&kiln, &py);
-    let md = report(dir, &table, &kchain, &py);
-    std::fs::write(out.join("report.md"), &md)?;
-    print!("{md}");
-    plot_run_time(&out.join("run_time.png"), &table)?;
-    plot_rewrite_time(&out.join("rewrite_time.png"), &kchain, &py)?;
-    println!("\nwrote {}/report.md, run_time.png, rewrite_time.png", out.display());
     Ok(())
 }

@@ -291,8 +291,8 @@ unsafe fn sum_exp_shift_base(x: *const f64, c: f64, n: usize) -> f64 {
     }
 }
 
-/// Returns Σ_{i<n} e^(x[i] - c) (0 for `n == 0`), summed in the order the
-/// module documents; each term is within 1 ULP of e^(x[i] - c).
+/// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order the
+/// module documents; each term is within 1 ULP of `e^(x[i] - c)`.
 ///
 /// # Safety
 /// `x` must be valid for `n` reads (it may be null when `n == 0`).

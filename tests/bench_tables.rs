@@ -1,0 +1,115 @@
+//! BENCHMARKS.md's results section is exactly what the report tool
+//! (`benches/report`) renders from the committed raw data in
+//! `benches/results/` (meta.json and the JSON lines of `benches/compare.sh`):
+//! no figure of the section is copied by hand. The rendering code is the
+//! report tool's own `tables.rs`, included here so that CI checks it
+//! without building the tool's plotting dependencies.
+
+#[path = "../benches/report/src/tables.rs"]
+mod tables;
+
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn benchmarks_md_results_match_the_committed_raw_data() {
+    let raw = tables::load(&root().join("benches/results")).unwrap();
+    let doc = std::fs::read_to_string(root().join("BENCHMARKS.md")).unwrap();
+    let regenerated = tables::splice(&doc, &tables::render(&raw).unwrap()).unwrap();
+    assert!(
+        regenerated == doc,
+        "BENCHMARKS.md's results section is not what benches/results renders to; regenerate it with\n  \
+         cargo run --release --manifest-path benches/report/Cargo.toml -- benches/results --write BENCHMARKS.md"
+    );
+}
+
+#[test]
+fn every_table_states_where_and_when_it_was_measured() {
+    let raw = tables::load(&root().join("benches/results")).unwrap();
+    let section = tables::render(&raw).unwrap();
+    let prov = tables::provenance(&raw.meta).unwrap();
+    let tables_in_section = section.matches("\n|---|").count();
+    assert_eq!(
+        tables_in_section, 4,
+        "run time, kiln detail, peak bytes, chain"
+    );
+    assert_eq!(section.matches(prov.as_str()).count(), tables_in_section);
+    for field in ["commit", "date", "cpu", "isa", "load_start", "load_end"] {
+        let value = raw.meta[field].as_str().unwrap();
+        assert!(
+            prov.contains(value),
+            "{field} `{value}` missing from {prov}"
+        );
+    }
+}
+
+#[test]
+fn splice_replaces_only_the_marked_section() {
+    let doc = format!(
+        "intro\n{}\nold table\n{}\noutro\n",
+        tables::BEGIN,
+        tables::END
+    );
+    let out = tables::splice(&doc, "new table\n").unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "intro\n{}\n\nnew table\n\n{}\noutro\n",
+            tables::BEGIN,
+            tables::END
+        )
+    );
+    // Idempotent: splicing the same section again changes nothing.
+    assert_eq!(tables::splice(&out, "new table").unwrap(), out);
+}
+
+#[test]
+fn missing_or_misordered_markers_are_errors() {
+    let e = tables::splice("no markers\n", "x").unwrap_err();
+    assert!(e.contains("exactly one line"), "{e}");
+    let twice = format!("{0}\n{0}\n{1}\n", tables::BEGIN, tables::END);
+    assert!(tables::splice(&twice, "x").is_err());
+    let reversed = format!("{}\n{}\n", tables::END, tables::BEGIN);
+    let e = tables::splice(&reversed, "x").unwrap_err();
+    assert!(e.contains("comes before"), "{e}");
+}
+
+#[test]
+fn malformed_raw_data_is_an_error_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join("benches/results");
+    for f in [
+        "meta.json",
+        "kiln.jsonl",
+        "kiln_chain.jsonl",
+        "python.jsonl",
+    ] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    let mut chain = std::fs::read_to_string(dir.path().join("kiln_chain.jsonl")).unwrap();
+    chain.push_str("{\"workload\": \"chain_5\", truncated\n");
+    std::fs::write(dir.path().join("kiln_chain.jsonl"), &chain).unwrap();
+    let e = tables::load(dir.path()).unwrap_err();
+    let line = chain.lines().count();
+    assert!(e.contains(&format!("kiln_chain.jsonl:{line}:")), "{e}");
+
+    std::fs::remove_file(dir.path().join("kiln_chain.jsonl")).unwrap();
+    let e = tables::load(dir.path()).unwrap_err();
+    assert!(
+        e.contains("cannot read") && e.contains("kiln_chain.jsonl"),
+        "{e}"
+    );
+
+    // A record without a required field: an error naming the field.
+    std::fs::write(
+        dir.path().join("kiln_chain.jsonl"),
+        "{\"workload\": \"chain_5\"}\n",
+    )
+    .unwrap();
+    let raw = tables::load(dir.path()).unwrap();
+    let e = tables::render(&raw).unwrap_err();
+    assert!(e.contains("nodes_before"), "{e}");
+}
