@@ -1,8 +1,9 @@
 //! kiln: a JIT compiler for tensor expressions.
 //!
-//! Users build typed expression graphs ([`tensor`](mod@tensor)), which a
-//! [`graph::FunctionGraph`] imports; the rewriting framework ([`rewriting`])
-//! and the rewrite library ([`rewrites`]) transform them, and the linker
+//! Users build typed expression graphs ([`tensor`](mod@tensor); dtypes, tensor types and
+//! values in [`types`]), which a [`graph::FunctionGraph`] imports; the
+//! rewriting framework ([`rewriting`]) and the rewrite library
+//! ([`rewrites`], which assembles the optdb) transform them, and the linker
 //! lowers the result to Cranelift IR for the host CPU. The reference
 //! evaluator ([`eval`]) is the oracle for every test.
 //!
