@@ -420,6 +420,7 @@ pub fn compile_plan(
                     input: ins[0],
                     shape: ins[1],
                     output: outs[0],
+                    out_shape: fg.ty(node.outputs[0]).shape.clone(),
                 },
                 Lowering::Metadata,
             ),
@@ -428,6 +429,7 @@ pub fn compile_plan(
                     value: ins[0],
                     dims: ins[1..].to_vec(),
                     output: outs[0],
+                    out_shape: fg.ty(node.outputs[0]).shape.clone(),
                 },
                 Lowering::Native,
             ),
@@ -508,6 +510,7 @@ pub fn compile_plan(
                         op: c.clone(),
                         inputs: ins.clone(),
                         outputs: outs.clone(),
+                        out_types: node.outputs.iter().map(|&o| fg.ty(o).clone()).collect(),
                     },
                     Lowering::Fallback,
                 )

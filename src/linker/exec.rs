@@ -382,6 +382,15 @@ impl<'a> Exec<'a> {
                                     ),
                                 ));
                             }
+                            if is_broadcast_view(a) {
+                                return Err(err(
+                                    name,
+                                    format!(
+                                        "cannot overwrite {}: it is a broadcast view",
+                                        descs[i]
+                                    ),
+                                ));
+                            }
                             outs.push(a.clone());
                         }
                         None => outs.push(self.alloc_slot(name, slot, dt, &shape)?),
@@ -541,9 +550,20 @@ impl<'a> Exec<'a> {
                 input,
                 shape,
                 output,
+                out_shape,
             } => {
                 let x = self.get(*input);
                 let target = self.get(*shape).to_i64_vec();
+                if target.len() != out_shape.len() {
+                    return Err(err(
+                        name,
+                        format!(
+                            "the shape vector {target:?} has {} entries, but the reshape produces {} dimension(s)",
+                            target.len(),
+                            out_shape.len()
+                        ),
+                    ));
+                }
                 let size = x.len();
                 // An overflowing product of the given sizes cannot match any array.
                 let Some(known) = target
@@ -583,6 +603,7 @@ impl<'a> Exec<'a> {
                         ),
                     ));
                 }
+                check_static_shape(name, out_shape, &sh)?;
                 let src = if x.is_standard() {
                     x
                 } else {
@@ -608,6 +629,7 @@ impl<'a> Exec<'a> {
                 value,
                 dims,
                 output,
+                out_shape,
             } => {
                 let v = self.get(*value);
                 let mut shape = Vec::with_capacity(dims.len());
@@ -629,7 +651,16 @@ impl<'a> Exec<'a> {
                         format!("shape {shape:?} is too large to allocate"),
                     ));
                 }
-                let off = shape.len() - v.shape.len();
+                check_static_shape(name, out_shape, &shape)?;
+                let Some(off) = shape.len().checked_sub(v.shape.len()) else {
+                    return Err(err(
+                        name,
+                        format!(
+                            "value of shape {:?} has more dimensions than {shape:?}",
+                            v.shape.as_slice()
+                        ),
+                    ));
+                };
                 let mut st: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
                 for (i, (&n, &s)) in v.shape.iter().zip(&v.strides).enumerate() {
                     if n == 1 {
@@ -719,6 +750,7 @@ impl<'a> Exec<'a> {
                 op,
                 inputs,
                 outputs,
+                out_types,
             } => {
                 let vals: Vec<Value> = inputs
                     .iter()
@@ -726,12 +758,9 @@ impl<'a> Exec<'a> {
                     .collect::<Result<_>>()?;
                 let refs: Vec<&Value> = vals.iter().collect();
                 let res = op.perform(&refs)?;
-                if res.len() != outputs.len() {
-                    return Err(err(
-                        name,
-                        format!("returned {} outputs, expected {}", res.len(), outputs.len()),
-                    ));
-                }
+                // Kernels trust every value to have its static type: a user
+                // op's results are checked before any of them is stored.
+                crate::eval::check_custom_outputs(name, out_types, &res)?;
                 for (&s, v) in outputs.iter().zip(res) {
                     let shape = v.shape().to_vec();
                     self.slots[s] = Some(Arr::from_buffer(Buffer::from_value(v), &shape));
@@ -975,11 +1004,7 @@ impl<'a> Exec<'a> {
         // SAFETY: alpha and beta are 0-d arrays (by the node's types): offset 0 is their element.
         let (alpha, beta) = unsafe { (alpha.read_f64(0), beta.read_f64(0)) };
         let c = if inplace {
-            if z.shape
-                .iter()
-                .zip(&z.strides)
-                .any(|(&n, &s)| n > 1 && s == 0)
-            {
+            if is_broadcast_view(z) {
                 return Err(err(
                     name,
                     format!("cannot overwrite {z_desc}: it is a broadcast view"),
@@ -1152,11 +1177,34 @@ fn broadcast_shape(
     descs: &[String],
 ) -> Result<Vec<usize>> {
     let ndim = bcast.first().map_or(0, |b| b.len());
+    for (i, a) in ins.iter().enumerate() {
+        if a.shape.len() != ndim {
+            return Err(err(
+                name,
+                format!(
+                    "{} has {} dimension(s), expected {ndim}",
+                    descs[i],
+                    a.shape.len()
+                ),
+            ));
+        }
+    }
     let mut shape = vec![1usize; ndim];
     for d in 0..ndim {
         let mut size: Option<(usize, usize)> = None;
         for (i, a) in ins.iter().enumerate() {
             if bcast[i][d] {
+                // Read with stride 0 only when of size 1: a larger array
+                // would be read past the iteration's other operands.
+                if a.shape[d] != 1 {
+                    return Err(err(
+                        name,
+                        format!(
+                            "{} is broadcastable in dimension {d} but has size {}",
+                            descs[i], a.shape[d]
+                        ),
+                    ));
+                }
                 continue;
             }
             match size {
@@ -1176,6 +1224,32 @@ fn broadcast_shape(
         shape[d] = size.map_or(1, |s| s.0);
     }
     Ok(shape)
+}
+
+/// Checks a shape computed at run time (`Reshape`, `Alloc`) against the
+/// output's static sizes `want`: every known size must match, so that a
+/// statically broadcastable dimension has size 1 and a known size is exact.
+fn check_static_shape(name: &str, want: &[Option<usize>], shape: &[usize]) -> Result<()> {
+    for (d, (w, &got)) in want.iter().zip(shape).enumerate() {
+        if let Some(w) = *w {
+            if w != got {
+                return Err(err(
+                    name,
+                    format!("computed shape {shape:?} has size {got} in dimension {d}, but the output's type requires {w}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when `a` reads some element through two indices (a zero stride on
+/// a dimension larger than 1): such an array must never be written.
+fn is_broadcast_view(a: &Arr) -> bool {
+    a.shape
+        .iter()
+        .zip(&a.strides)
+        .any(|(&n, &s)| n > 1 && s == 0)
 }
 
 /// The element strides of `a` with 0 for its size-1 dimensions (broadcast reads).

@@ -135,6 +135,9 @@ pub enum Step {
         shape: Slot,
         /// Output slot.
         output: Slot,
+        /// The output's static sizes (its length is the declared ndim),
+        /// which the run-time shape vector must satisfy.
+        out_shape: Vec<Option<usize>>,
     },
     /// Broadcast a value to a run-time shape.
     Alloc {
@@ -144,6 +147,8 @@ pub enum Step {
         dims: Vec<Slot>,
         /// Output slot.
         output: Slot,
+        /// The output's static sizes, which the run-time dims must satisfy.
+        out_shape: Vec<Option<usize>>,
     },
     /// Matrix product.
     Dot {
@@ -204,6 +209,9 @@ pub enum Step {
         inputs: Vec<Slot>,
         /// Output slots.
         outputs: Vec<Slot>,
+        /// The declared output types, which the returned values must match
+        /// (see `eval::check_custom_outputs`).
+        out_types: Vec<TensorType>,
     },
 }
 

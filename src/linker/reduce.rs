@@ -451,9 +451,16 @@ impl VecAcc {
         b.def_var(vars.vals[k], a);
     }
 
-    /// Folds the 16 bytes at `addr` into accumulator `k` (and `k + 1` when promoting).
-    fn fold_load(&self, b: &mut FunctionBuilder<'_>, vars: &AccVars, k: usize, addr: Value) {
-        let f = MemFlagsData::trusted();
+    /// Folds the 16 bytes at `addr` (accessed with flags `f`) into
+    /// accumulator `k` (and `k + 1` when promoting).
+    fn fold_load(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        vars: &AccVars,
+        k: usize,
+        addr: Value,
+        f: MemFlagsData,
+    ) {
         if self.promote {
             let x = b.ins().load(types::F32X4, f, addr, 0);
             let lo = b.ins().fvpromote_low(x);
@@ -469,13 +476,15 @@ impl VecAcc {
 
     /// Folds the `count` (a multiple of [`VecAcc::lanes`]) contiguous
     /// elements at `base` into the accumulators: every accumulator is fed
-    /// in turn, then a one-load tail.
+    /// in turn, then a one-load tail. `f`: the flags of the loads
+    /// ([`sl::OPERAND`] for an input, [`sl::OWN`] for the stack scratch).
     fn emit_loop(
         &self,
         b: &mut FunctionBuilder<'_>,
         vars: &AccVars,
         base: Value,
         count: Value,
+        f: MemFlagsData,
     ) -> Result<()> {
         let lanes = self.lanes();
         let esz = self.esz();
@@ -489,14 +498,14 @@ impl VecAcc {
             let addr = b.ins().iadd(base, off);
             for l in 0..loads {
                 let a = b.ins().iadd_imm_s(addr, l as i64 * 16);
-                self.fold_load(b, vars, l * per_load, a);
+                self.fold_load(b, vars, l * per_load, a, f);
             }
             Ok(())
         })?;
         elemwise::counted_loop(b, j_var, count, lanes, |b, j| {
             let off = b.ins().imul_imm_s(j, esz);
             let addr = b.ins().iadd(base, off);
-            self.fold_load(b, vars, 0, addr);
+            self.fold_load(b, vars, 0, addr, f);
             Ok(())
         })
     }
@@ -573,12 +582,13 @@ pub fn build(
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
     let extreme = extreme
         .map(|(_, id)| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
-    let f = MemFlagsData::trusted();
+    // Accumulators and inputs are operand memory; the argument arrays are kiln's own.
+    let f = sl::OPERAND;
     let (pp, sp, n) = elemwise::open_kernel(&mut b);
-    let acc_p = b.ins().load(ptr, f, pp, 0);
-    let in_p = b.ins().load(ptr, f, pp, 8);
-    let acc_s = b.ins().load(types::I64, f, sp, 0);
-    let in_s = b.ins().load(types::I64, f, sp, 8);
+    let acc_p = b.ins().load(ptr, sl::OWN, pp, 0);
+    let in_p = b.ins().load(ptr, sl::OWN, pp, 8);
+    let acc_s = b.ins().load(types::I64, sl::OWN, sp, 0);
+    let in_s = b.ins().load(types::I64, sl::OWN, sp, 8);
     let i_var = b.declare_var(types::I64);
     let zero = b.ins().iconst(types::I64, 0);
     b.def_var(i_var, zero);
@@ -614,7 +624,7 @@ pub fn build(
                 b.seal_block(vsetup);
                 let vars = va.init(b);
                 let count = b.ins().band_imm_s(n, !(va.lanes() - 1));
-                va.emit_loop(b, &vars, in_p, count)?;
+                va.emit_loop(b, &vars, in_p, count, sl::OPERAND)?;
                 va.finish(b, &vars, a_var);
                 b.def_var(i_var, count);
             }
@@ -760,16 +770,17 @@ pub fn build_fused(
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
     let callees = elemwise::declare_callees(module, &mut b, imports);
-    let f = MemFlagsData::trusted();
+    // Accumulators and inputs are operand memory; the argument arrays are kiln's own.
+    let f = sl::OPERAND;
     let n_in = prog.inputs.len();
     let (pp, sp, n) = elemwise::open_kernel(&mut b);
-    let acc_p = b.ins().load(ptr, f, pp, 0);
-    let acc_s = b.ins().load(types::I64, f, sp, 0);
+    let acc_p = b.ins().load(ptr, sl::OWN, pp, 0);
+    let acc_s = b.ins().load(types::I64, sl::OWN, sp, 0);
     let mut ptrs = Vec::with_capacity(n_in);
     let mut strides = Vec::with_capacity(n_in);
     for k in 1..=n_in {
-        ptrs.push(b.ins().load(ptr, f, pp, (8 * k) as i32));
-        strides.push(b.ins().load(types::I64, f, sp, (8 * k) as i32));
+        ptrs.push(b.ins().load(ptr, sl::OWN, pp, (8 * k) as i32));
+        strides.push(b.ins().load(types::I64, sl::OWN, sp, (8 * k) as i32));
     }
     let is_row = modes.test_row(&mut b, acc_s);
     let i_var = b.declare_var(types::I64);
@@ -865,7 +876,7 @@ pub fn build_fused(
             modes,
             is_row,
             |b| match (&va, &vars) {
-                (Some(va), Some(vars)) => va.emit_loop(b, vars, out_base, m),
+                (Some(va), Some(vars)) => va.emit_loop(b, vars, out_base, m, sl::OWN),
                 _ => fold_loop(b, m, |b, j| {
                     let off = b.ins().imul_imm_s(j, esz);
                     let addr = b.ins().iadd(out_base, off);
