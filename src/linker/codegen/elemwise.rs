@@ -4,8 +4,8 @@
 //! `extern "C" fn(ptrs: *const *mut u8, strides: *const isize, n: usize)`:
 //! operand `k` (inputs first, then outputs) starts at `ptrs[k]` and its
 //! element `i` is at byte offset `i * strides[k]`; the kernel computes
-//! elements `0..n` of the innermost dimension (the driver in `exec` loops
-//! the outer dimensions).
+//! elements `0..n` of the innermost dimension (the driver in `exec::drive`
+//! loops the outer dimensions).
 //!
 //! Code paths, chosen at run time from the strides:
 //! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
@@ -24,10 +24,12 @@
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
 //!
-//! Invariant for in-place use: every input element `i` is read (and, in
+//! Invariants: for in-place use, every input element `i` is read (and, in
 //! the blocked path, staged to scratch) before output element `i` is
 //! written, so an output may share the buffer of an input of the same
-//! layout.
+//! layout. No operand access is marked aligned ([`sl::OPERAND`]): operands
+//! are only element-aligned; only the argument arrays and the 16-byte
+//! aligned stack scratch use [`sl::OWN`].
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Block, InstBuilder, StackSlotData, StackSlotKind, Value};
@@ -38,7 +40,7 @@ use rustc_hash::FxHashMap;
 
 use super::jit::JitBuilder;
 use super::mathcalls::{self, ScalarSig, BLOCK};
-use super::scalar_lower::{self as sl, Callees};
+use super::scalar::{self as sl, Callees};
 use crate::error::Result;
 use crate::graph::DType;
 use crate::ops::{CRef, Composite, ScalarOp};
