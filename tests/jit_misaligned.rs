@@ -28,7 +28,7 @@ fn misaligned<T: Copy + Default>(a: &ArrayD<T>) -> (Vec<T>, usize) {
     let mut buf = vec![T::default(); a.len() + 16 / size];
     let start = buf.as_ptr() as usize;
     let off = (1..16 / size)
-        .find(|k| (start + k * size) % 16 != 0)
+        .find(|k| !(start + k * size).is_multiple_of(16))
         .expect("some element offset is misaligned");
     for (d, &x) in buf[off..].iter_mut().zip(a.iter()) {
         *d = x;

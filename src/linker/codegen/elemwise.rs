@@ -16,7 +16,7 @@
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead.
-//!   Each vector loop handles up to [`UNROLL`] vectors per iteration (then
+//!   Each vector loop handles up to `UNROLL` vectors per iteration (then
 //!   single vectors), and in calls of at least 4096 elements each block
 //!   first asks the runtime to prefetch the next block's inputs and
 //!   outputs, so that memory streams in while the block computes;

@@ -10,7 +10,7 @@
 //! vectorised block functions) and then folded into the accumulators, so
 //! the mapped values never reach memory outside the kernel's stack.
 //!
-//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` ([`SumExpShift`],
+//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` (`SumExpShift`,
 //! the row pass of a stabilised log-sum-exp) in row mode with `x`
 //! contiguous and `c` one value per row is one call of the runtime's
 //! map-reduce kernel `kiln_sum_exp_shift_f64` over the whole row (exp and

@@ -15,7 +15,7 @@
 //!
 //! Row mode of `Sum`, `Prod`, `Max` and `Min` over contiguous `f64` / `f32`
 //! values is vectorised with [`NACC`] (max / min: [`NACC_MINMAX`]) vector
-//! accumulators ([`VecAcc`]): `f64`
+//! accumulators (`VecAcc`): `f64`
 //! lanes, or for `f32` sums and products `f32` lanes promoted to `f64`, or
 //! for `f32` max / min `f32` lanes (exact). Elsewhere the fold is sequential,
 //! bit-exact against the reference over one axis (over several axes the

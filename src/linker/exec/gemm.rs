@@ -4,7 +4,7 @@
 //! `z` itself for an inplace `Gemm`) and a wrapping native product for
 //! integers.
 //!
-//! Invariants: the inner dimensions agree ([`MatMul::new`]); an inplace
+//! Invariants: the inner dimensions agree (`MatMul::new`); an inplace
 //! `Gemm` overwrites `z` only when it has `dot(x, y)`'s shape and is not a
 //! broadcast view; the output overlaps neither operand.
 
