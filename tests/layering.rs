@@ -25,11 +25,7 @@ type ModPath = Vec<String>;
 /// Cycles known today and removed by work under way elsewhere, as
 /// `(folder, members)`. An entry that no longer matches a cycle fails the
 /// test, so the list cannot go stale.
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    // `src/linker/` is being split into rooms of its own (issue 20); the
-    // split removes this pair.
-    ("linker", &["copy", "exec"]),
-];
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[];
 
 /// The sources of a crate: module path -> (text without comments and
 /// literals, whether the file is a `mod.rs` / `lib.rs` facade).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use jit_support::*;
 use kiln::graph::print::{dprint, pprint_outputs};
-use kiln::linker::reduce::Modes;
+use kiln::linker::Modes;
 use kiln::linker::{compile, Arg, CompileOptions};
 use kiln::ops::{CRef, Composite, ScalarConst};
 use kiln::rewrites::rewrite_graph;

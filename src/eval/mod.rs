@@ -56,6 +56,57 @@ pub fn check_input(
     Ok(())
 }
 
+/// Checks the values a user op (`Custom`) returned against the output types
+/// it declared: their number, and each value's dtype, number of dimensions
+/// and every static size (so a broadcastable dimension has size 1). The
+/// kernels that read these values rely on all of it, so a mismatch is an
+/// error of `op` (its display name), never a value passed on.
+pub fn check_custom_outputs(op: &str, types: &[TensorType], values: &[Value]) -> Result<()> {
+    if values.len() != types.len() {
+        return Err(Error::eval(
+            op,
+            format!(
+                "returned {} outputs, but its infer_types declares {}",
+                values.len(),
+                types.len()
+            ),
+        ));
+    }
+    for (k, (ty, v)) in types.iter().zip(values).enumerate() {
+        let shape = v.shape();
+        let mismatch = |what: String| {
+            Error::eval(
+                op,
+                format!("output {k} (shape {shape:?}, dtype {}) does not match its declared type {ty}: {what}", v.dtype()),
+            )
+        };
+        if v.dtype() != ty.dtype {
+            return Err(mismatch(format!(
+                "dtype {} instead of {}",
+                v.dtype(),
+                ty.dtype
+            )));
+        }
+        if shape.len() != ty.ndim() {
+            return Err(mismatch(format!(
+                "{} dimension(s) instead of {}",
+                shape.len(),
+                ty.ndim()
+            )));
+        }
+        for (d, (&got, want)) in shape.iter().zip(&ty.shape).enumerate() {
+            if let Some(w) = *want {
+                if got != w {
+                    return Err(mismatch(format!(
+                        "size {got} in dimension {d} instead of {w}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The bytes of an array of `dtype` and `shape`, or an error of `op` when no
 /// such array can exist: its element count overflows `usize` or its size
 /// exceeds `isize::MAX` bytes (the most one allocation may hold).

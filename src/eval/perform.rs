@@ -25,7 +25,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
-        Op::Reshape { .. } => Ok(vec![reshape(&name, inputs[0], inputs[1])?]),
+        Op::Reshape { ndim } => Ok(vec![reshape(&name, *ndim, inputs[0], inputs[1])?]),
         Op::Shape => {
             let s: Vec<i64> = inputs[0].shape().iter().map(|&d| d as i64).collect();
             Ok(vec![Value::I64(
@@ -36,7 +36,15 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             DType::I64,
             inputs[0].shape()[*i] as i64,
         )]),
-        Op::Custom(c) => c.perform(inputs),
+        Op::Custom(c) => {
+            // The declared output types for these input types: the values
+            // are checked against them before any other op reads them.
+            let in_types: Vec<TensorType> = types.iter().map(|&t| t.clone()).collect();
+            let out_types = c.infer_types(&in_types)?;
+            let outs = c.perform(inputs)?;
+            super::check_custom_outputs(&name, &out_types, &outs)?;
+            Ok(outs)
+        }
     }
 }
 
@@ -405,8 +413,17 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
     })
 }
 
-fn reshape(name: &str, x: &Value, s: &Value) -> Result<Value> {
+fn reshape(name: &str, ndim: usize, x: &Value, s: &Value) -> Result<Value> {
     let target: Vec<i64> = s.to_i64_array().iter().copied().collect();
+    if target.len() != ndim {
+        return Err(Error::eval(
+            name,
+            format!(
+                "the shape vector {target:?} has {} entries, but the reshape produces {ndim} dimension(s)",
+                target.len()
+            ),
+        ));
+    }
     let size = x.len();
     // An overflowing product of the given sizes cannot match any array.
     let Some(known) = target

@@ -1,5 +1,6 @@
-//! The compile cache: structurally identical graphs (same canonical key,
-//! see `compile::cache_key`) share one compiled module and plan.
+//! The compile cache, the entry point of compilation: structurally
+//! identical graphs (same canonical key, see `plan::schedule::cache_key`)
+//! share one compiled module and plan.
 //!
 //! Entries are weak: the cache never keeps a module alive, so dropping the
 //! last Function frees the code; dead entries are purged on insertion.
@@ -9,11 +10,24 @@ use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
-use super::compile::{self, CompileProfile};
+use super::codegen::jit::CodegenOptions;
+use super::compile::{compile_plan, CompileProfile};
+use super::exec::ParallelOptions;
 use super::function::{Compiled, Function};
-use super::CompileOptions;
+use super::plan::schedule::{cache_key, schedule};
 use crate::error::Result;
 use crate::graph::FunctionGraph;
+
+/// Options of [`compile`](fn@super::compile).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// Code generation settings.
+    pub codegen: CodegenOptions,
+    /// When to split kernels over threads.
+    pub parallel: ParallelOptions,
+    /// Bypass the compile cache.
+    pub no_cache: bool,
+}
 
 /// Canonical key -> (weak module, profile of its compilation).
 type Entries = FxHashMap<String, (Weak<Compiled>, CompileProfile)>;
@@ -23,8 +37,8 @@ static CACHE: Mutex<Option<Entries>> = Mutex::new(None);
 /// Compiles `fg`, reusing a live module compiled from an identical graph.
 pub fn compile_cached(fg: &FunctionGraph, opts: &CompileOptions) -> Result<Function> {
     let t = Instant::now();
-    let order = compile::schedule(fg)?;
-    let key = (!opts.no_cache).then(|| compile::cache_key(fg, &order, &opts.codegen));
+    let order = schedule(fg)?;
+    let key = (!opts.no_cache).then(|| cache_key(fg, &order, &opts.codegen));
     if let Some(k) = &key {
         let guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((w, prof)) = guard.as_ref().and_then(|m| m.get(k)) {
@@ -41,7 +55,7 @@ pub fn compile_cached(fg: &FunctionGraph, opts: &CompileOptions) -> Result<Funct
             }
         }
     }
-    let (plan, code, profile) = compile::compile_plan(fg, &opts.codegen)?;
+    let (plan, code, profile) = compile_plan(fg, &opts.codegen)?;
     let compiled = Arc::new(Compiled {
         plan,
         code,

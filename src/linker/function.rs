@@ -18,7 +18,7 @@
 //! Output arrays: [`Function::call_into`] (and [`Function::call_mut_into`])
 //! take one caller array per output. When an output is the whole buffer of
 //! a node output (the graph's memory plan: not a view, not an input or
-//! constant; inplace chains count, see `plan::output_destinations`) and the
+//! constant; inplace chains count, see `plan::memory::output_destinations`) and the
 //! caller's array has its dtype, shape and standard layout, the producing
 //! step (element-wise kernel, `Alloc`, floating-point GEMM) writes straight
 //! into the caller's array: no allocation, no copy. Any other output whose
@@ -31,12 +31,12 @@ use std::time::Duration;
 use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD};
 
 use super::buffer::{Arr, BufferPool};
+use super::codegen::jit::JitCode;
 use super::compile::CompileProfile;
-use super::exec::{check, copy, copy_into, to_value, CallStats, Exec, ParallelOptions};
-use super::jit::JitCode;
+use super::exec::{copy, copy_into, to_value, CallStats, Exec, ParallelOptions};
 use super::plan::Plan;
 use crate::error::{Error, Result};
-use crate::graph::{DType, Value};
+use crate::graph::{DType, TensorType, Value};
 
 /// A call argument: a borrowed array of any supported dtype and any layout.
 #[derive(Debug, Clone)]
@@ -486,4 +486,9 @@ fn same_elements(a: &Arr, b: &Arr) -> bool {
                 .zip(&a.strides)
                 .zip(&b.strides)
                 .all(|((&n, &x), &y)| n <= 1 || x == y))
+}
+
+/// Checks an input against its declared type (message names the input).
+fn check(k: usize, ty: &TensorType, name: Option<&str>, a: &Arr) -> Result<()> {
+    crate::eval::check_input(k, name, ty, a.dtype, &a.shape)
 }

@@ -1,48 +1,47 @@
 //! The linker: compiles an (already rewritten) FunctionGraph into a
 //! callable [`Function`] backed by Cranelift-generated native code.
 //!
-//! Processing order: [`compile`] schedules the graph and numbers its
-//! variables into slots (`plan`), lowers every node (`compile`): element-wise
-//! ops and Composites to kernels (`elemwise`, `scalar_lower`, with math
-//! calls resolved in `mathcalls`), reductions to kernels (`reduce`), views
-//! and shapes to metadata steps, Dot and Gemm to the runtime GEMM, copies
-//! to the Rust strided-copy kernels of `copy`; all kernels of one
-//! Function go into one JIT module (`jit`), which the compile cache (`cache`)
-//! shares between structurally identical graphs. A call (`function`) runs
-//! the plan with call-local buffers (`buffer`, `exec`).
+//! Rooms, in processing order:
+//! 1. `cache` — the entry point: reuses the module of an identical graph;
+//! 2. `compile` — drives one compilation through the rooms below;
+//! 3. `plan` — the schedule and slot numbering (`plan::schedule`), the
+//!    step of each op family (`plan::step`), the memory plan
+//!    (`plan::memory`);
+//! 4. `lower` — one file per op family turning a node into its step and
+//!    requesting its kernels;
+//! 5. `codegen` — Cranelift IR of the kernels (`elemwise`, `reduce`,
+//!    `fused`, on `scalar` and `mathcalls`) and the JIT module (`jit`);
+//! 6. `exec` — one call: its state, the kernel drivers, copies, run-time
+//!    broadcasting, and one executor per op family;
+//! 7. `function` — the callable [`Function`] and its arguments.
+//!
+//! `buffer` (run-time arrays and the buffer pool) and `accum` (reduction
+//! accumulators) are shared below them. Imports only go from a room to
+//! rooms listed before it in the dependency order
+//! `accum, buffer < codegen < plan < lower < compile < exec < function < cache`
+//! (no two files or folders import each other).
 
+pub mod accum;
 pub mod buffer;
 pub mod cache;
+pub mod codegen;
 pub mod compile;
-pub mod copy;
-pub mod elemwise;
 pub mod exec;
 pub mod function;
-pub mod jit;
-pub mod mathcalls;
+pub mod lower;
 pub mod plan;
-pub mod reduce;
-pub mod scalar_lower;
 
+pub use accum::Modes;
+pub use cache::CompileOptions;
+pub use codegen::jit::CodegenOptions;
+pub use codegen::mathcalls;
 pub use compile::CompileProfile;
 pub use exec::ParallelOptions;
 pub use function::{Arg, ArgMut, Function, RunProfile};
-pub use jit::CodegenOptions;
 pub use plan::Lowering;
 
 use crate::error::Result;
 use crate::graph::FunctionGraph;
-
-/// Options of [`compile`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct CompileOptions {
-    /// Code generation settings.
-    pub codegen: CodegenOptions,
-    /// When to split kernels over threads.
-    pub parallel: ParallelOptions,
-    /// Bypass the compile cache.
-    pub no_cache: bool,
-}
 
 /// Compiles `fg` for the host CPU.
 pub fn compile(fg: &FunctionGraph, opts: &CompileOptions) -> Result<Function> {

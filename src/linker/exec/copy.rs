@@ -1,6 +1,7 @@
 //! Strided copies: plain Rust kernels with the element-wise kernel ABI
-//! ([`KernelFn`]), so that `exec::drive` runs and splits them across
-//! threads exactly like JIT kernels.
+//! ([`KernelFn`]), so that `drive` runs and splits them across
+//! threads exactly like JIT kernels; and the copies a call makes with them
+//! (fresh results, copies of inputs, `call_into` destinations).
 //!
 //! A copy moves bytes and computes nothing, so it needs no code generation:
 //! one monomorphic kernel per element size serves every dtype, and a
@@ -13,8 +14,12 @@
 //! do not overlap (every caller copies into a buffer it just allocated or
 //! into the caller's distinct output array).
 
-use super::exec::KernelFn;
-use crate::graph::DType;
+use std::sync::Arc;
+
+use super::drive::{drive, KernelFn, ParallelOptions};
+use crate::error::Result;
+use crate::graph::{DType, Value};
+use crate::linker::buffer::{Arr, Buffer};
 
 /// The copy kernel for elements of `dtype`.
 pub fn kernel(dtype: DType) -> KernelFn {
@@ -57,6 +62,65 @@ unsafe extern "C" fn strided_copy<T: Copy>(ptrs: *const *mut u8, strides: *const
             }
         }
     }
+}
+
+/// Copies `x` into a fresh standard-layout buffer.
+pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
+    let out = Arr::from_buffer(Buffer::zeros("copy", x.dtype, &x.shape)?, &x.shape);
+    copy_into(par, x, &out);
+    Ok(out)
+}
+
+/// Copies the elements of `x` into `out`, an array of the same dtype and
+/// shape, any layout, that overlaps `x` nowhere and is writable: a
+/// (parallel) memcpy when both are contiguous, else the strided copy
+/// kernel of [`kernel`].
+pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
+    debug_assert!(x.dtype == out.dtype && x.shape == out.shape);
+    if x.is_standard() && out.is_standard() {
+        let bytes = x.len() * x.dtype.size_of();
+        let (src, dst) = (x.ptr as usize, out.ptr as usize);
+        let chunk = |s: usize, e: usize| {
+            // SAFETY: [s, e) is within the `bytes` bytes of both arrays
+            // (contiguous from `ptr`), which do not overlap (the caller's
+            // guarantee); chunks are disjoint.
+            unsafe {
+                std::ptr::copy_nonoverlapping((src + s) as *const u8, (dst + s) as *mut u8, e - s)
+            }
+        };
+        let esz = x.dtype.size_of();
+        if par.threshold > 0 && x.len() >= par.threshold {
+            kiln_runtime::parallel::parallel_for(bytes, par.grain * esz, &chunk);
+        } else {
+            chunk(0, bytes);
+        }
+        return;
+    }
+    let es = x.dtype.size_of();
+    drive(
+        kernel(x.dtype),
+        &[x.ptr, out.ptr],
+        &[&x.strides, &out.strides],
+        &[es, es],
+        &x.shape,
+        par,
+        None,
+    );
+}
+
+/// An owned value with the contents of `x`: its buffer when `x` is the whole
+/// of a buffer nobody else references, else a copy.
+pub fn to_value(par: ParallelOptions, x: Arr) -> Result<Value> {
+    let x = if x.owns_whole_buffer() {
+        x
+    } else {
+        copy(par, &x)?
+    };
+    let shape = x.shape.to_vec();
+    let buf = x.buf.expect("owned buffer");
+    Ok(Arc::try_unwrap(buf)
+        .expect("uniquely owned")
+        .into_value(&shape))
 }
 
 #[cfg(test)]

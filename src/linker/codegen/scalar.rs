@@ -46,9 +46,25 @@ pub fn vector_type(dtype: DType) -> Type {
     }
 }
 
+/// Flags of every access to operand memory (inputs, outputs, reduction
+/// accumulators): it never traps (the driver keeps each access within the
+/// operand's shape) but is not declared aligned, because caller arrays are
+/// only element-aligned (`x.slice(s![1..])` starts 8 bytes into a 16-byte
+/// group) and Cranelift lets an access marked aligned trap or misbehave
+/// when it is not (x86-64 without AVX may fold it into an aligned SSE
+/// memory operand).
+pub const OPERAND: MemFlagsData = MemFlagsData::new().with_notrap();
+
+/// Flags of an access to memory kiln itself allocates aligned for the
+/// access: the kernel's pointer and stride arrays (8-byte words built by
+/// the driver, loaded as 8-byte words) and the stack scratch slots (created
+/// with 16-byte alignment, accessed by 16-byte vectors at multiples of 16
+/// bytes or by elements at multiples of their size).
+pub const OWN: MemFlagsData = MemFlagsData::trusted();
+
 /// Loads one element of `dtype` at `addr` in canonical form.
 pub fn load(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
-    let f = MemFlagsData::trusted();
+    let f = OPERAND;
     match dtype {
         DType::F64 => b.ins().load(types::F64, f, addr, 0),
         DType::F32 => b.ins().load(types::F32, f, addr, 0),
@@ -62,7 +78,7 @@ pub fn load(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
 
 /// Stores a canonical value of `dtype` at `addr`.
 pub fn store(b: &mut FunctionBuilder<'_>, dtype: DType, v: Value, addr: Value) {
-    let f = MemFlagsData::trusted();
+    let f = OPERAND;
     match dtype {
         DType::F64 | DType::F32 | DType::I64 => b.ins().store(f, v, addr, 0),
         DType::I32 => b.ins().istore32(f, v, addr, 0),

@@ -4,8 +4,8 @@
 //! `extern "C" fn(ptrs: *const *mut u8, strides: *const isize, n: usize)`:
 //! operand `k` (inputs first, then outputs) starts at `ptrs[k]` and its
 //! element `i` is at byte offset `i * strides[k]`; the kernel computes
-//! elements `0..n` of the innermost dimension (the driver in `exec` loops
-//! the outer dimensions).
+//! elements `0..n` of the innermost dimension (the driver in `exec::drive`
+//! loops the outer dimensions).
 //!
 //! Code paths, chosen at run time from the strides:
 //! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
@@ -16,7 +16,7 @@
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead.
-//!   Each vector loop handles up to [`UNROLL`] vectors per iteration (then
+//!   Each vector loop handles up to `UNROLL` vectors per iteration (then
 //!   single vectors), and in calls of at least 4096 elements each block
 //!   first asks the runtime to prefetch the next block's inputs and
 //!   outputs, so that memory streams in while the block computes;
@@ -24,15 +24,15 @@
 //!   bit-identical to the reference evaluator (it calls the reference's own
 //!   scalar functions for transcendental ops).
 //!
-//! Invariant for in-place use: every input element `i` is read (and, in
+//! Invariants: for in-place use, every input element `i` is read (and, in
 //! the blocked path, staged to scratch) before output element `i` is
 //! written, so an output may share the buffer of an input of the same
-//! layout.
+//! layout. No operand access is marked aligned ([`sl::OPERAND`]): operands
+//! are only element-aligned; only the argument arrays and the 16-byte
+//! aligned stack scratch use [`sl::OWN`].
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    types, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Value,
-};
+use cranelift_codegen::ir::{types, Block, InstBuilder, StackSlotData, StackSlotKind, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
@@ -40,7 +40,7 @@ use rustc_hash::FxHashMap;
 
 use super::jit::JitBuilder;
 use super::mathcalls::{self, ScalarSig, BLOCK};
-use super::scalar_lower::{self as sl, Callees};
+use super::scalar::{self as sl, Callees};
 use crate::error::Result;
 use crate::graph::DType;
 use crate::ops::{CRef, Composite, ScalarOp};
@@ -209,7 +209,7 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     };
 
     let (pp, sp, n) = open_kernel(&mut b);
-    let f = MemFlagsData::trusted();
+    let f = sl::OWN;
     let mut ptrs = Vec::with_capacity(n_ops);
     let mut strides = Vec::with_capacity(n_ops);
     for k in 0..n_ops {
@@ -479,7 +479,6 @@ pub(super) fn vector_bases(
     ptrs: &[Value],
     strides: &[Value],
 ) -> Vec<Value> {
-    let f = MemFlagsData::trusted();
     let vty = sl::vector_type(dtype);
     let mut bases = Vec::with_capacity(ptrs.len());
     for (&p, &s) in ptrs.iter().zip(strides) {
@@ -489,10 +488,10 @@ pub(super) fn vector_bases(
             4,
         ));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
-        let x = b.ins().load(sl::clif_type(dtype), f, p, 0);
+        let x = b.ins().load(sl::clif_type(dtype), sl::OPERAND, p, 0);
         let v = b.ins().splat(vty, x);
         for u in 0..UNROLL {
-            b.ins().store(f, v, saddr, 16 * u as i32);
+            b.ins().store(sl::OWN, v, saddr, 16 * u as i32);
         }
         let is0 = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
         bases.push(b.ins().select(is0, saddr, p));
@@ -729,7 +728,6 @@ impl<'a> VecCtx<'a> {
         j: Value,
         unroll: usize,
     ) -> Result<()> {
-        let f = MemFlagsData::trusted();
         let plan = self.plan;
         let esz = self.esz;
         // Iteration addresses: the scratch row at `j`, each input at `i`.
@@ -759,7 +757,8 @@ impl<'a> VecCtx<'a> {
                         let off = b.ins().imul(i, self.strides[k]);
                         b.ins().iadd(self.bases[k], off)
                     });
-                    b.ins().load(self.vty, f, addr, 16 * u as i32)
+                    // Operand memory, or the splat slot of a broadcast input.
+                    b.ins().load(self.vty, sl::OPERAND, addr, 16 * u as i32)
                 }
                 CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
                     let node = &self.prog.nodes[k as usize];
@@ -771,7 +770,7 @@ impl<'a> VecCtx<'a> {
                         .expect("arguments are computed first");
                     sl::emit_vector(b, node.op, &args, self.vty)?
                 }
-                _ => b.ins().load(self.vty, f, srow, slot_off(r, u)),
+                _ => b.ins().load(self.vty, sl::OWN, srow, slot_off(r, u)),
             };
             memo[u].insert(r, v);
             Ok(v)
@@ -811,14 +810,14 @@ impl<'a> VecCtx<'a> {
                 let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
                 if wanted(r) && !is_block_result {
                     let v = get(b, u, r)?;
-                    b.ins().store(f, v, srow, slot_off(r, u));
+                    b.ins().store(sl::OWN, v, srow, slot_off(r, u));
                 }
             }
             // Outputs of this level.
             for (o, &r) in self.prog.outputs.iter().enumerate() {
                 if let Some(addr) = out_addr[o] {
                     let v = get(b, u, r)?;
-                    b.ins().store(f, v, addr, 16 * u as i32);
+                    b.ins().store(sl::OPERAND, v, addr, 16 * u as i32);
                 }
             }
         }

@@ -1,0 +1,151 @@
+//! Reduction accumulators, shared by lowering, code generation and
+//! execution: the accumulator dtype of a reduction ([`acc_dtype`]), its
+//! identity ([`identity_bits`]), the fold of partial results
+//! ([`fold_partials`]) and the accumulator modes a kernel handles
+//! ([`Modes`]).
+//!
+//! Invariant: accumulators are `f64` for float inputs and `i64` (wrapping)
+//! for integer and bool inputs and for `All` / `Any` (0 or 1), 8 bytes
+//! each, as in the reference evaluator.
+
+use crate::graph::DType;
+use crate::ops::ReduceOp;
+
+/// The accumulator dtype of `op` on inputs of dtype `input`.
+pub fn acc_dtype(op: ReduceOp, input: DType) -> DType {
+    if matches!(op, ReduceOp::All | ReduceOp::Any) || !input.is_float() {
+        DType::I64
+    } else {
+        DType::F64
+    }
+}
+
+/// The initial accumulator value (bits of an `f64` or an `i64`).
+pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
+    let f = acc == DType::F64;
+    match op {
+        ReduceOp::Sum | ReduceOp::Any => 0,
+        ReduceOp::Prod | ReduceOp::All => {
+            if f {
+                1f64.to_bits()
+            } else {
+                1
+            }
+        }
+        ReduceOp::Max => {
+            if f {
+                f64::NEG_INFINITY.to_bits()
+            } else {
+                i64::MIN as u64
+            }
+        }
+        ReduceOp::Min => {
+            if f {
+                f64::INFINITY.to_bits()
+            } else {
+                i64::MAX as u64
+            }
+        }
+    }
+}
+
+/// Folds the accumulator values `partials` (bits of `acc` values, in
+/// order) into the accumulator value `init` with `op`, as a kernel's row
+/// mode folds elements of the accumulator dtype: wrapping integer
+/// arithmetic, NaN-propagating max / min. Combines the partials of a
+/// chunked full reduction (a few per million elements), so no kernel is
+/// generated for it.
+pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u64 {
+    use crate::ops::scalar::{nan_max, nan_min};
+    let f = acc == DType::F64;
+    let (ff, fi) = (f64::from_bits, |v: u64| v as i64);
+    partials.iter().fold(init, |a, &x| match op {
+        ReduceOp::Sum if f => (ff(a) + ff(x)).to_bits(),
+        ReduceOp::Sum => fi(a).wrapping_add(fi(x)) as u64,
+        ReduceOp::Prod if f => (ff(a) * ff(x)).to_bits(),
+        ReduceOp::Prod => fi(a).wrapping_mul(fi(x)) as u64,
+        ReduceOp::Max if f => nan_max(ff(a), ff(x)).to_bits(),
+        ReduceOp::Max => fi(a).max(fi(x)) as u64,
+        ReduceOp::Min if f => nan_min(ff(a), ff(x)).to_bits(),
+        ReduceOp::Min => fi(a).min(fi(x)) as u64,
+        ReduceOp::All => (a != 0 && x != 0) as u64,
+        ReduceOp::Any => (a != 0 || x != 0) as u64,
+    })
+}
+
+/// The accumulator modes a reduction kernel handles (see the module
+/// header): a kernel is generated with the code of its modes only.
+///
+/// `exec::drive` runs a kernel in row mode when the innermost dimension
+/// left after dropping size-1 dimensions is reduced (or none is left), in
+/// column mode when it is kept; [`Modes::needed`] is the set of modes
+/// those rules can pick for a reduction's static shape. A kernel is never
+/// run in a mode it lacks: `drive` then adds a unit innermost dimension
+/// in a mode the kernel has (one element per call), which only a wrong
+/// static analysis would ever need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Modes {
+    /// Row mode only (accumulator stride 0).
+    Row,
+    /// Column mode only (one accumulator per element).
+    Column,
+    /// Both modes, chosen at run time from the accumulator stride.
+    Both,
+}
+
+impl Modes {
+    /// Whether row mode is handled.
+    pub fn row(self) -> bool {
+        self != Modes::Column
+    }
+
+    /// Whether column mode is handled.
+    pub fn column(self) -> bool {
+        self != Modes::Row
+    }
+
+    /// The modes of `self` or `other`.
+    pub fn union(self, other: Modes) -> Modes {
+        if self == other {
+            self
+        } else {
+            Modes::Both
+        }
+    }
+
+    /// Whether every mode of `other` is handled by `self`.
+    pub fn covers(self, other: Modes) -> bool {
+        self.union(other) == self
+    }
+
+    /// The modes a reduction over `axes` of an iteration space with static
+    /// sizes `shape` (`None`: unknown) can run in. The innermost dimension
+    /// larger than 1 at run time decides (see [`Modes`]): dimension `d` can
+    /// be it when its size can differ from 1 and every later dimension's
+    /// size can be 1. A reduction over every axis is row-only.
+    pub fn needed(shape: &[Option<usize>], axes: &[usize]) -> Modes {
+        let can_be_one = |d: usize| shape[d].is_none_or(|s| s == 1);
+        let (mut row, mut column) = (false, false);
+        for d in (0..shape.len()).rev() {
+            if shape[d] != Some(1) {
+                if axes.contains(&d) {
+                    row = true;
+                } else {
+                    column = true;
+                }
+            }
+            if !can_be_one(d) {
+                break;
+            }
+        }
+        // Every dimension of size 1: the driver's single call is row mode.
+        if (0..shape.len()).all(can_be_one) {
+            row = true;
+        }
+        match (row, column) {
+            (true, true) => Modes::Both,
+            (false, true) => Modes::Column,
+            _ => Modes::Row,
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Fused reduction kernels (`FusedReduce`): one Cranelift function per
+//! (reduction, pre-map program), with the reduction ABI of `reduce`
+//! (operand 0 the accumulator, operands 1.. the program's inputs).
+//!
+//! The pre-map is evaluated with the element-wise kernel's code
+//! (`elemwise`): per element on the scalar path (any strides), or, when the
+//! program has a vector plan and every input stride is 0 or the element
+//! size, block-wise: up to [`BLOCK`] mapped values are computed into a
+//! stack scratch block (transcendental functions by the runtime's
+//! vectorised block functions) and then folded into the accumulators, so
+//! the mapped values never reach memory outside the kernel's stack.
+//!
+//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` (`SumExpShift`,
+//! the row pass of a stabilised log-sum-exp) in row mode with `x`
+//! contiguous and `c` one value per row is one call of the runtime's
+//! map-reduce kernel `kiln_sum_exp_shift_f64` over the whole row (exp and
+//! sum in one vectorised loop, its own fixed summation order, no scratch
+//! block); other strides take the paths above.
+//!
+//! Invariants: as in `reduce` (row mode stores its accumulator once at the
+//! end; column mode updates one accumulator per element); the scratch block
+//! is a 16-byte aligned stack slot, the only memory accessed with
+//! [`sl::OWN`] flags besides the argument arrays.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{types, InstBuilder, StackSlotData, StackSlotKind, Type, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use super::elemwise::{self, VecCtx, VecPlan};
+use super::jit::JitBuilder;
+use super::mathcalls::BLOCK;
+use super::reduce::{combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc};
+use super::scalar as sl;
+use crate::error::{Error, Result};
+use crate::graph::DType;
+use crate::linker::accum::{acc_dtype, Modes};
+use crate::ops::{CRef, Composite, ReduceOp};
+
+/// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.
+const SUM_EXP_SHIFT: &str = "kiln_sum_exp_shift_f64";
+
+/// The shift `c` of a pre-map `exp(x - c)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shift {
+    /// `exp(x)`.
+    Zero,
+    /// `c` is program input `k`.
+    Input(usize),
+    /// `c` is an inlined constant.
+    Const(f64),
+}
+
+/// A fused `Sum` of `exp(x - c)` over `f64`, summed by the runtime's
+/// map-reduce kernel: `x` is program input `x`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SumExpShift {
+    x: usize,
+    shift: Shift,
+}
+
+impl SumExpShift {
+    /// Recognises `op` over `prog` as a sum of `exp(x - c)`: exactly the
+    /// nodes `sub(x, c)` (or none) and `exp`, every value `f64`.
+    fn detect(op: ReduceOp, prog: &Composite) -> Option<SumExpShift> {
+        use crate::ops::ScalarOp;
+        if op != ReduceOp::Sum
+            || prog.inputs.iter().any(|&d| d != DType::F64)
+            || prog.nodes.iter().any(|n| n.dtype != DType::F64)
+        {
+            return None;
+        }
+        let last = prog.nodes.len().checked_sub(1)?;
+        let exp = &prog.nodes[last];
+        if prog.outputs.as_slice() != [CRef::Node(last as u32)]
+            || exp.op != ScalarOp::Exp
+            || exp.args.len() != 1
+        {
+            return None;
+        }
+        match (last, exp.args[0]) {
+            (0, CRef::Input(k)) => Some(SumExpShift {
+                x: k as usize,
+                shift: Shift::Zero,
+            }),
+            (1, CRef::Node(0)) => {
+                let sub = &prog.nodes[0];
+                if sub.op != ScalarOp::Sub {
+                    return None;
+                }
+                let shift = match sub.args.as_slice() {
+                    [CRef::Input(_), CRef::Input(l)] => Shift::Input(*l as usize),
+                    [CRef::Input(_), CRef::Const(c)] if c.dtype == DType::F64 => {
+                        Shift::Const(c.as_f64())
+                    }
+                    _ => return None,
+                };
+                let CRef::Input(k) = sub.args[0] else {
+                    return None;
+                };
+                if shift == Shift::Input(k as usize) {
+                    return None;
+                }
+                Some(SumExpShift {
+                    x: k as usize,
+                    shift,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The kernel being built: the reduction, its program, and the values
+/// every part of the kernel reads.
+struct Fused<'p> {
+    op: ReduceOp,
+    prog: &'p Composite,
+    modes: Modes,
+    /// The program's output dtype.
+    mapped: DType,
+    /// Accumulator dtype and its CLIF type.
+    acc: DType,
+    aty: Type,
+    /// With both modes: the run-time "row mode" test.
+    is_row: Option<Value>,
+    /// Accumulator pointer and byte stride.
+    acc_p: Value,
+    acc_s: Value,
+    /// Input pointers and byte strides.
+    ptrs: Vec<Value>,
+    strides: Vec<Value>,
+    /// Elements in this call.
+    n: Value,
+    /// The row accumulator.
+    a_var: Variable,
+    /// The next element to process.
+    i_var: Variable,
+}
+
+/// Builds the kernel of `op` over the values of the one-output program
+/// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
+/// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
+/// The kernel handles the accumulator modes `modes`. Returns its index.
+pub fn build_fused(
+    jb: &mut JitBuilder,
+    op: ReduceOp,
+    prog: &Composite,
+    modes: Modes,
+    name: &str,
+) -> Result<usize> {
+    let [_] = prog.outputs.as_slice() else {
+        return Err(Error::Compile(format!(
+            "a fused reduction needs a one-output pre-map, {prog} has {}",
+            prog.outputs.len()
+        )));
+    };
+    let ptr = jb.ptr_type();
+    let mapped = prog.output_dtypes()[0];
+    let acc = acc_dtype(op, mapped);
+    let aty = sl::clif_type(acc);
+    let plan = elemwise::vector_plan(prog);
+    let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    let sum_exp = SumExpShift::detect(op, prog).filter(|_| modes.row());
+    if sum_exp.is_some() {
+        let id = jb.import(SUM_EXP_SHIFT, &[ptr, types::F64, types::I64], &[types::F64])?;
+        imports.push((SUM_EXP_SHIFT, id));
+    }
+    jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
+    let JitBuilder {
+        module, ctx, fctx, ..
+    } = jb;
+    let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
+    let callees = elemwise::declare_callees(module, &mut b, imports);
+    let n_in = prog.inputs.len();
+    let (pp, sp, n) = elemwise::open_kernel(&mut b);
+    // The argument arrays are kiln's own (aligned words).
+    let acc_p = b.ins().load(ptr, sl::OWN, pp, 0);
+    let acc_s = b.ins().load(types::I64, sl::OWN, sp, 0);
+    let mut ptrs = Vec::with_capacity(n_in);
+    let mut strides = Vec::with_capacity(n_in);
+    for k in 1..=n_in {
+        ptrs.push(b.ins().load(ptr, sl::OWN, pp, (8 * k) as i32));
+        strides.push(b.ins().load(types::I64, sl::OWN, sp, (8 * k) as i32));
+    }
+    let is_row = test_row(modes, &mut b, acc_s);
+    let i_var = b.declare_var(types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.def_var(i_var, zero);
+    let a_var = b.declare_var(aty);
+    if modes.row() {
+        let a0 = b.ins().load(aty, sl::OPERAND, acc_p, 0);
+        b.def_var(a_var, a0);
+    }
+    let cx = Fused {
+        op,
+        prog,
+        modes,
+        mapped,
+        acc,
+        aty,
+        is_row,
+        acc_p,
+        acc_s,
+        ptrs,
+        strides,
+        n,
+        a_var,
+        i_var,
+    };
+    let scalar_head = b.create_block();
+    if let Some(se) = sum_exp {
+        cx.emit_sum_exp(&mut b, &callees, se, scalar_head);
+    }
+    if let Some(plan) = &plan {
+        cx.emit_vector_path(&mut b, &callees, ptr, plan, scalar_head)?;
+    }
+    b.ins().jump(scalar_head, &[]);
+    b.switch_to_block(scalar_head);
+    b.seal_block(scalar_head);
+    cx.emit_scalar_path(&mut b, &callees)?;
+    b.ins().return_(&[]);
+    b.finalize(cranelift_module::Module::target_config(module));
+    jb.define_current(name)
+}
+
+impl Fused<'_> {
+    /// Row mode, `x` contiguous, `c` one value: the whole row in one call of
+    /// the runtime's map-reduce kernel, then on to `done` (with every
+    /// element consumed); other calls continue at the current position.
+    fn emit_sum_exp(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        callees: &sl::Callees,
+        se: SumExpShift,
+        done: cranelift_codegen::ir::Block,
+    ) {
+        let mut ok = b.ins().icmp_imm_s(IntCC::Equal, self.strides[se.x], 8);
+        if let Some(is_row) = self.is_row {
+            ok = b.ins().band(ok, is_row);
+        }
+        if let Shift::Input(l) = se.shift {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, self.strides[l], 0);
+            ok = b.ins().band(ok, c);
+        }
+        let fast = b.create_block();
+        let general = b.create_block();
+        b.ins().brif(ok, fast, &[], general, &[]);
+        b.switch_to_block(fast);
+        b.seal_block(fast);
+        let c = match se.shift {
+            Shift::Zero => b.ins().f64const(0.0),
+            Shift::Const(v) => b.ins().f64const(v),
+            Shift::Input(l) => b.ins().load(types::F64, sl::OPERAND, self.ptrs[l], 0),
+        };
+        let call = b
+            .ins()
+            .call(callees[SUM_EXP_SHIFT], &[self.ptrs[se.x], c, self.n]);
+        let s = b.inst_results(call)[0];
+        let a = b.use_var(self.a_var);
+        let a = b.ins().fadd(a, s);
+        b.def_var(self.a_var, a);
+        b.def_var(self.i_var, self.n);
+        b.ins().jump(done, &[]);
+        b.switch_to_block(general);
+        b.seal_block(general);
+    }
+
+    /// The blocked vector path (inputs contiguous or broadcast,
+    /// accumulators one element (row) or contiguous (column), at least one
+    /// vector): each block's mapped values are computed into the scratch
+    /// block and folded; calls that do not qualify go to `scalar_head`.
+    fn emit_vector_path(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        callees: &sl::Callees,
+        ptr: Type,
+        plan: &VecPlan,
+        scalar_head: cranelift_codegen::ir::Block,
+    ) -> Result<()> {
+        let (op, modes, is_row) = (self.op, self.modes, self.is_row);
+        let esz = plan.dtype.size_of() as i64;
+        let lanes = 16 / esz;
+        let mut ok = b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.n, lanes);
+        for &s in &self.strides {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+            let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
+            let c = b.ins().bor(c, z);
+            ok = b.ins().band(ok, c);
+        }
+        if modes.column() {
+            let mut mode_ok = b.ins().icmp_imm_s(IntCC::Equal, self.acc_s, 8);
+            if let Some(is_row) = is_row {
+                mode_ok = b.ins().bor(is_row, mode_ok);
+            }
+            ok = b.ins().band(ok, mode_ok);
+        }
+        let vsetup = b.create_block();
+        b.ins().brif(ok, vsetup, &[], scalar_head, &[]);
+        b.switch_to_block(vsetup);
+        b.seal_block(vsetup);
+        let bases = elemwise::vector_bases(b, ptr, plan.dtype, &self.ptrs, &self.strides);
+        // Scratch: the plan's staged values, then the block of mapped values.
+        let out_slot = plan.slots.len();
+        let sbytes = ((out_slot + 1) * BLOCK) as u32 * esz as u32;
+        let scratch =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, sbytes, 4));
+        let sbase = b.ins().stack_addr(ptr, scratch, 0);
+        let out_base = b.ins().iadd_imm_s(sbase, (out_slot * BLOCK) as i64 * esz);
+        let va = VecAcc::new(op, plan.dtype).filter(|_| modes.row());
+        let vars = va.map(|va| va.init(b));
+        let vdone = b.create_block();
+        let flag = elemwise::prefetch_flag(b, self.n);
+        let (blk_head, blk, m) = elemwise::open_block_loop(b, self.i_var, self.n, lanes, vdone);
+        // The program writes its output "element blk + j" at out_base + j * esz.
+        let boff = b.ins().imul_imm_s(blk, esz);
+        let out_ptr = b.ins().isub(out_base, boff);
+        let mut vptrs = self.ptrs.clone();
+        vptrs.push(out_ptr);
+        let cx =
+            VecCtx::new(plan, self.prog, &bases, &self.strides, &vptrs).with_prefetch(flag, false);
+        cx.emit_levels(b, callees, sbase, blk, m)?;
+        // Fold the block.
+        let (mapped, acc, aty, a_var, acc_p) =
+            (self.mapped, self.acc, self.aty, self.a_var, self.acc_p);
+        per_mode(
+            b,
+            modes,
+            is_row,
+            |b| match (&va, &vars) {
+                // The scratch block is kiln's own 16-byte aligned stack slot.
+                (Some(va), Some(vars)) => va.emit_loop(b, vars, out_base, m, sl::OWN),
+                _ => fold_loop(b, m, |b, j| {
+                    let off = b.ins().imul_imm_s(j, esz);
+                    let addr = b.ins().iadd(out_base, off);
+                    fold_scalar(b, op, mapped, acc, a_var, addr);
+                    Ok(())
+                }),
+            },
+            |b| {
+                fold_loop(b, m, |b, j| {
+                    let off = b.ins().imul_imm_s(j, esz);
+                    let addr = b.ins().iadd(out_base, off);
+                    let x = sl::load(b, mapped, addr);
+                    let x = convert(b, op, x, mapped);
+                    let e = b.ins().iadd(blk, j);
+                    let aoff = b.ins().imul_imm_s(e, 8);
+                    let aaddr = b.ins().iadd(acc_p, aoff);
+                    let a = b.ins().load(aty, sl::OPERAND, aaddr, 0);
+                    let a = combine(b, op, acc, a, x);
+                    b.ins().store(sl::OPERAND, a, aaddr, 0);
+                    Ok(())
+                })
+            },
+        )?;
+        let nb = b.ins().iadd(blk, m);
+        b.def_var(self.i_var, nb);
+        b.ins().jump(blk_head, &[]);
+        b.seal_block(blk_head);
+        b.switch_to_block(vdone);
+        b.seal_block(vdone);
+        if let (Some(va), Some(vars)) = (&va, &vars) {
+            // In column mode the vector accumulators hold the identity and
+            // `a_var` is not stored.
+            va.finish(b, vars, a_var);
+        }
+        Ok(())
+    }
+
+    /// The scalar path (elements `i..n`, arbitrary strides), then the row
+    /// accumulator's store.
+    fn emit_scalar_path(&self, b: &mut FunctionBuilder<'_>, callees: &sl::Callees) -> Result<()> {
+        let (op, modes, is_row, acc, aty) = (self.op, self.modes, self.is_row, self.acc, self.aty);
+        let (a_var, acc_p, acc_s) = (self.a_var, self.acc_p, self.acc_s);
+        elemwise::counted_loop(b, self.i_var, self.n, 1, |b, i| {
+            let vals =
+                elemwise::emit_scalar_program(b, callees, self.prog, &self.ptrs, &self.strides, i)?;
+            let x = convert(b, op, vals[0], self.mapped);
+            per_mode(
+                b,
+                modes,
+                is_row,
+                |b| {
+                    let a = b.use_var(a_var);
+                    let a = combine(b, op, acc, a, x);
+                    b.def_var(a_var, a);
+                    Ok(())
+                },
+                |b| {
+                    let aoff = b.ins().imul(i, acc_s);
+                    let aaddr = b.ins().iadd(acc_p, aoff);
+                    let a = b.ins().load(aty, sl::OPERAND, aaddr, 0);
+                    let a = combine(b, op, acc, a, x);
+                    b.ins().store(sl::OPERAND, a, aaddr, 0);
+                    Ok(())
+                },
+            )
+        })?;
+        // Row mode stores its accumulator.
+        per_mode(
+            b,
+            modes,
+            is_row,
+            |b| {
+                let a = b.use_var(a_var);
+                b.ins().store(sl::OPERAND, a, acc_p, 0);
+                Ok(())
+            },
+            |_| Ok(()),
+        )
+    }
+}

@@ -1,0 +1,18 @@
+//! Code generation: the Cranelift IR of every JIT kernel and the JIT
+//! module they are linked into. `elemwise` builds element-wise kernels
+//! (scalar, vector and block-wise paths), `reduce` and `fused` reduction
+//! kernels, from the scalar lowering of `scalar` and the math callees of
+//! `mathcalls`; `jit` owns the module, its ISA and its symbols.
+//!
+//! Invariants: every kernel has the ABI `extern "C" fn(ptrs: *const *mut
+//! u8, strides: *const isize, n: usize)` (`exec::drive::KernelFn`); no
+//! access to operand memory is marked aligned (operands are only
+//! element-aligned, see `scalar::OPERAND`); every callee a kernel imports
+//! is one of `mathcalls::symbols`.
+
+pub mod elemwise;
+pub mod fused;
+pub mod jit;
+pub mod mathcalls;
+pub mod reduce;
+pub mod scalar;

@@ -1,0 +1,233 @@
+//! Kernel drivers: the ABI every kernel shares ([`KernelFn`]), and the
+//! loops that run a kernel over a strided iteration space (dimension
+//! collapsing, the outer-dimension loop, parallel splitting).
+//!
+//! Invariants: every operand covers the iteration shape with its strides
+//! (the caller's guarantee); work handed to other threads writes disjoint
+//! output (or accumulator) elements; a reduction kernel is only run in an
+//! accumulator mode it was generated with.
+
+use smallvec::SmallVec;
+
+use crate::linker::accum::Modes;
+use crate::linker::codegen::jit::JitCode;
+
+/// The ABI of every generated kernel.
+pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
+
+/// Parallel execution settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParallelOptions {
+    /// Element count from which a kernel is split over threads (0: never).
+    pub threshold: usize,
+    /// Minimum elements per chunk.
+    pub grain: usize,
+}
+
+impl Default for ParallelOptions {
+    fn default() -> Self {
+        ParallelOptions {
+            threshold: 1 << 17,
+            grain: 1 << 15,
+        }
+    }
+}
+
+/// Kernel `kernel` of `code` as a callable function.
+pub(super) fn jit_fn(code: &JitCode, kernel: usize) -> KernelFn {
+    // SAFETY: every kernel of a JitCode is generated with the `KernelFn` ABI.
+    unsafe { std::mem::transmute::<*const u8, KernelFn>(code.ptr(kernel)) }
+}
+
+/// Runs kernel `f` over `shape` for operands with the given pointers and
+/// element strides (`esz` bytes per element of each operand). With
+/// `acc0`, operand 0 is a reduction accumulator and the kernel handles
+/// those accumulator modes: work is only split where chunks write disjoint
+/// accumulator elements, and the innermost dimension (size-1 dimensions
+/// dropped) picks the mode, row when its accumulator stride is 0, column
+/// otherwise; a mode the kernel lacks is replaced by a unit innermost
+/// dimension of the other mode (one element per call).
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
+pub(super) fn drive(
+    f: KernelFn,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    acc0: Option<Modes>,
+) {
+    if shape.contains(&0) {
+        return;
+    }
+    let nops = ptrs.len();
+    // Drop size-1 dimensions, convert strides to bytes, collapse.
+    let mut dims: Vec<(usize, SmallVec<[isize; 6]>)> = Vec::new();
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let st: SmallVec<[isize; 6]> = (0..nops).map(|k| strides[k][d] * esz[k] as isize).collect();
+        if let Some((n, last)) = dims.last_mut() {
+            // Merge into the previous (outer) dimension when it steps exactly over this one.
+            if last
+                .iter()
+                .zip(&st)
+                .all(|(&o, &i)| o == i * shape[d] as isize)
+            {
+                *n *= shape[d];
+                *last = st;
+                continue;
+            }
+        }
+        dims.push((shape[d], st));
+    }
+    if let Some(modes) = acc0 {
+        let row = dims.last().is_none_or(|(_, st)| st[0] == 0);
+        if (row && !modes.row()) || (!row && !modes.column()) {
+            let mut st: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            if row {
+                st[0] = esz[0] as isize;
+            }
+            dims.push((1, st));
+        }
+    }
+    if dims.is_empty() {
+        dims.push((1, SmallVec::from_elem(0, nops)));
+    }
+    let (inner_n, inner_st) = dims.pop().expect("one dimension");
+    let outer: Vec<(usize, SmallVec<[isize; 6]>)> = dims;
+    let rows: usize = outer.iter().map(|d| d.0).product();
+    let total = rows * inner_n;
+    let base: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+    let run_rows = |r0: usize, r1: usize, i0: usize, i1: usize| {
+        let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+        for r in r0..r1 {
+            let mut rem = r;
+            let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            for (n, st) in outer.iter().rev() {
+                let i = rem % n;
+                rem /= n;
+                for k in 0..nops {
+                    off[k] += i as isize * st[k];
+                }
+            }
+            for k in 0..nops {
+                p[k] = (base[k] as isize + off[k] + i0 as isize * inner_st[k]) as *mut u8;
+            }
+            // SAFETY: every operand covers `shape` with these strides (checked by
+            // the caller), so elements i0..i1 of this row are in bounds; chunks
+            // handed to other threads write disjoint output elements.
+            unsafe { f(p.as_ptr(), inner_st.as_ptr(), i1 - i0) };
+        }
+    };
+    let threads = kiln_runtime::parallel::num_threads();
+    let parallel = par.threshold > 0 && total >= par.threshold && threads > 1;
+    let inner_split_ok = acc0.is_none() || inner_st[0] != 0;
+    let outer_split_ok = acc0.is_none() || outer.iter().all(|(_, st)| st[0] != 0);
+    if parallel && rows == 1 && inner_split_ok {
+        kiln_runtime::parallel::parallel_for(inner_n, par.grain, &|s, e| run_rows(0, 1, s, e));
+    } else if parallel && rows > 1 && outer_split_ok {
+        let grain_rows = par.grain.div_ceil(inner_n).max(1);
+        kiln_runtime::parallel::parallel_for(rows, grain_rows, &|s, e| run_rows(s, e, 0, inner_n));
+    } else if parallel && rows > 1 && inner_split_ok {
+        // Reduction into the inner dimension (e.g. over the rows of a matrix):
+        // every chunk of columns runs all rows into its own accumulators.
+        let grain_cols = par.grain.div_ceil(rows).max(16);
+        kiln_runtime::parallel::parallel_for(inner_n, grain_cols, &|s, e| run_rows(0, rows, s, e));
+    } else {
+        run_rows(0, rows, 0, inner_n);
+    }
+}
+
+/// Runs reduction `kernel` sequentially over `shape` into the single
+/// accumulator element at `acc` (stride 0 in every dimension: row mode,
+/// which every kernel of a reduction over all axes handles).
+pub(super) fn drive_full(
+    code: &JitCode,
+    kernel: usize,
+    acc: *mut u8,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+) {
+    let zeros: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut all_ptrs = vec![acc];
+    all_ptrs.extend_from_slice(ptrs);
+    let mut all_strides: Vec<&[isize]> = vec![&zeros];
+    all_strides.extend_from_slice(strides);
+    let mut all_esz = vec![8];
+    all_esz.extend_from_slice(esz);
+    let seq = ParallelOptions {
+        threshold: 0,
+        grain: 1,
+    };
+    drive(
+        jit_fn(code, kernel),
+        &all_ptrs,
+        &all_strides,
+        &all_esz,
+        shape,
+        seq,
+        Some(Modes::Row),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{DType, FunctionGraph};
+    use crate::linker::codegen::jit::CodegenOptions;
+    use crate::linker::compile::compile_plan;
+    use crate::linker::plan::step::Step;
+    use crate::tensor::tensor;
+
+    /// The kernel and modes of the one `Reduce` step of `sum(x, axes)`
+    /// for `x` of static `shape`, with the code holding it.
+    fn sum_kernel(shape: &[Option<usize>], axes: &[isize]) -> (JitCode, usize, Modes) {
+        let x = tensor("x", DType::F64, shape);
+        let r = x.sum(axes).unwrap();
+        let fg = FunctionGraph::new(&[x], &[r]).unwrap();
+        let (plan, code, _) = compile_plan(&fg, &CodegenOptions::default()).unwrap();
+        let (kernel, modes) = plan
+            .steps
+            .iter()
+            .find_map(|(s, _, _)| match s {
+                Step::Reduce(r) => Some((r.kernel, r.modes)),
+                _ => None,
+            })
+            .expect("a Reduce step");
+        (code, kernel, modes)
+    }
+
+    /// Runs `kernel` over four `x` elements with accumulator strides `acc_st`.
+    fn run(code: &JitCode, kernel: usize, modes: Modes, acc_st: isize) -> Vec<f64> {
+        let x = [1.0f64, 2.0, 3.0, 4.0];
+        let mut acc = [0.0f64; 4];
+        drive(
+            jit_fn(code, kernel),
+            &[acc.as_mut_ptr() as *mut u8, x.as_ptr() as *mut u8],
+            &[&[acc_st], &[1]],
+            &[8, 8],
+            &[4],
+            ParallelOptions::default(),
+            Some(modes),
+        );
+        acc.to_vec()
+    }
+
+    #[test]
+    fn drive_runs_a_kernel_only_in_modes_it_has() {
+        // A row-only kernel given a column layout: one element per call.
+        let (code, k, modes) = sum_kernel(&[None], &[0]);
+        assert_eq!(modes, Modes::Row);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        // A column-only kernel given a row layout.
+        let (code, k, modes) = sum_kernel(&[None, Some(4)], &[0]);
+        assert_eq!(modes, Modes::Column);
+        assert_eq!(run(&code, k, modes, 0), [10.0, 0.0, 0.0, 0.0]);
+        assert_eq!(run(&code, k, modes, 1), [1.0, 2.0, 3.0, 4.0]);
+    }
+}

@@ -1,0 +1,86 @@
+//! Execution of a plan for one call: the call's state (`state`), kernel
+//! drivers (`drive`), copies (`copy`), run-time broadcasting (`broadcast`),
+//! and one executor per op family (`elemwise`, `reduce`, `gemm`, `shape`,
+//! `custom`); [`Exec::run`] runs the steps in order and [`Exec`]'s `step`
+//! is the one `match` over [`Step`] that picks the family.
+//!
+//! Invariant: an element-wise or Gemm step writes an output into an input's
+//! buffer exactly when the node's `destroy_map` says so, and allocates every
+//! other output; every shape a step computes from run-time values is checked
+//! against the static types before a kernel reads it (see ARCHITECTURE.md,
+//! "Run-time checks").
+
+mod broadcast;
+pub mod copy;
+pub mod custom;
+pub mod drive;
+pub mod elemwise;
+pub mod gemm;
+pub mod reduce;
+pub mod shape;
+pub mod state;
+
+use std::time::Instant;
+
+pub use copy::{copy, copy_into, to_value};
+pub use drive::{KernelFn, ParallelOptions};
+pub use state::{CallStats, Exec};
+
+use crate::error::Result;
+use crate::linker::buffer::Arr;
+use crate::linker::plan::step::Step;
+
+impl Exec<'_> {
+    /// Runs every step and returns the output arrays, and when profiling the
+    /// per-step times and the peak bytes of call-owned buffers (sampled after
+    /// each step, before its dead inputs are released, so a step's inputs
+    /// and outputs count together; scratch a step frees within itself is not seen).
+    pub fn run(mut self) -> Result<(Vec<Arr>, Option<CallStats>)> {
+        let plan = self.plan;
+        for (k, (step, name, _)) in plan.steps.iter().enumerate() {
+            let t = self.times.is_some().then(Instant::now);
+            self.step(step, name)?;
+            if self.times.is_some() {
+                self.peak_bytes = self.peak_bytes.max(self.live_bytes());
+            }
+            for &s in &plan.release[k] {
+                self.release(s);
+            }
+            if let (Some(t), Some(times)) = (t, self.times.as_mut()) {
+                times.push(t.elapsed());
+            }
+        }
+        let outs: Vec<Arr> = plan.outputs.iter().map(|&s| self.get(s)).collect();
+        for &s in &plan.outputs {
+            self.slots[s] = None;
+        }
+        // Intermediates still held (e.g. never released) go back to the pool
+        // unless an output shares them (then they are not uniquely owned).
+        for s in 0..self.slots.len() {
+            self.release(s);
+        }
+        let peak_bytes = self.peak_bytes;
+        let times = self
+            .times
+            .take()
+            .map(|times| CallStats { times, peak_bytes });
+        Ok((outs, times))
+    }
+
+    /// Runs one step of the node named `name`.
+    fn step(&mut self, step: &Step, name: &str) -> Result<()> {
+        match step {
+            Step::Elemwise(s) => self.elemwise(name, s),
+            Step::Reduce(s) => self.reduce(name, s),
+            Step::FusedReduce(s) => self.fused_reduce(name, s),
+            Step::DimShuffle(s) => self.dimshuffle(name, s),
+            Step::Reshape(s) => self.reshape(name, s),
+            Step::Alloc(s) => self.alloc_step(name, s),
+            Step::Shape(s) => self.shape(s),
+            Step::ShapeI(s) => self.shape_i(name, s),
+            Step::Dot(s) => self.dot_step(name, s),
+            Step::Gemm(s) => self.gemm_step(name, s),
+            Step::Custom(s) => self.custom(name, s),
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Execution of the reduction family (`Reduce`, `FusedReduce`): the
+//! accumulator (filled with the reduction's identity), the kernel run in
+//! the accumulator modes it has, a full reduction chunked over threads
+//! with a deterministic fold of the partials, and the cast to the output
+//! dtype.
+//!
+//! Invariants: max and min of an empty axis are errors (no identity), as in
+//! the reference; a chunked full reduction cuts the shape the same way on
+//! any thread count, so its result does not depend on it.
+
+use smallvec::SmallVec;
+
+use super::broadcast::{broadcast_shape, broadcast_strides};
+use super::drive::jit_fn;
+use super::drive::{drive, drive_full};
+use super::state::{err, Exec};
+use crate::error::Result;
+use crate::graph::DType;
+use crate::linker::accum::{fold_partials, identity_bits};
+use crate::linker::buffer::Arr;
+use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
+use crate::ops::ReduceOp;
+
+/// Elements per partial of a parallel full reduction.
+pub const REDUCE_CHUNK: usize = 1 << 16;
+
+impl Exec<'_> {
+    /// Runs a `CAReduce` step.
+    pub(super) fn reduce(&mut self, name: &str, step: &ReduceStep) -> Result<()> {
+        let ReduceStep {
+            kernel,
+            modes,
+            cast,
+            op,
+            axes,
+            input,
+            output,
+            acc,
+            out,
+        } = step;
+        let x = self.get(*input);
+        let (accum, acc_strides, bits) =
+            self.reduce_accumulator(name, *op, *acc, axes, &x.shape)?;
+        let xs = broadcast_strides(&x);
+        let n = x.len();
+        if accum.shape.is_empty() && self.chunked(n) {
+            self.full_reduce_chunked(
+                *kernel,
+                (*op, *acc),
+                &[x.ptr],
+                &[&xs],
+                &[x.dtype.size_of()],
+                &x.shape,
+                &accum,
+                bits,
+            );
+        } else {
+            drive(
+                jit_fn(self.code, *kernel),
+                &[accum.ptr, x.ptr],
+                &[&acc_strides, &xs],
+                &[8, x.dtype.size_of()],
+                &x.shape,
+                self.par,
+                Some(*modes),
+            );
+        }
+        let res = match cast {
+            Some(c) => self.cast(name, &accum, *c, *out)?,
+            None => accum,
+        };
+        self.slots[*output] = Some(res);
+        Ok(())
+    }
+
+    /// Runs a `FusedReduce` step.
+    pub(super) fn fused_reduce(&mut self, name: &str, step: &FusedReduceStep) -> Result<()> {
+        let FusedReduceStep {
+            kernel,
+            modes,
+            cast,
+            op,
+            axes,
+            inputs,
+            bcast,
+            descs,
+            output,
+            acc,
+            out,
+        } = step;
+        let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
+        let shape = broadcast_shape(name, &ins, bcast, descs)?;
+        let (accum, acc_strides, bits) = self.reduce_accumulator(name, *op, *acc, axes, &shape)?;
+        let in_strides: Vec<SmallVec<[isize; 4]>> = ins.iter().map(broadcast_strides).collect();
+        let esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
+        let in_ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
+        let strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
+        let total: usize = shape.iter().product();
+        if accum.shape.is_empty() && self.chunked(total) {
+            self.full_reduce_chunked(
+                *kernel,
+                (*op, *acc),
+                &in_ptrs,
+                &strides,
+                &esz,
+                &shape,
+                &accum,
+                bits,
+            );
+        } else {
+            let mut ptrs = vec![accum.ptr];
+            ptrs.extend(&in_ptrs);
+            let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
+            all_strides.extend(&strides);
+            let mut all_esz = vec![8];
+            all_esz.extend(&esz);
+            drive(
+                jit_fn(self.code, *kernel),
+                &ptrs,
+                &all_strides,
+                &all_esz,
+                &shape,
+                self.par,
+                Some(*modes),
+            );
+        }
+        drop(ins);
+        let res = match cast {
+            Some(c) => self.cast(name, &accum, *c, *out)?,
+            None => accum,
+        };
+        self.slots[*output] = Some(res);
+        Ok(())
+    }
+
+    /// Whether a full reduction of `n` elements is split over threads.
+    fn chunked(&self, n: usize) -> bool {
+        self.par.threshold > 0
+            && n >= self.par.threshold
+            && kiln_runtime::parallel::num_threads() > 1
+    }
+
+    /// The zero-filled-then-identity accumulator of reducing `shape` with
+    /// `op` over `axes`, its strides over the dimensions of `shape` (0 on
+    /// the reduced axes) and the identity's bits. Max and min of an empty
+    /// axis are errors, as in the reference.
+    fn reduce_accumulator(
+        &self,
+        name: &str,
+        op: ReduceOp,
+        acc: DType,
+        axes: &[usize],
+        shape: &[usize],
+    ) -> Result<(Arr, SmallVec<[isize; 4]>, u64)> {
+        if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+            if let Some(&a) = axes.iter().find(|&&a| shape[a] == 0) {
+                return Err(err(
+                    name,
+                    format!(
+                        "zero-size reduction along axis {a}: {} has no identity",
+                        op.name().to_lowercase()
+                    ),
+                ));
+            }
+        }
+        let out_shape: Vec<usize> = (0..shape.len())
+            .filter(|d| !axes.contains(d))
+            .map(|d| shape[d])
+            .collect();
+        let accum = self.alloc_zeroed(name, acc, &out_shape)?;
+        let bits = identity_bits(op, acc);
+        if bits != 0 {
+            let n = accum.len();
+            // SAFETY: the accumulator buffer holds `n` 8-byte elements.
+            let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
+            sl.fill(bits);
+        }
+        let mut acc_strides: SmallVec<[isize; 4]> = SmallVec::new();
+        let mut kd = 0;
+        for d in 0..shape.len() {
+            if axes.contains(&d) {
+                acc_strides.push(0);
+            } else {
+                acc_strides.push(accum.strides[kd]);
+                kd += 1;
+            }
+        }
+        Ok((accum, acc_strides, bits))
+    }
+
+    /// A full reduction over threads of operands `ptrs` (element `strides`,
+    /// `esz` bytes per element) covering `shape`, into the one-element
+    /// `accum` (holding the identity `bits`): the outermost dimension larger
+    /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
+    /// by `kernel` into its own partial in parallel, then the partials are
+    /// folded in chunk order by [`fold_partials`] with `combine`
+    /// (the reduction and its accumulator dtype). The chunking depends only on the shape, so the
+    /// result does not depend on the thread count; it differs from the
+    /// sequential order only by floating-point reassociation (for sums:
+    /// within n·eps·sum|x_i| of the exact value, like any order).
+    #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
+    fn full_reduce_chunked(
+        &self,
+        kernel: usize,
+        combine: (ReduceOp, DType),
+        ptrs: &[*mut u8],
+        strides: &[&[isize]],
+        esz: &[usize],
+        shape: &[usize],
+        accum: &Arr,
+        bits: u64,
+    ) {
+        let total: usize = shape.iter().product();
+        let Some(d0) = shape.iter().position(|&s| s > 1) else {
+            drive_full(self.code, kernel, accum.ptr, ptrs, strides, esz, shape);
+            return;
+        };
+        let inner = total / shape[d0];
+        let per_chunk = (REDUCE_CHUNK / inner.max(1)).max(1);
+        let chunks = shape[d0].div_ceil(per_chunk);
+        let mut partials = vec![bits; chunks];
+        let pbase = partials.as_mut_ptr() as usize;
+        let bases: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+        let code = self.code;
+        let run = |c0: usize, c1: usize| {
+            let mut sub = shape.to_vec();
+            for c in c0..c1 {
+                let s = c * per_chunk;
+                sub[d0] = per_chunk.min(shape[d0] - s);
+                let p: Vec<*mut u8> = bases
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| {
+                        (b as isize + s as isize * strides[k][d0] * esz[k] as isize) as *mut u8
+                    })
+                    .collect();
+                drive_full(
+                    code,
+                    kernel,
+                    (pbase + 8 * c) as *mut u8,
+                    &p,
+                    strides,
+                    esz,
+                    &sub,
+                );
+            }
+        };
+        kiln_runtime::parallel::parallel_for(chunks, 1, &run);
+        let (op, acc) = combine;
+        let r = fold_partials(op, acc, bits, &partials);
+        // SAFETY: `accum` holds one 8-byte accumulator element.
+        unsafe { (accum.ptr as *mut u64).write(r) };
+    }
+}

@@ -1,0 +1,197 @@
+//! The state of one call: the slot table, the buffers the call owns and
+//! returns to the pool, the caller's output arrays (`call_into`), and the
+//! per-step times and peak bytes of a profiled call.
+//!
+//! Invariants: all mutable state is local to the call ([`Exec`]), so a
+//! Function can run on many threads at once; constants are only read, and
+//! so are caller inputs, except a mutable input the plan destroys, which the
+//! caller lent mutably (or the call copied); a buffer is released after the
+//! last use of its group (see `plan::memory::liveness`); a result never
+//! aliases an input.
+//!
+//! Output destinations (`call_into`): the caller's output arrays, given with
+//! [`Exec::with_destinations`], are written only by the step that allocates
+//! an output's root slot (`Plan::output_dests`), when the array has that
+//! allocation's dtype and shape and standard layout; they are never pooled
+//! or counted in the peak bytes (their `Arr::buf` is `None`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::drive::{drive, jit_fn, ParallelOptions};
+use crate::error::{Error, Result};
+use crate::graph::{DType, Value};
+use crate::linker::buffer::{Arr, Buffer, BufferPool};
+use crate::linker::codegen::jit::JitCode;
+use crate::linker::plan::{Plan, Slot};
+
+/// What a profiled call measured.
+#[derive(Debug, Clone, Default)]
+pub struct CallStats {
+    /// Run time of each step.
+    pub times: Vec<Duration>,
+    /// Peak bytes of the buffers the call owned.
+    pub peak_bytes: usize,
+}
+
+/// One call's state.
+pub struct Exec<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) code: &'a JitCode,
+    pub(super) par: ParallelOptions,
+    pub(super) pool: &'a BufferPool,
+    pub(super) slots: Vec<Option<Arr>>,
+    /// Per-step run times, when profiling.
+    pub times: Option<Vec<Duration>>,
+    /// Peak bytes of the buffers this call allocated, when profiling.
+    pub(super) peak_bytes: usize,
+    /// Caller arrays that the allocation of a slot may use instead of a
+    /// buffer (each at most once).
+    pub(super) dests: Vec<(Slot, Arr)>,
+}
+
+// SAFETY: raw pointers in `Arr` refer to caller inputs, constants owned by
+// the plan, or buffers owned through `Arc`s in the same table; the table is
+// only used by the thread running the call (worker threads of `drive`
+// receive plain addresses for disjoint chunks).
+unsafe impl Send for Exec<'_> {}
+
+/// An error of the node `name` during a call.
+pub(super) fn err(name: &str, msg: String) -> Error {
+    Error::eval(name, msg)
+}
+
+impl<'a> Exec<'a> {
+    /// A call of `plan` on validated input arrays.
+    pub fn new(
+        plan: &'a Plan,
+        code: &'a JitCode,
+        par: ParallelOptions,
+        pool: &'a BufferPool,
+        inputs: Vec<Arr>,
+        profile: bool,
+    ) -> Self {
+        let mut slots: Vec<Option<Arr>> = vec![None; plan.n_slots];
+        for (k, a) in inputs.into_iter().enumerate() {
+            slots[k] = Some(a);
+        }
+        for (s, v) in &plan.consts {
+            slots[*s] = Some(value_arr(v));
+        }
+        Exec {
+            plan,
+            code,
+            par,
+            pool,
+            slots,
+            times: profile.then(Vec::new),
+            peak_bytes: 0,
+            dests: Vec::new(),
+        }
+    }
+
+    /// Lets the allocation of each listed slot use the paired caller array
+    /// (not owned by the call, `buf: None`) when its dtype and shape match
+    /// and it is in standard layout; the first fitting pair of a slot wins.
+    /// Every array must be writable, overlap no input and no other listed
+    /// array, and stay valid for the call.
+    pub fn with_destinations(mut self, dests: Vec<(Slot, Arr)>) -> Self {
+        self.dests = dests;
+        self
+    }
+
+    /// A destination for slot `s`'s whole buffer (see [`Exec::alloc`]): the
+    /// caller's array registered for it when it fits, else an allocation.
+    pub(super) fn alloc_slot(
+        &mut self,
+        name: &str,
+        s: Slot,
+        dtype: DType,
+        shape: &[usize],
+    ) -> Result<Arr> {
+        let fits = |(slot, a): &(Slot, Arr)| {
+            *slot == s && a.dtype == dtype && a.shape.as_slice() == shape && a.is_standard()
+        };
+        match self.dests.iter().position(fits) {
+            Some(i) => Ok(self.dests.swap_remove(i).1),
+            None => self.alloc(name, dtype, shape),
+        }
+    }
+
+    /// Bytes of the distinct buffers the call owns right now (intermediates,
+    /// results, copies of mutable inputs; caller arrays and constants are not
+    /// counted). A buffer shared by views and inplace outputs counts once.
+    pub(super) fn live_bytes(&self) -> usize {
+        let mut seen: rustc_hash::FxHashSet<*const Buffer> = Default::default();
+        self.slots
+            .iter()
+            .flatten()
+            .filter_map(|a| a.buf.as_ref())
+            .filter(|b| seen.insert(Arc::as_ptr(b)))
+            .map(|b| b.len() * b.dtype().size_of())
+            .sum()
+    }
+
+    pub(super) fn get(&self, s: Slot) -> Arr {
+        self.slots[s].clone().expect("slot computed before use")
+    }
+
+    /// Empties slot `s`, returning its buffer to the pool when this was the
+    /// last reference to it.
+    pub(super) fn release(&mut self, s: Slot) {
+        if let Some(a) = self.slots[s].take() {
+            if let Some(b) = a.buf {
+                if let Ok(b) = Arc::try_unwrap(b) {
+                    self.pool.give(b);
+                }
+            }
+        }
+    }
+
+    /// A buffer for `shape` whose contents the caller overwrites entirely:
+    /// from the pool when one fits, else fresh (an error of node `name` when
+    /// it cannot be allocated).
+    pub(super) fn alloc(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
+            Some(b) => Arr::from_buffer(b, shape),
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
+    }
+
+    /// A zero-filled buffer for `shape` (pooled buffers are cleared).
+    pub(super) fn alloc_zeroed(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
+        Ok(match self.pool.take(dtype, shape) {
+            Some(mut b) => {
+                b.zero();
+                Arr::from_buffer(b, shape)
+            }
+            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+        })
+    }
+
+    /// `x` converted to `to` by the cast `kernel` into a fresh array.
+    pub(super) fn cast(&self, name: &str, x: &Arr, kernel: usize, to: DType) -> Result<Arr> {
+        let out = self.alloc(name, to, &x.shape)?;
+        drive(
+            jit_fn(self.code, kernel),
+            &[x.ptr, out.ptr],
+            &[&x.strides, &out.strides],
+            &[x.dtype.size_of(), to.size_of()],
+            &x.shape,
+            self.par,
+            None,
+        );
+        Ok(out)
+    }
+}
+
+/// A read-only array over a value owned elsewhere (constants).
+pub fn value_arr(v: &Value) -> Arr {
+    crate::with_value!(v, a => Arr {
+        ptr: a.as_ptr() as *mut u8,
+        shape: a.shape().into(),
+        strides: a.strides().into(),
+        dtype: v.dtype(),
+        buf: None,
+    })
+}

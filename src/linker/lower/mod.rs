@@ -1,0 +1,47 @@
+//! Lowering: how each node of the scheduled graph runs. One file per op
+//! family turns a node into its [`Step`] (and asks `codegen` for the
+//! kernels it needs, through the context's kernel table); [`lower_node`]
+//! is the one `match` over the op set that picks the family.
+//!
+//! Adding an op family: a step description in `plan::step`, a file here
+//! with its lowering and an arm in [`lower_node`], a file in `exec` with
+//! its executor and an arm in `exec`'s dispatch (and, when it generates
+//! kernels, their code in `codegen`). The compiler's exhaustiveness checks
+//! on `Op` and `Step` point at both arms.
+//!
+//! Invariant: a family's lowering reads the graph only through the node
+//! it is given and the context, and records every static fact its executor
+//! checks at run time in the step.
+
+pub mod ctx;
+pub mod custom;
+pub mod elemwise;
+pub mod gemm;
+pub mod reduce;
+pub mod shape;
+
+use ctx::{LowerCx, NodeSlots};
+
+use crate::error::Result;
+use crate::graph::Apply;
+use crate::linker::plan::step::Step;
+use crate::linker::plan::Lowering;
+use crate::ops::Op;
+
+/// The step of `node` (whose inputs and outputs have the slots `io`) and
+/// how it is lowered.
+pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step, Lowering)> {
+    match &node.op {
+        Op::Elemwise { .. } | Op::Composite { .. } => elemwise::lower(cx, node, io),
+        Op::CAReduce { op, axes } => reduce::lower_careduce(cx, node, io, *op, axes),
+        Op::FusedReduce { op, axes, pre } => reduce::lower_fused(cx, node, io, *op, axes, pre),
+        Op::DimShuffle { new_order, .. } => Ok(shape::lower_dimshuffle(io, new_order)),
+        Op::Reshape { .. } => Ok(shape::lower_reshape(cx, node, io)),
+        Op::Alloc => Ok(shape::lower_alloc(cx, node, io)),
+        Op::Shape => Ok(shape::lower_shape(io)),
+        Op::ShapeI(i) => Ok(shape::lower_shape_i(io, *i)),
+        Op::Dot => gemm::lower_dot(cx, node, io),
+        Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
+        Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),
+    }
+}

@@ -1,0 +1,224 @@
+//! The steps of a plan, one variant per op family, each carrying its
+//! family's step description (a struct of its own, so that a family's
+//! lowering builds it and its executor reads it without the other families
+//! in sight).
+//!
+//! Invariant: a step names slots only (never graph ids) and kernels by
+//! index into the Function's `JitCode`; everything a step's executor
+//! checks at run time (shapes against static types, aliasing of outputs)
+//! is carried here from the graph by its lowering.
+
+use std::sync::Arc;
+
+use crate::graph::{DType, TensorType};
+use crate::linker::accum::Modes;
+use crate::ops::{CustomOp, ReduceOp};
+
+/// A slot index: the position of a variable's array in a call's slot table.
+pub type Slot = usize;
+
+/// One step of a plan: the op family and its description.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Element-wise kernel over the broadcast shape.
+    Elemwise(ElemwiseStep),
+    /// A reduction.
+    Reduce(ReduceStep),
+    /// A reduction of an element-wise pre-map in one pass (`FusedReduce`).
+    FusedReduce(FusedReduceStep),
+    /// A DimShuffle view.
+    DimShuffle(DimShuffleStep),
+    /// A Reshape view (copying non-contiguous inputs first).
+    Reshape(ReshapeStep),
+    /// Broadcast a value to a run-time shape.
+    Alloc(AllocStep),
+    /// Matrix product.
+    Dot(DotStep),
+    /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
+    Gemm(GemmStep),
+    /// The shape vector.
+    Shape(ShapeStep),
+    /// One dimension of the shape.
+    ShapeI(ShapeIStep),
+    /// A user op run by its reference `perform`.
+    Custom(CustomStep),
+}
+
+/// Element-wise kernel over the broadcast shape.
+#[derive(Debug, Clone)]
+pub struct ElemwiseStep {
+    /// Kernel index.
+    pub kernel: usize,
+    /// Array operands (size-1 constants are inlined into the kernel).
+    pub inputs: Vec<Slot>,
+    /// Per input, per dimension: statically broadcastable.
+    pub bcast: Vec<Vec<bool>>,
+    /// Output slots and dtypes.
+    pub outputs: Vec<(Slot, DType)>,
+    /// The node's `destroy_map` as `(output, position in inputs)`: that
+    /// output is written into the buffer of that input, which it overwrites.
+    pub destroy_map: Vec<(usize, usize)>,
+    /// Descriptions of the inputs for error messages.
+    pub descs: Vec<String>,
+}
+
+/// A reduction.
+#[derive(Debug, Clone)]
+pub struct ReduceStep {
+    /// Kernel index.
+    pub kernel: usize,
+    /// The accumulator modes the kernel handles.
+    pub modes: Modes,
+    /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
+    pub cast: Option<usize>,
+    /// The reduction.
+    pub op: ReduceOp,
+    /// Reduced axes (sorted).
+    pub axes: Vec<usize>,
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// Accumulator dtype.
+    pub acc: DType,
+    /// Output dtype.
+    pub out: DType,
+}
+
+/// A reduction of an element-wise pre-map in one pass (`FusedReduce`).
+#[derive(Debug, Clone)]
+pub struct FusedReduceStep {
+    /// Kernel index (accumulator operand first, then the inputs).
+    pub kernel: usize,
+    /// The accumulator modes the kernel handles.
+    pub modes: Modes,
+    /// Cast kernel from the accumulator dtype to the output dtype, if they differ.
+    pub cast: Option<usize>,
+    /// The reduction.
+    pub op: ReduceOp,
+    /// Reduced axes (sorted).
+    pub axes: Vec<usize>,
+    /// Array operands of the pre-map (size-1 constants are inlined).
+    pub inputs: Vec<Slot>,
+    /// Per input, per dimension: statically broadcastable.
+    pub bcast: Vec<Vec<bool>>,
+    /// Descriptions of the inputs for error messages.
+    pub descs: Vec<String>,
+    /// Output slot.
+    pub output: Slot,
+    /// Accumulator dtype.
+    pub acc: DType,
+    /// Output dtype.
+    pub out: DType,
+}
+
+/// A DimShuffle view.
+#[derive(Debug, Clone)]
+pub struct DimShuffleStep {
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// New order.
+    pub new_order: Vec<Option<usize>>,
+}
+
+/// A Reshape view (copying non-contiguous inputs first).
+#[derive(Debug, Clone)]
+pub struct ReshapeStep {
+    /// Input slot.
+    pub input: Slot,
+    /// Shape slot.
+    pub shape: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// The output's static sizes (its length is the declared ndim),
+    /// which the run-time shape vector must satisfy.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// Broadcast a value to a run-time shape.
+#[derive(Debug, Clone)]
+pub struct AllocStep {
+    /// Value slot.
+    pub value: Slot,
+    /// Scalar dimension slots.
+    pub dims: Vec<Slot>,
+    /// Output slot.
+    pub output: Slot,
+    /// The output's static sizes, which the run-time dims must satisfy.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// Matrix product.
+#[derive(Debug, Clone)]
+pub struct DotStep {
+    /// Operand slots.
+    pub a: Slot,
+    /// Operand slots.
+    pub b: Slot,
+    /// Cast kernels bringing each operand to the output dtype, if needed.
+    pub casts: [Option<usize>; 2],
+    /// Output slot.
+    pub output: Slot,
+    /// Output dtype.
+    pub dtype: DType,
+}
+
+/// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
+#[derive(Debug, Clone)]
+pub struct GemmStep {
+    /// Slot of `z`, the array added to (and overwritten when `inplace`).
+    pub z: Slot,
+    /// Slot of the 0-d `alpha`.
+    pub alpha: Slot,
+    /// Slot of the left operand.
+    pub x: Slot,
+    /// Slot of the right operand.
+    pub y: Slot,
+    /// Slot of the 0-d `beta`.
+    pub beta: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// The dtype (f32 or f64) of every operand.
+    pub dtype: DType,
+    /// The output is `z`'s array, updated in place; else a new array
+    /// (the caller's output array when registered) holding a copy of `z`.
+    pub inplace: bool,
+    /// Description of `z` for error messages.
+    pub z_desc: String,
+}
+
+/// The shape vector.
+#[derive(Debug, Clone)]
+pub struct ShapeStep {
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+}
+
+/// One dimension of the shape.
+#[derive(Debug, Clone)]
+pub struct ShapeIStep {
+    /// Input slot.
+    pub input: Slot,
+    /// Dimension.
+    pub dim: usize,
+    /// Output slot.
+    pub output: Slot,
+}
+
+/// A user op run by its reference `perform`.
+#[derive(Debug, Clone)]
+pub struct CustomStep {
+    /// The op.
+    pub op: Arc<dyn CustomOp>,
+    /// Input slots.
+    pub inputs: Vec<Slot>,
+    /// Output slots.
+    pub outputs: Vec<Slot>,
+    /// The declared output types, which the returned values must match
+    /// (see `eval::check_custom_outputs`).
+    pub out_types: Vec<TensorType>,
+}
