@@ -975,10 +975,13 @@ impl<'a> Exec<'a> {
         // SAFETY: alpha and beta are 0-d arrays (by the node's types): offset 0 is their element.
         let (alpha, beta) = unsafe { (alpha.read_f64(0), beta.read_f64(0)) };
         let c = if inplace {
-            if z.shape
-                .iter()
-                .zip(&z.strides)
-                .any(|(&n, &s)| n > 1 && s == 0)
+            // An empty array has no element to overlap (a 2 x 0 buffer's
+            // standard strides are 0).
+            if z.len() > 0
+                && z.shape
+                    .iter()
+                    .zip(&z.strides)
+                    .any(|(&n, &s)| n > 1 && s == 0)
             {
                 return Err(err(
                     name,
