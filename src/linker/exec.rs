@@ -977,7 +977,7 @@ impl<'a> Exec<'a> {
         let c = if inplace {
             // An empty array has no element to overlap (a 2 x 0 buffer's
             // standard strides are 0).
-            if z.len() > 0
+            if !z.is_empty()
                 && z.shape
                     .iter()
                     .zip(&z.strides)

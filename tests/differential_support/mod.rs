@@ -127,7 +127,7 @@ impl Variant {
 
     /// Whether `call_mut` declares input `k` mutable.
     pub fn mutable(self, k: usize) -> bool {
-        self.0 != 0 && self.draw(2 * k as u64 + 1) % 2 == 0
+        self.0 != 0 && self.draw(2 * k as u64 + 1).is_multiple_of(2)
     }
 
     /// The array `call_into` is given for output `k` whose reference is
@@ -212,9 +212,7 @@ pub fn check_close(
 pub fn close(a: f64, b: f64, rounding: bool, f32: bool) -> bool {
     if b.is_nan() {
         a.is_nan()
-    } else if b.is_infinite() {
-        a == b
-    } else if !rounding {
+    } else if b.is_infinite() || !rounding {
         a == b
     } else {
         let (atol, rtol) = if f32 { (1e-3, 1e-3) } else { (1e-7, 1e-7) };

@@ -27,10 +27,11 @@
 //!   rounded argument beyond 1e4 or near a pole of `tan`.
 //! - **Infinities created between inverses** (licensed by a rewrite removing
 //!   a function and its inverse, [`INVERSES`]): the result of an exponential,
-//!   logarithmic or hyperbolic function of such a function's result that is
-//!   infinite or NaN while its operands are finite (`log(exp(-1e300))` is
-//!   `log(0) = -inf`; `log(exp(x)) -> x` gives -1e300). `exp(1000)` of an
-//!   input stays compared.
+//!   logarithmic or hyperbolic function that takes or feeds such a
+//!   function's result, infinite or NaN while its operands are finite
+//!   (`log(exp(-1e300))` is `log(0) = -inf`, `log(exp(1e300))` is
+//!   `log(inf)`; `log(exp(x)) -> x` gives ±1e300). `exp(1000)` of an
+//!   input and not fed to such a function stays compared.
 //! - **Division by a computed zero** (licensed by a rewrite that drops the
 //!   sign of a zero, [`ZERO_SIGN`]): rule 5 frees the sign of a zero, hence
 //!   of the infinity a division by it gives.
@@ -270,7 +271,14 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
                 .iter()
                 .map(|&i| fg.owner_op(i).is_some_and(in_exp_log_family))
                 .collect();
-            if lic.inverses && in_exp_log_family(&node.op) && of_family.contains(&true) {
+            let to_family = fg.clients(o).iter().any(|c| match c {
+                kiln::graph::Client::Node(m, _) => in_exp_log_family(&fg.node(*m).op),
+                kiln::graph::Client::Output(_) => false,
+            });
+            if lic.inverses
+                && in_exp_log_family(&node.op)
+                && (of_family.contains(&true) || to_family)
+            {
                 if let Some(c) = created_non_finite(&node.op, &args, &val) {
                     t.zip_mut_with(&c, |a, &b| *a |= b);
                 }
@@ -347,13 +355,26 @@ fn propagate(
             as_bool(perform(op, &refs, &tys).ok()?.remove(0))
         }
         Op::Dot => {
+            // An element is tainted when any term of its sum has a tainted
+            // factor: a tainted row of `a` or a tainted column of `b`
+            // (not only where both are, which a dot of the flags would give).
             let (a, b) = (as_f64(ins[0]), as_f64(ins[1]));
+            let ones = |t: &ArrayD<bool>| as_f64(&t.mapv(|_| true));
+            let (one_a, one_b) = (ones(ins[0]), ones(ins[1]));
             let tys = [
                 TensorType::new(DType::F64, types[0].shape.clone()),
                 TensorType::new(DType::F64, types[1].shape.clone()),
             ];
-            let d = perform(op, &[&a, &b], &[&tys[0], &tys[1]]).ok()?.remove(0);
-            d.to_f64_array().mapv(|x| x > 0.0)
+            let rows = perform(op, &[&a, &one_b], &[&tys[0], &tys[1]])
+                .ok()?
+                .remove(0);
+            let cols = perform(op, &[&one_a, &b], &[&tys[0], &tys[1]])
+                .ok()?
+                .remove(0);
+            let (rows, cols) = (rows.to_f64_array(), cols.to_f64_array());
+            ndarray::Zip::from(&rows)
+                .and(&cols)
+                .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
