@@ -1,40 +1,12 @@
 //! Fuzz target `parse_expr`: the expression front end on arbitrary text must
-//! return a value or an error, never panic. Exercises the lexer, parser and
-//! checker (`kiln::expr::parse`), error rendering, the `name=dtype[dims]`
-//! declarations, and the graph builder over a few declared variables.
+//! return a value or an error, never panic. The body is
+//! `tests/fuzz_support/mod.rs`, which `tests/fuzz_replay.rs` also runs on
+//! the committed findings (`fuzz/regressions/parse_expr/`).
 #![no_main]
 
-use std::collections::HashMap;
-
-use kiln::expr::{parse, parse_decl};
-use kiln::{build_expression, matrix, scalar, tensor, vector, DType};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let src = String::from_utf8_lossy(data);
-    match parse(&src) {
-        Ok(e) => {
-            let _ = e.preorder().len();
-        }
-        Err(err) => {
-            let _ = err.render(&src);
-            let _ = err.line_col(&src);
-        }
-    }
-    if let Err(err) = parse_decl(&src) {
-        let _ = err.render(&src);
-    }
-    let vars: HashMap<String, kiln::Tensor> = [
-        ("x", vector("x", DType::F64)),
-        ("y", vector("y", DType::F32)),
-        ("k", vector("k", DType::I64)),
-        ("b", vector("b", DType::Bool)),
-        ("M", matrix("M", DType::F64)),
-        ("s", scalar("s", DType::F64)),
-        ("r", tensor("r", DType::F64, &[Some(1), None])),
-    ]
-    .into_iter()
-    .map(|(n, t)| (n.to_string(), t))
-    .collect();
-    let _ = build_expression(&src, &vars);
-});
+#[path = "../../tests/fuzz_support/mod.rs"]
+mod fuzz_support;
+
+fuzz_target!(|data: &[u8]| fuzz_support::parse_expr(data));

@@ -795,7 +795,8 @@ pub fn local_cast_cast(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
     fg.apply1(Op::elemwise(ScalarOp::Cast(d2)), &[x]).map(Some)
 }
 
-/// `f(switch(c, a, b), switch(c, x, y)) -> switch(c, f(a, x), f(b, y))`.
+/// `f(switch(c, a, b), switch(c, x, y)) -> switch(c, f(a, x), f(b, y))`
+/// when every branch has its switch's dtype.
 pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Some(op) = scalar_of(fg, n) else {
         return Ok(None);
@@ -813,6 +814,17 @@ pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result
     };
     let cond = fg.node(switches[0]).inputs[0];
     if switches.iter().any(|&s| fg.node(s).inputs[0] != cond) {
+        return Ok(None);
+    }
+    // `f` must keep computing in the switches' dtypes: a branch the switch
+    // upcasts would make `f` compute in the branch's dtype (`k ** k` of an
+    // i64 branch truncates `(-2) ** -2` to 0 where the f64 switch gives 0.25).
+    let upcast = |s: NodeId| {
+        let node = fg.node(s);
+        let d = fg.ty(node.outputs[0]).dtype;
+        node.inputs[1..].iter().any(|&b| fg.ty(b).dtype != d)
+    };
+    if switches.iter().any(|&s| upcast(s)) {
         return Ok(None);
     }
     let a: Vec<VarId> = switches.iter().map(|&s| fg.node(s).inputs[1]).collect();

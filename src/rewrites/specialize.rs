@@ -308,13 +308,17 @@ pub fn local_mul_to_sqr(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
 }
 
 /// `x + (-y) -> x - y` (two-term sums; a negative constant `-c` counts as `-(c)`).
+/// An integer negation must have the sum's dtype: it wraps in its own
+/// (`-u` of a `u8` 15 is 241), which a wider or float difference would not.
 pub fn local_add_neg_to_sub(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     if ins.len() != 2 {
         return Ok(None);
     }
+    let sum_dtype = fg.ty(fg.node(n).outputs[0]).dtype;
     for (a, b) in [(ins[0], ins[1]), (ins[1], ins[0])] {
-        if let Some(y) = is_neg(fg, b) {
+        let neg_dtype = fg.ty(b).dtype;
+        if let Some(y) = is_neg(fg, b).filter(|_| neg_dtype == sum_dtype || neg_dtype.is_float()) {
             let new = elemwise(fg, ScalarOp::Sub, &[a, y])?;
             return finish(fg, n, new);
         }

@@ -302,10 +302,13 @@ impl Value {
         }
     }
 
-    /// True when `self` and `other` are equal within the given tolerances
-    /// (`|a - b| <= atol + rtol * |b|`); NaN matches NaN and infinities must match exactly.
+    /// True when `self` and `other` have one dtype and shape and are equal
+    /// within the given tolerances (`|a - b| <= atol + rtol * |b|`); NaN
+    /// matches NaN and infinities must match exactly.
     pub fn allclose(&self, other: &Value, rtol: f64, atol: f64) -> bool {
-        if self.shape() != other.shape() {
+        // Values of different dtypes or shapes are never close, whatever
+        // their elements (an f32 result is not an f64 one).
+        if self.dtype() != other.dtype() || self.shape() != other.shape() {
             return false;
         }
         let a = self.to_f64_array();

@@ -1,42 +1,46 @@
 //! Taint: which elements of each output of a graph have a reference value
-//! that the mathematics does not settle, evaluated with the reference
-//! evaluator alongside the values. The sources:
+//! that FAST_RUN may change, because a rewrite that was applied
+//! ([`Licenses`], from the compiled function's rewrite log) or the linker's
+//! reduction contract licenses it. Each source names what licenses it:
 //!
-//! - **NaN**: an input NaN or one computed on the way (`0 / 0`). Rule 5 of
+//! - **NaN** (licensed by a cancelling rewrite, [`CANCELLING`]): an input
+//!   NaN or one computed on the way (`0 / 0`). Rule 5 of
 //!   `src/rewrites/README.md` lets a rewrite turn a NaN that comes only from
 //!   cancellation into the finite value of the simplified expression
 //!   (`x / x -> 1`, as PyTensor does); downstream of a comparison or a cast
 //!   that NaN can become any finite or integer value (`neg(x < k / k)`).
-//! - **Order-sensitive products**: a `Prod` reduction some of whose partial
-//!   products, in some order, can leave the range 1e±150 that rule 5 and the
-//!   linker's reduction contract (`src/linker/reduce.rs`) promise values
-//!   in: the product of the factors larger than 1 in magnitude exceeds
-//!   1e150, or that of the nonzero factors smaller than 1 falls below
-//!   1e-150 (a subnormal factor has a few bits of precision, so the
-//!   vectorised order and the reference's sequential one differ by far more
-//!   than rounding).
+//!   With no cancelling rewrite applied, a NaN must stay NaN.
+//! - **Order-sensitive products** (the linker's reduction contract,
+//!   `src/linker/codegen/reduce.rs`: reductions in any order): a `Prod` reduction
+//!   some of whose partial products, in some order, can leave 1e±150.
 //! - **Reassociation out of range**: an element of a sum, difference,
-//!   product, quotient, reciprocal, reduction or matrix product some of whose
-//!   operands or whose value lies outside 1e±150 (infinities included): the
-//!   range within which rule 5 promises that reassociating rewrites and
-//!   vectorised kernels change values by rounding only. Below it, a
-//!   different order rounds through subnormals (`(M * y) * x` gives 5e-324
-//!   where `M * (y * x)` gives 0, and a negative base raised to it is NaN
-//!   instead of 1); above it, partial results overflow in one order only.
-//! - **Ill-conditioned remainders**: a float `mod` or `floor_div` whose
-//!   dividend is more than 1e4 times its divisor or whose quotient is
-//!   within rounding of an integer, when an operand carries rounding the
-//!   compiled code may do differently (reassociable arithmetic, a
-//!   runtime-approximated function, `pow`): the remainder keeps that
-//!   absolute rounding error (see `ill_conditioned_remainder`).
-//! - **Ill-conditioned periodic functions**: `sin`, `cos`, `tan` of a
-//!   rounded argument beyond 1e4 in magnitude, or near a pole of `tan`
-//!   (see `ill_conditioned_periodic`).
-//! - **Division by a computed zero**: rule 5 frees the sign of a zero,
-//!   hence of the infinity a division by it gives (see
-//!   `division_by_computed_zero`).
-//! - **Powers of -inf**: README rule 5's `pow` exception (see
-//!   `power_of_minus_infinity`), so that it holds downstream too.
+//!   product, quotient or reciprocal (licensed by a reassociating rewrite,
+//!   [`REASSOCIATING`]) or of a reduction or matrix product (the linker's
+//!   contract) some of whose operands or whose value lies outside 1e±150
+//!   (infinities included): the range within which rule 5 promises that
+//!   reassociation changes values by rounding only. Outside it, the sign
+//!   and finiteness of an infinite result are not settled either.
+//! - **Ill-conditioned remainders and periodic functions** (licensed by
+//!   whatever licenses the rounding of their operand): a float `mod` or
+//!   `floor_div` whose dividend is more than 1e4 times its divisor or whose
+//!   quotient is within rounding of an integer, `sin`, `cos`, `tan` of a
+//!   rounded argument beyond 1e4 or near a pole of `tan`.
+//! - **Infinities created between inverses** (licensed by a rewrite removing
+//!   a function and its inverse, [`INVERSES`]): the result of an exponential,
+//!   logarithmic or hyperbolic function that takes or feeds such a
+//!   function's result, infinite or NaN while its operands are finite
+//!   (`log(exp(-1e300))` is `log(0) = -inf`, `log(exp(1e300))` is
+//!   `log(inf)`; `log(exp(x)) -> x` gives ±1e300). `exp(1000)` of an
+//!   input and not fed to such a function stays compared.
+//! - **Division by a computed zero** (licensed by a rewrite that drops the
+//!   sign of a zero, [`ZERO_SIGN`]): rule 5 frees the sign of a zero, hence
+//!   of the infinity a division by it gives.
+//! - **`x ** ±0.5` at `x = -inf`** (licensed by `local_pow_specialize`,
+//!   which makes it `sqrt`): README rule 5's documented exception.
+//!
+//! Rounding (not a skip, a tolerance): elements that depend on runtime
+//! functions or `pow` (always), on reductions and `dot` (always), or on
+//! reassociable arithmetic when a reassociating rewrite was applied.
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions and Dot; any other op taints its whole output when an
@@ -48,6 +52,132 @@ use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
 use ndarray::{ArrayD, IxDyn};
 use std::collections::HashMap;
 
+/// Rewrites that can turn a NaN or infinity that comes only from
+/// cancellation into a finite value (rule 5): `x * 0 -> 0`, `x - x -> 0`,
+/// `x / x -> 1`, inverse-function pairs, exponent and logarithm algebra,
+/// stabilisations.
+pub const CANCELLING: &[&str] = &[
+    "local_mul_zero",
+    "local_elemwise_sub_zeros",
+    "local_add_canonizer",
+    "local_mul_canonizer",
+    "local_greedy_distributor",
+    "local_useless_elemwise",
+    "local_exp_log",
+    "local_func_inv",
+    "local_neg_div_neg",
+    "local_pow_canonicalize",
+    "local_mul_pow_to_pow_add",
+    "local_mul_exp_to_exp_add",
+    "local_div_exp_to_mul_exp",
+    "local_sum_prod_of_mul_or_div",
+    "local_log_add_exp",
+    "local_log_sum_exp",
+    "local_sigm_times_exp",
+    "local_1msigmoid",
+    "local_exp_over_1_plus_exp",
+    "local_expm1",
+    "local_log1p",
+    "local_log1p_plusminus_exp",
+    "local_reciprocal_1_plus_exp",
+    "log1msigm_to_softplus",
+    "log1p_neg_sigmoid",
+    "logmexpm1_to_log1mexp",
+    "logsigm_to_softplus",
+];
+
+/// Rewrites that remove a function and its inverse, or fold exponentials
+/// and logarithms into each other (`log(exp(x)) -> x`, the stabilize
+/// group: `log(sigmoid(x)) -> -softplus(-x)`, `log(exp(a) + exp(b))`):
+/// the original's infinity or NaN from an overflow, underflow or pole on
+/// the way (`log(exp(-1e300)) = -inf`) becomes the finite value of the
+/// simplified expression (rule 5).
+pub const INVERSES: &[&str] = &[
+    "local_exp_log",
+    "local_func_inv",
+    "local_1msigmoid",
+    "local_exp_over_1_plus_exp",
+    "local_expm1",
+    "local_log1p",
+    "local_log1p_plusminus_exp",
+    "local_reciprocal_1_plus_exp",
+    "log1msigm_to_softplus",
+    "log1p_neg_sigmoid",
+    "logmexpm1_to_log1mexp",
+    "logsigm_to_softplus",
+    "local_log_add_exp",
+    "local_log_sum_exp",
+    "local_sigm_times_exp",
+    "local_mul_exp_to_exp_add",
+    "local_div_exp_to_mul_exp",
+];
+
+/// Rewrites that reassociate or redistribute arithmetic (flattened sums
+/// and products, constants moved through sums, powers made products,
+/// `z + c * dot` made a GEMM).
+pub const REASSOCIATING: &[&str] = &[
+    "local_add_canonizer",
+    "local_mul_canonizer",
+    "local_greedy_distributor",
+    "local_sum_prod_of_mul_or_div",
+    "local_mul_pow_to_pow_add",
+    "local_pow_to_nested_squaring",
+    "local_mul_exp_to_exp_add",
+    "local_div_exp_to_mul_exp",
+    "local_reduce_chain",
+    "local_careduce_fusion",
+    "gemm_optimizer",
+];
+
+/// Rewrites that can change the sign of a zero: `x * 0 -> 0` (`-3 * 0` is
+/// `-0`), `x + 0 -> x` (`-0 + 0` is `+0`), and the canonizers' folds.
+pub const ZERO_SIGN: &[&str] = &[
+    "local_mul_zero",
+    "local_add_remove_zeros",
+    "local_elemwise_sub_zeros",
+    "local_add_canonizer",
+    "local_mul_canonizer",
+    "local_greedy_distributor",
+];
+
+/// Which taint sources the applied rewrites license (module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Licenses {
+    /// A [`CANCELLING`] rewrite was applied.
+    pub cancellation: bool,
+    /// A [`REASSOCIATING`] rewrite was applied.
+    pub reassociation: bool,
+    /// An [`INVERSES`] rewrite was applied.
+    pub inverses: bool,
+    /// A [`ZERO_SIGN`] rewrite was applied.
+    pub zero_sign: bool,
+    /// `local_pow_specialize` was applied.
+    pub sqrt_of_pow: bool,
+}
+
+impl Licenses {
+    /// The licenses of the rewrites named in `fired`.
+    pub fn from_fired(fired: &std::collections::HashSet<String>) -> Licenses {
+        let any = |set: &[&str]| set.iter().any(|r| fired.contains(*r));
+        Licenses {
+            cancellation: any(CANCELLING),
+            reassociation: any(REASSOCIATING),
+            inverses: any(INVERSES),
+            zero_sign: any(ZERO_SIGN),
+            sqrt_of_pow: fired.contains("local_pow_specialize"),
+        }
+    }
+
+    /// Every license (as if every rewrite had been applied).
+    pub const ALL: Licenses = Licenses {
+        cancellation: true,
+        reassociation: true,
+        inverses: true,
+        zero_sign: true,
+        sqrt_of_pow: true,
+    };
+}
+
 /// What the comparison needs to know about one output's elements.
 pub struct Taint {
     /// Elements whose reference value the mathematics does not settle (see
@@ -58,18 +188,29 @@ pub struct Taint {
     /// quotient, reduction, matrix product, runtime function or `pow`):
     /// compared with the `f32` tolerance even in an `f64` output.
     pub f32_rounding: ArrayD<bool>,
+    /// Elements that depend on arithmetic that rounds differently once
+    /// rewritten or vectorised (module docs): compared with a tolerance,
+    /// the others exactly.
+    pub rounding: ArrayD<bool>,
 }
 
-/// Per output of `fg`, in its logical order, its [`Taint`] (`None` when the
-/// reference evaluator rejects the inputs).
-pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
+/// Per output of `fg`, in its logical order, its [`Taint`] under the
+/// licenses `lic` (`None` when the reference evaluator rejects the inputs).
+pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec<Taint>> {
+    let nan_taint = |v: &Value| {
+        if lic.cancellation {
+            is_nan(v)
+        } else {
+            ArrayD::from_elem(IxDyn(v.shape()), false)
+        }
+    };
     let mut vals: HashMap<_, Value> = HashMap::new();
     let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
     let mut single: HashMap<_, ArrayD<bool>> = HashMap::new();
     let mut rounded: HashMap<_, ArrayD<bool>> = HashMap::new();
     let none = |v: &Value| ArrayD::from_elem(IxDyn(v.shape()), false);
     for (&v, x) in fg.inputs().iter().zip(inputs) {
-        taint.insert(v, is_nan(x));
+        taint.insert(v, nan_taint(x));
         single.insert(v, none(x));
         rounded.insert(v, none(x));
         vals.insert(v, x.clone());
@@ -79,7 +220,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
         for &i in &node.inputs {
             if let std::collections::hash_map::Entry::Vacant(e) = vals.entry(i) {
                 let c = fg.constant_value(i)?.clone();
-                taint.insert(i, is_nan(&c));
+                taint.insert(i, nan_taint(&c));
                 single.insert(i, none(&c));
                 rounded.insert(i, none(&c));
                 e.insert(c);
@@ -92,11 +233,12 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
         let ins_single: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &single[i]).collect();
         let ins_rounded: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &rounded[i]).collect();
         let mut new = Vec::with_capacity(outs.len());
+        let rounds = rounds(&node.op, lic);
         let range: Option<Vec<ArrayD<bool>>> =
-            reassociable(&node.op).then(|| args.iter().map(|a| out_of_range(a)).collect());
+            rounds.then(|| args.iter().map(|a| out_of_range(a)).collect());
         for (&o, val) in node.outputs.iter().zip(outs) {
             let mut t = propagate(&node.op, &ins, &args, &types, val.shape())?;
-            t.zip_mut_with(&is_nan(&val), |a, &b| *a |= b);
+            t.zip_mut_with(&nan_taint(&val), |a, &b| *a |= b);
             if let Some(range) = &range {
                 let flags: Vec<&ArrayD<bool>> = range.iter().collect();
                 let r = propagate(&node.op, &flags, &args, &types, val.shape())?;
@@ -104,11 +246,11 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
                 t.zip_mut_with(&out_of_range(&val), |a, &b| *a |= b);
             }
             let mut f = propagate(&node.op, &ins_single, &args, &types, val.shape())?;
-            if (reassociable(&node.op) || approximated(&node.op)) && val.dtype() == DType::F32 {
+            if (rounds || approximated(&node.op)) && val.dtype() == DType::F32 {
                 f.fill(true);
             }
             let mut r = propagate(&node.op, &ins_rounded, &args, &types, val.shape())?;
-            if (reassociable(&node.op) || approximated(&node.op)) && val.dtype().is_float() {
+            if (rounds || approximated(&node.op)) && val.dtype().is_float() {
                 r.fill(true);
             }
             if let Some(ill) = ill_conditioned_remainder(&node.op, &args, &ins_rounded, val.shape())
@@ -116,13 +258,34 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
             let computed: Vec<bool> = node.inputs.iter().map(|&i| fg.owner(i).is_some()).collect();
-            if let Some(z) = division_by_computed_zero(&node.op, &args, &computed, val.shape()) {
+            if let Some(z) = division_by_computed_zero(&node.op, &args, &computed, val.shape())
+                .filter(|_| lic.zero_sign)
+            {
                 t.zip_mut_with(&z, |a, &b| *a |= b);
             }
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
-            if let Some(p) = power_of_minus_infinity(&node.op, &args, val.shape()) {
+            let of_family: Vec<bool> = node
+                .inputs
+                .iter()
+                .map(|&i| fg.owner_op(i).is_some_and(in_exp_log_family))
+                .collect();
+            let to_family = fg.clients(o).iter().any(|c| match c {
+                kiln::graph::Client::Node(m, _) => in_exp_log_family(&fg.node(*m).op),
+                kiln::graph::Client::Output(_) => false,
+            });
+            if lic.inverses
+                && in_exp_log_family(&node.op)
+                && (of_family.contains(&true) || to_family)
+            {
+                if let Some(c) = created_non_finite(&node.op, &args, &val) {
+                    t.zip_mut_with(&c, |a, &b| *a |= b);
+                }
+            }
+            if let Some(p) =
+                power_of_minus_infinity(&node.op, &args, val.shape()).filter(|_| lic.sqrt_of_pow)
+            {
                 t.zip_mut_with(&p, |a, &b| *a |= b);
             }
             new.push((o, t, f, r, val));
@@ -136,14 +299,16 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value]) -> Option<Vec<Taint>> {
     }
     fg.outputs()
         .iter()
-        .map(|o| match (taint.get(o), single.get(o)) {
-            (Some(t), Some(f)) => Some(Taint {
+        .map(|o| match (taint.get(o), single.get(o), rounded.get(o)) {
+            (Some(t), Some(f), Some(r)) => Some(Taint {
                 unsettled: t.clone(),
                 f32_rounding: f.clone(),
+                rounding: r.clone(),
             }),
             _ => fg.constant_value(*o).map(|c| Taint {
-                unsettled: is_nan(c),
+                unsettled: nan_taint(c),
                 f32_rounding: none(c),
+                rounding: none(c),
             }),
         })
         .collect()
@@ -190,13 +355,26 @@ fn propagate(
             as_bool(perform(op, &refs, &tys).ok()?.remove(0))
         }
         Op::Dot => {
+            // An element is tainted when any term of its sum has a tainted
+            // factor: a tainted row of `a` or a tainted column of `b`
+            // (not only where both are, which a dot of the flags would give).
             let (a, b) = (as_f64(ins[0]), as_f64(ins[1]));
+            let ones = |t: &ArrayD<bool>| as_f64(&t.mapv(|_| true));
+            let (one_a, one_b) = (ones(ins[0]), ones(ins[1]));
             let tys = [
                 TensorType::new(DType::F64, types[0].shape.clone()),
                 TensorType::new(DType::F64, types[1].shape.clone()),
             ];
-            let d = perform(op, &[&a, &b], &[&tys[0], &tys[1]]).ok()?.remove(0);
-            d.to_f64_array().mapv(|x| x > 0.0)
+            let rows = perform(op, &[&a, &one_b], &[&tys[0], &tys[1]])
+                .ok()?
+                .remove(0);
+            let cols = perform(op, &[&one_a, &b], &[&tys[0], &tys[1]])
+                .ok()?
+                .remove(0);
+            let (rows, cols) = (rows.to_f64_array(), cols.to_f64_array());
+            ndarray::Zip::from(&rows)
+                .and(&cols)
+                .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
@@ -301,7 +479,7 @@ fn ill_conditioned_periodic(
     Some(ill)
 }
 
-/// For a float `pow`: the elements whose base is `-inf`. C99 gives `+inf`
+/// For a float `pow`: the elements whose base is `-inf` and exponent ±0.5. C99 gives `+inf`
 /// or `0` there, the `sqrt` / `reciprocal(sqrt)` that rewrites make of
 /// `x ** ±0.5` give NaN: README rule 5's documented exception, unsettled
 /// here so that it is accepted downstream too (`tanh(x ** 0.5)`: reference
@@ -317,11 +495,61 @@ fn power_of_minus_infinity(op: &Op, args: &[&Value], shape: &[usize]) -> Option<
     if !args[0].dtype().is_float() {
         return None;
     }
-    let base = args[0].to_f64_array();
+    let (base, exponent) = (args[0].to_f64_array(), args[1].to_f64_array());
+    let (base, exponent) = (
+        base.broadcast(IxDyn(shape))?,
+        exponent.broadcast(IxDyn(shape))?,
+    );
     Some(
-        base.broadcast(IxDyn(shape))?
-            .mapv(|x| x == f64::NEG_INFINITY),
+        ndarray::Zip::from(&base)
+            .and(&exponent)
+            .map_collect(|&x, &e| x == f64::NEG_INFINITY && e.abs() == 0.5),
     )
+}
+
+/// The element-wise functions that [`INVERSES`] rewrites pair with their
+/// inverses or fold into each other.
+fn in_exp_log_family(op: &Op) -> bool {
+    use kiln::ScalarOp::*;
+    matches!(
+        op,
+        Op::Elemwise {
+            scalar: Exp
+                | Exp2
+                | Expm1
+                | Log
+                | Log2
+                | Log10
+                | Log1p
+                | Sigmoid
+                | Softplus
+                | Log1mexp
+                | Sinh
+                | ArcSinh
+                | Cosh
+                | ArcCosh
+                | Tanh
+                | ArcTanh,
+            ..
+        }
+    )
+}
+
+/// For an element-wise op: the elements where the result is infinite or
+/// NaN while every operand is finite (an overflow, an underflow into a
+/// pole, a pole): the infinities that an [`INVERSES`] rewrite may turn into
+/// the finite value of the simplified expression. `None` for other ops.
+fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bool>> {
+    if !matches!(op, Op::Elemwise { .. }) || !val.dtype().is_float() {
+        return None;
+    }
+    let shape = IxDyn(val.shape());
+    let mut created = val.to_f64_array().mapv(|x| !x.is_finite());
+    for a in args {
+        let a = a.to_f64_array();
+        created.zip_mut_with(&a.broadcast(shape.clone())?, |c, &x| *c &= x.is_finite());
+    }
+    Some(created)
 }
 
 /// Element-wise ops whose compiled value may differ from the reference's
@@ -334,6 +562,18 @@ fn approximated(op: &Op) -> bool {
                 || kiln::linker::mathcalls::block_symbol(*scalar, DType::F64).is_some()
         }
         _ => false,
+    }
+}
+
+/// Whether `op`'s arithmetic may round differently in the compiled code
+/// under `lic`: reductions and `dot` always (the linker's contract), the
+/// other [`reassociable`] ops when a reassociating rewrite was applied.
+fn rounds(op: &Op, lic: &Licenses) -> bool {
+    match op {
+        Op::CAReduce { .. } | Op::FusedReduce { .. } | Op::Dot | Op::Gemm { .. } => {
+            reassociable(op)
+        }
+        _ => lic.reassociation && reassociable(op),
     }
 }
 

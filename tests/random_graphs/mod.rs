@@ -45,8 +45,17 @@ pub const BINARY: &[ScalarOp] = &[
 ];
 /// Constants combined with pool tensors.
 pub const CONSTS: &[f64] = &[0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5];
-/// Cast targets.
-pub const DTYPES: &[DType] = &[DType::F64, DType::F32, DType::I64, DType::Bool];
+/// Cast targets (the first four first: regression tests name them by index).
+pub const DTYPES: &[DType] = &[
+    DType::F64,
+    DType::F32,
+    DType::I64,
+    DType::Bool,
+    DType::U8,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+];
 
 /// One step of a random graph (indices pick from the pool modulo its size).
 #[derive(Debug, Clone)]
@@ -95,9 +104,28 @@ pub fn inputs() -> Vec<Tensor> {
     ]
 }
 
-/// Applies the steps, skipping those that do not type-check; returns the outputs.
+/// [`inputs`] and a vector of every other dtype: u: u8, c: i8, h: i16,
+/// w: i32 (so that the pool holds every dtype from the start).
+pub fn inputs_every_dtype() -> Vec<Tensor> {
+    let mut ins = inputs();
+    ins.extend([
+        vector("u", DType::U8),
+        vector("c", DType::I8),
+        vector("h", DType::I16),
+        vector("w", DType::I32),
+    ]);
+    ins
+}
+
+/// Applies the steps to [`inputs`], skipping those that do not type-check;
+/// returns the inputs and outputs.
 pub fn build(steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
-    let ins = inputs();
+    build_from(inputs(), steps, n_out)
+}
+
+/// Applies the steps to the pool `ins`, skipping those that do not
+/// type-check; returns the inputs and outputs.
+pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
     let mut pool: Vec<Tensor> = ins.clone();
     for s in steps {
         let n = pool.len();
@@ -202,7 +230,72 @@ pub const EDGE: &[f64] = &[
     -700.0,
 ];
 
-/// Deterministic values: a mix of edge values and moderate numbers.
+/// Integer edge values (clamped into each dtype: its minimum and maximum).
+pub const INT_EDGE: &[i64] = &[0, 1, -1, i64::MIN, i64::MAX, 127, -128, 255, 2];
+
+/// Deterministic values for `ins` (vectors of length `n`, matrices
+/// `m x n`): floats as [`values`] draws them, integers mixing the dtype's
+/// edges (0, ±1, its minimum and maximum, wrap points) with small numbers.
+pub fn values_for(ins: &[Tensor], n: usize, m: usize, seed: u64, edges: bool) -> Vec<Value> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    ins.iter()
+        .map(|t| {
+            let shape: Vec<usize> = match t.ndim() {
+                0 => vec![],
+                1 => vec![n],
+                _ => vec![m, n],
+            };
+            let len: usize = shape.iter().product();
+            let dtype = t.dtype();
+            let mut draw = || -> f64 {
+                let u = next();
+                let edge = edges && u < 0.25;
+                if dtype.is_float() {
+                    if edge {
+                        EDGE[((next() * EDGE.len() as f64) as usize).min(EDGE.len() - 1)]
+                    } else {
+                        (next() - 0.5) * 8.0
+                    }
+                } else if edge {
+                    let e = INT_EDGE
+                        [((next() * INT_EDGE.len() as f64) as usize).min(INT_EDGE.len() - 1)];
+                    let (lo, hi) = int_range(dtype);
+                    e.clamp(lo, hi) as f64
+                } else {
+                    ((next() - 0.5) * 60.0).round()
+                }
+            };
+            let data: Vec<f64> = (0..len).map(|_| draw()).collect();
+            let a = ArrayD::from_shape_vec(IxDyn(&shape), data).expect("sized");
+            if dtype.is_float() || dtype == DType::Bool {
+                Value::F64(a).cast(dtype)
+            } else {
+                Value::from_i64_array(dtype, a.mapv(|x| x as i64))
+            }
+        })
+        .collect()
+}
+
+/// The smallest and largest value of an integer dtype.
+fn int_range(dtype: DType) -> (i64, i64) {
+    match dtype {
+        DType::U8 => (0, 255),
+        DType::I8 => (-128, 127),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
+/// Deterministic values for [`inputs`]: a mix of edge values and moderate numbers.
 pub fn values(n: usize, m: usize, seed: u64, edges: bool) -> Vec<Value> {
     let mut state = seed
         .wrapping_mul(6364136223846793005)

@@ -82,12 +82,15 @@ pub(super) fn broadcast_strides(a: &Arr) -> SmallVec<[isize; 4]> {
 }
 
 /// True when `a` reads some element through two indices (a zero stride on
-/// a dimension larger than 1): such an array must never be written.
+/// a dimension larger than 1): such an array must never be written. An
+/// empty array has no element to overlap (a 2 x 0 buffer's standard strides
+/// are 0).
 pub(super) fn is_broadcast_view(a: &Arr) -> bool {
-    a.shape
-        .iter()
-        .zip(&a.strides)
-        .any(|(&n, &s)| n > 1 && s == 0)
+    !a.is_empty()
+        && a.shape
+            .iter()
+            .zip(&a.strides)
+            .any(|(&n, &s)| n > 1 && s == 0)
 }
 
 /// Checks a shape computed at run time (`Reshape`, `Alloc`) against the
