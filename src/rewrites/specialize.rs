@@ -505,6 +505,10 @@ pub fn local_div_exp_to_mul_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     };
     let x = input(fg, n, 0);
     let y = input(fg, e, 0);
+    // `-y` of an integer wraps (`-3_u8` is 253): only a float negates exactly.
+    if !fg.ty(y).dtype.is_float() {
+        return Ok(None);
+    }
     let ny = neg(fg, y)?;
     let en = unary(fg, ScalarOp::Exp, ny)?;
     let new = elemwise(fg, ScalarOp::Mul, &[x, en])?;
