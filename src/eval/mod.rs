@@ -10,7 +10,7 @@
 
 mod perform;
 
-pub use perform::perform;
+pub use perform::{perform, reshape_target};
 
 use rustc_hash::FxHashMap;
 

@@ -415,55 +415,55 @@ fn alloc(name: &str, inputs: &[&Value]) -> Result<Value> {
 
 fn reshape(name: &str, ndim: usize, x: &Value, s: &Value) -> Result<Value> {
     let target: Vec<i64> = s.to_i64_array().iter().copied().collect();
+    let shape = reshape_target(&target, ndim, x.shape()).map_err(|m| Error::eval(name, m))?;
+    Ok(crate::map_value!(x, a => {
+        let std = a.as_standard_layout().into_owned();
+        std.into_shape_with_order(IxDyn(&shape)).expect("sizes checked")
+    }))
+}
+
+/// The shape a `Reshape` of an array of shape `in_shape` to the run-time
+/// shape vector `target` (at most one `-1`, inferred) produces, for a node
+/// declared to produce `ndim` dimensions; the message of the error says why
+/// no such shape exists. Shared by `perform` and the linker, so both accept
+/// and reject exactly the same shape vectors.
+pub fn reshape_target(
+    target: &[i64],
+    ndim: usize,
+    in_shape: &[usize],
+) -> std::result::Result<Vec<usize>, String> {
     if target.len() != ndim {
-        return Err(Error::eval(
-            name,
-            format!(
-                "the shape vector {target:?} has {} entries, but the reshape produces {ndim} dimension(s)",
-                target.len()
-            ),
+        return Err(format!(
+            "the shape vector {target:?} has {} entries, but the reshape produces {ndim} dimension(s)",
+            target.len()
         ));
     }
-    let size = x.len();
+    let size: usize = in_shape.iter().product();
+    let cannot = || format!("cannot reshape size {size} into {target:?}");
     // An overflowing product of the given sizes cannot match any array.
-    let Some(known) = target
+    let known = target
         .iter()
         .filter(|&&d| d >= 0)
         .try_fold(1i64, |p, &d| p.checked_mul(d))
-    else {
-        return Err(Error::eval(
-            name,
-            format!("cannot reshape size {size} into {target:?}"),
-        ));
-    };
+        .ok_or_else(cannot)?;
     let mut shape = Vec::with_capacity(target.len());
-    for &d in &target {
+    for &d in target {
         if d == -1 {
             if known == 0 || size as i64 % known != 0 {
-                return Err(Error::eval(
-                    name,
-                    format!("cannot reshape size {size} into {target:?}"),
-                ));
+                return Err(cannot());
             }
             shape.push((size as i64 / known) as usize);
         } else if d < 0 {
-            return Err(Error::eval(name, format!("invalid size {d} in {target:?}")));
+            return Err(format!("invalid size {d} in {target:?}"));
         } else {
             shape.push(d as usize);
         }
     }
     let count = shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d));
     if count != Some(size) || target.iter().filter(|&&d| d == -1).count() > 1 {
-        return Err(Error::eval(
-            name,
-            format!(
-                "cannot reshape array of shape {:?} into {target:?}",
-                x.shape()
-            ),
+        return Err(format!(
+            "cannot reshape array of shape {in_shape:?} into {target:?}"
         ));
     }
-    Ok(crate::map_value!(x, a => {
-        let std = a.as_standard_layout().into_owned();
-        std.into_shape_with_order(IxDyn(&shape)).expect("sizes checked")
-    }))
+    Ok(shape)
 }

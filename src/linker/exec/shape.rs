@@ -16,6 +16,7 @@ use super::copy;
 use super::drive::drive;
 use super::state::{err, Exec};
 use crate::error::Result;
+use crate::eval;
 use crate::graph::{DType, Value};
 use crate::linker::buffer::{c_strides, Arr, Buffer};
 use crate::linker::plan::step::{AllocStep, DimShuffleStep, ReshapeStep, ShapeIStep, ShapeStep};
@@ -61,55 +62,8 @@ impl Exec<'_> {
         } = step;
         let x = self.get(*input);
         let target = self.get(*shape).to_i64_vec();
-        if target.len() != out_shape.len() {
-            return Err(err(
-                name,
-                format!(
-                    "the shape vector {target:?} has {} entries, but the reshape produces {} dimension(s)",
-                    target.len(),
-                    out_shape.len()
-                ),
-            ));
-        }
-        let size = x.len();
-        // An overflowing product of the given sizes cannot match any array.
-        let Some(known) = target
-            .iter()
-            .filter(|&&d| d >= 0)
-            .try_fold(1i64, |p, &d| p.checked_mul(d))
-        else {
-            return Err(err(
-                name,
-                format!("cannot reshape size {size} into {target:?}"),
-            ));
-        };
-        let mut sh = Vec::with_capacity(target.len());
-        for &d in &target {
-            if d == -1 {
-                if known == 0 || size as i64 % known != 0 {
-                    return Err(err(
-                        name,
-                        format!("cannot reshape size {size} into {target:?}"),
-                    ));
-                }
-                sh.push((size as i64 / known) as usize);
-            } else if d < 0 {
-                return Err(err(name, format!("invalid size {d} in {target:?}")));
-            } else {
-                sh.push(d as usize);
-            }
-        }
-        if sh.iter().try_fold(1usize, |p, &d| p.checked_mul(d)) != Some(size)
-            || target.iter().filter(|&&d| d == -1).count() > 1
-        {
-            return Err(err(
-                name,
-                format!(
-                    "cannot reshape array of shape {:?} into {target:?}",
-                    x.shape
-                ),
-            ));
-        }
+        let sh =
+            eval::reshape_target(&target, out_shape.len(), &x.shape).map_err(|m| err(name, m))?;
         check_static_shape(name, out_shape, &sh)?;
         let src = if x.is_standard() {
             x
