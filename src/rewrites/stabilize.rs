@@ -137,7 +137,8 @@ pub fn local_log1p(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     }
     if let Some(s) = owner_if(fg, arg, ScalarOp::Sub) {
         let (one, x) = (input(fg, s, 0), input(fg, s, 1));
-        if is_constant_equal(fg, one, 1.0) {
+        // `-x` of an integer wraps, and `1 - x` was computed in its dtype.
+        if is_constant_equal(fg, one, 1.0) && fg.ty(x).dtype.is_float() {
             let nx = neg(fg, x)?;
             let new = unary(fg, ScalarOp::Log1p, nx)?;
             return finish(fg, n, new);
@@ -322,6 +323,9 @@ pub fn logsigm_to_softplus(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
         return Ok(None);
     };
     let x = input(fg, s, 0);
+    if !fg.ty(x).dtype.is_float() {
+        return Ok(None); // `-x` of an integer wraps; of a bool it is no op
+    }
     let nx = neg(fg, x)?;
     let sp = unary(fg, ScalarOp::Softplus, nx)?;
     let new = neg(fg, sp)?;
@@ -418,8 +422,8 @@ pub fn local_reciprocal_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<
         Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => input(fg, n, 1),
         _ => return Ok(None),
     };
-    let Some(x) = is_1pexp(fg, denom) else {
-        return Ok(None);
+    let Some(x) = is_1pexp(fg, denom).filter(|&x| fg.ty(x).dtype.is_float()) else {
+        return Ok(None); // `-x` of an integer wraps; of a bool it is no op
     };
     let nx = neg(fg, x)?;
     let new = unary(fg, ScalarOp::Sigmoid, nx)?;
@@ -435,6 +439,9 @@ pub fn local_1msigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
         return Ok(None);
     };
     let x = input(fg, s, 0);
+    if !fg.ty(x).dtype.is_float() {
+        return Ok(None); // `-x` of an integer wraps; of a bool it is no op
+    }
     let nx = neg(fg, x)?;
     let new = unary(fg, ScalarOp::Sigmoid, nx)?;
     finish(fg, n, new)
