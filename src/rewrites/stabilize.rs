@@ -209,7 +209,8 @@ pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
         .collect();
     let Some(args) = args else { return Ok(None) };
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
-    if !dtype.is_float() {
+    // The shift `x - max` of integers wraps (and of bools is no op).
+    if !dtype.is_float() || args.iter().any(|&x| !fg.ty(x).dtype.is_float()) {
         return Ok(None);
     }
     let mut m = args[0];
