@@ -1226,6 +1226,23 @@ fn values_sigmoid_family_of_integer_and_bool_arguments() {
     compare_with_reference(&[b, u], &outs, &vals).unwrap();
 }
 
+/// `sum(k * 1.5)` with `k: i64` near `i64::MAX`: the sum is `f64`, but
+/// `local_sum_prod_of_mul_or_div` moved the constant out and summed `k` in
+/// `i64`, which wraps (-56 where the reference is about 2^64; found by the
+/// 20,000-case run, seed 777). It now keeps a factor of another dtype inside.
+#[test]
+fn values_sum_of_an_integer_times_a_float_constant() {
+    let k = vector("k", DType::I64);
+    let out = mul(&k, &weak_constant(&k, 1.5, true))
+        .unwrap()
+        .sum(&[0])
+        .unwrap();
+    let vals = [Value::I64(
+        ndarray::arr1(&[i64::MAX, i64::MAX, -3]).into_dyn(),
+    )];
+    compare_with_reference(std::slice::from_ref(&k), std::slice::from_ref(&out), &vals).unwrap();
+}
+
 /// `log(exp(M))` at `M = ±1e300`: the reference over- or underflows to
 /// `log(inf) = inf` or `log(0) = -inf`, FAST_RUN's `local_exp_log` gives
 /// `M` (rule 5; found by the old generator's 20,000-case runs under the
