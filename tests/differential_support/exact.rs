@@ -84,7 +84,7 @@ pub fn ulps(a: f64, b: f64, dtype: DType) -> u64 {
 }
 
 /// Unit roundoff of a float dtype.
-fn unit(dtype: DType) -> f64 {
+pub fn unit(dtype: DType) -> f64 {
     if dtype == DType::F32 {
         f64::from(f32::EPSILON) / 2.0
     } else {
@@ -102,7 +102,7 @@ fn max_of(dtype: DType) -> f64 {
 }
 
 /// `γ(n) = n u / (1 - n u)`, the relative error bound of `n` roundings.
-fn gamma(n: usize, u: f64) -> f64 {
+pub fn gamma(n: usize, u: f64) -> f64 {
     let nu = n as f64 * u;
     nu / (1.0 - nu).max(1e-3)
 }
@@ -339,7 +339,7 @@ fn within(
 
 /// `Σ_k |a_ik b_kj|` over the finite terms of a matrix or vector product
 /// with output shape `shape`, and the length of the summed axis.
-fn dot_abs(
+pub fn dot_abs(
     a: &ArrayD<f64>,
     b: &ArrayD<f64>,
     shape: &[usize],
@@ -385,7 +385,11 @@ fn dot_abs(
 }
 
 /// The reference reduction `op` of `a` over `axes` (`None`: all), in f64.
-fn reduce(a: ArrayD<f64>, axes: Option<Vec<usize>>, op: ReduceOp) -> Result<ArrayD<f64>, String> {
+pub fn reduce(
+    a: ArrayD<f64>,
+    axes: Option<Vec<usize>>,
+    op: ReduceOp,
+) -> Result<ArrayD<f64>, String> {
     let ty = TensorType::new(DType::F64, vec![None; a.ndim()]);
     let v = Value::F64(a);
     let op = Op::CAReduce { op, axes };

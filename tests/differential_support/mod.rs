@@ -215,8 +215,18 @@ pub fn close(a: f64, b: f64, rounding: bool, f32: bool) -> bool {
     } else if b.is_infinite() || !rounding {
         a == b
     } else {
-        let (atol, rtol) = if f32 { (1e-3, 1e-3) } else { (1e-7, 1e-7) };
+        let (atol, rtol) = tolerance(f32);
         a.is_finite() && (a - b).abs() <= atol + rtol * b.abs()
+    }
+}
+
+/// The (absolute, relative) tolerance [`close`] allows an element that
+/// carries rounding: of `f32` precision or of `f64`'s.
+pub fn tolerance(f32: bool) -> (f64, f64) {
+    if f32 {
+        (1e-3, 1e-3)
+    } else {
+        (1e-7, 1e-7)
     }
 }
 

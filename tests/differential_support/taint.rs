@@ -25,6 +25,13 @@
 //!   `floor_div` whose dividend is more than 1e4 times its divisor or whose
 //!   quotient is within rounding of an integer, `sin`, `cos`, `tan` of a
 //!   rounded argument beyond 1e4 or near a pole of `tan`.
+//! - **Ill-conditioned sums** (the linker's reduction contract, and any
+//!   rewrite that rounds a summand differently): a float `Sum` or `Dot`
+//!   element whose `Σ|terms|` is so much larger than its value that a few
+//!   ULPs of rounding in the terms, or a different summation order, can
+//!   move it beyond the comparison's tolerance (`sum(k / 3)` over
+//!   `±i64::MAX` terms near 3e18 whose value is 210: one ULP of a term is
+//!   512, `k * (1/3)` and `k / 3` round differently).
 //! - **Infinities created between inverses** (licensed by a rewrite removing
 //!   a function and its inverse, [`INVERSES`]): the result of an exponential,
 //!   logarithmic or hyperbolic function that takes or feeds such a
@@ -46,6 +53,7 @@
 //! Reshape, reductions and Dot; any other op taints its whole output when an
 //! input is tainted.
 
+use super::exact::{dot_abs, gamma, reduce, unit};
 use kiln::eval::perform;
 use kiln::ops::{InplacePattern, Op};
 use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
@@ -262,6 +270,9 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
                 .filter(|_| lic.zero_sign)
             {
                 t.zip_mut_with(&z, |a, &b| *a |= b);
+            }
+            if let Some(ill) = ill_conditioned_sum(&node.op, &args, &types, &val) {
+                t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
@@ -550,6 +561,75 @@ fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bo
         created.zip_mut_with(&a.broadcast(shape.clone())?, |c, &x| *c &= x.is_finite());
     }
     Some(created)
+}
+
+/// For a float `Sum` (plain or fused) or `Dot` with value `val`: the
+/// elements where `8 γ(n + 2) Σ|finite terms|` (a few ULPs of rounding in
+/// each of the `n` terms, and the summation order's error bound) exceeds
+/// the comparison's tolerance at the value ([`super::tolerance`]): cancellation
+/// has made the value ill-conditioned (module docs). `None` for any other
+/// op.
+fn ill_conditioned_sum(
+    op: &Op,
+    args: &[&Value],
+    types: &[&TensorType],
+    val: &Value,
+) -> Option<ArrayD<bool>> {
+    if !val.dtype().is_float() {
+        return None;
+    }
+    let finite_abs = |x: &Value| {
+        x.to_f64_array()
+            .mapv(|v| if v.is_finite() { v.abs() } else { 0.0 })
+    };
+    let (magnitude, n) = match op {
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        } => {
+            let n = if val.is_empty() {
+                0
+            } else {
+                args[0].len() / val.len()
+            };
+            (
+                reduce(finite_abs(args[0]), axes.clone(), ReduceOp::Sum).ok()?,
+                n,
+            )
+        }
+        Op::FusedReduce {
+            op: ReduceOp::Sum,
+            axes,
+            pre,
+        } => {
+            let map = Op::Composite {
+                composite: pre.clone(),
+                inplace: InplacePattern::new(),
+            };
+            let mapped = perform(&map, args, types).ok()?.remove(0);
+            let n = if val.is_empty() {
+                0
+            } else {
+                mapped.len() / val.len()
+            };
+            (
+                reduce(finite_abs(&mapped), axes.clone(), ReduceOp::Sum).ok()?,
+                n,
+            )
+        }
+        Op::Dot => {
+            let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
+            dot_abs(&a, &b, val.shape()).ok()?
+        }
+        _ => return None,
+    };
+    let (atol, rtol) = super::tolerance(val.dtype() == DType::F32);
+    let error = 8.0 * gamma(n + 2, unit(val.dtype()));
+    Some(
+        ndarray::Zip::from(&magnitude)
+            .and(&val.to_f64_array())
+            .map_collect(|&m, &v| error * m > 0.5 * (atol + rtol * v.abs())),
+    )
 }
 
 /// Element-wise ops whose compiled value may differ from the reference's
