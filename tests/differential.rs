@@ -1083,6 +1083,45 @@ fn sqrt_license_covers_half_powers_of_minus_infinity_only() {
     assert!(!t[0].unsettled[[0]]);
 }
 
+/// Tier 2's ill-conditioned sum rule (the linker's reduction contract):
+/// a sum whose terms cancel is compared within its error bound, not
+/// skipped: a value beyond the bound, a NaN or an infinity is caught, a
+/// well-conditioned sum keeps the plain tolerance, and only what is
+/// computed from the ill-conditioned element is unsettled.
+#[test]
+fn ill_conditioned_sum_is_bounded_not_skipped() {
+    let x = vec_f64("x");
+    let total = x.sum_all();
+    let outs = [total.clone(), total.exp()];
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &outs).unwrap();
+    let scalar = |v: f64| Value::F64(ndarray::arr0(v).into_dyn());
+    let check = |vals: &[Value], out: usize, got: f64, want: f64| {
+        let t = differential_support::taint::taint(&fg, vals, &Licenses::default()).unwrap();
+        differential_support::check_close(
+            &scalar(got),
+            &scalar(want),
+            &t[out],
+            "",
+            &mut Stats::default(),
+        )
+    };
+    let cancelling = [f64s(&[1e18, 1.0, -1e18])];
+    let t = differential_support::taint::taint(&fg, &cancelling, &Licenses::default()).unwrap();
+    assert!(!t[0].unsettled[[]], "the sum itself stays compared");
+    assert!(t[0].slack[[]] > 1.0 && t[0].slack[[]] < 1e5);
+    assert!(t[1].unsettled[[]], "exp of the cancelled sum is unsettled");
+    // Another summation order: (1e18 - 1e18) + 1 = 1 instead of 0.
+    check(&cancelling, 0, 1.0, 0.0).unwrap();
+    assert!(check(&cancelling, 0, 1e6, 0.0).is_err());
+    assert!(check(&cancelling, 0, f64::NAN, 0.0).is_err());
+    assert!(check(&cancelling, 0, f64::INFINITY, 0.0).is_err());
+    let calm = [f64s(&[1.0, 2.0, 3.0])];
+    let t = differential_support::taint::taint(&fg, &calm, &Licenses::default()).unwrap();
+    assert_eq!(t[0].slack[[]], 0.0);
+    assert!(!t[1].unsettled[[]]);
+    assert!(check(&calm, 0, 6.5, 6.0).is_err());
+}
+
 /// Tier 1's reduction license skips a sum only when its finite terms can
 /// overflow in some order; an infinite term with calm finite ones settles
 /// the result, a wrong finite sum is caught, and a product in range is

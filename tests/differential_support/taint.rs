@@ -31,7 +31,10 @@
 //!   ULPs of rounding in the terms, or a different summation order, can
 //!   move it beyond the comparison's tolerance (`sum(k / 3)` over
 //!   `±i64::MAX` terms near 3e18 whose value is 210: one ULP of a term is
-//!   512, `k * (1/3)` and `k / 3` round differently).
+//!   512, `k * (1/3)` and `k / 3` round differently). Not a skip: such an
+//!   element is compared within that error bound ([`Taint::slack`]), finite
+//!   for finite and NaN for NaN; only the elements computed *from* it are
+//!   unsettled.
 //! - **Infinities created between inverses** (licensed by a rewrite removing
 //!   a function and its inverse, [`INVERSES`]): the result of an exponential,
 //!   logarithmic or hyperbolic function that takes or feeds such a
@@ -200,6 +203,10 @@ pub struct Taint {
     /// rewritten or vectorised (module docs): compared with a tolerance,
     /// the others exactly.
     pub rounding: ArrayD<bool>,
+    /// Elements of an ill-conditioned sum (module docs) computed by the
+    /// output's own node: a finite value may differ from the reference by
+    /// up to this absolute bound (0 elsewhere).
+    pub slack: ArrayD<f64>,
 }
 
 /// Per output of `fg`, in its logical order, its [`Taint`] under the
@@ -216,11 +223,17 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
     let mut taint: HashMap<_, ArrayD<bool>> = HashMap::new();
     let mut single: HashMap<_, ArrayD<bool>> = HashMap::new();
     let mut rounded: HashMap<_, ArrayD<bool>> = HashMap::new();
+    // Elements of an ill-conditioned sum: bounded themselves, their
+    // consumers' elements unsettled.
+    let mut loose: HashMap<_, ArrayD<bool>> = HashMap::new();
+    let mut slack: HashMap<_, ArrayD<f64>> = HashMap::new();
     let none = |v: &Value| ArrayD::from_elem(IxDyn(v.shape()), false);
+    let zero = |v: &Value| ArrayD::from_elem(IxDyn(v.shape()), 0.0);
     for (&v, x) in fg.inputs().iter().zip(inputs) {
         taint.insert(v, nan_taint(x));
         single.insert(v, none(x));
         rounded.insert(v, none(x));
+        loose.insert(v, none(x));
         vals.insert(v, x.clone());
     }
     for n in fg.toposort() {
@@ -231,6 +244,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
                 taint.insert(i, nan_taint(&c));
                 single.insert(i, none(&c));
                 rounded.insert(i, none(&c));
+                loose.insert(i, none(&c));
                 e.insert(c);
             }
         }
@@ -240,6 +254,7 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
         let ins: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &taint[i]).collect();
         let ins_single: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &single[i]).collect();
         let ins_rounded: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &rounded[i]).collect();
+        let ins_loose: Vec<&ArrayD<bool>> = node.inputs.iter().map(|i| &loose[i]).collect();
         let mut new = Vec::with_capacity(outs.len());
         let rounds = rounds(&node.op, lic);
         let range: Option<Vec<ArrayD<bool>>> =
@@ -271,9 +286,12 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
             {
                 t.zip_mut_with(&z, |a, &b| *a |= b);
             }
-            if let Some(ill) = ill_conditioned_sum(&node.op, &args, &types, &val) {
-                t.zip_mut_with(&ill, |a, &b| *a |= b);
-            }
+            let from_loose = propagate(&node.op, &ins_loose, &args, &types, val.shape())?;
+            t.zip_mut_with(&from_loose, |a, &b| *a |= b);
+            let (ill, bound) = match ill_conditioned_sum(&node.op, &args, &types, &val) {
+                Some((ill, bound)) => (ill, bound),
+                None => (none(&val), zero(&val)),
+            };
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
@@ -299,12 +317,14 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
             {
                 t.zip_mut_with(&p, |a, &b| *a |= b);
             }
-            new.push((o, t, f, r, val));
+            new.push((o, t, f, r, ill, bound, val));
         }
-        for (o, t, f, r, val) in new {
+        for (o, t, f, r, ill, bound, val) in new {
             taint.insert(o, t);
             single.insert(o, f);
             rounded.insert(o, r);
+            loose.insert(o, ill);
+            slack.insert(o, bound);
             vals.insert(o, val);
         }
     }
@@ -315,11 +335,13 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
                 unsettled: t.clone(),
                 f32_rounding: f.clone(),
                 rounding: r.clone(),
+                slack: slack.get(o).cloned().unwrap_or_else(|| t.mapv(|_| 0.0)),
             }),
             _ => fg.constant_value(*o).map(|c| Taint {
                 unsettled: nan_taint(c),
                 f32_rounding: none(c),
                 rounding: none(c),
+                slack: zero(c),
             }),
         })
         .collect()
@@ -564,17 +586,18 @@ fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bo
 }
 
 /// For a float `Sum` (plain or fused) or `Dot` with value `val`: the
-/// elements where `8 γ(n + 2) Σ|finite terms|` (a few ULPs of rounding in
-/// each of the `n` terms, and the summation order's error bound) exceeds
-/// the comparison's tolerance at the value ([`super::tolerance`]): cancellation
-/// has made the value ill-conditioned (module docs). `None` for any other
-/// op.
+/// elements where the bound `8 γ(n + 2) Σ|finite terms|` (a few ULPs of
+/// rounding in each of the `n` terms, and the summation order's error
+/// bound) exceeds the comparison's tolerance at the value
+/// ([`super::tolerance`]): cancellation has made the value ill-conditioned
+/// (module docs). Returns those elements and the bound where they are set
+/// (0 elsewhere); `None` for any other op.
 fn ill_conditioned_sum(
     op: &Op,
     args: &[&Value],
     types: &[&TensorType],
     val: &Value,
-) -> Option<ArrayD<bool>> {
+) -> Option<(ArrayD<bool>, ArrayD<f64>)> {
     if !val.dtype().is_float() {
         return None;
     }
@@ -625,11 +648,13 @@ fn ill_conditioned_sum(
     };
     let (atol, rtol) = super::tolerance(val.dtype() == DType::F32);
     let error = 8.0 * gamma(n + 2, unit(val.dtype()));
-    Some(
-        ndarray::Zip::from(&magnitude)
-            .and(&val.to_f64_array())
-            .map_collect(|&m, &v| error * m > 0.5 * (atol + rtol * v.abs())),
-    )
+    let ill = ndarray::Zip::from(&magnitude)
+        .and(&val.to_f64_array())
+        .map_collect(|&m, &v| error * m > 0.5 * (atol + rtol * v.abs()));
+    let bound = ndarray::Zip::from(&magnitude)
+        .and(&ill)
+        .map_collect(|&m, &i| if i { error * m } else { 0.0 });
+    Some((ill, bound))
 }
 
 /// Element-wise ops whose compiled value may differ from the reference's
