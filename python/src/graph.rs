@@ -3,14 +3,17 @@
 //! and the printers.
 //!
 //! Every op is applied through the expression language: [`apply`] renders
-//! the call as text over placeholder names bound to the operand variables
-//! (`exp(_0)`, `_0 + _1`, `sum(_0, axis=(0, 1))`) and builds it with
+//! the call as text over names bound to the operand variables (their own
+//! names when free and plain, else placeholders: `exp(x)`, `x + _1`,
+//! `sum(_0, axis=(0, 1))`) and builds it with
 //! `kiln::tensor::build_expression`, so Python operands follow exactly the
 //! typing rules of `kiln.evaluate` and of the command line (Python numbers
 //! are weak literals: `x_f32 * 2.0` stays `float32`), and every function the
 //! language gains is callable from Python without a line here.
-//! Invariant: the placeholders `_0`, `_1`, ... are the only names in the
-//! rendered text, and a `Variable` only ever wraps a well-typed tensor.
+//! Invariant: the names bound are the only names in the rendered text (a
+//! placeholder `_k` never collides: `k` is the count of names bound before
+//! it and user names never start with `_`), and a `Variable` only ever wraps
+//! a well-typed tensor.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,8 +105,21 @@ struct Binder {
 }
 
 impl Binder {
+    /// Binds `t` under its own name when that reads as a plain variable of
+    /// the language and is still free (so error carets show the user's
+    /// names), else under the placeholder `_k`.
     fn bind(&mut self, t: Tensor) -> String {
-        let name = format!("_{}", self.vars.len());
+        let own = t.name().filter(|n| {
+            let mut chars = n.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !matches!(*n, "True" | "False" | "None" | "T")
+                && Func::from_name(n).is_none()
+        });
+        let name = match own {
+            Some(n) if self.vars.get(n).is_none_or(|b| b.same(&t)) => n.to_string(),
+            _ => format!("_{}", self.vars.len()),
+        };
         self.vars.insert(name.clone(), t);
         name
     }
