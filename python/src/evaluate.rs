@@ -48,7 +48,10 @@ struct Parsed {
 static COMPILES: AtomicUsize = AtomicUsize::new(0);
 
 /// Parsed expressions keyed by (mode text, expression text).
-static PARSED: Mutex<Option<HashMap<(String, String), Arc<Parsed>>>> = Mutex::new(None);
+type ParsedCache = HashMap<(String, String), Arc<Parsed>>;
+
+/// The cache of parsed expressions (created on first use).
+static PARSED: Mutex<Option<ParsedCache>> = Mutex::new(None);
 
 fn parsed(expr: &str, mode: &str) -> PyResult<Arc<Parsed>> {
     let key = (mode.to_string(), expr.to_string());
