@@ -2,10 +2,10 @@
 //! Python half, `kiln/__init__.py`, adds the numexpr- and PyTensor-style
 //! signatures on top).
 //!
-//! Rooms: [`arrays`] (numpy arrays read in place, results handed over
-//! without a copy), [`errors`] (kiln errors as `ValueError`/`TypeError`
-//! with the command line's messages), [`evaluate`] (numexpr's `evaluate`
-//! and its caches), [`graph`] (symbolic variables, op application,
+//! Rooms: `arrays` (numpy arrays read in place, results handed over
+//! without a copy), `errors` (kiln errors as `ValueError`/`TypeError`
+//! with the command line's messages), `evaluate` (numexpr's `evaluate`
+//! and its caches), `graph` (symbolic variables, op application,
 //! compiled functions, rewriting, printers). The GIL is released whenever
 //! compiled code or the compiler runs; every object here is `Send + Sync`,
 //! so one function may be called from several threads at once.
