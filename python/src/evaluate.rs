@@ -150,6 +150,19 @@ fn unknown_variable(expr: &str, p: &Parsed, missing: &str) -> PyErr {
     }
 }
 
+/// `mapping[name]`, or `None` when absent: a dict (the fast path) or any
+/// mapping (Python 3.13's frame-locals proxy, ...).
+fn lookup<'py>(mapping: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Ok(d) = mapping.cast::<PyDict>() {
+        return d.get_item(name);
+    }
+    match mapping.get_item(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyError>(mapping.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Evaluates `expr` over the variables found in `local_dict`, then
 /// `global_dict`; writes into `out` when given (and returns it).
 #[pyfunction]
@@ -157,17 +170,17 @@ fn unknown_variable(expr: &str, p: &Parsed, missing: &str) -> PyErr {
 pub fn evaluate<'py>(
     py: Python<'py>,
     expr: &str,
-    local_dict: &Bound<'py, PyDict>,
-    global_dict: &Bound<'py, PyDict>,
+    local_dict: &Bound<'py, PyAny>,
+    global_dict: &Bound<'py, PyAny>,
     out: Option<&Bound<'py, PyAny>>,
     mode: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let p = parsed(expr, mode)?;
     let mut args = Vec::with_capacity(p.names.len());
     for name in &p.names {
-        let v = match local_dict.get_item(name)? {
+        let v = match lookup(local_dict, name)? {
             Some(v) => v,
-            None => match global_dict.get_item(name)? {
+            None => match lookup(global_dict, name)? {
                 Some(v) => v,
                 None => return Err(unknown_variable(expr, &p, name)),
             },
@@ -185,6 +198,12 @@ pub fn evaluate<'py>(
         return Ok(to_numpy(py, res.remove(0)));
     };
     let want = f.output_dtypes()[0];
+    if out.cast::<numpy::PyUntypedArray>().is_err() {
+        return Err(PyTypeError::new_err(format!(
+            "out must be a numpy array, got {}",
+            out.get_type().name()?
+        )));
+    }
     let (_, got) = readable(out, &|| "out".to_string())?;
     if got != want {
         return Err(PyTypeError::new_err(format!(

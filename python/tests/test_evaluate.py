@@ -43,6 +43,17 @@ def test_explicit_dicts():
     close(kiln.evaluate("a * 2", local_dict={"a": b}), b * 2)
 
 
+def test_any_mapping_as_dict():
+    class Vars:  # a mapping that is not a dict (as 3.13's frame-locals proxy)
+        def __init__(self, **kw):
+            self.kw = kw
+
+        def __getitem__(self, k):
+            return self.kw[k]
+    a = np.arange(3.0)
+    close(kiln.evaluate("a * 2", local_dict=Vars(a=a), global_dict=Vars()), a * 2)
+
+
 def test_inside_a_function_frame():
     def inner(u):
         return kiln.evaluate("u ** 2")
@@ -170,6 +181,8 @@ def test_out_errors():
         kiln.evaluate("x + 1", out=np.empty(4, np.float32))
     with pytest.raises(ValueError, match="shape"):
         kiln.evaluate("x + 1", out=np.empty(5))
+    with pytest.raises(TypeError, match="out must be a numpy array, got list"):
+        kiln.evaluate("x + 1", out=[0.0] * 4)
     ro = np.empty(4)
     ro.flags.writeable = False
     with pytest.raises(ValueError):
