@@ -174,6 +174,17 @@ impl CompiledFunction {
         r
     }
 
+    /// [`CompiledFunction::call_into`] writing into mutable views the
+    /// caller lends (arrays it does not own as `Value`s, e.g. numpy's); every
+    /// output must have its result's dtype and shape; see
+    /// [`linker::Function::call_into_views`].
+    pub fn call_into_views(&self, inputs: &[Arg<'_>], outputs: &mut [ArgMut<'_>]) -> Result<()> {
+        let t = Instant::now();
+        let r = self.function.call_into_views(inputs, outputs);
+        self.count(t);
+        r
+    }
+
     /// [`CompiledFunction::call_into`] with the mutable inputs of
     /// [`CompiledFunction::call_mut`].
     pub fn call_mut_into(&self, inputs: &mut [ArgMut<'_>], outputs: &mut [Value]) -> Result<()> {

@@ -4,7 +4,9 @@
 //! kernel straight into the caller's array (the call allocates nothing for
 //! it: `peak_bytes` drops by its size and the array's data pointer is kept);
 //! views of inputs, repeated outputs, constants and reductions are copied
-//! into the caller's array; mismatched arrays are replaced.
+//! into the caller's array; mismatched arrays are replaced. `call_into_views`
+//! writes mutable views the caller lends (numpy's arrays, for the Python
+//! package), which cannot be replaced: a mismatch is an error.
 
 use kiln::linker::{compile, Arg, ArgMut, CompileOptions};
 use kiln::rewrites::rewrite_graph;
@@ -291,4 +293,65 @@ fn a_mutable_input_and_a_callers_output_array() {
         .unwrap();
     assert!(outs[0].same_as(&want[0]));
     assert!(Value::F64(orig.clone()).same_as(&Value::F64(ramp(&[n]))));
+}
+
+#[test]
+fn call_into_views_writes_the_callers_views_or_refuses() {
+    let x = matrix("x", DType::F64);
+    let y = &x.exp() + 1.0;
+    let f = compiled(
+        std::slice::from_ref(&x),
+        &[y.clone(), x.sum(&[1]).unwrap()],
+        Mode::fast_run(),
+    );
+    let xa = ramp(&[3, 4]);
+    let want = f.call(&[(&xa).into()]).unwrap();
+    // A standard-layout view (written by the kernel) and a strided one (copied into).
+    let mut a = ArrayD::<f64>::from_elem(IxDyn(&[3, 4]), 7.0);
+    let mut b = ArrayD::<f64>::from_elem(IxDyn(&[3, 2]), 7.0);
+    let a_ptr = a.as_ptr() as usize;
+    {
+        let mut outs: Vec<ArgMut<'_>> = vec![
+            a.view_mut().into(),
+            b.slice_mut(ndarray::s![.., 0]).into_dyn().into(),
+        ];
+        f.call_into_views(&[(&xa).into()], &mut outs).unwrap();
+    }
+    assert!(Value::from(a.clone()).same_as(&want[0]));
+    assert_eq!(a.as_ptr() as usize, a_ptr);
+    let col: ArrayD<f64> = b.slice(ndarray::s![.., 0]).to_owned().into_dyn();
+    assert!(Value::from(col).same_as(&want[1]));
+    assert!(b.slice(ndarray::s![.., 1]).iter().all(|&v| v == 7.0));
+    // A view cannot be replaced: a wrong dtype or shape is an error naming the output.
+    let mut wrong = ArrayD::<f32>::zeros(IxDyn(&[3, 4]));
+    let mut right = ArrayD::<f64>::zeros(IxDyn(&[3]));
+    let mut outs: Vec<ArgMut<'_>> = vec![wrong.view_mut().into(), right.view_mut().into()];
+    let e = f.call_into_views(&[(&xa).into()], &mut outs).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("output array 0 is f32 of shape [3, 4]"),
+        "{e}"
+    );
+    let mut short = ArrayD::<f64>::zeros(IxDyn(&[2]));
+    let mut a = ArrayD::<f64>::zeros(IxDyn(&[3, 4]));
+    let mut outs: Vec<ArgMut<'_>> = vec![a.view_mut().into(), short.view_mut().into()];
+    let e = f.call_into_views(&[(&xa).into()], &mut outs).unwrap_err();
+    assert!(
+        e.to_string().contains("output array 1 is f64 of shape [2]"),
+        "{e}"
+    );
+    // Read-only outputs and a wrong number of outputs are refused before the call.
+    let ro = ArrayD::<f64>::zeros(IxDyn(&[3, 4]));
+    let mut c = ArrayD::<f64>::zeros(IxDyn(&[3]));
+    let mut outs: Vec<ArgMut<'_>> = vec![(&ro).into(), c.view_mut().into()];
+    let e = f.call_into_views(&[(&xa).into()], &mut outs).unwrap_err();
+    assert!(
+        e.to_string().contains("output array 0 is lent read-only"),
+        "{e}"
+    );
+    let e = f.call_into_views(&[(&xa).into()], &mut []).unwrap_err();
+    assert!(
+        e.to_string().contains("expected 2 output arrays, got 0"),
+        "{e}"
+    );
 }

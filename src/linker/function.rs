@@ -375,6 +375,48 @@ impl Function {
         Ok(self.run_profile(stats, t))
     }
 
+    /// [`Function::call_into`] writing into arrays the caller lends as
+    /// mutable views (e.g. arrays owned by another runtime, such as numpy's)
+    /// instead of owned values: a view cannot be replaced, so every output
+    /// must have its result's dtype and shape (an [`Error::Input`] naming
+    /// the output otherwise, raised after the computation, the views then
+    /// untouched or partly written). An output lent read-only
+    /// ([`ArgMut::Ref`]) is refused before the call. Results are the same as
+    /// [`Function::call`]'s.
+    pub fn call_into_views(&self, inputs: &[Arg<'_>], outputs: &mut [ArgMut<'_>]) -> Result<()> {
+        if outputs.len() != self.compiled.plan.outputs.len() {
+            return Err(Error::Input(format!(
+                "expected {} output arrays, got {}",
+                self.compiled.plan.outputs.len(),
+                outputs.len()
+            )));
+        }
+        let mut dst = Vec::with_capacity(outputs.len());
+        for (k, o) in outputs.iter_mut().enumerate() {
+            match o.arr() {
+                (a, true) => dst.push(a),
+                (_, false) => {
+                    return Err(Error::Input(format!("output array {k} is lent read-only")))
+                }
+            }
+        }
+        let (outs, _) = self.exec_into(read_only(inputs), &dst, false)?;
+        for (k, (a, d)) in outs.iter().zip(&dst).enumerate() {
+            if a.dtype != d.dtype || a.shape != d.shape {
+                return Err(Error::Input(format!(
+                    "output array {k} is {} of shape {:?}, the result is {} of shape {:?}",
+                    d.dtype, d.shape, a.dtype, a.shape
+                )));
+            }
+        }
+        for (a, d) in outs.iter().zip(&dst) {
+            if !same_elements(a, d) {
+                copy_into(self.par, a, d);
+            }
+        }
+        Ok(())
+    }
+
     fn run_into(
         &self,
         inputs: Vec<(Arr, bool)>,
@@ -390,19 +432,11 @@ impl Function {
                 outputs.len()
             )));
         }
-        let arrs = self.prepare(inputs)?;
         // The caller's arrays, borrowed mutably for the whole call: they
         // overlap no input (the borrow checker keeps `inputs` and `outputs`
         // apart) and no other output array.
         let dst: Vec<Arr> = outputs.iter_mut().map(output_arr).collect();
-        let dests = plan
-            .output_dests
-            .iter()
-            .zip(&dst)
-            .filter_map(|(d, a)| d.map(|s| (s, a.clone())))
-            .collect();
-        let exec = Exec::new(plan, &c.code, self.par, &c.pool, arrs, profile);
-        let (outs, stats) = exec.with_destinations(dests).run()?;
+        let (outs, stats) = self.exec_into(inputs, &dst, profile)?;
         // Outputs written in place are done; the others are copied into the
         // caller's array when they fit (an output may read another caller
         // array written in place, which is final by now), else they replace it.
@@ -419,6 +453,29 @@ impl Function {
             outputs[k] = v;
         }
         Ok(stats)
+    }
+
+    /// Runs the plan with the caller's output arrays `dst` (one per output,
+    /// writable, overlapping no input) as the destinations of the outputs
+    /// the memory plan lets their producing step write in place; returns
+    /// the outputs (some of them `dst`'s arrays).
+    fn exec_into(
+        &self,
+        inputs: Vec<(Arr, bool)>,
+        dst: &[Arr],
+        profile: bool,
+    ) -> Result<(Vec<Arr>, Option<CallStats>)> {
+        let c = &*self.compiled;
+        let plan = &c.plan;
+        let arrs = self.prepare(inputs)?;
+        let dests = plan
+            .output_dests
+            .iter()
+            .zip(dst)
+            .filter_map(|(d, a)| d.map(|s| (s, a.clone())))
+            .collect();
+        let exec = Exec::new(plan, &c.code, self.par, &c.pool, arrs, profile);
+        exec.with_destinations(dests).run()
     }
 
     /// Evaluates and reports the run time of every node.
