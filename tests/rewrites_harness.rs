@@ -187,8 +187,14 @@ fn templates() -> Vec<Template> {
         t(
             "local_useless_elemwise_comparison",
             Vectors,
-            |[a, ..], _| e(S::Lt, &[a, a]),
+            |[a, ..], _| {
+                let zero = Tensor::scalar_constant(DType::I64, 0.0);
+                e(S::Ge, &[&a.shape_i(0).unwrap(), &zero])
+            },
         ),
+        t("local_useless_elemwise", Vectors, |[a, ..], _| {
+            e(S::Lt, &[a, a])
+        }),
         t("local_div_abs_to_sign", Vectors, |[a, b, _], _| {
             &(b * a) / &a.abs()
         }),

@@ -401,8 +401,10 @@ fn distribute_greedy(
 
 /// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,
 /// `identity(x)`, `cast{d}(x)` of a `d` tensor, `maximum(x, x)`, `and(x, x)`,
-/// `switch(c, x, x)`, `switch` on a constant condition, and comparisons of an
-/// integer tensor with itself (`x == x` is all true).
+/// `switch(c, x, x)`, `switch` on a constant condition, comparisons of an
+/// integer tensor with itself (`x == x` is all true) and strict ones of any
+/// tensor (`x < x` is false, NaN included; a float `x == x` is NaN's test
+/// and stays).
 pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
     let Some(op) = scalar_of(fg, n) else {
@@ -422,7 +424,12 @@ pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
             let t = scalar_const(fg, DType::Bool, 1.0);
             return match_type(fg, t, &out_ty, &ins).map(Some);
         }
-        Neq | Gt | Lt if same && !fg.ty(ins[0]).dtype.is_float() => {
+        // `x < x` is false for NaN too; `x != x` is NaN's own test.
+        Gt | Lt if same => {
+            let f = scalar_const(fg, DType::Bool, 0.0);
+            return match_type(fg, f, &out_ty, &ins).map(Some);
+        }
+        Neq if same && !fg.ty(ins[0]).dtype.is_float() => {
             let f = scalar_const(fg, DType::Bool, 0.0);
             return match_type(fg, f, &out_ty, &ins).map(Some);
         }

@@ -1,5 +1,5 @@
 //! Algebraic identities registered in canonicalize that remove work
-//! outright: comparisons of a value with itself, `x / |x|` as a sign,
+//! outright: comparisons of a size with zero, `x / |x|` as a sign,
 //! zero numerators and unit bases, zero branches of a `switch` sunk through
 //! the product or quotient that consumes them, negated extrema, the
 //! logarithm of a square root, and transposes of a matrix product lifted
@@ -9,7 +9,7 @@
 //! a NaN that comes only from cancellation (`0 / 0`, `0 * inf`, `inf / inf`)
 //! becomes the simplified expression's finite value, and the sign of a zero
 //! is not kept. Rules whose identity fails for wrapping integers (negations)
-//! or for NaN (`x <= x`) are restricted to the dtypes where it holds.
+//! are restricted to the dtypes where it holds.
 
 use crate::error::Result;
 use crate::graph::{DType, FunctionGraph, NodeId, VarId};
@@ -91,11 +91,11 @@ fn is_shape(fg: &FunctionGraph, v: VarId) -> bool {
     matches!(fg.owner_op(v), Some(Op::Shape | Op::ShapeI(_)))
 }
 
-/// `x < x`, `x > x` -> false; `x <= x`, `x >= x`, `x == x` -> true and
-/// `x != x` -> false where `x` cannot be NaN (integers and bools; for floats
-/// these keep testing for NaN); a size against zero (`shape_i(x) >= 0` ->
-/// true, `shape_i(x) < 0` -> false), as PyTensor's rule of the same name,
-/// whose float cases we do not copy (it folds `x == x` to true for NaN).
+/// A size against zero: `shape_i(x) >= 0` and `0 <= shape_i(x)` -> true,
+/// `shape_i(x) < 0` and `0 > shape_i(x)` -> false (the size part of
+/// PyTensor's rule of the same name; its comparisons of a value with
+/// itself are `local_useless_elemwise`'s here, without the float folds
+/// PyTensor makes wrongly for NaN: `x == x` is false at NaN).
 pub fn local_useless_elemwise_comparison(
     fg: &mut FunctionGraph,
     n: NodeId,
@@ -105,15 +105,7 @@ pub fn local_useless_elemwise_comparison(
         return Ok(None);
     };
     let (a, b) = (input(fg, n, 0), input(fg, n, 1));
-    let exact = !fg.ty(a).dtype.is_float();
-    let value = if a == b {
-        match op {
-            Lt | Gt => Some(false),
-            Le | Ge | Eq if exact => Some(true),
-            Neq if exact => Some(false),
-            _ => None,
-        }
-    } else if is_shape(fg, a) && unique_int_constant(fg, b) == Some(0) {
+    let value = if is_shape(fg, a) && unique_int_constant(fg, b) == Some(0) {
         match op {
             Ge => Some(true),
             Lt => Some(false),
