@@ -164,6 +164,9 @@ fn templates() -> Vec<Template> {
         t("local_fill_sink", Vectors, |[a, b, c], _| {
             &e(S::Second, &[a, b]) + c
         }),
+        t("local_fill_shape_source", Vectors, |[a, ..], _| {
+            e(S::Second, &[&a.exp(), &c(1.0)])
+        }),
         t("local_useless_fill", Vectors, |[a, b, _], _| {
             e(S::Second, &[a, b])
         }),

@@ -8,7 +8,10 @@ use crate::graph::{FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
-use super::shared::{local_dimshuffle_merge, local_func_inv, local_sum_prod_of_mul_or_div};
+use super::shared::{
+    local_dimshuffle_merge, local_fill_shape_source, local_fill_sink, local_func_inv,
+    local_sum_prod_of_mul_or_div,
+};
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
     unique_int_constant, widen_operands,
@@ -129,6 +132,20 @@ pub fn rules() -> Vec<Rule> {
                 OpKind::Elemwise(ScalarOp::Reciprocal),
             ],
             apply: local_func_inv,
+            fast_compile: false,
+        },
+        // `local_elemwise_sub_zeros` makes fills that functions must fold
+        // through (`exp(x) * exp(-x)` is `exp(fill(x, 0))`, then 1).
+        Rule {
+            name: "local_fill_sink",
+            tracks: &[],
+            apply: local_fill_sink,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_fill_shape_source",
+            tracks: &[OpKind::Elemwise(ScalarOp::Second)],
+            apply: local_fill_shape_source,
             fast_compile: false,
         },
         // The rules above create DimShuffles that must merge with their inputs.
