@@ -164,6 +164,9 @@ fn templates() -> Vec<Template> {
         t("local_fill_sink", Vectors, |[a, b, c], _| {
             &e(S::Second, &[a, b]) + c
         }),
+        t("local_softplus_pair", Vectors, |[a, ..], _| {
+            &a.softplus() * &(-a).softplus()
+        }),
         t("local_fill_shape_source", Vectors, |[a, ..], _| {
             e(S::Second, &[&a.exp(), &c(1.0)])
         }),
