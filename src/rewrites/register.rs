@@ -131,6 +131,15 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     {
         // Before fusion, which would swallow the sums into Composites.
         let mut db = SequenceDB::new("BlasOpt");
+        let to_dot =
+            WalkingGraphRewriter::new(Arc::new(node_rewriter(blas::sum_mul_to_dot_rule())))
+                .named("local_sum_mul_to_dot");
+        db.register_graph(
+            "local_sum_mul_to_dot",
+            Arc::new(to_dot),
+            &["fast_run", "blas"],
+            -1.0,
+        )?;
         let gemm = WalkingGraphRewriter::new(Arc::new(node_rewriter(blas::gemm_rule())))
             .named("gemm_optimizer");
         db.register_graph("gemm_optimizer", Arc::new(gemm), &["fast_run", "blas"], 0.0)?;
