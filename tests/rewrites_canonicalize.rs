@@ -411,6 +411,39 @@ fn useless_fill() {
 }
 
 #[test]
+fn fill_shape_source() {
+    let name = "local_fill_shape_source";
+    let x = f64v("x");
+    let one = Tensor::scalar_constant(DType::F64, 1.0);
+    let fill = |a: &Tensor| elemwise(ScalarOp::Second, &[a, &one]).unwrap();
+    check_rule(
+        name,
+        graph_of(&[x.clone()], &fill(&x.exp())),
+        "second(exp(x), 1.0)",
+        "second(x, 1.0)",
+    );
+    // `x[None, :]`'s pattern is not `x`'s: its fill keeps the DimShuffle.
+    let row = x.dimshuffle(&[None, Some(0)]).unwrap();
+    check_no_fire(name, graph_of(&[x.clone()], &fill(&row)));
+    let y = f64v("y");
+    check_no_fire(name, graph_of(&[x.clone(), y.clone()], &fill(&(&x + &y))));
+}
+
+/// FAST_RUN folds a product of an exponential and its reciprocal, and a
+/// quotient of an exponential by itself, to a fill of 1 that computes no
+/// exponential (specialize's `x - x -> 0` fill is sunk and folded).
+#[test]
+fn exponential_over_itself_is_a_fill_of_one() {
+    for src in ["exp(x) * exp(-x)", "exp(x) / exp(x)"] {
+        let mut fg = g(src);
+        let before = fg.clone();
+        kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
+        assert_eq!(show(&fg), "second(x, 1.0)", "{src}");
+        assert_preserves(&before, &fg, src);
+    }
+}
+
+#[test]
 fn upcast_elemwise_constant_inputs() {
     let x = f64v("x");
     let c2 = Tensor::constant(Value::scalar_i64(DType::I64, 2));

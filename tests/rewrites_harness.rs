@@ -1,5 +1,5 @@
 //! Property harness over the whole rewrite library: for every rule of
-//! `canonicalize::rules()`, `stabilize::rules()`, `specialize::rules()` (and
+//! the canonicalize, stabilize and specialize databases (`register::database_rules`, and
 //! constant folding), templates instantiated with random sub-expressions
 //! (proptest) make the rule fire. Each instance is rewritten by the rule
 //! alone and by FAST_RUN; both results must pass the verifier
@@ -164,6 +164,12 @@ fn templates() -> Vec<Template> {
         t("local_fill_sink", Vectors, |[a, b, c], _| {
             &e(S::Second, &[a, b]) + c
         }),
+        t("local_softplus_pair", Vectors, |[a, ..], _| {
+            &a.softplus() * &(-a).softplus()
+        }),
+        t("local_fill_shape_source", Vectors, |[a, ..], _| {
+            e(S::Second, &[&a.exp(), &c(1.0)])
+        }),
         t("local_useless_fill", Vectors, |[a, b, _], _| {
             e(S::Second, &[a, b])
         }),
@@ -183,6 +189,40 @@ fn templates() -> Vec<Template> {
         t("local_func_inv", Vectors, |[a, ..], _| {
             a.tanh().arctanh().tanh()
         }),
+        // identities (canonicalize)
+        t(
+            "local_useless_elemwise_comparison",
+            Vectors,
+            |[a, ..], _| {
+                let zero = Tensor::scalar_constant(DType::I64, 0.0);
+                e(S::Ge, &[&a.shape_i(0).unwrap(), &zero])
+            },
+        ),
+        t("local_useless_elemwise", Vectors, |[a, ..], _| {
+            e(S::Lt, &[a, a])
+        }),
+        t("local_div_abs_to_sign", Vectors, |[a, b, _], _| {
+            &(b * a) / &a.abs()
+        }),
+        t("local_zero_div", Vectors, |[a, ..], _| &c(0.0) / a),
+        t("local_pow_one_base", Vectors, |[a, ..], _| {
+            e(S::Pow, &[&c(1.0), a])
+        }),
+        t("local_mul_switch_sink", Vectors, |[a, b, z], _| {
+            &e(S::Switch, &[&e(S::Gt, &[a, &c(0.0)]), &c(0.0), b]) * z
+        }),
+        t("local_div_switch_sink", Vectors, |[a, b, z], _| {
+            &e(S::Switch, &[&e(S::Gt, &[a, &c(0.0)]), b, &c(0.0)]) / z
+        }),
+        t("local_max_to_min", Matrices, |[a, ..], _| {
+            -&(-a).max(&[1]).unwrap()
+        }),
+        t("local_log_sqrt", Vectors, |[a, ..], _| a.sqrt().log()),
+        t(
+            "local_lift_transpose_through_dot",
+            Matrices,
+            |[a, b, _], _| dot(a, b).unwrap().dimshuffle(&[Some(1), Some(0)]).unwrap(),
+        ),
         t("local_reduce_chain", Matrices, |[a, ..], _| {
             a.sum(&[1]).unwrap().sum(&[0]).unwrap()
         }),
@@ -219,6 +259,14 @@ fn templates() -> Vec<Template> {
         t("local_log_add_exp", Vectors, |[a, b, _], _| {
             (&a.exp() + &b.exp()).log()
         }),
+        // erf (stabilize)
+        t("local_erf_complement", Vectors, |[a, ..], _| {
+            &c(1.0) - &a.erf()
+        }),
+        t("local_erf_complement", Vectors, |[a, ..], _| {
+            &a.erfc() - &c(1.0)
+        }),
+        t("local_log_erfc", Vectors, |[a, ..], _| a.erfc().log()),
         t("local_log_sum_exp", Matrices, |[a, ..], _| {
             a.exp().sum(&[1]).unwrap().log()
         }),
@@ -383,10 +431,11 @@ fn every_registered_rule_fires_and_preserves_values() {
         "templates for unregistered rules: {unknown:?}"
     );
 
-    let stabilize_names: BTreeSet<&'static str> = kiln::rewrites::stabilize::rules()
-        .iter()
-        .map(|r| r.name)
-        .collect();
+    let stabilize_names: BTreeSet<&'static str> =
+        kiln::rewrites::register::database_rules("stabilize")
+            .iter()
+            .map(|r| r.name)
+            .collect();
     let fired: RefCell<BTreeMap<&'static str, usize>> = RefCell::new(BTreeMap::new());
     let fast_run = Mode::fast_run();
     for tpl in templates() {

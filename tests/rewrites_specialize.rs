@@ -270,3 +270,113 @@ fn fast_run_specialises_the_poly_workload() {
     assert!(!text.contains("**"), "no pow left: {text}");
     assert!(text.contains("sqr(x)"), "{text}");
 }
+
+#[test]
+fn softplus_pair() {
+    let name = "local_softplus_pair";
+    check_rule(
+        name,
+        g("softplus(x) * softplus(-x)"),
+        "(softplus(x) * softplus((-x)))",
+        "((maximum(x, 0.0) + log1p(exp((-abs(x))))) * (maximum((-x), 0.0) + log1p(exp((-abs(x))))))",
+    );
+    check_no_fire(name, g("softplus(x) * softplus(-y)"));
+    check_no_fire(name, g("softplus(x)"));
+}
+
+/// The binary cross-entropy of a sigmoid under FAST_RUN: no `softplus`
+/// left (one shared exponential and log1p), and the values of the pair kept
+/// where `softplus(x) - x` would cancel (`softplus(-40) = 4.25e-18`).
+#[test]
+fn softplus_pair_in_the_cross_entropy() {
+    let decl = "t=f64[:]; z=f64[:]";
+    let src = "-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z)))";
+    let mut fg = graph(decl, src);
+    kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
+    let shown = show(&fg);
+    assert!(!shown.contains("softplus"), "{shown}");
+    assert!(shown.contains("log1p"), "{shown}");
+    let t = Value::F64(ndarray::arr1(&[1.0, 0.0, 1.0, 0.0, 1.0]).into_dyn());
+    let z = Value::F64(ndarray::arr1(&[40.0, -40.0, -800.0, 800.0, 0.5]).into_dyn());
+    let want = [
+        4.248_354_255_291_589e-18,
+        4.248_354_255_291_589e-18,
+        800.0,
+        800.0,
+        0.474_076_984_180_106_6,
+    ];
+    // (The original graph is NaN at ±40 and ±800: `0 * log(0)`.)
+    let out = kiln::eval::evaluate(&fg, &[t, z]).unwrap();
+    for (got, want) in out[0].to_f64_array().iter().zip(want) {
+        assert!(((got - want) / want).abs() < 1e-14, "{got} vs {want}");
+    }
+}
+
+/// `local_sum_mul_to_dot` (BlasOpt): the hand-written matrix product, in
+/// each arrangement of its axes, becomes a `dot` of transposes where the
+/// output's axes ask, with the values of the sum; broadcasting along the
+/// summed axis and integer dtypes are left alone.
+#[test]
+fn sum_of_a_broadcast_product_is_a_dot() {
+    let m = "X=f64[:, :]; Y=f64[:, :]";
+    for (src, after) in [
+        ("sum(X[:, :, None] * Y[None, :, :], axis=1)", "(X @ Y)"),
+        ("sum(Y[None, :, :] * X[:, :, None], axis=1)", "(X @ Y)"),
+        ("sum(X[:, None, :] * Y[None, :, :], axis=2)", "(X @ Y.T)"),
+        ("sum(X[:, :, None] * Y[:, None, :], axis=0)", "(X.T @ Y)"),
+        ("sum(X[None, :, :] * Y[:, None, :], axis=2)", "(Y @ X.T)"),
+        ("sum(X[:, None, :] * Y[:, :, None], axis=0)", "(Y.T @ X)"),
+    ] {
+        let fg = graph(m, src);
+        let mut new = fg.clone();
+        let q = kiln::rewriting::RewriteDatabaseQuery::new(&["blas"]);
+        let p = kiln::rewrites::rewrite_graph(&mut new, &q).unwrap();
+        assert!(
+            p.log().iter().any(|e| e.rewriter == "local_sum_mul_to_dot"),
+            "{src}"
+        );
+        assert_eq!(show(&new), after, "{src}");
+        // Values on random matrices (edge values would compare summation
+        // orders of cancelling 1e100-sized terms, which README rule 5 frees).
+        let (p, q, r) = (3usize, 4usize, 5usize);
+        let shapes = [[p, q], [p, r], [q, r], [r, q], [q, p]];
+        for (sx, sy) in shapes
+            .iter()
+            .flat_map(|a| shapes.iter().map(move |b| (a, b)))
+        {
+            let val = |s: &[usize; 2], k: f64| {
+                let a =
+                    ndarray::Array::from_shape_fn(*s, |(i, j)| ((i * 7 + j * 3) as f64 * k).sin());
+                Value::F64(a.into_dyn())
+            };
+            let ins = [val(sx, 0.37), val(sy, 0.91)];
+            let Ok(want) = kiln::eval::evaluate(&fg, &ins) else {
+                continue;
+            };
+            let got = kiln::eval::evaluate(&new, &ins).unwrap();
+            assert!(
+                got[0].allclose(&want[0], 1e-12, 1e-12),
+                "{src} at {sx:?} {sy:?}"
+            );
+        }
+    }
+    for (decl, src) in [
+        (m, "sum(X[:, :, None] * Y[None, :, :], axis=0)"),
+        (
+            "X=f64[:, 1]; Y=f64[:, :]",
+            "sum(X[:, :, None] * Y[None, :, :], axis=1)",
+        ),
+        (
+            "X=i64[:, :]; Y=i64[:, :]",
+            "sum(X[:, :, None] * Y[None, :, :], axis=1)",
+        ),
+    ] {
+        let mut fg = graph(decl, src);
+        let q = kiln::rewriting::RewriteDatabaseQuery::new(&["blas"]);
+        let p = kiln::rewrites::rewrite_graph(&mut fg, &q).unwrap();
+        assert!(
+            !p.log().iter().any(|e| e.rewriter == "local_sum_mul_to_dot"),
+            "{src}"
+        );
+    }
+}

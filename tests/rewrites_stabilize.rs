@@ -156,6 +156,26 @@ fn reciprocal_1_plus_exp() {
         "((1.0 + exp(x)) ** -1.0)",
         "sigmoid((-x))",
     );
+    check_rule(
+        "local_reciprocal_1_plus_exp",
+        g("2 / (1 + exp(-x))"),
+        "(2.0 / (1.0 + exp((-x))))",
+        "(2.0 * sigmoid((-(-x))))",
+    );
+    check_rule(
+        "local_reciprocal_1_plus_exp",
+        g("y / (1 + exp(x))"),
+        "(y / (1.0 + exp(x)))",
+        "(y * sigmoid((-x)))",
+    );
+}
+
+/// A scaled logistic function is a scaled sigmoid after FAST_RUN (fused).
+#[test]
+fn scaled_logistic_is_a_scaled_sigmoid() {
+    let mut fg = g("2 / (1 + exp(-x))");
+    kiln::rewrites::rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
+    assert_eq!(show(&fg), "Composite{mul(2.0, sigmoid(i0))}(x)");
 }
 
 #[test]

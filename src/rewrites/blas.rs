@@ -22,17 +22,108 @@
 //! constant factors are multiplied together and applied once, which is a
 //! reassociation of the product (README rule 5). Runs before fusion, which
 //! would otherwise swallow the sum into a Composite.
+//!
+//! Before it, `local_sum_mul_to_dot` turns a sum of a broadcast product of
+//! two matrices over their shared axis (`sum(X[:, :, None] * Y[None, :, :],
+//! axis=1)`, the hand-written matrix product) into `dot` (transposed as the
+//! axes require), so that the runtime GEMM computes it and
+//! `gemm_optimizer` can take it further.
 
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, TensorType, VarId};
-use crate::ops::{Op, OpKind, ScalarOp};
+use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
-use super::util::{scalar_const, single_client, unique_constant};
+use super::util::{dimshuffle, finish, scalar_const, single_client, unique_constant};
 
 /// Position of the BlasOpt database in the optdb: after specialize (2),
 /// before elemwise fusion (49).
 pub const BLAS_OPT: f64 = 2.5;
+
+/// The `local_sum_mul_to_dot` rule (tracks `CAReduce`).
+pub fn sum_mul_to_dot_rule() -> Rule {
+    Rule {
+        name: "local_sum_mul_to_dot",
+        tracks: &[OpKind::CAReduce],
+        apply: local_sum_mul_to_dot,
+        fast_compile: false,
+    }
+}
+
+/// A matrix `m` seen through a DimShuffle to three dimensions that inserts
+/// one broadcastable axis: `(m, order)` with `order[i]` the matrix axis at
+/// position `i` (`None` for the inserted one).
+fn matrix_in_3d(fg: &FunctionGraph, v: VarId) -> Option<(VarId, Vec<Option<usize>>)> {
+    match fg.owner_op(v)? {
+        Op::DimShuffle {
+            input_ndim: 2,
+            new_order,
+        } if new_order.len() == 3 && new_order.iter().filter(|d| d.is_none()).count() == 1 => {
+            let m = fg.node(fg.owner(v)?).inputs[0];
+            Some((m, new_order.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// `sum(a3 * b3, axis=s)` where `a3`, `b3` are matrices `A`, `B` each
+/// given one inserted axis, sharing the summed axis `s` (not broadcastable
+/// in either) and each owning one of the others -> `dot(A', B')` with `A'`
+/// = `A` arranged as (its own axis, `s`) and `B'` = `B` as (`s`, its own
+/// axis), the left factor being the one that owns the output's first axis. Floats of
+/// one dtype only (the runtime GEMM's); the sum's rounding order changes
+/// (a reduction's, README rule 5).
+pub fn local_sum_mul_to_dot(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes: Some(axes),
+    } = &fg.node(n).op
+    else {
+        return Ok(None);
+    };
+    let [s] = axes[..] else { return Ok(None) };
+    let v = fg.node(n).inputs[0];
+    let Some(m) = fg
+        .owner(v)
+        .filter(|&m| fg.node(m).op.is_elemwise(ScalarOp::Mul))
+    else {
+        return Ok(None);
+    };
+    let [p, q] = fg.node(m).inputs[..] else {
+        return Ok(None);
+    };
+    let (Some((a, oa)), Some((b, ob))) = (matrix_in_3d(fg, p), matrix_in_3d(fg, q)) else {
+        return Ok(None);
+    };
+    let dtype = fg.ty(a).dtype;
+    let out_dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    if !dtype.is_float() || fg.ty(b).dtype != dtype || out_dtype != dtype {
+        return Ok(None);
+    }
+    let (Some(sa), Some(sb)) = (oa[s], ob[s]) else {
+        return Ok(None);
+    };
+    if fg.ty(a).is_broadcastable(sa) || fg.ty(b).is_broadcastable(sb) {
+        return Ok(None); // the product would broadcast along the summed axis
+    }
+    // Each operand's own axis: present in it, absent from the other.
+    let own = |o: &[Option<usize>], other: &[Option<usize>]| {
+        (0..3).find(|&i| i != s && o[i].is_some() && other[i].is_none())
+    };
+    let (Some(ia), Some(ib)) = (own(&oa, &ob), own(&ob, &oa)) else {
+        return Ok(None);
+    };
+    // The operand owning the output's first axis is the left factor.
+    let ((a, oa, ia, sa), (b, ob, ib, sb)) = if ia < ib {
+        ((a, oa, ia, sa), (b, ob, ib, sb))
+    } else {
+        ((b, ob, ib, sb), (a, oa, ia, sa))
+    };
+    let a2 = dimshuffle(fg, a, 2, &[oa[ia], Some(sa)])?;
+    let b2 = dimshuffle(fg, b, 2, &[Some(sb), ob[ib]])?;
+    let new = fg.apply1(Op::Dot, &[a2, b2])?;
+    finish(fg, n, new)
+}
 
 /// The `gemm_optimizer` rule (tracks `add` and `sub`).
 pub fn gemm_rule() -> Rule {

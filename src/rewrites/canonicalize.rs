@@ -15,7 +15,10 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::canonizer::AlgebraicCanonizer;
 use super::rule::Rule;
-use super::shared::{local_dimshuffle_lift, local_func_inv, local_sum_prod_of_mul_or_div};
+use super::shared::{
+    local_dimshuffle_lift, local_fill_shape_source, local_fill_sink, local_func_inv,
+    local_sum_prod_of_mul_or_div,
+};
 use super::util::{
     elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant,
 };
@@ -121,6 +124,12 @@ fn structure_rules() -> Vec<Rule> {
             name: "local_useless_fill",
             tracks: kinds!(Second),
             apply: local_useless_fill,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_fill_shape_source",
+            tracks: kinds!(Second),
+            apply: local_fill_shape_source,
             fast_compile: true,
         },
         Rule {
@@ -401,8 +410,10 @@ fn distribute_greedy(
 
 /// Removes element-wise nodes that compute nothing: `add(x)`, `mul(x)`,
 /// `identity(x)`, `cast{d}(x)` of a `d` tensor, `maximum(x, x)`, `and(x, x)`,
-/// `switch(c, x, x)`, `switch` on a constant condition, and comparisons of an
-/// integer tensor with itself (`x == x` is all true).
+/// `switch(c, x, x)`, `switch` on a constant condition, comparisons of an
+/// integer tensor with itself (`x == x` is all true) and strict ones of any
+/// tensor (`x < x` is false, NaN included; a float `x == x` is NaN's test
+/// and stays).
 pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
     let Some(op) = scalar_of(fg, n) else {
@@ -422,7 +433,12 @@ pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
             let t = scalar_const(fg, DType::Bool, 1.0);
             return match_type(fg, t, &out_ty, &ins).map(Some);
         }
-        Neq | Gt | Lt if same && !fg.ty(ins[0]).dtype.is_float() => {
+        // `x < x` is false for NaN too; `x != x` is NaN's own test.
+        Gt | Lt if same => {
+            let f = scalar_const(fg, DType::Bool, 0.0);
+            return match_type(fg, f, &out_ty, &ins).map(Some);
+        }
+        Neq if same && !fg.ty(ins[0]).dtype.is_float() => {
             let f = scalar_const(fg, DType::Bool, 0.0);
             return match_type(fg, f, &out_ty, &ins).map(Some);
         }
@@ -519,40 +535,6 @@ pub fn local_div_by_one(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     }
     let new = match_type(fg, ins[0], &out_ty, &ins)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
-}
-
-/// `f(fill(a, b), c) -> fill(a, f(b, c))`: sinks fills (`second`) out of element-wise ops.
-pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let Some(op) = scalar_of(fg, n) else {
-        return Ok(None);
-    };
-    if op == ScalarOp::Second {
-        return Ok(None);
-    }
-    let ins = fg.node(n).inputs.to_vec();
-    let mut models = Vec::new();
-    let mut new_ins = Vec::with_capacity(ins.len());
-    for &i in &ins {
-        match owner_if(fg, i, ScalarOp::Second) {
-            Some(f) => {
-                let (a, b) = (fg.node(f).inputs[0], fg.node(f).inputs[1]);
-                models.push(a);
-                new_ins.push(b);
-            }
-            None => new_ins.push(i),
-        }
-    }
-    if models.is_empty() {
-        return Ok(None);
-    }
-    let out_ty = fg.ty(out_of(fg, n)).clone();
-    let mut c = fg.apply1(Op::elemwise(op), &new_ins)?;
-    for m in models {
-        if fg.ty(c).broadcastable() != out_ty.broadcastable() {
-            c = fg.apply1(Op::elemwise(ScalarOp::Second), &[m, c])?;
-        }
-    }
-    Ok(out_ty.accepts_replacement(fg.ty(c)).then_some(c))
 }
 
 /// `fill(a, b) -> b` when `b` already has the output's dtype and broadcast pattern.

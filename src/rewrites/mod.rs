@@ -7,7 +7,9 @@
 pub mod blas;
 pub mod canonicalize;
 pub mod canonizer;
+pub mod erf;
 pub mod fusion;
+pub mod identities;
 pub mod inplace;
 pub mod mul_tree;
 pub mod reduce_fusion;

@@ -21,7 +21,8 @@ use crate::rewriting::{
 
 use super::rule::Rule;
 use super::{
-    blas, canonicalize, fusion, inplace, reduce_fusion, sibling_fusion, specialize, stabilize,
+    blas, canonicalize, erf, fusion, identities, inplace, reduce_fusion, sibling_fusion,
+    specialize, stabilize,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
@@ -39,6 +40,26 @@ pub fn optdb() -> SequenceDB {
 /// Rewrites `fg` with the rewriters of the [`optdb`] the query selects.
 pub fn rewrite_graph(fg: &mut FunctionGraph, q: &impl AsQuery) -> Result<RewriterProfile> {
     rewrite_graph_with(&optdb(), fg, q)
+}
+
+/// The node rules registered in the equilibrium database `db` (`canonicalize`,
+/// `stabilize` or `specialize`; empty for any other name), gathered from
+/// their topic files in registration order.
+pub fn database_rules(db: &str) -> Vec<Rule> {
+    match db {
+        "canonicalize" => {
+            let mut rules = canonicalize::rules();
+            rules.extend(identities::rules());
+            rules
+        }
+        "stabilize" => {
+            let mut rules = stabilize::rules();
+            rules.extend(erf::rules());
+            rules
+        }
+        "specialize" => specialize::rules(),
+        _ => Vec::new(),
+    }
 }
 
 /// Wraps a rule as a node rewriter.
@@ -82,7 +103,7 @@ fn constant_folding() -> Arc<dyn GraphRewriter> {
 pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     {
         let db = optdb.equilibrium_mut("canonicalize")?;
-        register_rules(db, canonicalize::rules(), "canonicalize")?;
+        register_rules(db, database_rules("canonicalize"), "canonicalize")?;
         db.register_final(
             "constant_folding",
             constant_folding(),
@@ -91,7 +112,7 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     }
     {
         let db = optdb.equilibrium_mut("stabilize")?;
-        register_rules(db, stabilize::rules(), "stabilize")?;
+        register_rules(db, database_rules("stabilize"), "stabilize")?;
         db.register_final(
             "constant_folding",
             constant_folding(),
@@ -100,7 +121,7 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     }
     {
         let db = optdb.equilibrium_mut("specialize")?;
-        register_rules(db, specialize::rules(), "specialize")?;
+        register_rules(db, database_rules("specialize"), "specialize")?;
         db.register_final(
             "constant_folding",
             constant_folding(),
@@ -110,6 +131,15 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     {
         // Before fusion, which would swallow the sums into Composites.
         let mut db = SequenceDB::new("BlasOpt");
+        let to_dot =
+            WalkingGraphRewriter::new(Arc::new(node_rewriter(blas::sum_mul_to_dot_rule())))
+                .named("local_sum_mul_to_dot");
+        db.register_graph(
+            "local_sum_mul_to_dot",
+            Arc::new(to_dot),
+            &["fast_run", "blas"],
+            -1.0,
+        )?;
         let gemm = WalkingGraphRewriter::new(Arc::new(node_rewriter(blas::gemm_rule())))
             .named("gemm_optimizer");
         db.register_graph("gemm_optimizer", Arc::new(gemm), &["fast_run", "blas"], 0.0)?;

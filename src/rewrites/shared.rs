@@ -1,7 +1,8 @@
 //! Rules that both the canonicalize and the specialize databases register:
 //! DimShuffle merging and lifting (specialize's rules create DimShuffles),
-//! removal of inverse pairs (`local_func_inv`) and sums of scaled inputs
-//! (`local_sum_prod_of_mul_or_div`).
+//! removal of inverse pairs (`local_func_inv`), sums of scaled inputs
+//! (`local_sum_prod_of_mul_or_div`) and the fill rules (`local_fill_sink`,
+//! `local_fill_shape_source`).
 //!
 //! They live here, below both database files, so that neither
 //! `canonicalize.rs` nor `specialize.rs` imports the other. Each rule obeys
@@ -11,7 +12,7 @@ use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, ReduceOp, ScalarOp};
 
-use super::util::{dimshuffle, elemwise, finish, input, single_client, unique_constant};
+use super::util::{dimshuffle, elemwise, finish, input, owner_if, single_client, unique_constant};
 
 /// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
 /// through single-client element-wise ops, as `local_dimshuffle_lift` does
@@ -221,5 +222,61 @@ pub fn local_sum_prod_of_mul_or_div(fg: &mut FunctionGraph, n: NodeId) -> Result
         all.extend(moved);
         elemwise(fg, ScalarOp::TrueDiv, &all)?
     };
+    finish(fg, n, new)
+}
+
+/// `f(fill(a, b), c) -> fill(a, f(b, c))`: sinks fills (`second`) out of
+/// element-wise ops (canonicalize; and specialize, whose `x - x -> 0` makes
+/// fills that `exp(x) * exp(-x)` must fold through).
+pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(op) = fg.node(n).op.scalar_op() else {
+        return Ok(None);
+    };
+    if op == ScalarOp::Second {
+        return Ok(None);
+    }
+    let ins = fg.node(n).inputs.to_vec();
+    let mut models = Vec::new();
+    let mut new_ins = Vec::with_capacity(ins.len());
+    for &i in &ins {
+        match owner_if(fg, i, ScalarOp::Second) {
+            Some(f) => {
+                let (a, b) = (fg.node(f).inputs[0], fg.node(f).inputs[1]);
+                models.push(a);
+                new_ins.push(b);
+            }
+            None => new_ins.push(i),
+        }
+    }
+    if models.is_empty() {
+        return Ok(None);
+    }
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    let mut c = fg.apply1(Op::elemwise(op), &new_ins)?;
+    for m in models {
+        if fg.ty(c).broadcastable() != out_ty.broadcastable() {
+            c = fg.apply1(Op::elemwise(ScalarOp::Second), &[m, c])?;
+        }
+    }
+    Ok(out_ty.accepts_replacement(fg.ty(c)).then_some(c))
+}
+
+/// `fill(f(x), b) -> fill(x, b)` for a one-input element-wise `f` whose
+/// output has `x`'s broadcast pattern: the fill reads only the shape, so
+/// `f` need not run (`exp(x) / exp(x)` becomes `fill(x, 1)`, not
+/// `fill(exp(x), 1)`).
+pub fn local_fill_shape_source(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let (a, b) = (input(fg, n, 0), input(fg, n, 1));
+    let Some(f) = fg.owner(a) else {
+        return Ok(None);
+    };
+    if !matches!(fg.node(f).op, Op::Elemwise { .. }) || fg.node(f).inputs.len() != 1 {
+        return Ok(None);
+    }
+    let x = input(fg, f, 0);
+    if fg.ty(x).broadcastable() != fg.ty(a).broadcastable() {
+        return Ok(None);
+    }
+    let new = fg.apply1(Op::elemwise(ScalarOp::Second), &[x, b])?;
     finish(fg, n, new)
 }

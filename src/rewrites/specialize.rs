@@ -4,11 +4,14 @@
 //! inputs by scaled reductions, ...).
 
 use crate::error::Result;
-use crate::graph::{FunctionGraph, NodeId, Value, VarId};
+use crate::graph::{Client, FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
-use super::shared::{local_dimshuffle_merge, local_func_inv, local_sum_prod_of_mul_or_div};
+use super::shared::{
+    local_dimshuffle_merge, local_fill_shape_source, local_fill_sink, local_func_inv,
+    local_sum_prod_of_mul_or_div,
+};
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
     unique_int_constant, widen_operands,
@@ -92,6 +95,12 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_softplus_pair",
+            tracks: kinds!(Softplus),
+            apply: local_softplus_pair,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_mul_exp_to_exp_add",
             tracks: kinds!(Mul),
             apply: local_mul_exp_to_exp_add,
@@ -129,6 +138,20 @@ pub fn rules() -> Vec<Rule> {
                 OpKind::Elemwise(ScalarOp::Reciprocal),
             ],
             apply: local_func_inv,
+            fast_compile: false,
+        },
+        // `local_elemwise_sub_zeros` makes fills that functions must fold
+        // through (`exp(x) * exp(-x)` is `exp(fill(x, 0))`, then 1).
+        Rule {
+            name: "local_fill_sink",
+            tracks: &[],
+            apply: local_fill_sink,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_fill_shape_source",
+            tracks: &[OpKind::Elemwise(ScalarOp::Second)],
+            apply: local_fill_shape_source,
             fast_compile: false,
         },
         // The rules above create DimShuffles that must merge with their inputs.
@@ -539,5 +562,90 @@ pub fn local_sum_of_neg_to_neg_of_sum(fg: &mut FunctionGraph, n: NodeId) -> Resu
         &[y],
     )?;
     let new = neg(fg, s)?;
+    finish(fg, n, new)
+}
+
+/// The clients of `v` that are single-input element-wise nodes of `op`
+/// (their outputs).
+fn unary_clients(fg: &FunctionGraph, v: VarId, op: ScalarOp) -> Vec<VarId> {
+    fg.clients(v)
+        .iter()
+        .filter_map(|c| match *c {
+            Client::Node(m, 0) if fg.node(m).op.is_elemwise(op) && fg.node(m).inputs.len() == 1 => {
+                Some(fg.node(m).outputs[0])
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The negations of `v` in the graph: `neg(v)` and `-1 * v` clients.
+fn negations(fg: &FunctionGraph, v: VarId) -> Vec<VarId> {
+    fg.clients(v)
+        .iter()
+        .filter_map(|c| match *c {
+            Client::Node(m, _) => {
+                let o = fg.node(m).outputs[0];
+                (is_neg(fg, o) == Some(v)).then_some(o)
+            }
+            Client::Output(_) => None,
+        })
+        .collect()
+}
+
+/// `log1p(exp(-|x|))` when the graph already computes it.
+fn shared_softplus_tail(fg: &FunctionGraph, x: VarId) -> Option<VarId> {
+    for a in unary_clients(fg, x, ScalarOp::Abs) {
+        for m in negations(fg, a) {
+            for e in unary_clients(fg, m, ScalarOp::Exp) {
+                if let Some(&l) = unary_clients(fg, e, ScalarOp::Log1p).first() {
+                    return Some(l);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `softplus(x)` and `softplus(-x)` both in the graph -> `max(x, 0) + t`
+/// and `max(-x, 0) + t` with one shared `t = log1p(exp(-|x|))`: one
+/// exponential and one `log1p` per element instead of two of each (the
+/// binary cross-entropy of a sigmoid has exactly this pair). Both are the
+/// runtime's own formula for `softplus`, so every value is kept to
+/// rounding, NaN and ±inf included (`softplus(-x) -> softplus(x) - x`
+/// would lose every digit of `softplus(-40) = 4.2e-18`).
+pub fn local_softplus_pair(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let y = input(fg, n, 0);
+    if !fg.ty(y).dtype.is_float() {
+        return Ok(None);
+    }
+    // `y` is `x` or `-x`; the pair's other member is `softplus` of the other.
+    let (x, negated) = match is_neg(fg, y) {
+        Some(x) if fg.ty(x).dtype == fg.ty(y).dtype => (x, true),
+        _ => (y, false),
+    };
+    let tail = shared_softplus_tail(fg, x);
+    let partner = if negated {
+        !unary_clients(fg, x, ScalarOp::Softplus).is_empty()
+    } else {
+        negations(fg, x)
+            .iter()
+            .any(|&m| !unary_clients(fg, m, ScalarOp::Softplus).is_empty())
+    };
+    if tail.is_none() && !partner {
+        return Ok(None);
+    }
+    let tail = match tail {
+        Some(t) => t,
+        None => {
+            let a = unary(fg, ScalarOp::Abs, x)?;
+            let m = neg(fg, a)?;
+            let e = unary(fg, ScalarOp::Exp, m)?;
+            unary(fg, ScalarOp::Log1p, e)?
+        }
+    };
+    let zero = scalar_const(fg, fg.ty(y).dtype, 0.0);
+    let positive = elemwise(fg, ScalarOp::Maximum, &[y, zero])?;
+    let new = elemwise(fg, ScalarOp::Add, &[positive, tail])?;
     finish(fg, n, new)
 }

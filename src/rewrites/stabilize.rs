@@ -412,22 +412,32 @@ pub fn local_exp_over_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Op
     finish(fg, n, new)
 }
 
-/// `1 / (1 + exp(x)) -> sigmoid(-x)`, also as `reciprocal(1 + exp(x))` and `(1 + exp(x)) ** -1`.
+/// `1 / (1 + exp(x)) -> sigmoid(-x)`, also as `reciprocal(1 + exp(x))` and
+/// `(1 + exp(x)) ** -1`, and scaled: `y / (1 + exp(x)) -> y * sigmoid(-x)`
+/// (finite where `exp(x)` overflows only if `y` is: `y / inf` and
+/// `y * sigmoid(-inf)` are both 0 for finite `y`).
 pub fn local_reciprocal_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let op = fg.node(n).op.scalar_op();
-    let denom = match op {
-        Some(ScalarOp::Reciprocal) => input(fg, n, 0),
+    let (scale, denom) = match op {
+        Some(ScalarOp::Reciprocal) => (None, input(fg, n, 0)),
         Some(ScalarOp::Pow) if unique_constant(fg, input(fg, n, 1)) == Some(-1.0) => {
-            input(fg, n, 0)
+            (None, input(fg, n, 0))
         }
-        Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => input(fg, n, 1),
+        Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => {
+            (None, input(fg, n, 1))
+        }
+        Some(ScalarOp::TrueDiv) => (Some(input(fg, n, 0)), input(fg, n, 1)),
         _ => return Ok(None),
     };
     let Some(x) = is_1pexp(fg, denom).filter(|&x| fg.ty(x).dtype.is_float()) else {
         return Ok(None); // `-x` of an integer wraps; of a bool it is no op
     };
     let nx = neg(fg, x)?;
-    let new = unary(fg, ScalarOp::Sigmoid, nx)?;
+    let sigmoid = unary(fg, ScalarOp::Sigmoid, nx)?;
+    let new = match scale {
+        Some(y) => elemwise(fg, ScalarOp::Mul, &[y, sigmoid])?,
+        None => sigmoid,
+    };
     finish(fg, n, new)
 }
 

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use kiln::eval::evaluate;
 use kiln::graph::print::pprint_outputs;
-use kiln::rewrites::register::node_rewriter;
+use kiln::rewrites::canonicalize;
+use kiln::rewrites::register::{database_rules, node_rewriter};
 use kiln::rewrites::rule::Rule;
-use kiln::rewrites::{canonicalize, specialize, stabilize};
 use kiln::rewriting::{
     EquilibriumGraphRewriter, FnNodeRewriter, GraphRewriter, NodeRewriter, Rewrite,
     RewriteDatabaseQuery, RewriterProfile, StopReason, Tracks,
@@ -21,15 +21,10 @@ use ndarray::{ArrayD, IxDyn};
 
 /// Every rule of the three databases, with its database's name.
 pub fn all_rules() -> Vec<(&'static str, Rule)> {
-    let mut v: Vec<(&'static str, Rule)> = Vec::new();
-    v.extend(
-        canonicalize::rules()
-            .into_iter()
-            .map(|r| ("canonicalize", r)),
-    );
-    v.extend(stabilize::rules().into_iter().map(|r| ("stabilize", r)));
-    v.extend(specialize::rules().into_iter().map(|r| ("specialize", r)));
-    v
+    ["canonicalize", "stabilize", "specialize"]
+        .into_iter()
+        .flat_map(|db| database_rules(db).into_iter().map(move |r| (db, r)))
+        .collect()
 }
 
 /// The rule called `name` (panics when absent).

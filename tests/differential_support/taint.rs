@@ -37,7 +37,7 @@
 //!   unsettled.
 //! - **Infinities created between inverses** (licensed by a rewrite removing
 //!   a function and its inverse, [`INVERSES`]): the result of an exponential,
-//!   logarithmic or hyperbolic function that takes or feeds such a
+//!   logarithmic, hyperbolic or error function that takes or feeds such a
 //!   function's result, infinite or NaN while its operands are finite
 //!   (`log(exp(-1e300))` is `log(0) = -inf`, `log(exp(1e300))` is
 //!   `log(inf)`; `log(exp(x)) -> x` gives ±1e300). `exp(1000)` of an
@@ -69,6 +69,10 @@ use std::collections::HashMap;
 /// stabilisations.
 pub const CANCELLING: &[&str] = &[
     "local_mul_zero",
+    "local_zero_div",
+    "local_div_abs_to_sign",
+    "local_mul_switch_sink",
+    "local_div_switch_sink",
     "local_elemwise_sub_zeros",
     "local_add_canonizer",
     "local_mul_canonizer",
@@ -121,6 +125,7 @@ pub const INVERSES: &[&str] = &[
     "local_sigm_times_exp",
     "local_mul_exp_to_exp_add",
     "local_div_exp_to_mul_exp",
+    "local_log_erfc",
 ];
 
 /// Rewrites that reassociate or redistribute arithmetic (flattened sums
@@ -144,6 +149,9 @@ pub const REASSOCIATING: &[&str] = &[
 /// `-0`), `x + 0 -> x` (`-0 + 0` is `+0`), and the canonizers' folds.
 pub const ZERO_SIGN: &[&str] = &[
     "local_mul_zero",
+    "local_zero_div",
+    "local_mul_switch_sink",
+    "local_div_switch_sink",
     "local_add_remove_zeros",
     "local_elemwise_sub_zeros",
     "local_add_canonizer",
@@ -562,7 +570,9 @@ fn in_exp_log_family(op: &Op) -> bool {
                 | Cosh
                 | ArcCosh
                 | Tanh
-                | ArcTanh,
+                | ArcTanh
+                | Erf
+                | Erfc,
             ..
         }
     )
