@@ -3,7 +3,7 @@ mod cli_support;
 
 use cli_support::*;
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 13] = [
     "codegen_ms",
     "compile_ms",
     "mode",
@@ -12,7 +12,9 @@ const KEYS: [&str; 11] = [
     "peak_bytes",
     "rewrite_ms",
     "run_into_ms",
+    "run_into_us",
     "run_ms",
+    "run_us",
     "runs",
     "workload",
 ];
@@ -118,6 +120,12 @@ fn suite_reports_every_workload() {
     for r in &rows {
         assert!(r["run_ms"].as_f64().unwrap() >= 0.0);
         assert!(r["run_into_ms"].as_f64().unwrap() >= 0.0);
+        // The µs fields carry the same medians, to the ns.
+        let (ms, us) = (r["run_ms"].as_f64().unwrap(), r["run_us"].as_f64().unwrap());
+        assert!(
+            (us / 1000.0 - ms).abs() <= 0.0005 + 1e-9,
+            "{ms} ms vs {us} µs"
+        );
     }
     let text = stdout_of(kiln().args([
         "bench",
