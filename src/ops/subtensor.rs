@@ -98,6 +98,9 @@ pub fn index_text(idx: &[IndexEntry], names: &[String]) -> String {
         Bound::Const(c) => c.to_string(),
         Bound::Input => next.next().cloned().unwrap_or_else(|| "?".into()),
     };
+    if idx.is_empty() {
+        return ":".into();
+    }
     let parts: Vec<String> = idx
         .iter()
         .map(|e| match *e {

@@ -31,6 +31,12 @@ impl From<i64> for IdxBound {
     }
 }
 
+impl From<i32> for IdxBound {
+    fn from(v: i32) -> Self {
+        IdxBound::Const(v.into())
+    }
+}
+
 impl From<&Tensor> for IdxBound {
     fn from(t: &Tensor) -> Self {
         IdxBound::Tensor(t.clone())
@@ -91,6 +97,31 @@ impl Idx {
 impl From<i64> for Idx {
     fn from(v: i64) -> Self {
         Idx::At(IdxBound::Const(v))
+    }
+}
+
+impl From<i32> for Idx {
+    fn from(v: i32) -> Self {
+        Idx::At(IdxBound::Const(v.into()))
+    }
+}
+
+impl From<Range<i32>> for Idx {
+    /// `a..b` is numpy's `a:b` (negative bounds count from the end).
+    fn from(r: Range<i32>) -> Self {
+        Idx::range(r.start, r.end)
+    }
+}
+
+impl From<RangeFrom<i32>> for Idx {
+    fn from(r: RangeFrom<i32>) -> Self {
+        Idx::from(i64::from(r.start)..)
+    }
+}
+
+impl From<RangeTo<i32>> for Idx {
+    fn from(r: RangeTo<i32>) -> Self {
+        Idx::from(..i64::from(r.end))
     }
 }
 
@@ -254,12 +285,10 @@ fn update(x: &Tensor, items: &[Idx], y: &Tensor, set: bool) -> Result<Tensor> {
         ));
     }
     let r = resolve(op, x, items)?;
-    // Rust numbers next to `x` are weak: a constant `y` takes x's dtype.
+    // A 0-d constant `y` is weak, as a Python scalar in numpy's `x[i] = v`:
+    // it takes x's dtype.
     let y = match y.constant_value() {
-        Some(_) if y.ndim() == 0 && y.dtype() != x.dtype() && !y.dtype().is_float() => {
-            y.cast(x.dtype())
-        }
-        Some(_) if y.ndim() == 0 && x.dtype().is_float() => y.cast(x.dtype()),
+        Some(_) if y.ndim() == 0 => y.cast(x.dtype()),
         _ => y.clone(),
     };
     let mut ins: Vec<&Tensor> = vec![x, &y];
