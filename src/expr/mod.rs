@@ -244,6 +244,7 @@ mod tests {
             let args = vec!["x"; f.arity()].join(", ");
             let src = match f.signature() {
                 Signature::Cast => "cast(x, \"f32\")".to_string(),
+                Signature::Update => format!("{}(x[1:], x)", f.name()),
                 _ => format!("{}({args})", f.name()),
             };
             assert_eq!(show(&src), src);
