@@ -232,7 +232,7 @@ fn templates() -> Vec<Template> {
             let five = Tensor::constant(Value::scalar_i64(DType::I64, 5));
             alloc(&a.sum_all(), &[&five])
                 .unwrap()
-                .slice(&[Idx::from(1..-1)])
+                .slice(&[Idx::range(1, -1)])
                 .unwrap()
         }),
         t("local_useless_inc_subtensor", Vectors, |[a, b, _], _| {

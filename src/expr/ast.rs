@@ -247,11 +247,11 @@ pub enum IndexItem {
     /// numpy's default).
     Slice {
         /// The expression before the first `:`.
-        start: Option<Expr>,
+        start: Option<Box<Expr>>,
         /// The expression between the colons.
-        stop: Option<Expr>,
+        stop: Option<Box<Expr>>,
         /// The expression after the second `:`.
-        step: Option<Expr>,
+        step: Option<Box<Expr>>,
     },
     /// A single expression: an integer (literal or 0-d integer tensor) picks
     /// one position and drops the dimension; any other tensor (`x[idx]`,
@@ -264,9 +264,11 @@ impl IndexItem {
     pub fn exprs(&self) -> Vec<&Expr> {
         match self {
             IndexItem::Full | IndexItem::NewAxis | IndexItem::Ellipsis => Vec::new(),
-            IndexItem::Slice { start, stop, step } => {
-                [start, stop, step].into_iter().flatten().collect()
-            }
+            IndexItem::Slice { start, stop, step } => [start, stop, step]
+                .into_iter()
+                .flatten()
+                .map(|b| &**b)
+                .collect(),
             IndexItem::Expr(e) => vec![e],
         }
     }
@@ -438,7 +440,7 @@ fn take_children(kind: &mut ExprKind, stack: &mut Vec<Expr>) {
             for item in items {
                 match item {
                     IndexItem::Slice { start, stop, step } => {
-                        stack.extend([start, stop, step].into_iter().flatten())
+                        stack.extend([start, stop, step].into_iter().flatten().map(|b| *b))
                     }
                     IndexItem::Expr(e) => stack.push(e),
                     IndexItem::Full | IndexItem::NewAxis | IndexItem::Ellipsis => {}
@@ -542,9 +544,9 @@ fn print_node<'a>(
                     IndexItem::Ellipsis => pieces.push(Piece::Text("...")),
                     IndexItem::Expr(e) => pieces.push(Piece::Node(e)),
                     IndexItem::Slice { start, stop, step } => {
-                        pieces.extend(start.iter().map(Piece::Node));
+                        pieces.extend(start.iter().map(|b| Piece::Node(b)));
                         pieces.push(Piece::Text(":"));
-                        pieces.extend(stop.iter().map(Piece::Node));
+                        pieces.extend(stop.iter().map(|b| Piece::Node(b)));
                         if let Some(step) = step {
                             pieces.push(Piece::Text(":"));
                             pieces.push(Piece::Node(step));

@@ -257,12 +257,12 @@ impl Parser {
         if self.eat(&TokenKind::Colon).is_none() {
             return Ok(IndexItem::Expr(start.expect("an expression was parsed")));
         }
-        let part = |p: &mut Self| -> Result<Option<Expr>, ParseError> {
+        let part = |p: &mut Self| -> Result<Option<Box<Expr>>, ParseError> {
             let k = &p.peek().kind;
             if ends_item(k) || *k == TokenKind::Colon {
                 Ok(None)
             } else {
-                p.expr().map(Some)
+                p.expr().map(|e| Some(Box::new(e)))
             }
         };
         let stop = part(self)?;
@@ -276,7 +276,11 @@ impl Parser {
         }
         Ok(match (start, stop, step) {
             (None, None, None) => IndexItem::Full,
-            (start, stop, step) => IndexItem::Slice { start, stop, step },
+            (start, stop, step) => IndexItem::Slice {
+                start: start.map(Box::new),
+                stop,
+                step,
+            },
         })
     }
 

@@ -318,20 +318,21 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
 /// The index item built from `item` and the results of its expressions
 /// (taken from `kids` in source order).
 fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usize) -> Result<Idx> {
-    let bound =
-        |e: &Option<Expr>, kids: &mut dyn Iterator<Item = Built>| -> Result<Option<IdxBound>> {
-            let Some(e) = e else { return Ok(None) };
-            let b = kids.next().expect("fold passes one result per child");
-            let epos = e.span.start;
-            match b {
-                Built::Number(Number::Int(i)) => Ok(Some(IdxBound::Const(i))),
-                Built::Number(Number::Float(f)) => Err(Error::Parse {
-                    pos: epos,
-                    msg: format!("slice bound {f:?} is a float: indices must be integers"),
-                }),
-                b => Ok(Some(IdxBound::Tensor(tensor_of(b, epos)?))),
-            }
-        };
+    let bound = |e: &Option<Box<Expr>>,
+                 kids: &mut dyn Iterator<Item = Built>|
+     -> Result<Option<IdxBound>> {
+        let Some(e) = e else { return Ok(None) };
+        let b = kids.next().expect("fold passes one result per child");
+        let epos = e.span.start;
+        match b {
+            Built::Number(Number::Int(i)) => Ok(Some(IdxBound::Const(i))),
+            Built::Number(Number::Float(f)) => Err(Error::Parse {
+                pos: epos,
+                msg: format!("slice bound {f:?} is a float: indices must be integers"),
+            }),
+            b => Ok(Some(IdxBound::Tensor(tensor_of(b, epos)?))),
+        }
+    };
     Ok(match item {
         IndexItem::Full => Idx::FULL,
         IndexItem::NewAxis => Idx::NewAxis,

@@ -253,7 +253,7 @@ fn resolve(op: &str, x: &Tensor, items: &[Idx]) -> Result<Resolved> {
 
 impl Tensor {
     /// numpy's basic indexing `x[items]`: integers (negative from the end),
-    /// slices (`(1..-1).into()`, `Idx::from(..).step(-1)`), [`Idx::NewAxis`],
+    /// slices (`Idx::range(1, -1)`, `(2..).into()`, `Idx::from(..).step(-1)`), [`Idx::NewAxis`],
     /// [`Idx::Ellipsis`]; bounds may be 0-d integer tensors. The result is a
     /// view of `self` (no copy). Errors: too many indices, a constant index
     /// out of range of a static size, a step of 0, a non-integer bound.

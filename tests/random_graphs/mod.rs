@@ -78,9 +78,12 @@ pub enum Step {
     Index(usize, usize, usize),
 }
 
+/// A constant slice as `(start, stop, step)`.
+pub type Bounds = (Option<i64>, Option<i64>, Option<i64>);
+
 /// Constant slices as `(start, stop, step)`, paired so that both of a pair
 /// select as many elements of any length (the update patterns need it).
-pub const SLICE_PAIRS: &[[(Option<i64>, Option<i64>, Option<i64>); 2]] = &[
+pub const SLICE_PAIRS: &[[Bounds; 2]] = &[
     [(Some(1), None, None), (None, Some(-1), None)],
     [(None, None, Some(-1)), (None, None, None)],
     [(Some(1), None, None), (Some(-1), Some(0), Some(-1))],
@@ -95,7 +98,7 @@ pub const SLICE_PAIRS: &[[(Option<i64>, Option<i64>, Option<i64>); 2]] = &[
     ],
 ];
 
-fn slice_idx((start, stop, step): (Option<i64>, Option<i64>, Option<i64>)) -> Idx {
+fn slice_idx((start, stop, step): Bounds) -> Idx {
     Idx::Slice {
         start: start.map(IdxBound::Const),
         stop: stop.map(IdxBound::Const),
@@ -126,7 +129,7 @@ pub fn index_step(kind: usize, t: &Tensor, c: usize) -> Result<Tensor> {
         7 => inc_subtensor(t, &[dst], &t.slice(&[src])?),
         8 => {
             let k = weak_constant(t, CONSTS[c % CONSTS.len()], false);
-            if c % 2 == 0 {
+            if c.is_multiple_of(2) {
                 set_subtensor(t, &[dst], &k)
             } else {
                 inc_subtensor(t, &[dst], &k)
@@ -134,7 +137,7 @@ pub fn index_step(kind: usize, t: &Tensor, c: usize) -> Result<Tensor> {
         }
         _ => {
             let (a, m) = (t.slice(&[Idx::from(2..)])?, t.slice(&[Idx::from(..-2)])?);
-            set_subtensor(t, &[Idx::from(1..-1)], &sub(&a, &m)?)
+            set_subtensor(t, &[Idx::range(1, -1)], &sub(&a, &m)?)
         }
     }
 }
