@@ -39,6 +39,8 @@ WORKLOADS = [
     ("mlp", "tanh(A @ W + b)", [("A", (512, 512), "normal"), ("W", (512, 512), "normal"), ("b", (512,), "normal")]),
     ("canon", "(a*b)/(b*c)*(c/a)*x",
      [("a", (N,), "unit"), ("b", (N,), "unit"), ("c", (N,), "unit"), ("x", (N,), "normal")]),
+    # The finite-difference stencil over three views of x (basic indexing).
+    ("stencil", "x[2:] - 2*x[1:-1] + x[:-2]", [("x", (N,), "normal")]),
 ]
 # numexpr cannot index or call sigmoid / reductions in the middle: its forms, where it has one.
 NUMEXPR = {

@@ -1,5 +1,5 @@
 //! The benchmark workloads of `workloads.md`, shared by the CLI, the benches
-//! and the tests: the eight run-time workloads ([`suite`]) with their
+//! and the tests: the nine run-time workloads ([`suite`]) with their
 //! expressions, input declarations and deterministic input generators, and
 //! the compile-time `chain` graph family ([`chain_graph`]).
 //!
@@ -159,7 +159,8 @@ impl Workload {
     }
 }
 
-/// The eight run-time workloads of `workloads.md`, in its order (float64).
+/// The run-time workloads: the eight of `workloads.md`, in its order, then
+/// the finite-difference stencil over three views of one vector (float64).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -225,6 +226,11 @@ pub fn suite() -> Vec<Workload> {
                 input("c", &[N], unit),
                 input("x", &[N], Dist::Normal),
             ],
+        },
+        Workload {
+            name: "stencil",
+            expr: "x[2:] - 2*x[1:-1] + x[:-2]",
+            inputs: vec![input("x", &[N], Dist::Normal)],
         },
     ]
 }
@@ -313,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn suite_is_the_eight_workloads_and_generators_are_deterministic() {
+    fn suite_is_the_nine_workloads_and_generators_are_deterministic() {
         let s = suite();
         let names: Vec<&str> = s.iter().map(|w| w.name).collect();
         assert_eq!(
@@ -326,7 +332,8 @@ mod tests {
                 "logsumexp",
                 "outer_tanh",
                 "mlp",
-                "canon"
+                "canon",
+                "stencil"
             ]
         );
         for w in &s {

@@ -114,7 +114,8 @@ fn suite_reports_every_workload() {
             "logsumexp",
             "outer_tanh",
             "mlp",
-            "canon"
+            "canon",
+            "stencil"
         ]
     );
     for r in &rows {

@@ -128,3 +128,38 @@ fn dot_before_and_after() {
         .stdout("");
     assert!(std::fs::read_to_string(&p).unwrap().starts_with("digraph"));
 }
+
+#[test]
+fn the_stencil_is_one_fused_node_over_three_views() {
+    let text =
+        stdout_of(kiln().args(["rewrite", "x[2:] - 2*x[1:-1] + x[:-2]", "--var", "x=f64[:]"]));
+    assert!(
+        text.starts_with(
+            "before (6 nodes):\n((x[2:] - (2.0 * x[1:-1])) + x[:-2])\nafter (4 nodes):\n"
+        ),
+        "{text}"
+    );
+    let after = text.split("after (4 nodes):\n").nth(1).unwrap_or_default();
+    // One Composite reading the three Subtensor views of x.
+    assert_eq!(after.lines().count(), 1, "{text}");
+    assert!(after.starts_with("Composite{"), "{text}");
+    for view in ["x[2:]", "x[1:-1]", "x[:-2]"] {
+        assert!(after.contains(view), "{view}: {text}");
+    }
+}
+
+#[test]
+fn set_subtensor_is_inplace_in_fast_run() {
+    let text = stdout_of(kiln().args([
+        "rewrite",
+        "set_subtensor(exp(x)[1:3], y)",
+        "--var",
+        "x=f64[:]",
+        "--var",
+        "y=f64[2]",
+    ]));
+    assert!(
+        text.contains("set_subtensor{inplace}(exp(x)[1:3], y)"),
+        "{text}"
+    );
+}

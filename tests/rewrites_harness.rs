@@ -252,6 +252,39 @@ fn templates() -> Vec<Template> {
         t("constant_folding", Vectors, |[a, ..], _| {
             a + &(&c(2.0).exp() * 3.0)
         }),
+        // indexing (subtensor.rs, registered in canonicalize)
+        t("local_useless_subtensor", Vectors, |[a, b, _], _| {
+            &a.slice(&[Idx::from(0..)]).unwrap() * b
+        }),
+        t("local_subtensor_merge", Vectors, |[a, ..], _| {
+            a.slice(&[Idx::from(1..)])
+                .unwrap()
+                .slice(&[Idx::from(..).step(2)])
+                .unwrap()
+        }),
+        t("local_subtensor_lift", Vectors, |[a, b, _], _| {
+            (a + b).slice(&[Idx::from(1..).step(-1)]).unwrap()
+        }),
+        t("local_subtensor_of_dimshuffle", Matrices, |[a, ..], _| {
+            a.t().slice(&[Idx::from(1..), Idx::from(-1)]).unwrap()
+        }),
+        t("local_subtensor_of_alloc", Vectors, |[a, ..], _| {
+            let five = Tensor::constant(Value::scalar_i64(DType::I64, 5));
+            alloc(&a.sum_all(), &[&five])
+                .unwrap()
+                .slice(&[Idx::range(1, -1)])
+                .unwrap()
+        }),
+        t("local_useless_inc_subtensor", Vectors, |[a, b, _], _| {
+            set_subtensor(a, &[Idx::FULL], b).unwrap()
+        }),
+        t("local_useless_inc_subtensor", Vectors, |[a, b, _], _| {
+            inc_subtensor(a, &[Idx::from(0..)], b).unwrap()
+        }),
+        t("local_shape_i_of_subtensor", Matrices, |[a, ..], _| {
+            let n = a.slice(&[Idx::from(1..)]).unwrap().shape_i(1).unwrap();
+            a + &n.cast(DType::F64)
+        }),
         // stabilize
         t("local_log1p", Vectors, |[a, ..], _| (a + 1.0).log()),
         t("local_log1p", Vectors, |[a, ..], _| (1.0 - a).log()),

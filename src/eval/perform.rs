@@ -1,12 +1,13 @@
 //! Reference `perform` of every op.
 
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, Axis, Dimension, IxDyn};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::ops::composite::round_to;
 use crate::ops::scalar::{nan_max, nan_min};
-use crate::ops::{Composite, Op, ReduceOp, ScalarOp};
+use crate::ops::subtensor::{self, DimSel};
+use crate::ops::{CRef, Composite, IndexEntry, Op, ReduceOp, ScalarOp};
 use crate::types::{DType, Element, TensorType, Value};
 
 /// Computes the outputs of `op` on `inputs`, whose static types are `types`.
@@ -36,6 +37,10 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             DType::I64,
             inputs[0].shape()[*i] as i64,
         )]),
+        Op::Subtensor { idx } => Ok(vec![subtensor(&name, idx, inputs)?]),
+        Op::IncSubtensor { idx, set, .. } => {
+            Ok(vec![inc_subtensor(&name, idx, *set, inputs, types)?])
+        }
         Op::Custom(c) => {
             // The declared output types for these input types: the values
             // are checked against them before any other op reads them.
@@ -189,6 +194,153 @@ fn composite_perform(
             Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized"))
         })
         .collect())
+}
+
+/// The values of the scalar bound inputs of an index.
+fn bound_values(bounds: &[&Value]) -> Vec<i64> {
+    bounds
+        .iter()
+        .map(|b| b.to_i64_array().iter().next().copied().unwrap_or(0))
+        .collect()
+}
+
+/// The input position of selected element `ix` (an index over the kept dimensions).
+fn selected_position(sel: &[DimSel], ix: &[usize]) -> Vec<usize> {
+    let mut k = 0;
+    sel.iter()
+        .map(|s| {
+            if s.keep {
+                let i = ix[k];
+                k += 1;
+                (s.start as isize + i as isize * s.step) as usize
+            } else {
+                s.start
+            }
+        })
+        .collect()
+}
+
+/// `x[idx]` resolved by numpy's rules (see `ops::subtensor`), as a new array.
+fn subtensor(name: &str, idx: &[IndexEntry], inputs: &[&Value]) -> Result<Value> {
+    let (x, bounds) = inputs.split_first().expect("typed: x first");
+    let sel = subtensor::resolve(idx, x.shape(), &bound_values(bounds))
+        .map_err(|m| Error::eval(name, m))?;
+    let shape = subtensor::selected_shape(&sel);
+    Ok(
+        crate::map_value!(x, a => ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+            a[IxDyn(&selected_position(&sel, ix.slice()))]
+        })),
+    )
+}
+
+/// A copy of `x` whose selection `x[idx]` is replaced by (`set`) or
+/// incremented by `y` broadcast to it (only statically size-1 dimensions of
+/// `y` broadcast), element by element with `ops::subtensor::update_program`.
+fn inc_subtensor(
+    name: &str,
+    idx: &[IndexEntry],
+    set: bool,
+    inputs: &[&Value],
+    types: &[&TensorType],
+) -> Result<Value> {
+    let [x, y, bounds @ ..] = inputs else {
+        return Err(Error::eval(name, "expects x, y and the bound inputs"));
+    };
+    let sel = subtensor::resolve(idx, x.shape(), &bound_values(bounds))
+        .map_err(|m| Error::eval(name, m))?;
+    let shape = subtensor::selected_shape(&sel);
+    let Some(off) = shape.len().checked_sub(y.ndim()) else {
+        return Err(Error::eval(
+            name,
+            format!(
+                "the values have {} dimensions, the selection {}",
+                y.ndim(),
+                shape.len()
+            ),
+        ));
+    };
+    for (k, &n) in y.shape().iter().enumerate() {
+        if n != shape[off + k] && !types[1].is_broadcastable(k) {
+            return Err(Error::eval(
+                name,
+                format!(
+                    "the values of shape {:?} do not fit the selection of shape {shape:?}",
+                    y.shape()
+                ),
+            ));
+        }
+    }
+    let yb = crate::map_value!(*y, a => a
+        .broadcast(IxDyn(&shape))
+        .expect("checked: equal or size 1")
+        .to_owned());
+    let sub = subtensor(name, idx, inputs_without_y(x, bounds).as_slice())?;
+    let prog = subtensor::update_program(set, x.dtype(), y.dtype())?;
+    let st = TensorType::new(x.dtype(), shape.iter().map(|&n| Some(n)).collect());
+    let yt = TensorType::new(y.dtype(), shape.iter().map(|&n| Some(n)).collect());
+    let args: Vec<&Value> = if set { vec![&yb] } else { vec![&sub, &yb] };
+    let arg_types: Vec<&TensorType> = if set { vec![&yt] } else { vec![&st, &yt] };
+    let new = exact_composite(name, &prog, &args, &arg_types)?;
+    let mut out = (*x).clone();
+    crate::with_value!(&mut out, a => scatter(a, &sel, &new));
+    Ok(out)
+}
+
+/// `[x, bounds...]`: the inputs of the Subtensor an update's selection is.
+fn inputs_without_y<'a>(x: &'a Value, bounds: &[&'a Value]) -> Vec<&'a Value> {
+    let mut v = vec![x];
+    v.extend_from_slice(bounds);
+    v
+}
+
+/// A single-output, at most two-node update program applied element-wise,
+/// node by node with the evaluator's element-wise ops (exact in every
+/// dtype, `i64` included, which `Composite::eval` carries as `f64`).
+fn exact_composite(
+    name: &str,
+    prog: &Composite,
+    inputs: &[&Value],
+    types: &[&TensorType],
+) -> Result<Value> {
+    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
+    for n in &prog.nodes {
+        let args: Vec<&Value> = n
+            .args
+            .iter()
+            .map(|a| match *a {
+                CRef::Input(i) => inputs[i as usize],
+                CRef::Node(i) => &vals[i as usize],
+                CRef::Const(_) => unreachable!("update programs have no constants"),
+            })
+            .collect();
+        let arg_types: Vec<&TensorType> = n
+            .args
+            .iter()
+            .map(|a| match *a {
+                CRef::Input(i) => types[i as usize],
+                _ => types[0],
+            })
+            .collect();
+        let v = match n.op {
+            ScalarOp::Identity => args[0].clone(),
+            ScalarOp::Cast(d) => args[0].cast(d),
+            op => elemwise(name, op, &args, &arg_types)?,
+        };
+        vals.push(v);
+    }
+    Ok(vals.pop().expect("one node at least"))
+}
+
+/// Writes `vals` (the selection's shape, `a`'s dtype) into the selection `sel` of `a`.
+fn scatter<T: Element>(a: &mut ArrayD<T>, sel: &[DimSel], vals: &Value) {
+    let v: ArrayD<T> = if T::DTYPE.is_float() {
+        vals.to_f64_array().mapv(T::from_f64)
+    } else {
+        vals.to_i64_array().mapv(T::from_i64)
+    };
+    for (ix, &e) in v.indexed_iter() {
+        a[IxDyn(&selected_position(sel, ix.slice()))] = e;
+    }
 }
 
 fn dimshuffle(name: &str, new_order: &[Option<usize>], x: &Value) -> Result<Value> {

@@ -235,12 +235,43 @@ pub struct Keyword {
 }
 
 /// One item of an index expression `x[...]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum IndexItem {
-    /// `:` keeps an existing dimension.
+    /// `:` (also `::`) keeps an existing dimension whole.
     Full,
     /// `None` inserts a new broadcast dimension of size 1.
     NewAxis,
+    /// `...` stands for as many `:` as the other items leave dimensions.
+    Ellipsis,
+    /// `start:stop:step` with at least one part written (a missing part takes
+    /// numpy's default).
+    Slice {
+        /// The expression before the first `:`.
+        start: Option<Box<Expr>>,
+        /// The expression between the colons.
+        stop: Option<Box<Expr>>,
+        /// The expression after the second `:`.
+        step: Option<Box<Expr>>,
+    },
+    /// A single expression: an integer (literal or 0-d integer tensor) picks
+    /// one position and drops the dimension; any other tensor (`x[idx]`,
+    /// `x[mask]`) is advanced indexing.
+    Expr(Expr),
+}
+
+impl IndexItem {
+    /// The expressions written in this item, in source order.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            IndexItem::Full | IndexItem::NewAxis | IndexItem::Ellipsis => Vec::new(),
+            IndexItem::Slice { start, stop, step } => [start, stop, step]
+                .into_iter()
+                .flatten()
+                .map(|b| &**b)
+                .collect(),
+            IndexItem::Expr(e) => vec![e],
+        }
+    }
 }
 
 /// An expression node: what it is and where it is written.
@@ -298,7 +329,8 @@ pub enum ExprKind {
         /// Keyword arguments, in order (they follow all positional arguments).
         kwargs: Vec<Keyword>,
     },
-    /// `base[items]` where every item is `:` or `None`.
+    /// `base[items]`: basic indexing items (`:`, slices, integers, `None`,
+    /// `...`) or tensor expressions.
     Index {
         /// The indexed expression.
         base: Box<Expr>,
@@ -330,7 +362,10 @@ impl Expr {
             ExprKind::Call { args, kwargs, .. } => {
                 args.iter().chain(kwargs.iter().map(|k| &k.value)).collect()
             }
-            ExprKind::Index { base, .. } | ExprKind::Transpose(base) => vec![base],
+            ExprKind::Index { base, items } => std::iter::once(&**base)
+                .chain(items.iter().flat_map(IndexItem::exprs))
+                .collect(),
+            ExprKind::Transpose(base) => vec![base],
         }
     }
 
@@ -400,7 +435,19 @@ fn take_children(kind: &mut ExprKind, stack: &mut Vec<Expr>) {
             stack.extend(args);
             stack.extend(kwargs.into_iter().map(|k| k.value));
         }
-        ExprKind::Index { base, .. } | ExprKind::Transpose(base) => stack.push(*base),
+        ExprKind::Index { base, items } => {
+            stack.push(*base);
+            for item in items {
+                match item {
+                    IndexItem::Slice { start, stop, step } => {
+                        stack.extend([start, stop, step].into_iter().flatten().map(|b| *b))
+                    }
+                    IndexItem::Expr(e) => stack.push(e),
+                    IndexItem::Full | IndexItem::NewAxis | IndexItem::Ellipsis => {}
+                }
+            }
+        }
+        ExprKind::Transpose(base) => stack.push(*base),
         ExprKind::Number(_)
         | ExprKind::Str(_)
         | ExprKind::Bool(_)
@@ -487,11 +534,26 @@ fn print_node<'a>(
         ExprKind::Index { base, items } => {
             push_base(&mut pieces, base);
             pieces.push(Piece::Text("["));
-            let texts = items.iter().map(|i| match i {
-                IndexItem::Full => Piece::Text(":"),
-                IndexItem::NewAxis => Piece::Text("None"),
-            });
-            push_list(&mut pieces, texts);
+            for (k, item) in items.iter().enumerate() {
+                if k > 0 {
+                    pieces.push(Piece::Text(", "));
+                }
+                match item {
+                    IndexItem::Full => pieces.push(Piece::Text(":")),
+                    IndexItem::NewAxis => pieces.push(Piece::Text("None")),
+                    IndexItem::Ellipsis => pieces.push(Piece::Text("...")),
+                    IndexItem::Expr(e) => pieces.push(Piece::Node(e)),
+                    IndexItem::Slice { start, stop, step } => {
+                        pieces.extend(start.iter().map(|b| Piece::Node(b)));
+                        pieces.push(Piece::Text(":"));
+                        pieces.extend(stop.iter().map(|b| Piece::Node(b)));
+                        if let Some(step) = step {
+                            pieces.push(Piece::Text(":"));
+                            pieces.push(Piece::Node(step));
+                        }
+                    }
+                }
+            }
             pieces.push(Piece::Text("]"));
         }
         ExprKind::Transpose(base) => {
@@ -548,6 +610,8 @@ pub enum Signature {
     Reduction,
     /// `cast(x, "dtype")`: one tensor and a dtype string literal.
     Cast,
+    /// `set_subtensor(x[...], y)`: an indexed expression and a tensor.
+    Update,
 }
 
 macro_rules! funcs {
@@ -629,6 +693,8 @@ funcs! {
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
+    SetSubtensor => "set_subtensor", Update;
+    IncSubtensor => "inc_subtensor", Update;
 }
 
 impl Func {
@@ -647,7 +713,7 @@ impl Func {
         match self.signature() {
             Signature::Fixed(n) => n,
             Signature::Reduction => 1,
-            Signature::Cast => 2,
+            Signature::Cast | Signature::Update => 2,
         }
     }
 }

@@ -76,6 +76,8 @@ pub enum TokenKind {
     Colon,
     /// `.`
     Dot,
+    /// `...`
+    Ellipsis,
     /// `=`
     Assign,
     /// The end of the input.
@@ -125,6 +127,7 @@ impl TokenKind {
             TokenKind::Comma => ",",
             TokenKind::Colon => ":",
             TokenKind::Dot => ".",
+            TokenKind::Ellipsis => "...",
             TokenKind::Assign => "=",
             _ => "",
         }
@@ -289,6 +292,7 @@ impl Lexer<'_> {
     fn punct(&mut self) -> Result<Token, ParseError> {
         let start = self.pos;
         let (kind, len) = match (self.byte(0), self.byte(1)) {
+            (b'.', b'.') if self.byte(2) == b'.' => (TokenKind::Ellipsis, 3),
             (b'*', b'*') => (TokenKind::StarStar, 2),
             (b'/', b'/') => (TokenKind::SlashSlash, 2),
             (b'<', b'=') => (TokenKind::Le, 2),

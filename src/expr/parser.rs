@@ -204,16 +204,13 @@ impl Parser {
         }
     }
 
-    /// `"[" item {"," item} [","] "]"` after `base`, where an item is `:` or `None`.
+    /// `"[" item {"," item} [","] "]"` after `base`; one nesting level.
     fn index(&mut self, base: Expr) -> Result<Expr, ParseError> {
-        self.bump();
-        let mut items = Vec::new();
-        while self.peek().kind != TokenKind::RBracket || items.is_empty() {
-            items.push(self.index_item()?);
-            if self.eat(&TokenKind::Comma).is_none() {
-                break;
-            }
-        }
+        let open = self.bump();
+        self.enter(open.span.start)?;
+        let items = self.index_items();
+        self.leave();
+        let items = items?;
         let close = self.expect(&TokenKind::RBracket)?;
         let span = base.span.to(close.span);
         let kind = ExprKind::Index {
@@ -223,35 +220,68 @@ impl Parser {
         Ok(Expr::new(kind, span))
     }
 
-    /// One index item: `:` or `None`; anything else is an error.
+    /// The items of an index, up to (not including) its `]`.
+    fn index_items(&mut self) -> Result<Vec<IndexItem>, ParseError> {
+        let mut items = Vec::new();
+        while self.peek().kind != TokenKind::RBracket || items.is_empty() {
+            items.push(self.index_item()?);
+            if self.eat(&TokenKind::Comma).is_none() {
+                break;
+            }
+        }
+        Ok(items)
+    }
+
+    /// One index item: `...`, `None`, `[expr] ":" [expr] [":" [expr]]` or `expr`.
     fn index_item(&mut self) -> Result<IndexItem, ParseError> {
-        let token = self.bump();
-        let item = match token.kind {
-            TokenKind::Colon => IndexItem::Full,
-            TokenKind::None => IndexItem::NewAxis,
+        let ends_item = |k: &TokenKind| matches!(k, TokenKind::Comma | TokenKind::RBracket);
+        match self.peek().kind {
             TokenKind::RBracket => {
-                return Err(ParseError::new(token.span.start, "empty index '[]'"));
+                return Err(ParseError::new(self.peek().span.start, "empty index '[]'"));
             }
-            TokenKind::Eof => {
-                let msg = "expected ':' or 'None' but found end of input";
-                return Err(ParseError::new(token.span.start, msg));
+            TokenKind::Ellipsis => {
+                self.bump();
+                return Ok(IndexItem::Ellipsis);
             }
-            _ => {
-                return Err(ParseError::new(
-                    token.span.start,
-                    format!(
-                        "unsupported index {}: only ':' and 'None' (to add a broadcast \
-                         dimension) are allowed in an index",
-                        token.kind.describe()
-                    ),
-                ));
+            TokenKind::None if ends_item(self.peek2()) => {
+                self.bump();
+                return Ok(IndexItem::NewAxis);
+            }
+            _ => {}
+        }
+        let start = if self.peek().kind == TokenKind::Colon {
+            None
+        } else {
+            Some(self.expr()?)
+        };
+        if self.eat(&TokenKind::Colon).is_none() {
+            return Ok(IndexItem::Expr(start.expect("an expression was parsed")));
+        }
+        let part = |p: &mut Self| -> Result<Option<Box<Expr>>, ParseError> {
+            let k = &p.peek().kind;
+            if ends_item(k) || *k == TokenKind::Colon {
+                Ok(None)
+            } else {
+                p.expr().map(|e| Some(Box::new(e)))
             }
         };
-        if !matches!(self.peek().kind, TokenKind::Comma | TokenKind::RBracket) {
-            let what = "',' or ']' (only bare ':' and 'None' are allowed in an index)";
-            return Err(self.unexpected(what));
+        let stop = part(self)?;
+        let step = if self.eat(&TokenKind::Colon).is_some() {
+            part(self)?
+        } else {
+            None
+        };
+        if !ends_item(&self.peek().kind) {
+            return Err(self.unexpected("',' or ']' after an index item"));
         }
-        Ok(item)
+        Ok(match (start, stop, step) {
+            (None, None, None) => IndexItem::Full,
+            (start, stop, step) => IndexItem::Slice {
+                start: start.map(Box::new),
+                stop,
+                step,
+            },
+        })
     }
 
     /// `"." "T"` after `base`.
@@ -534,6 +564,20 @@ fn check_call<'a>(
             }
             cast_dtype(&args[1])?;
             Ok(vec![&args[0]])
+        }
+        Signature::Update => {
+            if let Some(k) = kwargs.first() {
+                let msg = format!("{}() takes no keyword arguments", func.name());
+                return Err(ParseError::new(k.name_span.start, msg));
+            }
+            if !matches!(args[0].kind, ExprKind::Index { .. }) {
+                let msg = format!(
+                    "the first argument of {}() must be an indexed expression such as x[1:-1]",
+                    func.name()
+                );
+                return Err(ParseError::new(args[0].span.start, msg));
+            }
+            Ok(args.iter().collect())
         }
     }
 }

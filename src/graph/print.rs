@@ -274,6 +274,27 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
         Op::FusedReduce { op: r, axes, pre } => {
             reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }
+        Op::Subtensor { idx } => {
+            let names: Vec<String> = args[1..].iter().map(|a| a.to_string()).collect();
+            format!(
+                "{}[{}]",
+                args[0],
+                crate::ops::subtensor::index_text(idx, &names)
+            )
+        }
+        Op::IncSubtensor {
+            idx, set, inplace, ..
+        } => {
+            let names: Vec<String> = args[2..].iter().map(|a| a.to_string()).collect();
+            format!(
+                "{}_subtensor{}({}[{}], {})",
+                if *set { "set" } else { "inc" },
+                if *inplace { "{inplace}" } else { "" },
+                args[0],
+                crate::ops::subtensor::index_text(idx, &names),
+                args[1]
+            )
+        }
         _ => format!("{}({})", op.name(), args.join(", ")),
     }
 }

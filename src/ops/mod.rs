@@ -10,6 +10,7 @@
 
 pub mod composite;
 pub mod scalar;
+pub mod subtensor;
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -19,6 +20,7 @@ use smallvec::SmallVec;
 
 pub use composite::{CNode, CRef, Composite, ScalarConst};
 pub use scalar::{Arity, ScalarOp};
+pub use subtensor::{Bound, IndexEntry};
 
 use crate::error::{Error, Result};
 use crate::types::{DType, TensorType, Value};
@@ -182,6 +184,25 @@ pub enum Op {
     Shape,
     /// One dimension of its input's shape, as a 0-d `i64`.
     ShapeI(usize),
+    /// Basic indexing (`x[1:-1, ::2, 0]`): inputs `(x, bounds...)`, one
+    /// scalar integer input per [`Bound::Input`] of `idx`. Always a view of
+    /// `x` (see [`subtensor`] for the index rules).
+    Subtensor {
+        /// One entry per leading dimension of `x` (the others are kept whole).
+        idx: Vec<IndexEntry>,
+    },
+    /// `x` with its selection `x[idx]` replaced by (`set`) or incremented by
+    /// `y` broadcast to it: inputs `(x, y, bounds...)`. Functional (a copy
+    /// of `x`) unless `inplace`, where the output overwrites `x`
+    /// (`destroy_map` {0 <- 0}).
+    IncSubtensor {
+        /// The selection, as in [`Op::Subtensor`].
+        idx: Vec<IndexEntry>,
+        /// Replace the selection (`set_subtensor`) rather than add to it.
+        set: bool,
+        /// The output overwrites input 0 (`x`).
+        inplace: bool,
+    },
     /// A user-defined op.
     Custom(Arc<dyn CustomOp>),
 }
@@ -244,6 +265,8 @@ impl Op {
             Op::Reshape { .. } => OpKind::Reshape,
             Op::Shape => OpKind::Shape,
             Op::ShapeI(_) => OpKind::ShapeI,
+            Op::Subtensor { .. } => OpKind::Subtensor,
+            Op::IncSubtensor { .. } => OpKind::IncSubtensor,
             Op::Custom(_) => OpKind::Custom,
         }
     }
@@ -282,6 +305,13 @@ impl Op {
             Op::Reshape { ndim } => format!("Reshape{{{ndim}}}"),
             Op::Shape => "Shape".to_string(),
             Op::ShapeI(i) => format!("Shape_i{{{i}}}"),
+            Op::Subtensor { idx } => format!("Subtensor{{{}}}", subtensor::IndexList(idx)),
+            Op::IncSubtensor { idx, set, inplace } => format!(
+                "{}{{{}}}{}",
+                if *set { "SetSubtensor" } else { "IncSubtensor" },
+                subtensor::IndexList(idx),
+                if *inplace { "{inplace}" } else { "" }
+            ),
             Op::Custom(c) => c.name(),
         }
     }
@@ -290,7 +320,9 @@ impl Op {
     pub fn destroy_map(&self) -> InplacePattern {
         match self {
             Op::Elemwise { inplace, .. } | Op::Composite { inplace, .. } => inplace.clone(),
-            Op::Gemm { inplace: true } => smallvec::smallvec![(0, 0)],
+            Op::Gemm { inplace: true } | Op::IncSubtensor { inplace: true, .. } => {
+                smallvec::smallvec![(0, 0)]
+            }
             _ => InplacePattern::new(),
         }
     }
@@ -298,7 +330,9 @@ impl Op {
     /// `(output, input)` pairs where the output is a view of (aliases) the input.
     pub fn view_map(&self) -> InplacePattern {
         match self {
-            Op::DimShuffle { .. } | Op::Reshape { .. } => smallvec::smallvec![(0, 0)],
+            Op::DimShuffle { .. } | Op::Reshape { .. } | Op::Subtensor { .. } => {
+                smallvec::smallvec![(0, 0)]
+            }
             _ => InplacePattern::new(),
         }
     }
@@ -401,6 +435,10 @@ impl Op {
                 }
                 Ok(vec![TensorType::scalar(DType::I64)])
             }
+            Op::Subtensor { idx } => Ok(vec![subtensor::subtensor_type(idx, inputs).map_err(err)?]),
+            Op::IncSubtensor { idx, .. } => Ok(vec![
+                subtensor::inc_subtensor_type(idx, inputs).map_err(err)?
+            ]),
             Op::Custom(c) => {
                 c.infer_types(&inputs.iter().map(|i| i.ty.clone()).collect::<Vec<_>>())
             }
@@ -665,6 +703,8 @@ pub enum OpKind {
     Reshape,
     Shape,
     ShapeI,
+    Subtensor,
+    IncSubtensor,
     Custom,
 }
 
@@ -805,6 +845,19 @@ impl PartialEq for Op {
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
             (Op::ShapeI(a), Op::ShapeI(b)) => a == b,
+            (Op::Subtensor { idx: a }, Op::Subtensor { idx: b }) => a == b,
+            (
+                Op::IncSubtensor {
+                    idx: a,
+                    set: s,
+                    inplace: p,
+                },
+                Op::IncSubtensor {
+                    idx: b,
+                    set: t,
+                    inplace: q,
+                },
+            ) => a == b && s == t && p == q,
             (Op::Custom(a), Op::Custom(b)) => a.name() == b.name() && a.params() == b.params(),
             _ => false,
         }
@@ -844,6 +897,12 @@ impl Hash for Op {
             Op::Reshape { ndim } => ndim.hash(state),
             Op::Gemm { inplace } => inplace.hash(state),
             Op::ShapeI(i) => i.hash(state),
+            Op::Subtensor { idx } => idx.hash(state),
+            Op::IncSubtensor { idx, set, inplace } => {
+                idx.hash(state);
+                set.hash(state);
+                inplace.hash(state);
+            }
             Op::Custom(c) => {
                 c.name().hash(state);
                 c.params().hash(state);

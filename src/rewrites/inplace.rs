@@ -1,8 +1,9 @@
 //! The inplace passes: outputs overwrite one of their inputs when that is
 //! safe, so the linker needs no buffer for them. `inplace_gemm` turns
 //! `Gemm{no_inplace}` into `Gemm{inplace}` (the output overwrites `z`,
-//! PyTensor's `gemm_inplace`); `inplace_elemwise` lets element-wise outputs
-//! overwrite any input of their type.
+//! PyTensor's `gemm_inplace`); `inplace_incsubtensor` lets a slice update
+//! write into `x` (PyTensor's `inplace_incsubtensor`); `inplace_elemwise`
+//! lets element-wise outputs overwrite any input of their type.
 //!
 //! Requires the DestroyHandler (attached by `add_destroy_handler` at 49.5).
 //! Candidates are checked locally against one topological order that
@@ -13,7 +14,8 @@
 //! the root's views comes earlier in that order (so the new orderings are
 //! consistent with it and cannot form a cycle). The node's other inputs must
 //! not read the root through another view; a Gemm must not read it at all
-//! through `x` or `y` (the GEMM cannot write the memory it multiplies).
+//! through `x` or `y` (the GEMM cannot write the memory it multiplies), nor
+//! an update through `y` or its bounds.
 //! Every output of a node is tried at once. All changes are validated once
 //! at the end; should that fail, they are rolled back and applied again one
 //! node at a time with a validation each (greedy).
@@ -42,6 +44,8 @@ enum Target {
     Elemwise,
     /// Gemm nodes.
     Gemm,
+    /// IncSubtensor / SetSubtensor nodes.
+    IncSubtensor,
 }
 
 impl Target {
@@ -53,6 +57,7 @@ impl Target {
                 with_pattern(op, InplacePattern::new()).map(|_| None)
             }
             (Target::Gemm, Op::Gemm { inplace: false }) => Some(Some(0)),
+            (Target::IncSubtensor, Op::IncSubtensor { inplace: false, .. }) => Some(Some(0)),
             _ => None,
         }
     }
@@ -61,6 +66,15 @@ impl Target {
 fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
     match op {
         Op::Gemm { inplace: false } if p.as_slice() == [(0, 0)] => Some(Op::Gemm { inplace: true }),
+        Op::IncSubtensor {
+            idx,
+            set,
+            inplace: false,
+        } if p.as_slice() == [(0, 0)] => Some(Op::IncSubtensor {
+            idx: idx.clone(),
+            set: *set,
+            inplace: true,
+        }),
         Op::Elemwise { scalar, inplace } if inplace.is_empty() => Some(Op::Elemwise {
             scalar: *scalar,
             inplace: p,
@@ -76,6 +90,12 @@ fn with_pattern(op: &Op, p: InplacePattern) -> Option<Op> {
 /// Turns element-wise nodes inplace where safe (see the module docs).
 pub fn inplace_elemwise(fg: &mut FunctionGraph) -> Result<InplaceStats> {
     inplace_pass(fg, Target::Elemwise)
+}
+
+/// Turns `IncSubtensor` / `SetSubtensor` nodes inplace (the update writes
+/// into `x`'s buffer) where overwriting `x` is safe (see the module docs).
+pub fn inplace_incsubtensor(fg: &mut FunctionGraph) -> Result<InplaceStats> {
+    inplace_pass(fg, Target::IncSubtensor)
 }
 
 /// Turns `Gemm{no_inplace}` nodes into `Gemm{inplace}` where overwriting
@@ -127,8 +147,9 @@ fn inplace_pass(fg: &mut FunctionGraph, target: Target) -> Result<InplaceStats> 
                     return false;
                 }
                 // Other inputs of this node must not read the same memory
-                // through another view; a Gemm's not even through this one.
-                let strict = target == Target::Gemm;
+                // through another view; a Gemm's or an update's not even
+                // through this one (their kernels read it while writing).
+                let strict = matches!(target, Target::Gemm | Target::IncSubtensor);
                 if node
                     .inputs
                     .iter()
@@ -195,6 +216,7 @@ fn apply_pattern(fg: &mut FunctionGraph, n: NodeId, p: InplacePattern) -> Result
         .collect();
     let reason = match fg.node(n).op {
         Op::Gemm { .. } => "inplace_gemm",
+        Op::IncSubtensor { .. } => "inplace_incsubtensor",
         _ => "inplace_elemwise",
     };
     fg.replace_all(&pairs, reason)

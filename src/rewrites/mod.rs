@@ -19,6 +19,7 @@ pub mod shared;
 pub mod sibling_fusion;
 pub mod specialize;
 pub mod stabilize;
+pub mod subtensor;
 pub mod util;
 
 pub use register::{optdb, rewrite_graph};

@@ -2,11 +2,12 @@
 //! with the library) and the [`rewrite_graph`] entry point that queries it.
 //! The framework (`crate::rewriting`) never calls back into this module.
 //!
-//! Registers the rewrite library in the optdb: the canonicalize, stabilize
+//! Registers the rewrite library in the optdb: the canonicalize (with the
+//! indexing rules of `subtensor.rs`), stabilize
 //! and specialize rules (with constant folding as a final rewriter), the
 //! BlasOpt database at 2.5 (`gemm_optimizer`), elemwise fusion at 49 (the
 //! FusionOptimizer, then reduction input fusion), the `add_destroy_handler`
-//! marker at 49.5 and the inplace passes at 50 (Gemm, then element-wise). Every rule is tagged `fast_run` and its database's name, and
+//! marker at 49.5 and the inplace passes at 50 (Gemm, slice updates, then element-wise). Every rule is tagged `fast_run` and its database's name, and
 //! `fast_compile` when cheap.
 
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::rewriting::{
 use super::rule::Rule;
 use super::{
     blas, canonicalize, erf, fusion, identities, inplace, reduce_fusion, sibling_fusion,
-    specialize, stabilize,
+    specialize, stabilize, subtensor,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
@@ -50,6 +51,7 @@ pub fn database_rules(db: &str) -> Vec<Rule> {
         "canonicalize" => {
             let mut rules = canonicalize::rules();
             rules.extend(identities::rules());
+            rules.extend(subtensor::rules());
             rules
         }
         "stabilize" => {
@@ -221,6 +223,16 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
             Arc::new(gemm),
             &["fast_run", "inplace"],
             -1.0,
+        )?;
+        // Before the element-wise pass: an update can only overwrite x.
+        let inc = FnGraphRewriter::new("inplace_incsubtensor", |fg| {
+            inplace::inplace_incsubtensor(fg).map(|_| ())
+        });
+        db.register_graph(
+            "inplace_incsubtensor",
+            Arc::new(inc),
+            &["fast_run", "inplace"],
+            -0.5,
         )?;
         let pass = FnGraphRewriter::new("inplace_elemwise_optimizer", |fg| {
             inplace::inplace_elemwise(fg).map(|_| ())

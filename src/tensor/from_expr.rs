@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use super::build::{self, weak_constant};
+use super::index::{inc_subtensor, set_subtensor, Idx, IdxBound};
 use super::Tensor;
 use crate::error::{Error, Result};
 use crate::expr::{self, BinaryOp, Expr, ExprKind, Func, IndexItem, Number, UnaryOp};
@@ -19,6 +20,12 @@ use crate::ops::{ReduceOp, ScalarOp};
 /// A partial result of the walk: a tensor, a literal waiting for a partner, or syntax-only data.
 enum Built {
     Tensor(Tensor),
+    /// `base[items]`: its view, kept with its parts for `set_subtensor`.
+    Indexed {
+        view: Tensor,
+        base: Tensor,
+        items: Vec<Idx>,
+    },
     Number(Number),
     Other,
 }
@@ -36,7 +43,7 @@ pub fn build_expression(src: &str, vars: &HashMap<String, Tensor>) -> Result<Ten
 pub fn build_expr(e: &Expr, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
     let result = e.fold(|node, kids: Vec<Built>| build_node(node, kids, vars))?;
     match result {
-        Built::Tensor(t) => Ok(t),
+        Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
         Built::Number(n) => Ok(literal(n)),
         Built::Other => Err(Error::Parse {
             pos: e.span.start,
@@ -84,7 +91,7 @@ fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
 
 fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
     match b {
-        Built::Tensor(t) => Ok(t),
+        Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
         Built::Number(n) => Ok(literal(n)),
         Built::Other => Err(Error::Parse {
             pos,
@@ -95,7 +102,16 @@ fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
 
 fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> Result<Built> {
     let pos = node.span.start;
-    let mut kids = kids.into_iter();
+    if let ExprKind::Call { name, .. } = &node.kind {
+        if let Some(f @ (Func::SetSubtensor | Func::IncSubtensor)) = Func::from_name(name) {
+            return update_call(f, kids, pos);
+        }
+    }
+    // Everywhere else an indexed expression is its view.
+    let mut kids = kids.into_iter().map(|b| match b {
+        Built::Indexed { view, .. } => Built::Tensor(view),
+        b => b,
+    });
     let mut next = || kids.next().expect("fold passes one result per child");
     Ok(match &node.kind {
         ExprKind::Number(n) => Built::Number(*n),
@@ -143,8 +159,10 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
             Built::Tensor(f(&a, &b).map_err(|e| at(pos, e))?)
         }
         ExprKind::Index { items, .. } => {
-            let x = tensor_of(next(), pos)?;
-            Built::Tensor(index(&x, items, pos)?)
+            let base = tensor_of(next(), pos)?;
+            let items = index_items(items, &mut kids, pos)?;
+            let view = base.slice(&items).map_err(|e| at(pos, e))?;
+            Built::Indexed { view, base, items }
         }
         ExprKind::Transpose(_) => Built::Tensor(tensor_of(next(), pos)?.t()),
         ExprKind::Call {
@@ -190,6 +208,32 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
             Built::Tensor(call(func, &ts, pos)?)
         }
     })
+}
+
+/// `set_subtensor(x[items], y)` / `inc_subtensor(x[items], y)` from the
+/// built arguments: the first is an indexed expression, whose base and
+/// index items are used (the view built for it is not).
+fn update_call(func: Func, kids: Vec<Built>, pos: usize) -> Result<Built> {
+    let mut kids = kids.into_iter();
+    let Some(Built::Indexed { base, items, .. }) = kids.next() else {
+        return Err(Error::Parse {
+            pos,
+            msg: format!(
+                "the first argument of {}() must be an indexed expression such as x[1:-1]",
+                func.name()
+            ),
+        });
+    };
+    let y = match kids.next().expect("arity checked") {
+        Built::Number(n) => weak_constant(&base, n.as_f64(), matches!(n, Number::Float(_))),
+        b => tensor_of(b, pos)?,
+    };
+    let r = if func == Func::SetSubtensor {
+        set_subtensor(&base, &items, &y)
+    } else {
+        inc_subtensor(&base, &items, &y)
+    };
+    Ok(Built::Tensor(r.map_err(|e| at(pos, e))?))
 }
 
 /// The arguments of a function call as tensors. A number literal is weak
@@ -262,39 +306,88 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Min
         | Func::Mean
         | Func::All
-        | Func::Any => {
+        | Func::Any
+        | Func::SetSubtensor
+        | Func::IncSubtensor => {
             unreachable!("handled by the caller")
         }
     };
     r.map_err(|e| at(pos, e))
 }
 
-/// `x[:, None]`-style indexing: `:` keeps the next dimension, `None` inserts a new one;
-/// dimensions not mentioned are kept at the end, as numpy does.
-fn index(x: &Tensor, items: &[IndexItem], pos: usize) -> Result<Tensor> {
-    let full = items
-        .iter()
-        .filter(|i| matches!(i, IndexItem::Full))
-        .count();
-    if full > x.ndim() {
-        return Err(Error::Parse {
-            pos,
-            msg: format!("too many indices: {full} ':' for a {}-d tensor", x.ndim()),
-        });
-    }
-    let mut order = Vec::new();
-    let mut d = 0;
-    for item in items {
-        match item {
-            IndexItem::Full => {
-                order.push(Some(d));
-                d += 1;
-            }
-            IndexItem::NewAxis => order.push(None),
+/// The index item built from `item` and the results of its expressions
+/// (taken from `kids` in source order).
+fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usize) -> Result<Idx> {
+    let bound = |e: &Option<Box<Expr>>,
+                 kids: &mut dyn Iterator<Item = Built>|
+     -> Result<Option<IdxBound>> {
+        let Some(e) = e else { return Ok(None) };
+        let b = kids.next().expect("fold passes one result per child");
+        let epos = e.span.start;
+        match b {
+            Built::Number(Number::Int(i)) => Ok(Some(IdxBound::Const(i))),
+            Built::Number(Number::Float(f)) => Err(Error::Parse {
+                pos: epos,
+                msg: format!("slice bound {f:?} is a float: indices must be integers"),
+            }),
+            b => Ok(Some(IdxBound::Tensor(tensor_of(b, epos)?))),
         }
-    }
-    order.extend((d..x.ndim()).map(Some));
-    x.dimshuffle(&order).map_err(|e| at(pos, e))
+    };
+    Ok(match item {
+        IndexItem::Full => Idx::FULL,
+        IndexItem::NewAxis => Idx::NewAxis,
+        IndexItem::Ellipsis => Idx::Ellipsis,
+        IndexItem::Slice { start, stop, step } => Idx::Slice {
+            start: bound(start, kids)?,
+            stop: bound(stop, kids)?,
+            step: bound(step, kids)?,
+        },
+        IndexItem::Expr(e) => {
+            let epos = e.span.start;
+            match kids.next().expect("fold passes one result per child") {
+                Built::Number(Number::Int(i)) => Idx::from(i),
+                Built::Number(Number::Float(f)) => {
+                    return Err(Error::Parse {
+                        pos: epos,
+                        msg: format!("index {f:?} is a float: indices must be integers"),
+                    })
+                }
+                b => {
+                    let t = tensor_of(b, pos)?;
+                    if t.ndim() == 0 && t.dtype().is_int() {
+                        Idx::from(&t)
+                    } else if t.ndim() == 0 && t.dtype().is_float() {
+                        return Err(Error::Parse {
+                            pos: epos,
+                            msg: format!(
+                                "index of type {} is a float: indices must be integers",
+                                t.ty()
+                            ),
+                        });
+                    } else {
+                        return Err(Error::Parse {
+                            pos: epos,
+                            msg: format!(
+                                "indexing with a tensor of type {} is advanced indexing \
+                                 (x[idx], x[mask]), which is not supported here: basic \
+                                 indexing takes integers, slices, None and ...",
+                                t.ty()
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The index items of `x[items]` from the results of their expressions.
+fn index_items(
+    items: &[IndexItem],
+    kids: &mut impl Iterator<Item = Built>,
+    pos: usize,
+) -> Result<Vec<Idx>> {
+    items.iter().map(|i| index_item(i, kids, pos)).collect()
 }
 
 #[cfg(test)]

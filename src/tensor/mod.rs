@@ -15,6 +15,7 @@
 
 mod build;
 mod from_expr;
+mod index;
 mod ops_overload;
 
 use std::fmt;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 pub use build::*;
 pub use from_expr::{build_expr, build_expression};
+pub use index::{inc_subtensor, set_subtensor, Idx, IdxBound};
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};

@@ -386,7 +386,19 @@ fn propagate(
             }
             t
         }
-        Op::DimShuffle { .. } | Op::Reshape { .. } => {
+        Op::IncSubtensor { .. } => {
+            // The taint of x with the selection's replaced by (set) or
+            // or-ed with (inc: `add` of bools) that of y.
+            let mut a: Vec<Value> = vec![Value::Bool(ins[0].clone()), Value::Bool(ins[1].clone())];
+            a.extend(args[2..].iter().map(|&v| v.clone()));
+            let refs: Vec<&Value> = a.iter().collect();
+            let xt = TensorType::new(DType::Bool, types[0].shape.clone());
+            let yt = TensorType::new(DType::Bool, types[1].shape.clone());
+            let mut tys = vec![&xt, &yt];
+            tys.extend(&types[2..]);
+            as_bool(perform(op, &refs, &tys).ok()?.remove(0))
+        }
+        Op::DimShuffle { .. } | Op::Reshape { .. } | Op::Subtensor { .. } => {
             let mut a: Vec<Value> = vec![Value::Bool(ins[0].clone())];
             a.extend(args[1..].iter().map(|&v| v.clone()));
             let refs: Vec<&Value> = a.iter().collect();

@@ -1,7 +1,7 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
 //! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
-//! pattern), switch, casts), the inputs it
+//! pattern), switch, casts, basic indexing and slice updates), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
@@ -73,6 +73,73 @@ pub enum Step {
     Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
+    /// Basic indexing and slice updates of a pool tensor: the pattern
+    /// (see [`index_step`]), the tensor, and a choice within the pattern.
+    Index(usize, usize, usize),
+}
+
+/// A constant slice as `(start, stop, step)`.
+pub type Bounds = (Option<i64>, Option<i64>, Option<i64>);
+
+/// Constant slices as `(start, stop, step)`, paired so that both of a pair
+/// select as many elements of any length (the update patterns need it).
+pub const SLICE_PAIRS: &[[Bounds; 2]] = &[
+    [(Some(1), None, None), (None, Some(-1), None)],
+    [(None, None, Some(-1)), (None, None, None)],
+    [(Some(1), None, None), (Some(-1), Some(0), Some(-1))],
+    [(Some(2), None, None), (None, Some(-2), None)],
+    [
+        (Some(-2), Some(-100), Some(-2)),
+        (Some(-1), Some(-100), Some(-2)),
+    ],
+    [
+        (Some(-100), Some(100), None),
+        (Some(100), Some(-100), Some(-1)),
+    ],
+];
+
+fn slice_idx((start, stop, step): Bounds) -> Idx {
+    Idx::Slice {
+        start: start.map(IdxBound::Const),
+        stop: stop.map(IdxBound::Const),
+        step: step.map(IdxBound::Const),
+    }
+}
+
+/// Pattern `kind` of [`Step::Index`] on `t` (`c` picks within it): a
+/// reversed or shifted view (`t[::-1]`, `t[:, ::-1]`, `t[1:][::-1]`, a
+/// negative-step slice), an integer index (`t[0]`, `t[-1]`, `t[:, 1]`),
+/// `set_subtensor` / `inc_subtensor` of one slice of a pair by the other
+/// (or by a constant), and the central difference `t[2:] - t[:-2]`
+/// written back into `t[1:-1]`.
+pub fn index_step(kind: usize, t: &Tensor, c: usize) -> Result<Tensor> {
+    if t.ndim() == 0 {
+        return Err(Error::Graph("a 0-d tensor has nothing to index".into()));
+    }
+    let pair = SLICE_PAIRS[c % SLICE_PAIRS.len()];
+    let (dst, src) = (slice_idx(pair[0]), slice_idx(pair[1]));
+    match kind {
+        0 => t.slice(&[src]),
+        1 => t.slice(&[Idx::from(..).step(-1)]),
+        2 => t.slice(&[Idx::from([0, -1, 1][c % 3])]),
+        3 => t.slice(&[Idx::FULL, Idx::from(..).step([-1, 2, -2][c % 3])]),
+        4 => t.slice(&[Idx::FULL, Idx::from(1)]),
+        5 => t.slice(&[Idx::from(1..)])?.slice(&[Idx::from(..).step(-1)]),
+        6 => set_subtensor(t, &[dst], &t.slice(&[src])?),
+        7 => inc_subtensor(t, &[dst], &t.slice(&[src])?),
+        8 => {
+            let k = weak_constant(t, CONSTS[c % CONSTS.len()], false);
+            if c.is_multiple_of(2) {
+                set_subtensor(t, &[dst], &k)
+            } else {
+                inc_subtensor(t, &[dst], &k)
+            }
+        }
+        _ => {
+            let (a, m) = (t.slice(&[Idx::from(2..)])?, t.slice(&[Idx::from(..-2)])?);
+            set_subtensor(t, &[Idx::range(1, -1)], &sub(&a, &m)?)
+        }
+    }
 }
 
 /// A random step.
@@ -89,6 +156,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
+        1 => (0..10usize, i(), 0..12usize).prop_map(|(k, a, c)| Step::Index(k, a, c)),
     ]
 }
 
@@ -193,6 +261,7 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
+            Step::Index(k, a, c) => index_step(k, p(a), c),
         };
         if let Ok(t) = t {
             pool.push(t);

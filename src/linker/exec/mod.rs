@@ -19,6 +19,7 @@ pub mod gemm;
 pub mod reduce;
 pub mod shape;
 pub mod state;
+pub mod subtensor;
 
 use std::time::Instant;
 
@@ -80,6 +81,8 @@ impl Exec<'_> {
             Step::ShapeI(s) => self.shape_i(name, s),
             Step::Dot(s) => self.dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
+            Step::Subtensor(s) => self.subtensor(name, s),
+            Step::IncSubtensor(s) => self.inc_subtensor(name, s),
             Step::Custom(s) => self.custom(name, s),
         }
     }

@@ -19,6 +19,7 @@ pub mod elemwise;
 pub mod gemm;
 pub mod reduce;
 pub mod shape;
+pub mod subtensor;
 
 use ctx::{LowerCx, NodeSlots};
 
@@ -42,6 +43,10 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::ShapeI(i) => Ok(shape::lower_shape_i(io, *i)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
+        Op::Subtensor { idx } => Ok(subtensor::lower_subtensor(cx, node, io, idx)),
+        Op::IncSubtensor { idx, set, inplace } => {
+            subtensor::lower_inc_subtensor(cx, node, io, idx, *set, *inplace)
+        }
         Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::graph::{DType, TensorType};
 use crate::linker::accum::Modes;
-use crate::ops::{CustomOp, ReduceOp};
+use crate::ops::{CustomOp, IndexEntry, ReduceOp};
 
 /// A slot index: the position of a variable's array in a call's slot table.
 pub type Slot = usize;
@@ -40,6 +40,10 @@ pub enum Step {
     Shape(ShapeStep),
     /// One dimension of the shape.
     ShapeI(ShapeIStep),
+    /// A basic-indexing view (`Subtensor`).
+    Subtensor(SubtensorStep),
+    /// A slice update (`IncSubtensor`, `SetSubtensor`).
+    IncSubtensor(IncSubtensorStep),
     /// A user op run by its reference `perform`.
     Custom(CustomStep),
 }
@@ -221,4 +225,51 @@ pub struct CustomStep {
     /// The declared output types, which the returned values must match
     /// (see `eval::check_custom_outputs`).
     pub out_types: Vec<TensorType>,
+}
+
+/// A basic-indexing view (`Op::Subtensor`): the input's buffer with an
+/// offset pointer, fewer or shorter dimensions and scaled strides.
+#[derive(Debug, Clone)]
+pub struct SubtensorStep {
+    /// Input slot.
+    pub input: Slot,
+    /// Slots of the 0-d integer bounds, in the index's order.
+    pub bounds: Vec<Slot>,
+    /// Output slot.
+    pub output: Slot,
+    /// The index.
+    pub idx: Vec<IndexEntry>,
+    /// The output's static sizes, which the resolved view must satisfy.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// A slice update (`Op::IncSubtensor`): `x` (copied unless `inplace`) with
+/// its selection set to, or incremented by, `y` broadcast to it, by one
+/// element-wise kernel over the selection's view.
+#[derive(Debug, Clone)]
+pub struct IncSubtensorStep {
+    /// Kernel index: `cast(y)` (set) or `add(x, cast(y))` (inc), see
+    /// `ops::subtensor::update_program`.
+    pub kernel: usize,
+    /// Slot of `x`.
+    pub x: Slot,
+    /// Slot of the new values `y`.
+    pub y: Slot,
+    /// Slots of the 0-d integer bounds, in the index's order.
+    pub bounds: Vec<Slot>,
+    /// Output slot.
+    pub output: Slot,
+    /// The selection.
+    pub idx: Vec<IndexEntry>,
+    /// Replace rather than increment.
+    pub set: bool,
+    /// The output is `x`'s array, updated in place; else a new array
+    /// (the caller's output array when registered) holding a copy of `x`.
+    pub inplace: bool,
+    /// Per dimension of `y`: statically broadcastable (size 1).
+    pub y_bcast: Vec<bool>,
+    /// The dtypes of `x` and `y`.
+    pub dtypes: (DType, DType),
+    /// Descriptions of `x` and `y` for error messages.
+    pub descs: (String, String),
 }
