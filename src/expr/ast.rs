@@ -271,6 +271,9 @@ pub enum ExprKind {
     Name(String),
     /// A parenthesised tuple `(a, b)`, `(a,)` or `()` (meaningful only as `axis=`).
     Tuple(Vec<Expr>),
+    /// A list literal `[a, b, c]` (meaningful only as the tensors of
+    /// `concatenate` / `stack` and the sizes of `split`).
+    List(Vec<Expr>),
     /// A prefix operation.
     Unary {
         /// The operator.
@@ -324,7 +327,7 @@ impl Expr {
             | ExprKind::Bool(_)
             | ExprKind::None
             | ExprKind::Name(_) => Vec::new(),
-            ExprKind::Tuple(items) => items.iter().collect(),
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().collect(),
             ExprKind::Unary { operand, .. } => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             ExprKind::Call { args, kwargs, .. } => {
@@ -390,7 +393,7 @@ fn take_children(kind: &mut ExprKind, stack: &mut Vec<Expr>) {
         return;
     }
     match std::mem::replace(kind, ExprKind::None) {
-        ExprKind::Tuple(items) => stack.extend(items),
+        ExprKind::Tuple(items) | ExprKind::List(items) => stack.extend(items),
         ExprKind::Unary { operand, .. } => stack.push(*operand),
         ExprKind::Binary { lhs, rhs, .. } => {
             stack.push(*lhs);
@@ -454,6 +457,11 @@ fn print_node<'a>(
                 pieces.push(Piece::Text(","));
             }
             pieces.push(Piece::Text(")"));
+        }
+        ExprKind::List(items) => {
+            pieces.push(Piece::Text("["));
+            push_list(&mut pieces, items.iter().map(Piece::Node));
+            pieces.push(Piece::Text("]"));
         }
         ExprKind::Unary { op, operand } => {
             pieces.extend([Piece::Text("("), Piece::Text(op.symbol())]);
@@ -548,6 +556,15 @@ pub enum Signature {
     Reduction,
     /// `cast(x, "dtype")`: one tensor and a dtype string literal.
     Cast,
+    /// Exactly this many tensor arguments plus an optional integer `axis=`
+    /// (default 0): `take`, the indexed updates.
+    Axis(usize),
+    /// A list literal of tensors plus an optional integer `axis=` (default
+    /// 0): `concatenate([a, b], axis=1)`, `stack`.
+    Join,
+    /// `split(x, sizes, axis=k, output=j)`: `sizes` a list of integer
+    /// literals or an integer vector expression; output `j` of the split.
+    Split,
 }
 
 macro_rules! funcs {
@@ -629,6 +646,13 @@ funcs! {
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
+    Take => "take", Axis(2);
+    AdvancedIncSubtensor => "advanced_inc_subtensor", Axis(3);
+    AdvancedSetSubtensor => "advanced_set_subtensor", Axis(3);
+    BooleanMask => "boolean_mask", Fixed(2);
+    Concatenate => "concatenate", Join;
+    Stack => "stack", Join;
+    Split => "split", Split;
 }
 
 impl Func {
@@ -648,6 +672,9 @@ impl Func {
             Signature::Fixed(n) => n,
             Signature::Reduction => 1,
             Signature::Cast => 2,
+            Signature::Axis(n) => n,
+            Signature::Join => 1,
+            Signature::Split => 2,
         }
     }
 }

@@ -20,7 +20,8 @@
 //! index    = item { "," item } [ "," ] ;      item = ":" | "None" ;
 //! atom     = number | string | "True" | "False" | "None"
 //!          | name [ "(" [ arg { "," arg } [ "," ] ] ")" ]
-//!          | "(" [ expr { "," expr } [ "," ] ] ")" ;  (* a tuple if empty or with a comma *)
+//!          | "(" [ expr { "," expr } [ "," ] ] ")"    (* a tuple if empty or with a comma *)
+//!          | "[" [ expr { "," expr } [ "," ] ] "]" ;  (* a list: concatenate([a, b]) *)
 //! arg      = expr | name "=" expr ;           (* keywords after positional arguments *)
 //! number   = digits [ "." digits ] [ exponent ] | "." digits [ exponent ] ;
 //! exponent = ( "e" | "E" ) [ "+" | "-" ] digits ;
@@ -64,7 +65,10 @@ pub use ast::{
 };
 pub use decl::{parse_decl, Decl, DTYPES};
 pub use lexer::{tokenize, Token, TokenKind};
-pub use parser::{cast_dtype, check, parse_syntax, reduce_args, ReduceArgs, MAX_DEPTH};
+pub use parser::{
+    axis_args, cast_dtype, check, parse_syntax, reduce_args, split_sizes, AxisArgs, ReduceArgs,
+    MAX_DEPTH,
+};
 
 /// Parses and checks an expression: the syntax ([`parse_syntax`]) then the function names,
 /// arities and keyword arguments ([`check`]).
@@ -243,6 +247,8 @@ mod tests {
             let args = vec!["x"; f.arity()].join(", ");
             let src = match f.signature() {
                 Signature::Cast => "cast(x, \"f32\")".to_string(),
+                Signature::Join => format!("{}([x, y])", f.name()),
+                Signature::Split => "split(x, [1, 2], output=0)".to_string(),
                 _ => format!("{}({args})", f.name()),
             };
             assert_eq!(show(&src), src);
@@ -255,7 +261,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 45);
+        assert_eq!(Func::ALL.len(), 52);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

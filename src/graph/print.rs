@@ -271,6 +271,26 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::AdvancedSubtensor1 { axis: 0 } => format!("take({}, {})", args[0], args[1]),
+        Op::AdvancedSubtensor1 { axis } => {
+            format!("take({}, {}, axis={axis})", args[0], args[1])
+        }
+        Op::AdvancedIncSubtensor1 { axis, set } => {
+            let f = if *set {
+                "advanced_set_subtensor"
+            } else {
+                "advanced_inc_subtensor"
+            };
+            let axis = match axis {
+                0 => String::new(),
+                a => format!(", axis={a}"),
+            };
+            // The op's inputs are (x, y, idx); the function reads (x, idx, y).
+            format!("{f}({}, {}, {}{axis})", args[0], args[2], args[1])
+        }
+        Op::BooleanMask => format!("boolean_mask({}, {})", args[0], args[1]),
+        Op::Join { axis } => format!("concatenate([{}], axis={axis})", args.join(", ")),
+        Op::Split { axis, .. } => format!("split({}, {}, axis={axis})", args[0], args[1]),
         Op::FusedReduce { op: r, axes, pre } => {
             reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }

@@ -15,6 +15,7 @@
 
 mod build;
 mod from_expr;
+mod indexing;
 mod ops_overload;
 
 use std::fmt;
@@ -22,6 +23,10 @@ use std::sync::Arc;
 
 pub use build::*;
 pub use from_expr::{build_expr, build_expression};
+pub use indexing::{
+    advanced_inc_subtensor1, advanced_set_subtensor1, advanced_subtensor1, boolean_mask,
+    concatenate, split, split_by, stack, take,
+};
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};
