@@ -66,7 +66,7 @@ pub use ast::{
 pub use decl::{parse_decl, Decl, DTYPES};
 pub use lexer::{tokenize, Token, TokenKind};
 pub use parser::{
-    axis_args, cast_dtype, check, parse_syntax, reduce_args, split_sizes, AxisArgs, ReduceArgs,
+    axis_args, cast_dtype, check, parse_syntax, reduce_args, int_list, AxisArgs, ReduceArgs,
     MAX_DEPTH,
 };
 

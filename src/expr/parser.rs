@@ -552,7 +552,13 @@ fn check_call<'a>(
         }
         Signature::Axis(_) => {
             axis_args(func, kwargs)?;
-            Ok(args.iter().collect())
+            // The index may be a list of integer literals: take(x, [0, -1]).
+            let mut rest = vec![&args[0]];
+            if int_list(&args[1])?.is_none() {
+                rest.push(&args[1]);
+            }
+            rest.extend(&args[2..]);
+            Ok(rest)
         }
         Signature::Join => {
             axis_args(func, kwargs)?;
@@ -577,7 +583,7 @@ fn check_call<'a>(
                 return Err(ParseError::new(call_span.start, msg));
             }
             let mut rest = vec![&args[0]];
-            if split_sizes(&args[1])?.is_none() {
+            if int_list(&args[1])?.is_none() {
                 rest.push(&args[1]);
             }
             Ok(rest)
@@ -585,23 +591,31 @@ fn check_call<'a>(
     }
 }
 
-/// The integer literals of a `split` sizes list `[2, 3]`, or `None` when
-/// `sizes` is not a list literal (then it is an integer vector expression).
-pub fn split_sizes(sizes: &Expr) -> Result<Option<Vec<i64>>, ParseError> {
-    let ExprKind::List(items) = &sizes.kind else {
+/// The integer literals of a list `[2, -3]` (the sizes of `split`, the
+/// index of `take`), or `None` when `e` is not a list literal (then it is
+/// an integer tensor expression).
+pub fn int_list(e: &Expr) -> Result<Option<Vec<i64>>, ParseError> {
+    let ExprKind::List(items) = &e.kind else {
         return Ok(None);
     };
     if items.is_empty() {
-        let msg = "split() needs at least one size";
-        return Err(ParseError::new(sizes.span.start, msg));
+        let msg = "an empty list has no dtype: use an integer tensor";
+        return Err(ParseError::new(e.span.start, msg));
     }
     items
         .iter()
-        .map(|e| match &e.kind {
+        .map(|item| match &item.kind {
             ExprKind::Number(Number::Int(i)) => Ok(*i),
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand,
+            } if matches!(operand.kind, ExprKind::Number(Number::Int(_))) => match operand.kind {
+                ExprKind::Number(Number::Int(i)) => Ok(-i),
+                _ => unreachable!("matched above"),
+            },
             _ => Err(ParseError::new(
-                e.span.start,
-                "the sizes of split() must be integer literals, e.g. [2, 3], or an integer vector",
+                item.span.start,
+                "a list here must hold integer literals, e.g. [2, -3]; else use an integer tensor",
             )),
         })
         .collect::<Result<_, _>>()

@@ -8,6 +8,7 @@ pub mod blas;
 pub mod canonicalize;
 pub mod canonizer;
 pub mod fusion;
+pub mod indexing;
 pub mod inplace;
 pub mod mul_tree;
 pub mod reduce_fusion;

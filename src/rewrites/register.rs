@@ -21,7 +21,8 @@ use crate::rewriting::{
 
 use super::rule::Rule;
 use super::{
-    blas, canonicalize, fusion, inplace, reduce_fusion, sibling_fusion, specialize, stabilize,
+    blas, canonicalize, fusion, indexing, inplace, reduce_fusion, sibling_fusion, specialize,
+    stabilize,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
@@ -83,6 +84,7 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
     {
         let db = optdb.equilibrium_mut("canonicalize")?;
         register_rules(db, canonicalize::rules(), "canonicalize")?;
+        register_rules(db, indexing::rules(), "canonicalize")?;
         db.register_final(
             "constant_folding",
             constant_folding(),

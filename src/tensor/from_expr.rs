@@ -310,12 +310,12 @@ fn indexing_call(
     let r = match func {
         Func::Take => {
             let x = tensor_of(next(), pos)?;
-            let idx = tensor_of(next(), pos)?;
+            let idx = index_of(&args[1], next(), pos)?;
             indexing::take(&x, &idx, axis)
         }
         Func::AdvancedIncSubtensor | Func::AdvancedSetSubtensor => {
             let x = tensor_of(next(), pos)?;
-            let idx = tensor_of(next(), pos)?;
+            let idx = index_of(&args[1], next(), pos)?;
             // A number literal is weak next to x, as numpy's Python scalars.
             let y = match next() {
                 Built::Number(n) => build::weak_constant_next_to(
@@ -348,7 +348,7 @@ fn indexing_call(
         }
         _ => {
             let x = tensor_of(next(), pos)?;
-            let parts = match expr::split_sizes(&args[1]).map_err(parse_err)? {
+            let parts = match expr::int_list(&args[1]).map_err(parse_err)? {
                 Some(sizes) => indexing::split(&x, &sizes, axis),
                 None => indexing::split_by(&x, &tensor_of(next(), pos)?, axis),
             }
@@ -367,6 +367,17 @@ fn indexing_call(
         }
     };
     r.map_err(|e| at(pos, e))
+}
+
+/// The index argument `e` of `take` or an update, built as `b`: a list of
+/// integer literals becomes an `i64` constant vector.
+fn index_of(e: &Expr, b: Built, pos: usize) -> Result<Tensor> {
+    match expr::int_list(e) {
+        Ok(Some(v)) => Ok(Tensor::constant(crate::graph::Value::I64(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[v.len()]), v).expect("1-d"),
+        ))),
+        _ => tensor_of(b, pos),
+    }
 }
 
 /// `x[:, None]`-style indexing: `:` keeps the next dimension, `None` inserts a new one;

@@ -27,6 +27,11 @@ pub fn all_rules() -> Vec<(&'static str, Rule)> {
             .into_iter()
             .map(|r| ("canonicalize", r)),
     );
+    v.extend(
+        kiln::rewrites::indexing::rules()
+            .into_iter()
+            .map(|r| ("canonicalize", r)),
+    );
     v.extend(stabilize::rules().into_iter().map(|r| ("stabilize", r)));
     v.extend(specialize::rules().into_iter().map(|r| ("specialize", r)));
     v
