@@ -1,7 +1,9 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
 //! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
-//! pattern), switch, casts), the inputs it
+//! pattern), switch, casts, gathers and indexed updates with indices in
+//! range (negative ones too, computed from an integer pool tensor modulo
+//! the axis length), joins, stacks, splits and boolean masks), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
@@ -73,6 +75,19 @@ pub enum Step {
     Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
+    /// `take(x, idx, axis)`: x, the integer vector the index is computed
+    /// from, the axis, and whether the index counts from the end.
+    Take(usize, usize, usize, bool),
+    /// An indexed update of x by a vector y: x, the index source, y, the
+    /// axis, and whether it overwrites (`set`).
+    IncTake(usize, usize, usize, usize, bool),
+    /// `concatenate([a, b])` of two vectors or of a tensor with itself along
+    /// an axis, or (with the flag) `stack` of two vectors.
+    Join(usize, usize, usize, bool),
+    /// Part 0 or 1 of a vector split in two at half its run-time length.
+    Split(usize, bool),
+    /// `x[x > 0]` or `v[mask]` for a vector and a bool vector.
+    Mask(usize, usize),
 }
 
 /// A random step.
@@ -89,6 +104,11 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
+        1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, n)| Step::Take(a, b, ax, n)),
+        1 => (i(), i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, c, ax, s)| Step::IncTake(a, b, c, ax, s)),
+        1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, st)| Step::Join(a, b, ax, st)),
+        1 => (i(), any::<bool>()).prop_map(|(a, p)| Step::Split(a, p)),
+        1 => (i(), i()).prop_map(|(a, b)| Step::Mask(a, b)),
     ]
 }
 
@@ -193,6 +213,67 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
+            Step::Take(a, b, ax, neg) => {
+                let x = p(a);
+                let Some(idx) = index_for(&pool, x, b, ax, neg) else {
+                    continue;
+                };
+                take(x, &idx, ax as isize)
+            }
+            Step::IncTake(a, b, c, ax, set) => {
+                let x = p(a);
+                let Some(idx) = index_for(&pool, x, b, ax, false) else {
+                    continue;
+                };
+                // A vector whose dtype upcasts into x's (its length n is the
+                // last dimension of x[idx] in every case).
+                let ys: Vec<&Tensor> = pool
+                    .iter()
+                    .filter(|t| t.ndim() == 1 && DType::upcast(x.dtype(), t.dtype()) == x.dtype())
+                    .collect();
+                let Some(&y) = ys.get(c % ys.len().max(1)) else {
+                    continue;
+                };
+                if set {
+                    advanced_set_subtensor1(x, ax as isize, &idx, y)
+                } else {
+                    advanced_inc_subtensor1(x, ax as isize, &idx, y)
+                }
+            }
+            Step::Join(a, b, ax, stacked) => {
+                let (x, y) = (p(a), p(b));
+                if x.ndim() == 0 || ax >= x.ndim() + usize::from(stacked) {
+                    continue;
+                }
+                match (x.ndim(), y.ndim(), stacked) {
+                    (1, 1, true) => stack(&[x, y], ax as isize),
+                    (1, 1, false) => concatenate(&[x, y], 0),
+                    _ if !stacked => concatenate(&[x, x], ax as isize),
+                    _ => continue,
+                }
+            }
+            Step::Split(a, second) => {
+                let x = p(a);
+                if x.ndim() != 1 {
+                    continue;
+                }
+                let len = x.shape_i(0).unwrap();
+                let half = int_div(&len, &Tensor::scalar_constant(DType::I64, 2.0)).unwrap();
+                let rest = sub(&len, &half).unwrap();
+                let sizes = stack(&[&half, &rest], 0).unwrap();
+                split_by(x, &sizes, 0).map(|parts| parts[usize::from(second)].clone())
+            }
+            Step::Mask(a, b) => {
+                let (x, m) = (p(a), p(b));
+                if x.ndim() == 1 && m.ndim() == 1 && m.dtype() == DType::Bool {
+                    boolean_mask(x, m)
+                } else if x.ndim() >= 1 && x.dtype() != DType::Bool {
+                    let zero = weak_constant(x, 0.0, false);
+                    gt(x, &zero).and_then(|mask| boolean_mask(x, &mask))
+                } else {
+                    continue;
+                }
+            }
         };
         if let Ok(t) = t {
             pool.push(t);
@@ -210,6 +291,31 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
         outs
     };
     (ins, outs)
+}
+
+/// An index into axis `axis` of `x`, in range at run time: an integer
+/// vector of the pool (the `b`-th) cast to `i64`, modulo the axis length
+/// (numpy's floor modulo: in `[0, len)`), minus the length when `neg`
+/// (in `[-len, -1]`). Every input vector has the length `n` and a matrix's
+/// axis 0 the length `m >= 1`, so the index is in range or empty (`n = 0`);
+/// only an axis that is empty at run time while `n > 0` (a mask selecting
+/// nothing, a split part of length 0) makes both evaluators fail alike.
+fn index_for(pool: &[Tensor], x: &Tensor, b: usize, axis: usize, neg: bool) -> Option<Tensor> {
+    if axis >= x.ndim() {
+        return None;
+    }
+    let ints: Vec<&Tensor> = pool
+        .iter()
+        .filter(|t| t.ndim() == 1 && t.dtype().is_int())
+        .collect();
+    let k = ints.get(b % ints.len().max(1))?.cast(DType::I64);
+    let len = x.shape_i(axis).ok()?;
+    let idx = modulo(&k, &len).ok()?;
+    if neg {
+        sub(&idx, &len).ok()
+    } else {
+        Some(idx)
+    }
 }
 
 /// Edge values mixed into the inputs.

@@ -115,6 +115,50 @@ unsafe fn copy_block(
     );
 }
 
+/// Copies the contiguous rows `pos[j]` of `src` (row `p` starts at byte
+/// `p * row_stride`) to consecutive rows of `dst`, `row_bytes` each,
+/// prefetching the rows a few iterations ahead (random gathers are bound
+/// by memory latency) and copying the common small widths with fixed-size
+/// copies the compiler inlines.
+///
+/// # Safety
+/// Every row `pos[j]` of `src` is readable, `dst` holds `pos.len()` rows,
+/// and the two do not overlap.
+unsafe fn gather_rows(
+    src: *const u8,
+    row_stride: isize,
+    dst: *mut u8,
+    row_bytes: usize,
+    pos: &[usize],
+) {
+    const AHEAD: usize = 12;
+    #[inline(always)]
+    unsafe fn fixed<const N: usize>(s: *const u8, d: *mut u8) {
+        // SAFETY: the caller's row of N bytes.
+        unsafe { std::ptr::copy_nonoverlapping(s, d, N) };
+    }
+    for (j, &p) in pos.iter().enumerate() {
+        if let Some(&q) = pos.get(j + AHEAD) {
+            // A hint: never faults, even past the end.
+            kiln_runtime::mem::kiln_prefetch(src.wrapping_offset(q as isize * row_stride), row_bytes);
+        }
+        // SAFETY: row `p` of `src` and row `j` of `dst` (the contract).
+        unsafe {
+            let s = src.offset(p as isize * row_stride);
+            let d = dst.add(j * row_bytes);
+            match row_bytes {
+                8 => fixed::<8>(s, d),
+                16 => fixed::<16>(s, d),
+                32 => fixed::<32>(s, d),
+                64 => fixed::<64>(s, d),
+                128 => fixed::<128>(s, d),
+                256 => fixed::<256>(s, d),
+                n => std::ptr::copy_nonoverlapping(s, d, n),
+            }
+        }
+    }
+}
+
 /// A `Send + Sync` address, for handing disjoint parts of arrays to threads.
 #[derive(Clone, Copy)]
 struct Addr(usize);
@@ -148,6 +192,19 @@ impl Exec<'_> {
         let (src, dst) = (Addr(x.ptr as usize), Addr(out.ptr as usize));
         let run = |r0: usize, r1: usize| {
             let (src, dst) = (src, dst);
+            if let (Some(bytes), [o]) = (fast, x_outer.as_slice()) {
+                // SAFETY: as below; every position is checked in range.
+                unsafe {
+                    gather_rows(
+                        (src.0 as *const u8).offset(o * es as isize),
+                        sa * es as isize,
+                        (dst.0 as *mut u8).add(r0 * bytes),
+                        bytes,
+                        &pos[r0..r1],
+                    )
+                };
+                return;
+            }
             for r in r0..r1 {
                 let (o, j) = (r / m, r % m);
                 let off = x_outer[o] + pos[j] as isize * sa;
