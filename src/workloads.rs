@@ -378,7 +378,9 @@ mod tests {
         assert!(ts.iter().all(|&t| t == 0.0 || t == 1.0));
         assert!(ts.contains(&0.0) && ts.contains(&1.0));
         let is: Vec<f64> = (0..1000).map(|_| r.draw(Dist::Index(7))).collect();
-        assert!(is.iter().all(|&i| i.fract() == 0.0 && (0.0..7.0).contains(&i)));
+        assert!(is
+            .iter()
+            .all(|&i| i.fract() == 0.0 && (0.0..7.0).contains(&i)));
         // Scaled indices stay inside the scaled rows.
         let g = &s[8].generate_scaled(3, 1000);
         let rows = g[0].shape()[0] as i64;

@@ -118,9 +118,15 @@ fn mask_join_split_types_and_errors() {
     let a = tensor("a", DType::I16, &[Some(2), Some(3)]);
     let b = tensor("b", DType::F32, &[None, Some(3)]);
     let j = concatenate(&[&x, &a], 0).unwrap();
-    assert_eq!((j.dtype(), j.ty().shape.clone()), (DType::I32, vec![Some(6), Some(3)]));
+    assert_eq!(
+        (j.dtype(), j.ty().shape.clone()),
+        (DType::I32, vec![Some(6), Some(3)])
+    );
     let j = concatenate(&[&x, &b], -2).unwrap();
-    assert_eq!((j.dtype(), j.ty().shape.clone()), (DType::F64, vec![None, Some(3)]));
+    assert_eq!(
+        (j.dtype(), j.ty().shape.clone()),
+        (DType::F64, vec![None, Some(3)])
+    );
     assert!(type_err(concatenate(&[&x, &a], 1)).contains("differ in dimension 0"));
     let v = tensor("v", DType::I32, &[None]);
     assert!(type_err(concatenate(&[&x, &v], 0)).contains("dimensions"));
@@ -146,7 +152,12 @@ fn take_values_as_numpy() {
     let xv = f64v(&[3, 2], (0..6).map(f64::from).collect());
     let iv = i64v(&[2, 2], vec![-1, 0, 2, -3]);
     let (x, i) = (input_of("x", &xv), input_of("i", &iv));
-    let got = agree(&[x.clone(), i.clone()], &take(&x, &i, 0).unwrap(), &[xv.clone(), iv.clone()], "take");
+    let got = agree(
+        &[x.clone(), i.clone()],
+        &take(&x, &i, 0).unwrap(),
+        &[xv.clone(), iv.clone()],
+        "take",
+    );
     assert_eq!(
         got.to_f64_array().iter().copied().collect::<Vec<_>>(),
         [4., 5., 0., 1., 4., 5., 0., 1.]
@@ -155,20 +166,33 @@ fn take_values_as_numpy() {
     // Along axis 1, and an empty index.
     let iv1 = i64v(&[3], vec![1, 1, -2]);
     let i1 = input_of("i1", &iv1);
-    let got = agree(&[x.clone(), i1.clone()], &take(&x, &i1, 1).unwrap(), &[xv.clone(), iv1], "take axis 1");
+    let got = agree(
+        &[x.clone(), i1.clone()],
+        &take(&x, &i1, 1).unwrap(),
+        &[xv.clone(), iv1],
+        "take axis 1",
+    );
     assert_eq!(
         got.to_f64_array().iter().copied().collect::<Vec<_>>(),
         [1., 1., 0., 3., 3., 2., 5., 5., 4.]
     );
     let empty = i64v(&[0], vec![]);
-    let got = agree(&[x.clone(), i1.clone()], &take(&x, &i1, 0).unwrap(), &[xv.clone(), empty], "empty");
+    let got = agree(
+        &[x.clone(), i1.clone()],
+        &take(&x, &i1, 0).unwrap(),
+        &[xv.clone(), empty],
+        "empty",
+    );
     assert_eq!(got.shape(), &[0, 2]);
 }
 
 #[test]
 fn out_of_range_indices_are_errors_in_both_evaluators() {
     let xv = f64v(&[5], vec![1.0; 5]);
-    let (x, i) = (tensor("x", DType::F64, &[None]), tensor("i", DType::I32, &[None]));
+    let (x, i) = (
+        tensor("x", DType::F64, &[None]),
+        tensor("i", DType::I32, &[None]),
+    );
     let g = take(&x, &i, 0).unwrap();
     for (bad, idx) in [(5, 5), (-6, -6)] {
         let iv = Value::I32(arr1(&[0, idx]).into_dyn());
@@ -184,8 +208,17 @@ fn out_of_range_indices_are_errors_in_both_evaluators() {
     let u = advanced_inc_subtensor1(&x, 0, &i, &y).unwrap();
     let iv = Value::I32(arr1(&[7]).into_dyn());
     let yv = f64v(&[], vec![1.0]);
-    let e = jit(&[x.clone(), i.clone(), y.clone()], &u, &[xv.clone(), iv, yv]).unwrap_err();
-    assert!(e.to_string().contains("index 7 is out of bounds for axis 0 with size 5"), "{e}");
+    let e = jit(
+        &[x.clone(), i.clone(), y.clone()],
+        &u,
+        &[xv.clone(), iv, yv],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index 7 is out of bounds for axis 0 with size 5"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -197,12 +230,22 @@ fn updates_accumulate_duplicates_as_add_at() {
     let (x, i, y) = (input_of("x", &xv), input_of("i", &iv), input_of("y", &yv));
     let ins = [x.clone(), i.clone(), y.clone()];
     let vals = [xv.clone(), iv.clone(), yv.clone()];
-    let inc = agree(&ins, &advanced_inc_subtensor1(&x, 0, &i, &y).unwrap(), &vals, "inc");
+    let inc = agree(
+        &ins,
+        &advanced_inc_subtensor1(&x, 0, &i, &y).unwrap(),
+        &vals,
+        "inc",
+    );
     assert_eq!(
         inc.to_f64_array().iter().copied().collect::<Vec<_>>(),
         [4., 6., 0., 0., 5., 6., 7., 8.]
     );
-    let set = agree(&ins, &advanced_set_subtensor1(&x, 0, &i, &y).unwrap(), &vals, "set");
+    let set = agree(
+        &ins,
+        &advanced_set_subtensor1(&x, 0, &i, &y).unwrap(),
+        &vals,
+        "set",
+    );
     assert_eq!(
         set.to_f64_array().iter().copied().collect::<Vec<_>>(),
         [3., 4., 0., 0., 5., 6., 7., 8.]
@@ -243,7 +286,12 @@ fn updates_accumulate_duplicates_as_add_at() {
     );
     // Mismatched y at run time.
     let bad = f64v(&[3, 2], vec![0.0; 6]);
-    let e = jit(&ins, &advanced_inc_subtensor1(&x, 0, &i, &y).unwrap(), &[xv, iv, bad]).unwrap_err();
+    let e = jit(
+        &ins,
+        &advanced_inc_subtensor1(&x, 0, &i, &y).unwrap(),
+        &[xv, iv, bad],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("does not match x[idx]"), "{e}");
 }
 
@@ -255,7 +303,10 @@ fn boolean_masks_as_numpy() {
     let rows = agree(
         &[x.clone(), m1.clone()],
         &boolean_mask(&x, &m1).unwrap(),
-        &[xv.clone(), Value::Bool(arr1(&[true, false, true]).into_dyn())],
+        &[
+            xv.clone(),
+            Value::Bool(arr1(&[true, false, true]).into_dyn()),
+        ],
         "rows",
     );
     assert_eq!(rows.shape(), &[2, 2]);
@@ -290,7 +341,10 @@ fn boolean_masks_as_numpy() {
         &[xv, Value::Bool(arr1(&[true; 4]).into_dyn())],
     )
     .unwrap_err();
-    assert!(e.to_string().contains("does not match x of shape [3, 2]"), "{e}");
+    assert!(
+        e.to_string().contains("does not match x of shape [3, 2]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -330,8 +384,14 @@ fn joins_and_splits_as_numpy() {
         got.to_f64_array().iter().copied().collect::<Vec<_>>(),
         [1., 2., 0., 4., 5., 3.]
     );
-    let tv = kiln::map_value!(f64v(&[3, 2], (0..6).map(f64::from).collect()), x => x.reversed_axes());
-    let got = agree(&[a.clone()], &(&parts[2] * 2.0), &[tv], "split of a transposed input");
+    let tv =
+        kiln::map_value!(f64v(&[3, 2], (0..6).map(f64::from).collect()), x => x.reversed_axes());
+    let got = agree(
+        &[a.clone()],
+        &(&parts[2] * 2.0),
+        &[tv],
+        "split of a transposed input",
+    );
     assert_eq!(got.shape(), &[2, 2]);
     let sz = tensor("s", DType::I64, &[Some(2)]);
     let parts = split_by(&a, &sz, 0).unwrap();
@@ -342,8 +402,16 @@ fn joins_and_splits_as_numpy() {
         "run-time split",
     );
     assert_eq!(got.shape(), &[2, 3]);
-    let err = jit(&[a.clone(), sz.clone()], &parts[1], &[av, i64v(&[2], vec![1, 2])]).unwrap_err();
-    assert!(err.to_string().contains("do not sum to the axis length 2"), "{err}");
+    let err = jit(
+        &[a.clone(), sz.clone()],
+        &parts[1],
+        &[av, i64v(&[2], vec![1, 2])],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("do not sum to the axis length 2"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -351,14 +419,32 @@ fn every_index_dtype_and_layout() {
     let xbig = rand_value(DType::F32, &[9, 16], 3);
     let layouts: Vec<(&str, Value)> = vec![
         ("contiguous", xbig.clone()),
-        ("transposed", kiln::map_value!(rand_value(DType::F32, &[16, 9], 4), a => a.reversed_axes())),
-        ("strided", kiln::map_value!(rand_value(DType::F32, &[9, 32], 5), a => a.slice_move(s![.., ..;2]).into_dyn())),
+        (
+            "transposed",
+            kiln::map_value!(rand_value(DType::F32, &[16, 9], 4), a => a.reversed_axes()),
+        ),
+        (
+            "strided",
+            kiln::map_value!(rand_value(DType::F32, &[9, 32], 5), a => a.slice_move(s![.., ..;2]).into_dyn()),
+        ),
     ];
     let idx: Vec<i64> = vec![8, -1, 0, 3, 3, -9, 5];
     for dtype in [DType::U8, DType::I8, DType::I16, DType::I32, DType::I64] {
         let iv = Value::from_i64_array(
             dtype,
-            ArrayD::from_shape_vec(IxDyn(&[7]), idx.iter().map(|&i| if dtype == DType::U8 { i.rem_euclid(9) } else { i }).collect()).unwrap(),
+            ArrayD::from_shape_vec(
+                IxDyn(&[7]),
+                idx.iter()
+                    .map(|&i| {
+                        if dtype == DType::U8 {
+                            i.rem_euclid(9)
+                        } else {
+                            i
+                        }
+                    })
+                    .collect(),
+            )
+            .unwrap(),
         );
         let i = tensor("i", dtype, &[None]);
         for (name, xv) in &layouts {
@@ -368,7 +454,12 @@ fn every_index_dtype_and_layout() {
                     continue;
                 }
                 let g = take(&x, &i, axis).unwrap();
-                agree(&[x.clone(), i.clone()], &g, &[xv.clone(), iv.clone()], &format!("take {dtype} {name} axis {axis}"));
+                agree(
+                    &[x.clone(), i.clone()],
+                    &g,
+                    &[xv.clone(), iv.clone()],
+                    &format!("take {dtype} {name} axis {axis}"),
+                );
                 let y = tensor("y", DType::F32, &[]);
                 let u = advanced_inc_subtensor1(&x, axis, &i, &y).unwrap();
                 agree(
@@ -379,10 +470,21 @@ fn every_index_dtype_and_layout() {
                 );
             }
             // Large enough to split over threads.
-            let big_idx = Value::I64(ArrayD::from_shape_vec(IxDyn(&[20000]), (0..20000).map(|k| (k * 7919 % 9) as i64 - 4).collect()).unwrap());
+            let big_idx = Value::I64(
+                ArrayD::from_shape_vec(
+                    IxDyn(&[20000]),
+                    (0..20000).map(|k| (k * 7919 % 9) as i64 - 4).collect(),
+                )
+                .unwrap(),
+            );
             let ib = tensor("ib", DType::I64, &[None]);
             let g = take(&x, &ib, 0).unwrap();
-            agree(&[x.clone(), ib.clone()], &g, &[xv.clone(), big_idx], &format!("large take {name}"));
+            agree(
+                &[x.clone(), ib.clone()],
+                &g,
+                &[xv.clone(), big_idx],
+                &format!("large take {name}"),
+            );
         }
     }
 }
@@ -397,16 +499,28 @@ fn expression_language_functions() {
     let show = |src: &str| build_expression(src, &vars).unwrap().to_string();
     assert_eq!(show("take(X, i)"), "take(X, i)");
     assert_eq!(show("take(X, i, axis=-1)"), "take(X, i, axis=1)");
-    assert_eq!(show("advanced_inc_subtensor(X, i, 1)"), "advanced_inc_subtensor(X, i, 1.0)");
-    assert_eq!(show("advanced_set_subtensor(X, i, X)"), "advanced_set_subtensor(X, i, X)");
+    assert_eq!(
+        show("advanced_inc_subtensor(X, i, 1)"),
+        "advanced_inc_subtensor(X, i, 1.0)"
+    );
+    assert_eq!(
+        show("advanced_set_subtensor(X, i, X)"),
+        "advanced_set_subtensor(X, i, X)"
+    );
     assert_eq!(show("boolean_mask(X, m)"), "boolean_mask(X, m)");
-    assert_eq!(show("concatenate([X, 2 * X])"), "concatenate([X, (2.0 * X)], axis=0)");
+    assert_eq!(
+        show("concatenate([X, 2 * X])"),
+        "concatenate([X, (2.0 * X)], axis=0)"
+    );
     assert_eq!(show("concatenate([X], axis=1)"), "concatenate([X], axis=1)");
     assert_eq!(
         show("stack([X, X], axis=1)"),
         "concatenate([X[:, None, :], X[:, None, :]], axis=1)"
     );
-    assert_eq!(show("split(X, [1, 3], axis=1, output=1)"), "split(X, [1, 3], axis=1).1");
+    assert_eq!(
+        show("split(X, [1, 3], axis=1, output=1)"),
+        "split(X, [1, 3], axis=1).1"
+    );
     assert_eq!(show("split(X, s, output=0)"), "split(X, s, axis=0).0");
     let err = |src: &str| build_expression(src, &vars).unwrap_err().to_string();
     assert!(err("concatenate(X)").contains("takes a list of tensors"));

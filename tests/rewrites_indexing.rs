@@ -85,18 +85,27 @@ fn gather_of_a_full_arange_is_the_identity() {
 fn full_overwrite_is_y() {
     check_rule(
         "local_useless_advanced_set_subtensor1",
-        graph("x=f64[3]; y=f64[3]", "advanced_set_subtensor(x, [0, 1, 2], y)"),
+        graph(
+            "x=f64[3]; y=f64[3]",
+            "advanced_set_subtensor(x, [0, 1, 2], y)",
+        ),
         "advanced_set_subtensor(x, [0, 1, 2], y)",
         "y",
     );
     // An increment is not an overwrite; a y of unknown size keeps its check.
     check_no_fire(
         "local_useless_advanced_set_subtensor1",
-        graph("x=f64[3]; y=f64[3]", "advanced_inc_subtensor(x, [0, 1, 2], y)"),
+        graph(
+            "x=f64[3]; y=f64[3]",
+            "advanced_inc_subtensor(x, [0, 1, 2], y)",
+        ),
     );
     check_no_fire(
         "local_useless_advanced_set_subtensor1",
-        graph("x=f64[3]; y=f64[:]", "advanced_set_subtensor(x, [0, 1, 2], y)"),
+        graph(
+            "x=f64[3]; y=f64[:]",
+            "advanced_set_subtensor(x, [0, 1, 2], y)",
+        ),
     );
 }
 

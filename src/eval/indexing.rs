@@ -24,12 +24,7 @@ fn positions(name: &str, idx: &Value, len: usize, axis: usize) -> Result<Vec<usi
 }
 
 /// `x.shape[:axis] + idx_shape + x.shape[axis+1:]`, checked to be allocatable.
-fn gathered_shape(
-    name: &str,
-    x: &Value,
-    idx_shape: &[usize],
-    axis: usize,
-) -> Result<Vec<usize>> {
+fn gathered_shape(name: &str, x: &Value, idx_shape: &[usize], axis: usize) -> Result<Vec<usize>> {
     let mut shape = x.shape()[..axis].to_vec();
     shape.extend_from_slice(idx_shape);
     shape.extend_from_slice(&x.shape()[axis + 1..]);
@@ -124,11 +119,7 @@ pub fn inc(
         _ => {
             return Err(Error::eval(
                 name,
-                format!(
-                    "y has dtype {} but x has dtype {}",
-                    y.dtype(),
-                    x.dtype()
-                ),
+                format!("y has dtype {} but x has dtype {}", y.dtype(), x.dtype()),
             ))
         }
     })
@@ -265,9 +256,15 @@ mod tests {
         let x = v(&[1.0, 2.0, 3.0]);
         let idx = Value::I8(ArrayD::from_shape_vec(IxDyn(&[3]), vec![-1, 0, -3]).unwrap());
         let out = take("t", 0, &x, &idx).unwrap();
-        assert_eq!(out.to_f64_array().iter().copied().collect::<Vec<_>>(), [3.0, 1.0, 1.0]);
+        assert_eq!(
+            out.to_f64_array().iter().copied().collect::<Vec<_>>(),
+            [3.0, 1.0, 1.0]
+        );
         let bad = Value::I64(ArrayD::from_shape_vec(IxDyn(&[1]), vec![-4]).unwrap());
         let e = take("t", 0, &x, &bad).unwrap_err().to_string();
-        assert!(e.contains("index -4 is out of bounds for axis 0 with size 3"), "{e}");
+        assert!(
+            e.contains("index -4 is out of bounds for axis 0 with size 3"),
+            "{e}"
+        );
     }
 }

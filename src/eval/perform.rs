@@ -36,9 +36,9 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             DType::I64,
             inputs[0].shape()[*i] as i64,
         )]),
-        Op::AdvancedSubtensor1 { axis } => {
-            Ok(vec![super::indexing::take(&name, *axis, inputs[0], inputs[1])?])
-        }
+        Op::AdvancedSubtensor1 { axis } => Ok(vec![super::indexing::take(
+            &name, *axis, inputs[0], inputs[1],
+        )?]),
         Op::AdvancedIncSubtensor1 { axis, set } => Ok(vec![super::indexing::inc(
             &name, *axis, *set, inputs, types,
         )?]),

@@ -66,7 +66,7 @@ pub use ast::{
 pub use decl::{parse_decl, Decl, DTYPES};
 pub use lexer::{tokenize, Token, TokenKind};
 pub use parser::{
-    axis_args, cast_dtype, check, parse_syntax, reduce_args, int_list, AxisArgs, ReduceArgs,
+    axis_args, cast_dtype, check, int_list, parse_syntax, reduce_args, AxisArgs, ReduceArgs,
     MAX_DEPTH,
 };
 

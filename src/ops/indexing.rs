@@ -149,10 +149,7 @@ pub fn join_type(axis: usize, inputs: &[InputInfo<'_>]) -> Msg {
     };
     let (dtype, ndim) = (first.ty.dtype, first.ty.ndim());
     if axis >= ndim {
-        return Err(format!(
-            "axis {axis} is out of range for {}-d inputs",
-            ndim
-        ));
+        return Err(format!("axis {axis} is out of range for {}-d inputs", ndim));
     }
     let mut shape = first.ty.shape.clone();
     for (k, i) in inputs.iter().enumerate().skip(1) {
@@ -203,7 +200,9 @@ pub fn split_types(
         return Err(format!("expects 2 inputs (x, sizes), got {}", inputs.len()));
     };
     if n == 0 || n > MAX_SPLIT {
-        return Err(format!("must produce between 1 and {MAX_SPLIT} outputs, not {n}"));
+        return Err(format!(
+            "must produce between 1 and {MAX_SPLIT} outputs, not {n}"
+        ));
     }
     if axis >= x.ty.ndim() {
         return Err(format!("axis {axis} is out of range for {}", x.ty));
@@ -239,10 +238,7 @@ pub fn split_sizes(
     axis_len: Option<usize>,
 ) -> std::result::Result<Vec<usize>, String> {
     if sizes.len() != n {
-        return Err(format!(
-            "{} sizes {sizes:?} for {n} outputs",
-            sizes.len()
-        ));
+        return Err(format!("{} sizes {sizes:?} for {n} outputs", sizes.len()));
     }
     if let Some(&bad) = sizes.iter().find(|&&s| s < 0) {
         return Err(format!("negative size {bad} in {sizes:?}"));

@@ -75,13 +75,23 @@ fn inc_or_set(x: &Tensor, axis: isize, idx: &Tensor, y: &Tensor, set: bool) -> R
 /// (`inc_subtensor(x[idx], y)`; duplicates accumulate as `np.add.at`).
 /// `y` broadcasts to `take(x, idx, axis)` and is cast to `x`'s dtype when
 /// that loses nothing.
-pub fn advanced_inc_subtensor1(x: &Tensor, axis: isize, idx: &Tensor, y: &Tensor) -> Result<Tensor> {
+pub fn advanced_inc_subtensor1(
+    x: &Tensor,
+    axis: isize,
+    idx: &Tensor,
+    y: &Tensor,
+) -> Result<Tensor> {
     inc_or_set(x, axis, idx, y, false)
 }
 
 /// A copy of `x` with its sub-arrays at `idx` along `axis` set to `y`
 /// (`set_subtensor(x[idx], y)`; for duplicates the last one wins).
-pub fn advanced_set_subtensor1(x: &Tensor, axis: isize, idx: &Tensor, y: &Tensor) -> Result<Tensor> {
+pub fn advanced_set_subtensor1(
+    x: &Tensor,
+    axis: isize,
+    idx: &Tensor,
+    y: &Tensor,
+) -> Result<Tensor> {
     inc_or_set(x, axis, idx, y, true)
 }
 
@@ -96,7 +106,10 @@ pub fn boolean_mask(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
 /// dtype (numpy promotion); one input is returned as it is.
 pub fn concatenate(tensors: &[&Tensor], axis: isize) -> Result<Tensor> {
     let Some(first) = tensors.first() else {
-        return Err(Error::ty("Join", "needs at least one tensor to concatenate"));
+        return Err(Error::ty(
+            "Join",
+            "needs at least one tensor to concatenate",
+        ));
     };
     let axis = norm_axis("Join", axis, first.ndim())?;
     let dtype = DType::upcast_all(tensors.iter().map(|t| t.dtype())).expect("non-empty");

@@ -388,6 +388,21 @@ fn propagate(
                 .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
+        Op::Split { .. } => {
+            // The parts of x's taint; which part this output is, its shape
+            // tells unless several parts have it (then their union).
+            let x = Value::Bool(ins[0].clone());
+            let ty = TensorType::new(DType::Bool, types[0].shape.clone());
+            let parts = perform(op, &[&x, args[1]], &[&ty, types[1]]).ok()?;
+            let mut t = ArrayD::from_elem(IxDyn(shape), false);
+            for p in parts.into_iter().filter(|p| p.shape() == shape) {
+                t.zip_mut_with(&as_bool(p), |a, &b| *a |= b);
+            }
+            if ins[1].iter().any(|&b| b) {
+                t.fill(true);
+            }
+            t
+        }
         Op::AdvancedSubtensor1 { .. }
         | Op::AdvancedIncSubtensor1 { .. }
         | Op::BooleanMask

@@ -81,12 +81,13 @@ pub enum Step {
     /// An indexed update of x by a vector y: x, the index source, y, the
     /// axis, and whether it overwrites (`set`).
     IncTake(usize, usize, usize, usize, bool),
-    /// `concatenate([a, b])` of two vectors or of a tensor with itself along
-    /// an axis, or (with the flag) `stack` of two vectors.
+    /// `stack` of two vectors along an axis, or `concatenate([m, m])` of a
+    /// matrix along axis 0 (without the flag).
     Join(usize, usize, usize, bool),
     /// Part 0 or 1 of a vector split in two at half its run-time length.
     Split(usize, bool),
-    /// `x[x > 0]` or `v[mask]` for a vector and a bool vector.
+    /// `v[mask]` for a vector and a mask from an input vector (bool, or
+    /// compared with 0).
     Mask(usize, usize),
 }
 
@@ -104,7 +105,18 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
-        1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, n)| Step::Take(a, b, ax, n)),
+    ]
+}
+
+/// A random step of [`step`] or (one time in three) of advanced indexing
+/// and joining: gathers, indexed updates, stacks and joins, splits, masks.
+/// A strategy of its own, so that [`step`]'s stream (and the cases the
+/// main property draws from its fixed seed) stay as they were.
+pub fn indexing_step() -> impl Strategy<Value = Step> {
+    let i = || 0..64usize;
+    prop_oneof![
+        10 => step(),
+        2 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, n)| Step::Take(a, b, ax, n)),
         1 => (i(), i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, c, ax, s)| Step::IncTake(a, b, c, ax, s)),
         1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, st)| Step::Join(a, b, ax, st)),
         1 => (i(), any::<bool>()).prop_map(|(a, p)| Step::Split(a, p)),
@@ -215,14 +227,14 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
             Step::Take(a, b, ax, neg) => {
                 let x = p(a);
-                let Some(idx) = index_for(&pool, x, b, ax, neg) else {
+                let Some(idx) = index_for(&ins, x, b, ax, neg) else {
                     continue;
                 };
                 take(x, &idx, ax as isize)
             }
             Step::IncTake(a, b, c, ax, set) => {
                 let x = p(a);
-                let Some(idx) = index_for(&pool, x, b, ax, false) else {
+                let Some(idx) = index_for(&ins, x, b, ax, false) else {
                     continue;
                 };
                 // A vector whose dtype upcasts into x's (its length n is the
@@ -245,10 +257,11 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                 if x.ndim() == 0 || ax >= x.ndim() + usize::from(stacked) {
                     continue;
                 }
+                // Never a vector longer than n: an outer product of two
+                // would have (2n)^2 elements and swamp every other case.
                 match (x.ndim(), y.ndim(), stacked) {
-                    (1, 1, true) => stack(&[x, y], ax as isize),
-                    (1, 1, false) => concatenate(&[x, y], 0),
-                    _ if !stacked => concatenate(&[x, x], ax as isize),
+                    (1, 1, _) => stack(&[x, y], ax as isize),
+                    (2, _, false) => concatenate(&[x, x], 0),
                     _ => continue,
                 }
             }
@@ -264,14 +277,22 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                 split_by(x, &sizes, 0).map(|parts| parts[usize::from(second)].clone())
             }
             Step::Mask(a, b) => {
-                let (x, m) = (p(a), p(b));
-                if x.ndim() == 1 && m.ndim() == 1 && m.dtype() == DType::Bool {
-                    boolean_mask(x, m)
-                } else if x.ndim() >= 1 && x.dtype() != DType::Bool {
-                    let zero = weak_constant(x, 0.0, false);
-                    gt(x, &zero).and_then(|mask| boolean_mask(x, &mask))
-                } else {
+                // The mask comes from an input (a bool one, or a number one
+                // compared with 0): a computed mask that a rewrite may
+                // license to differ would change the output's length.
+                let x = p(a);
+                let vecs: Vec<&Tensor> = ins.iter().filter(|t| t.ndim() == 1).collect();
+                let Some(&m) = vecs.get(b % vecs.len().max(1)) else {
                     continue;
+                };
+                if x.ndim() != 1 {
+                    continue;
+                }
+                if m.dtype() == DType::Bool {
+                    boolean_mask(x, m)
+                } else {
+                    let zero = weak_constant(m, 0.0, false);
+                    gt(m, &zero).and_then(|mask| boolean_mask(x, &mask))
                 }
             }
         };
@@ -294,21 +315,29 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
 }
 
 /// An index into axis `axis` of `x`, in range at run time: an integer
-/// vector of the pool (the `b`-th) cast to `i64`, modulo the axis length
+/// input vector (the `b`-th of `ins`; never a computed one, whose values a
+/// rewrite may license to differ, which would make whole outputs
+/// unsettled) cast to `i64`, modulo the axis length
 /// (numpy's floor modulo: in `[0, len)`), minus the length when `neg`
-/// (in `[-len, -1]`). Every input vector has the length `n` and a matrix's
+/// (in `[-len, -1]`); along axis 0 of a matrix, one index computed from
+/// the vector's sum. Every input vector has the length `n` and a matrix's
 /// axis 0 the length `m >= 1`, so the index is in range or empty (`n = 0`);
 /// only an axis that is empty at run time while `n > 0` (a mask selecting
 /// nothing, a split part of length 0) makes both evaluators fail alike.
-fn index_for(pool: &[Tensor], x: &Tensor, b: usize, axis: usize, neg: bool) -> Option<Tensor> {
+fn index_for(ins: &[Tensor], x: &Tensor, b: usize, axis: usize, neg: bool) -> Option<Tensor> {
     if axis >= x.ndim() {
         return None;
     }
-    let ints: Vec<&Tensor> = pool
+    let ints: Vec<&Tensor> = ins
         .iter()
         .filter(|t| t.ndim() == 1 && t.dtype().is_int())
         .collect();
-    let k = ints.get(b % ints.len().max(1))?.cast(DType::I64);
+    let mut k = ints.get(b % ints.len().max(1))?.cast(DType::I64);
+    if x.ndim() >= 2 && axis == 0 {
+        // One row (`[sum(k) mod m]`, a static size-1 index): a length-n
+        // index would make an n x n gather whose size swamps the others.
+        k = k.sum_all().expand_dims(0).ok()?;
+    }
     let len = x.shape_i(axis).ok()?;
     let idx = modulo(&k, &len).ok()?;
     if neg {

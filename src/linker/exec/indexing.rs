@@ -140,7 +140,10 @@ unsafe fn gather_rows(
     for (j, &p) in pos.iter().enumerate() {
         if let Some(&q) = pos.get(j + AHEAD) {
             // A hint: never faults, even past the end.
-            kiln_runtime::mem::kiln_prefetch(src.wrapping_offset(q as isize * row_stride), row_bytes);
+            kiln_runtime::mem::kiln_prefetch(
+                src.wrapping_offset(q as isize * row_stride),
+                row_bytes,
+            );
         }
         // SAFETY: row `p` of `src` and row `j` of `dst` (the contract).
         unsafe {
@@ -327,7 +330,10 @@ impl Exec<'_> {
         } = step;
         let (x, mask) = (self.get(*x), self.get(*mask));
         let k = mask.shape.len();
-        if mask.dtype != DType::Bool || k == 0 || k > x.shape.len() || mask.shape[..] != x.shape[..k]
+        if mask.dtype != DType::Bool
+            || k == 0
+            || k > x.shape.len()
+            || mask.shape[..] != x.shape[..k]
         {
             return Err(err(
                 name,
@@ -406,9 +412,9 @@ impl Exec<'_> {
                     ),
                 ));
             }
-            shape[axis] = shape[axis].checked_add(a.shape[axis]).ok_or_else(|| {
-                err(name, "the joined axis is too long".to_string())
-            })?;
+            shape[axis] = shape[axis]
+                .checked_add(a.shape[axis])
+                .ok_or_else(|| err(name, "the joined axis is too long".to_string()))?;
         }
         check_static_shape(name, out_shape, &shape)?;
         let out = self.alloc_slot(name, *output, first.dtype, &shape)?;
@@ -447,8 +453,8 @@ impl Exec<'_> {
         } = step;
         let (x, axis) = (self.get(*x), *axis);
         let vals = self.get(*sizes).to_i64_vec();
-        let sizes = split_sizes(&vals, outputs.len(), Some(x.shape[axis]))
-            .map_err(|m| err(name, m))?;
+        let sizes =
+            split_sizes(&vals, outputs.len(), Some(x.shape[axis])).map_err(|m| err(name, m))?;
         let es = x.dtype.size_of() as isize;
         let mut start = 0usize;
         for ((&s, &slot), want) in sizes.iter().zip(outputs).zip(out_shapes) {
@@ -456,9 +462,7 @@ impl Exec<'_> {
             v.shape[axis] = s;
             check_static_shape(name, want, &v.shape)?;
             // An empty last part may point one past x's end; it is never read.
-            v.ptr = x
-                .ptr
-                .wrapping_offset(start as isize * x.strides[axis] * es);
+            v.ptr = x.ptr.wrapping_offset(start as isize * x.strides[axis] * es);
             self.slots[slot] = Some(v);
             start += s;
         }

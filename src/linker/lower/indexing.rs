@@ -68,7 +68,12 @@ pub fn lower_join(cx: &LowerCx<'_>, node: &Apply, io: &NodeSlots, axis: usize) -
 }
 
 /// Lowers a `Split` along `axis`: views, no data moves.
-pub fn lower_split(cx: &LowerCx<'_>, node: &Apply, io: &NodeSlots, axis: usize) -> (Step, Lowering) {
+pub fn lower_split(
+    cx: &LowerCx<'_>,
+    node: &Apply,
+    io: &NodeSlots,
+    axis: usize,
+) -> (Step, Lowering) {
     let step = SplitStep {
         x: io.ins[0],
         sizes: io.ins[1],
