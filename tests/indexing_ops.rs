@@ -4,6 +4,9 @@
 //! duplicates accumulating as `np.add.at`, empty arrays), run-time errors,
 //! and the native linker steps against the reference evaluator on every
 //! index dtype and several layouts, with no rewriting and under FAST_RUN.
+// Graph builders take slices of tensors; cloning into array literals reads best here.
+#![allow(clippy::cloned_ref_to_slice_refs)]
+
 mod jit_support;
 use jit_support::*;
 

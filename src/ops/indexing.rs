@@ -165,22 +165,22 @@ pub fn join_type(axis: usize, inputs: &[InputInfo<'_>]) -> Msg {
                 first.ty, i.ty
             ));
         }
-        for d in 0..ndim {
+        for (d, (out, &size)) in shape.iter_mut().zip(&i.ty.shape).enumerate() {
             if d == axis {
-                shape[d] = match (shape[d], i.ty.shape[d]) {
-                    (Some(a), Some(b)) => Some(a + b),
+                *out = match (*out, size) {
+                    (Some(a), Some(b)) => a.checked_add(b),
                     _ => None,
                 };
                 continue;
             }
-            match (shape[d], i.ty.shape[d]) {
+            match (*out, size) {
                 (Some(a), Some(b)) if a != b => {
                     return Err(format!(
                         "inputs differ in dimension {d} (not the axis {axis}): {} and {}",
                         first.ty, i.ty
                     ))
                 }
-                (None, Some(b)) => shape[d] = Some(b),
+                (None, Some(b)) => *out = Some(b),
                 _ => {}
             }
         }
