@@ -112,7 +112,8 @@ fn suite_reports_every_workload() {
             "logsumexp",
             "outer_tanh",
             "mlp",
-            "canon"
+            "canon",
+            "gather"
         ]
     );
     for r in &rows {
