@@ -1,5 +1,5 @@
-"""The Python side of benches/compare.sh: the eight workloads of
-workloads.md (same expressions, same sizes) timed with numpy, numexpr
+"""The Python side of benches/compare.sh: the workloads of
+workloads.md plus issue 14's gather (same expressions, same sizes) timed with numpy, numexpr
 (2 threads), PyTensor (C and numba backends) and JAX (jit, CPU), plus
 PyTensor's FAST_RUN rewrite time on the chain graph.
 
@@ -41,6 +41,8 @@ WORKLOADS = [
      [("a", (N,), "unit"), ("b", (N,), "unit"), ("c", (N,), "unit"), ("x", (N,), "normal")]),
     # The finite-difference stencil over three views of x (basic indexing).
     ("stencil", "x[2:] - 2*x[1:-1] + x[:-2]", [("x", (N,), "normal")]),
+    # issue 14: X[idx], one million random int64 rows of width 16.
+    ("gather", "take(X, idx, axis=0)", [("X", (1_000_000, 16), "normal"), ("idx", (1_000_000,), ("index", 1_000_000))]),
 ]
 # numexpr cannot index or call sigmoid / reductions in the middle: its forms, where it has one.
 NUMEXPR = {
@@ -63,6 +65,8 @@ def data(scale_down, seed=2024):
                 vals[v] = rng.standard_normal(shape)
             elif dist == "unit":
                 vals[v] = rng.uniform(0.5, 1.5, shape)
+            elif isinstance(dist, tuple) and dist[0] == "index":
+                vals[v] = rng.integers(0, max(1, dist[1] // scale_down), shape, dtype=np.int64)
             else:
                 vals[v] = rng.integers(0, 2, shape).astype(np.float64)
         out[name] = vals
@@ -91,7 +95,7 @@ def emit(out, system, workload, run_ms=None, compile_ms=None, error=None, **extr
 
 
 def run_numpy(out, inputs, runs):
-    ns = dict(log=np.log, exp=np.exp, tanh=np.tanh, mean=np.mean, sum=np.sum,
+    ns = dict(log=np.log, exp=np.exp, tanh=np.tanh, mean=np.mean, sum=np.sum, take=np.take,
               sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)))
     for name, expr, _ in WORKLOADS:
         env = dict(ns, **inputs[name])
@@ -117,10 +121,11 @@ def run_numexpr(out, inputs, runs):
 def run_pytensor(out, inputs, runs, mode, system):
     import pytensor
     import pytensor.tensor as pt
-    ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid)
+    ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid, take=pt.take)
     for name, expr, decl in WORKLOADS:
         try:
-            syms = {v: pt.tensor(v, dtype="float64", shape=(None,) * len(shape)) for v, shape, _ in decl}
+            syms = {v: pt.tensor(v, dtype="int64" if isinstance(dist, tuple) else "float64",
+                                 shape=(None,) * len(shape)) for v, shape, dist in decl}
             y = eval(expr, dict(ns, **syms))
             args = [inputs[name][v] for v, _, _ in decl]
             t = time.perf_counter()
@@ -137,7 +142,8 @@ def run_jax(out, inputs, runs):
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
-    ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid)
+    ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
+              take=jnp.take)
     for name, expr, decl in WORKLOADS:
         names = [v for v, _, _ in decl]
         code = compile(expr, name, "eval")

@@ -26,6 +26,10 @@ pub enum Dist {
     Uniform(f64, f64),
     /// 0 or 1 with equal probability.
     Binary,
+    /// A uniform integer index in `[0, n)` (`n` is divided with the
+    /// dimensions by [`Workload::generate_scaled`], so scaled indices stay
+    /// in range of scaled arrays).
+    Index(usize),
 }
 
 /// One input of a workload.
@@ -110,6 +114,7 @@ impl Rng {
             Dist::Normal => self.normal(),
             Dist::Uniform(lo, hi) => lo + (hi - lo) * self.uniform(),
             Dist::Binary => (self.next_u64() >> 63) as f64,
+            Dist::Index(n) => (self.next_u64() % n.max(1) as u64) as f64,
         }
     }
 }
@@ -151,7 +156,11 @@ impl Workload {
                     .map(|&d| (d / divisor.max(1)).max(1))
                     .collect();
                 let n: usize = shape.iter().product();
-                let data: Vec<f64> = (0..n).map(|_| rng.draw(i.dist)).collect();
+                let dist = match i.dist {
+                    Dist::Index(k) => Dist::Index((k / divisor.max(1)).max(1)),
+                    d => d,
+                };
+                let data: Vec<f64> = (0..n).map(|_| rng.draw(dist)).collect();
                 let a = ArrayD::from_shape_vec(IxDyn(&shape), data).expect("sizes match");
                 Value::from_f64_array(i.dtype, a)
             })
@@ -159,8 +168,10 @@ impl Workload {
     }
 }
 
-/// The run-time workloads: the eight of `workloads.md`, in its order, then
-/// the finite-difference stencil over three views of one vector (float64).
+/// The run-time workloads: the eight of `workloads.md`, in its order
+/// (float64), then the finite-difference stencil over three views of one
+/// vector, then `gather` (issue 14: `X[idx]`, one million random rows of
+/// width 16, as `take(X, idx, axis=0)` with `int64` indices).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -231,6 +242,19 @@ pub fn suite() -> Vec<Workload> {
             name: "stencil",
             expr: "x[2:] - 2*x[1:-1] + x[:-2]",
             inputs: vec![input("x", &[N], Dist::Normal)],
+        },
+        Workload {
+            name: "gather",
+            expr: "take(X, idx, axis=0)",
+            inputs: vec![
+                input("X", &[1_000_000, 16], Dist::Normal),
+                InputSpec {
+                    name: "idx",
+                    dtype: DType::I64,
+                    shape: vec![1_000_000],
+                    dist: Dist::Index(1_000_000),
+                },
+            ],
         },
     ]
 }
@@ -333,7 +357,8 @@ mod tests {
                 "outer_tanh",
                 "mlp",
                 "canon",
-                "stencil"
+                "stencil",
+                "gather"
             ]
         );
         for w in &s {
@@ -359,5 +384,13 @@ mod tests {
         let ts: Vec<f64> = (0..1000).map(|_| r.draw(Dist::Binary)).collect();
         assert!(ts.iter().all(|&t| t == 0.0 || t == 1.0));
         assert!(ts.contains(&0.0) && ts.contains(&1.0));
+        let is: Vec<f64> = (0..1000).map(|_| r.draw(Dist::Index(7))).collect();
+        assert!(is
+            .iter()
+            .all(|&i| i.fract() == 0.0 && (0.0..7.0).contains(&i)));
+        // Scaled indices stay inside the scaled rows.
+        let g = &s[8].generate_scaled(3, 1000);
+        let rows = g[0].shape()[0] as i64;
+        assert!(g[1].to_i64_array().iter().all(|&i| (0..rows).contains(&i)));
     }
 }

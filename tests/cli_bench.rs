@@ -115,7 +115,8 @@ fn suite_reports_every_workload() {
             "outer_tanh",
             "mlp",
             "canon",
-            "stencil"
+            "stencil",
+            "gather"
         ]
     );
     for r in &rows {

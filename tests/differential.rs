@@ -36,7 +36,9 @@ use kiln::*;
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
-use random_graphs::{build, build_from, inputs_every_dtype, step, values, values_for, Step};
+use random_graphs::{
+    build, build_from, indexing_step, inputs_every_dtype, step, values, values_for, Step,
+};
 
 fn run_case(
     steps: &[Step],
@@ -170,6 +172,45 @@ fn compiled_code_matches_the_reference() {
             );
         }
     }
+    assert!(
+        stats.skipped_fraction() < 0.05,
+        "the exemptions skip too much: {stats}"
+    );
+}
+
+/// The differential property on graphs with advanced indexing and joins
+/// ([`random_graphs::indexing_step`]: gathers and updates with indices in
+/// range, negative ones too, stacks, joins, splits, masks), in every
+/// layout and call form: 500 cases in CI.
+#[test]
+fn indexing_and_joins_match_the_reference() {
+    let strategy = (
+        proptest::collection::vec(indexing_step(), 1..10),
+        1..3usize,
+        prop_oneof![Just(0usize), 1..9usize, 9..300usize],
+        1..4usize,
+        any::<u64>(),
+        any::<bool>(),
+        1..u64::MAX,
+    );
+    let stats = std::cell::RefCell::new(Stats::default());
+    let mut runner = TestRunner::new(config_with(500));
+    let result = runner.run(&strategy, |(steps, n_out, n, m, seed, edges, variant)| {
+        let mut case = Stats::default();
+        if let Err(e) = run_broad_case(&steps, n_out, n, m, seed, edges, variant, &mut case) {
+            prop_assert!(
+                false,
+                "{e}\nsteps: {steps:?}, n_out {n_out}, n {n}, m {m}, seed {seed}, edges {edges}, variant {variant}"
+            );
+        }
+        stats.borrow_mut().absorb(&case);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let stats = stats.into_inner();
+    println!("differential (indexing): {stats}");
     assert!(
         stats.skipped_fraction() < 0.05,
         "the exemptions skip too much: {stats}"

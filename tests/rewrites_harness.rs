@@ -249,6 +249,38 @@ fn templates() -> Vec<Template> {
             let s = tensor("s", DType::F64, &[Some(3)]);
             a + &(&s.shape_i(0).unwrap().cast(DType::F64) * &s.sum_all())
         }),
+        t("local_join_1", Vectors, |[a, ..], _| {
+            concatenate(&[&(a * 2.0)], 0).unwrap()
+        }),
+        t("local_join_empty", Vectors, |[a, b, _], _| {
+            let e = Tensor::constant(Value::F64(ndarray::ArrayD::zeros(ndarray::IxDyn(&[0]))));
+            &concatenate(&[a, &e, b], 0).unwrap().sum_all() + a
+        }),
+        t("local_useless_split", Vectors, |[a, ..], _| {
+            let s = tensor("s", DType::F64, &[Some(3)]);
+            a + &split(&s.exp(), &[3], 0).unwrap()[0].sum_all()
+        }),
+        t(
+            "local_useless_advanced_subtensor1",
+            Vectors,
+            |[a, ..], _| {
+                let s = tensor("s", DType::F64, &[Some(3)]);
+                let i = Tensor::constant(Value::I64(ndarray::arr1(&[0, -2, 2]).into_dyn()));
+                a * &take(&s, &i, 0).unwrap().sum_all()
+            },
+        ),
+        t(
+            "local_useless_advanced_set_subtensor1",
+            Vectors,
+            |[a, ..], _| {
+                let s = tensor("s", DType::F64, &[Some(3)]);
+                let u = tensor("u", DType::F64, &[Some(3)]);
+                let i = Tensor::constant(Value::I64(ndarray::arr1(&[0, 1, 2]).into_dyn()));
+                a - &advanced_set_subtensor1(&s, 0, &i, &u.tanh())
+                    .unwrap()
+                    .sum_all()
+            },
+        ),
         t("constant_folding", Vectors, |[a, ..], _| {
             a + &(&c(2.0).exp() * 3.0)
         }),

@@ -8,6 +8,7 @@
 //! dimension broadcasts only when it is statically 1; other sizes must agree
 //! at run time, and a mismatch is an error naming the op and the sizes.
 
+mod indexing;
 mod perform;
 
 pub use perform::{perform, reshape_target};

@@ -41,6 +41,17 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::IncSubtensor { idx, set, .. } => {
             Ok(vec![inc_subtensor(&name, idx, *set, inputs, types)?])
         }
+        Op::AdvancedSubtensor1 { axis } => Ok(vec![super::indexing::take(
+            &name, *axis, inputs[0], inputs[1],
+        )?]),
+        Op::AdvancedIncSubtensor1 { axis, set } => Ok(vec![super::indexing::inc(
+            &name, *axis, *set, inputs, types,
+        )?]),
+        Op::BooleanMask => Ok(vec![super::indexing::boolean_mask(
+            &name, inputs[0], inputs[1],
+        )?]),
+        Op::Join { axis } => Ok(vec![super::indexing::join(&name, *axis, inputs)?]),
+        Op::Split { axis, n } => super::indexing::split(&name, *axis, *n, inputs[0], inputs[1]),
         Op::Custom(c) => {
             // The declared output types for these input types: the values
             // are checked against them before any other op reads them.

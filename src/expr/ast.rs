@@ -302,6 +302,9 @@ pub enum ExprKind {
     Name(String),
     /// A parenthesised tuple `(a, b)`, `(a,)` or `()` (meaningful only as `axis=`).
     Tuple(Vec<Expr>),
+    /// A list literal `[a, b, c]` (meaningful only as the tensors of
+    /// `concatenate` / `stack` and the sizes of `split`).
+    List(Vec<Expr>),
     /// A prefix operation.
     Unary {
         /// The operator.
@@ -356,7 +359,7 @@ impl Expr {
             | ExprKind::Bool(_)
             | ExprKind::None
             | ExprKind::Name(_) => Vec::new(),
-            ExprKind::Tuple(items) => items.iter().collect(),
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().collect(),
             ExprKind::Unary { operand, .. } => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             ExprKind::Call { args, kwargs, .. } => {
@@ -425,7 +428,7 @@ fn take_children(kind: &mut ExprKind, stack: &mut Vec<Expr>) {
         return;
     }
     match std::mem::replace(kind, ExprKind::None) {
-        ExprKind::Tuple(items) => stack.extend(items),
+        ExprKind::Tuple(items) | ExprKind::List(items) => stack.extend(items),
         ExprKind::Unary { operand, .. } => stack.push(*operand),
         ExprKind::Binary { lhs, rhs, .. } => {
             stack.push(*lhs);
@@ -501,6 +504,11 @@ fn print_node<'a>(
                 pieces.push(Piece::Text(","));
             }
             pieces.push(Piece::Text(")"));
+        }
+        ExprKind::List(items) => {
+            pieces.push(Piece::Text("["));
+            push_list(&mut pieces, items.iter().map(Piece::Node));
+            pieces.push(Piece::Text("]"));
         }
         ExprKind::Unary { op, operand } => {
             pieces.extend([Piece::Text("("), Piece::Text(op.symbol())]);
@@ -612,6 +620,15 @@ pub enum Signature {
     Cast,
     /// `set_subtensor(x[...], y)`: an indexed expression and a tensor.
     Update,
+    /// Exactly this many tensor arguments plus an optional integer `axis=`
+    /// (default 0): `take`, the indexed updates.
+    Axis(usize),
+    /// A list literal of tensors plus an optional integer `axis=` (default
+    /// 0): `concatenate([a, b], axis=1)`, `stack`.
+    Join,
+    /// `split(x, sizes, axis=k, output=j)`: `sizes` a list of integer
+    /// literals or an integer vector expression; output `j` of the split.
+    Split,
 }
 
 macro_rules! funcs {
@@ -695,6 +712,13 @@ funcs! {
     Cast => "cast", Cast;
     SetSubtensor => "set_subtensor", Update;
     IncSubtensor => "inc_subtensor", Update;
+    Take => "take", Axis(2);
+    AdvancedIncSubtensor => "advanced_inc_subtensor", Axis(3);
+    AdvancedSetSubtensor => "advanced_set_subtensor", Axis(3);
+    BooleanMask => "boolean_mask", Fixed(2);
+    Concatenate => "concatenate", Join;
+    Stack => "stack", Join;
+    Split => "split", Split;
 }
 
 impl Func {
@@ -714,6 +738,9 @@ impl Func {
             Signature::Fixed(n) => n,
             Signature::Reduction => 1,
             Signature::Cast | Signature::Update => 2,
+            Signature::Axis(n) => n,
+            Signature::Join => 1,
+            Signature::Split => 2,
         }
     }
 }

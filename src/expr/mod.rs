@@ -21,7 +21,8 @@
 //! item     = "..." | "None" | [ expr ] ":" [ expr ] [ ":" [ expr ] ] | expr ;
 //! atom     = number | string | "True" | "False" | "None"
 //!          | name [ "(" [ arg { "," arg } [ "," ] ] ")" ]
-//!          | "(" [ expr { "," expr } [ "," ] ] ")" ;  (* a tuple if empty or with a comma *)
+//!          | "(" [ expr { "," expr } [ "," ] ] ")"    (* a tuple if empty or with a comma *)
+//!          | "[" [ expr { "," expr } [ "," ] ] "]" ;  (* a list: concatenate([a, b]) *)
 //! arg      = expr | name "=" expr ;           (* keywords after positional arguments *)
 //! number   = digits [ "." digits ] [ exponent ] | "." digits [ exponent ] ;
 //! exponent = ( "e" | "E" ) [ "+" | "-" ] digits ;
@@ -65,7 +66,10 @@ pub use ast::{
 };
 pub use decl::{parse_decl, Decl, DTYPES};
 pub use lexer::{tokenize, Token, TokenKind};
-pub use parser::{cast_dtype, check, parse_syntax, reduce_args, ReduceArgs, MAX_DEPTH};
+pub use parser::{
+    axis_args, cast_dtype, check, int_list, parse_syntax, reduce_args, AxisArgs, ReduceArgs,
+    MAX_DEPTH,
+};
 
 /// Parses and checks an expression: the syntax ([`parse_syntax`]) then the function names,
 /// arities and keyword arguments ([`check`]).
@@ -245,6 +249,8 @@ mod tests {
             let src = match f.signature() {
                 Signature::Cast => "cast(x, \"f32\")".to_string(),
                 Signature::Update => format!("{}(x[1:], x)", f.name()),
+                Signature::Join => format!("{}([x, y])", f.name()),
+                Signature::Split => "split(x, [1, 2], output=0)".to_string(),
                 _ => format!("{}({args})", f.name()),
             };
             assert_eq!(show(&src), src);
@@ -257,7 +263,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 47);
+        assert_eq!(Func::ALL.len(), 54);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

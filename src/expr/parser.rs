@@ -309,6 +309,7 @@ impl Parser {
         match self.peek().kind {
             TokenKind::Name(_) if self.peek2() == &TokenKind::LParen => self.call(),
             TokenKind::LParen => self.parenthesized(),
+            TokenKind::LBracket => self.list(),
             _ => self.leaf(),
         }
     }
@@ -340,6 +341,15 @@ impl Parser {
             return Ok(inner);
         }
         Ok(Expr::new(ExprKind::Tuple(items), span))
+    }
+
+    /// `"[" [expr {"," expr} [","]] "]"`: a list literal (the tensors of
+    /// `concatenate([a, b])`, the sizes of `split(x, [2, 3])`).
+    fn list(&mut self) -> Result<Expr, ParseError> {
+        let open = self.bump().span;
+        let (items, _) = self.comma_list(&TokenKind::RBracket)?;
+        let close = self.expect(&TokenKind::RBracket)?;
+        Ok(Expr::new(ExprKind::List(items), open.to(close.span)))
     }
 
     /// Expressions separated by commas up to (not including) `close`; also returns whether
@@ -501,6 +511,11 @@ pub fn check(expr: &Expr) -> Result<(), ParseError> {
                 let msg = "a tuple is only allowed as the value of axis=, e.g. axis=(0, 1)";
                 return Err(ParseError::new(e.span.start, msg));
             }
+            ExprKind::List(_) => {
+                let msg = "a list is only allowed as the tensors of concatenate() / stack() \
+                           or the sizes of split(), e.g. concatenate([a, b])";
+                return Err(ParseError::new(e.span.start, msg));
+            }
             ExprKind::Call {
                 name,
                 name_span,
@@ -578,8 +593,130 @@ fn check_call<'a>(
                 return Err(ParseError::new(args[0].span.start, msg));
             }
             Ok(args.iter().collect())
+        Signature::Axis(_) => {
+            axis_args(func, kwargs)?;
+            // The index may be a list of integer literals: take(x, [0, -1]).
+            let mut rest = vec![&args[0]];
+            if int_list(&args[1])?.is_none() {
+                rest.push(&args[1]);
+            }
+            rest.extend(&args[2..]);
+            Ok(rest)
+        }
+        Signature::Join => {
+            axis_args(func, kwargs)?;
+            let ExprKind::List(items) = &args[0].kind else {
+                let msg = format!(
+                    "{}() takes a list of tensors, e.g. {}([a, b], axis=0)",
+                    func.name(),
+                    func.name()
+                );
+                return Err(ParseError::new(args[0].span.start, msg));
+            };
+            if items.is_empty() {
+                let msg = format!("{}() needs at least one tensor", func.name());
+                return Err(ParseError::new(args[0].span.start, msg));
+            }
+            Ok(items.iter().collect())
+        }
+        Signature::Split => {
+            let a = axis_args(func, kwargs)?;
+            if a.output.is_none() {
+                let msg = "split() needs output= to pick its part, e.g. split(x, [2, 3], output=1)";
+                return Err(ParseError::new(call_span.start, msg));
+            }
+            let mut rest = vec![&args[0]];
+            if int_list(&args[1])?.is_none() {
+                rest.push(&args[1]);
+            }
+            Ok(rest)
         }
     }
+}
+
+/// The integer literals of a list `[2, -3]` (the sizes of `split`, the
+/// index of `take`), or `None` when `e` is not a list literal (then it is
+/// an integer tensor expression).
+pub fn int_list(e: &Expr) -> Result<Option<Vec<i64>>, ParseError> {
+    let ExprKind::List(items) = &e.kind else {
+        return Ok(None);
+    };
+    if items.is_empty() {
+        let msg = "an empty list has no dtype: use an integer tensor";
+        return Err(ParseError::new(e.span.start, msg));
+    }
+    items
+        .iter()
+        .map(|item| match &item.kind {
+            ExprKind::Number(Number::Int(i)) => Ok(*i),
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand,
+            } if matches!(operand.kind, ExprKind::Number(Number::Int(_))) => match operand.kind {
+                ExprKind::Number(Number::Int(i)) => Ok(-i),
+                _ => unreachable!("matched above"),
+            },
+            _ => Err(ParseError::new(
+                item.span.start,
+                "a list here must hold integer literals, e.g. [2, -3]; else use an integer tensor",
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// The keyword arguments of `take`, the indexed updates, `concatenate`,
+/// `stack` and `split`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AxisArgs {
+    /// `axis=` (default 0; negative counts from the end).
+    pub axis: i64,
+    /// `output=` (only `split`): which part.
+    pub output: Option<i64>,
+}
+
+/// Reads and validates the keyword arguments of `func` (signature
+/// [`Signature::Axis`], [`Signature::Join`] or [`Signature::Split`]):
+/// `axis=` an integer, and for `split` `output=` an integer; each at most once.
+pub fn axis_args(func: Func, kwargs: &[Keyword]) -> Result<AxisArgs, ParseError> {
+    let mut out = AxisArgs {
+        axis: 0,
+        output: None,
+    };
+    let allowed = if func.signature() == Signature::Split {
+        "axis= or output="
+    } else {
+        "axis="
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for k in kwargs {
+        let pos = k.name_span.start;
+        if seen.contains(&k.name.as_str()) {
+            let msg = format!("{}() got keyword argument '{}' twice", func.name(), k.name);
+            return Err(ParseError::new(pos, msg));
+        }
+        seen.push(&k.name);
+        match k.name.as_str() {
+            "axis" => out.axis = axis_int(&k.value)?,
+            "output" if func.signature() == Signature::Split => {
+                out.output = Some(match &k.value.kind {
+                    ExprKind::Number(Number::Int(i)) => *i,
+                    _ => {
+                        let msg = "output= must be a non-negative integer";
+                        return Err(ParseError::new(k.value.span.start, msg));
+                    }
+                })
+            }
+            other => {
+                let msg = format!(
+                    "{}() got an unexpected keyword argument '{other}'; expected {allowed}",
+                    func.name()
+                );
+                return Err(ParseError::new(pos, msg));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Checks the number of positional arguments of a call of `func`.

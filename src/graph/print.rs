@@ -9,7 +9,7 @@ use std::fmt::{self, Write};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::fgraph::FunctionGraph;
+use super::fgraph::{Apply, FunctionGraph};
 use super::ids::VarId;
 use crate::ops::{Op, ReduceOp, ScalarOp};
 
@@ -187,7 +187,13 @@ pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
             stack.extend(node.inputs.iter().map(|&i| (i, false)));
             continue;
         }
-        let args: Vec<&str> = node.inputs.iter().map(|i| memo[i].as_str()).collect();
+        let lists = index_lists(fg, node);
+        let args: Vec<&str> = node
+            .inputs
+            .iter()
+            .zip(&lists)
+            .map(|(i, l)| l.as_deref().unwrap_or(memo[i].as_str()))
+            .collect();
         let text = render_op(fg, &node.op, &args) + &fg.output_suffix(x);
         memo.insert(x, text);
     }
@@ -201,6 +207,29 @@ pub fn pprint_outputs(fg: &FunctionGraph) -> String {
         .map(|&o| pprint(fg, o))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Per input of `node`: for the integer index of a gather or an update and
+/// the sizes of a split, a small constant vector as the list literal the
+/// expression language reads (`take(x, [0, -1])`); else `None`.
+fn index_lists(fg: &FunctionGraph, node: &Apply) -> Vec<Option<String>> {
+    let listed = match node.op {
+        Op::AdvancedSubtensor1 { .. } | Op::Split { .. } => Some(1),
+        Op::AdvancedIncSubtensor1 { .. } => Some(2),
+        _ => None,
+    };
+    node.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            let c = fg.constant_value(v).filter(|_| Some(k) == listed)?;
+            if c.ndim() != 1 || c.is_empty() || c.len() > 16 || !c.dtype().is_int() {
+                return None;
+            }
+            let items: Vec<String> = c.to_i64_array().iter().map(|i| i.to_string()).collect();
+            Some(format!("[{}]", items.join(", ")))
+        })
+        .collect()
 }
 
 fn infix(op: ScalarOp) -> Option<&'static str> {
@@ -271,6 +300,26 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::AdvancedSubtensor1 { axis: 0 } => format!("take({}, {})", args[0], args[1]),
+        Op::AdvancedSubtensor1 { axis } => {
+            format!("take({}, {}, axis={axis})", args[0], args[1])
+        }
+        Op::AdvancedIncSubtensor1 { axis, set } => {
+            let f = if *set {
+                "advanced_set_subtensor"
+            } else {
+                "advanced_inc_subtensor"
+            };
+            let axis = match axis {
+                0 => String::new(),
+                a => format!(", axis={a}"),
+            };
+            // The op's inputs are (x, y, idx); the function reads (x, idx, y).
+            format!("{f}({}, {}, {}{axis})", args[0], args[2], args[1])
+        }
+        Op::BooleanMask => format!("boolean_mask({}, {})", args[0], args[1]),
+        Op::Join { axis } => format!("concatenate([{}], axis={axis})", args.join(", ")),
+        Op::Split { axis, .. } => format!("split({}, {}, axis={axis})", args[0], args[1]),
         Op::FusedReduce { op: r, axes, pre } => {
             reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }

@@ -9,6 +9,7 @@
 //! and the offending types. Reference semantics live in `crate::eval`.
 
 pub mod composite;
+pub mod indexing;
 pub mod scalar;
 pub mod subtensor;
 
@@ -202,6 +203,44 @@ pub enum Op {
         set: bool,
         /// The output overwrites input 0 (`x`).
         inplace: bool,
+    /// numpy `take(x, idx, axis)`: the sub-arrays of `x` at the integer
+    /// indices `idx` (any integer dtype, at least 1-d, negative counting from
+    /// the end) along `axis` (PyTensor's `AdvancedSubtensor1` for axis 0).
+    /// Inputs `(x, idx)`; output shape `x.shape[:axis] + idx.shape +
+    /// x.shape[axis+1:]`. An index out of range is a run-time error.
+    AdvancedSubtensor1 {
+        /// The indexed axis.
+        axis: usize,
+    },
+    /// A copy of `x` where the sub-arrays at `idx` along `axis` are
+    /// incremented by `y` (`np.add.at`: duplicates accumulate, in index
+    /// order) or, with `set`, overwritten by it (the last duplicate wins).
+    /// Inputs `(x, y, idx)`; `y` has `x`'s dtype and broadcasts to
+    /// `take(x, idx, axis)`. PyTensor's `AdvancedIncSubtensor1`.
+    AdvancedIncSubtensor1 {
+        /// The indexed axis.
+        axis: usize,
+        /// Overwrite instead of adding.
+        set: bool,
+    },
+    /// `x[mask]` for a boolean `mask` of `x`'s first `k` dimensions' shape:
+    /// the selected sub-arrays in row-major order, shape `(count,) +
+    /// x.shape[k:]` with `count` known only at run time.
+    BooleanMask,
+    /// `concatenate(inputs, axis)`: inputs of one dtype and ndim, equal
+    /// sizes but along `axis` (PyTensor's `Join`, with the axis a parameter).
+    Join {
+        /// The axis joined along.
+        axis: usize,
+    },
+    /// Splits `x` along `axis` into `n` consecutive parts whose sizes are
+    /// the 1-d integer input `sizes` (summing to the axis length). Inputs
+    /// `(x, sizes)`; every output is a view of `x`.
+    Split {
+        /// The axis split along.
+        axis: usize,
+        /// The number of parts (outputs).
+        n: usize,
     },
     /// A user-defined op.
     Custom(Arc<dyn CustomOp>),
@@ -267,6 +306,11 @@ impl Op {
             Op::ShapeI(_) => OpKind::ShapeI,
             Op::Subtensor { .. } => OpKind::Subtensor,
             Op::IncSubtensor { .. } => OpKind::IncSubtensor,
+            Op::AdvancedSubtensor1 { .. } => OpKind::AdvancedSubtensor1,
+            Op::AdvancedIncSubtensor1 { .. } => OpKind::AdvancedIncSubtensor1,
+            Op::BooleanMask => OpKind::BooleanMask,
+            Op::Join { .. } => OpKind::Join,
+            Op::Split { .. } => OpKind::Split,
             Op::Custom(_) => OpKind::Custom,
         }
     }
@@ -312,6 +356,22 @@ impl Op {
                 subtensor::IndexList(idx),
                 if *inplace { "{inplace}" } else { "" }
             ),
+            Op::AdvancedSubtensor1 { axis: 0 } => "AdvancedSubtensor1".to_string(),
+            Op::AdvancedSubtensor1 { axis } => format!("AdvancedSubtensor1{{axis={axis}}}"),
+            Op::AdvancedIncSubtensor1 { axis, set } => {
+                let base = if *set {
+                    "AdvancedSetSubtensor1"
+                } else {
+                    "AdvancedIncSubtensor1"
+                };
+                match axis {
+                    0 => base.to_string(),
+                    a => format!("{base}{{axis={a}}}"),
+                }
+            }
+            Op::BooleanMask => "BooleanMask".to_string(),
+            Op::Join { axis } => format!("Join{{axis={axis}}}"),
+            Op::Split { axis, n } => format!("Split{{n={n}, axis={axis}}}"),
             Op::Custom(c) => c.name(),
         }
     }
@@ -333,6 +393,7 @@ impl Op {
             Op::DimShuffle { .. } | Op::Reshape { .. } | Op::Subtensor { .. } => {
                 smallvec::smallvec![(0, 0)]
             }
+            Op::Split { n, .. } => (0..*n).map(|k| (k as u8, 0)).collect(),
             _ => InplacePattern::new(),
         }
     }
@@ -439,6 +500,15 @@ impl Op {
             Op::IncSubtensor { idx, .. } => Ok(vec![
                 subtensor::inc_subtensor_type(idx, inputs).map_err(err)?
             ]),
+            Op::AdvancedSubtensor1 { axis } => {
+                Ok(vec![indexing::take_type(*axis, inputs).map_err(err)?])
+            }
+            Op::AdvancedIncSubtensor1 { axis, .. } => {
+                Ok(vec![indexing::inc_type(*axis, inputs).map_err(err)?])
+            }
+            Op::BooleanMask => Ok(vec![indexing::mask_type(inputs).map_err(err)?]),
+            Op::Join { axis } => Ok(vec![indexing::join_type(*axis, inputs).map_err(err)?]),
+            Op::Split { axis, n } => indexing::split_types(*axis, *n, inputs).map_err(err),
             Op::Custom(c) => {
                 c.infer_types(&inputs.iter().map(|i| i.ty.clone()).collect::<Vec<_>>())
             }
@@ -705,6 +775,11 @@ pub enum OpKind {
     ShapeI,
     Subtensor,
     IncSubtensor,
+    AdvancedSubtensor1,
+    AdvancedIncSubtensor1,
+    BooleanMask,
+    Join,
+    Split,
     Custom,
 }
 
@@ -858,6 +933,14 @@ impl PartialEq for Op {
                     inplace: q,
                 },
             ) => a == b && s == t && p == q,
+            (Op::AdvancedSubtensor1 { axis: a }, Op::AdvancedSubtensor1 { axis: b })
+            | (Op::Join { axis: a }, Op::Join { axis: b }) => a == b,
+            (
+                Op::AdvancedIncSubtensor1 { axis: a, set: p },
+                Op::AdvancedIncSubtensor1 { axis: b, set: q },
+            ) => a == b && p == q,
+            (Op::BooleanMask, Op::BooleanMask) => true,
+            (Op::Split { axis: a, n: p }, Op::Split { axis: b, n: q }) => a == b && p == q,
             (Op::Custom(a), Op::Custom(b)) => a.name() == b.name() && a.params() == b.params(),
             _ => false,
         }
@@ -902,12 +985,20 @@ impl Hash for Op {
                 idx.hash(state);
                 set.hash(state);
                 inplace.hash(state);
+            Op::AdvancedSubtensor1 { axis } | Op::Join { axis } => axis.hash(state),
+            Op::AdvancedIncSubtensor1 { axis, set } => {
+                axis.hash(state);
+                set.hash(state);
+            }
+            Op::Split { axis, n } => {
+                axis.hash(state);
+                n.hash(state);
             }
             Op::Custom(c) => {
                 c.name().hash(state);
                 c.params().hash(state);
             }
-            Op::Dot | Op::Alloc | Op::Shape => {}
+            Op::Dot | Op::Alloc | Op::Shape | Op::BooleanMask => {}
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod canonizer;
 pub mod erf;
 pub mod fusion;
 pub mod identities;
+pub mod indexing;
 pub mod inplace;
 pub mod mul_tree;
 pub mod reduce_fusion;

@@ -11,9 +11,12 @@ use std::collections::HashMap;
 
 use super::build::{self, weak_constant};
 use super::index::{inc_subtensor, set_subtensor, Idx, IdxBound};
+use super::indexing;
 use super::Tensor;
 use crate::error::{Error, Result};
-use crate::expr::{self, BinaryOp, Expr, ExprKind, Func, IndexItem, Number, UnaryOp};
+use crate::expr::{
+    self, BinaryOp, Expr, ExprKind, Func, IndexItem, Keyword, Number, Signature, UnaryOp,
+};
 use crate::graph::DType;
 use crate::ops::{ReduceOp, ScalarOp};
 
@@ -27,6 +30,8 @@ enum Built {
         items: Vec<Idx>,
     },
     Number(Number),
+    /// A list literal's items (the tensors of `concatenate([a, b])`).
+    List(Vec<Built>),
     Other,
 }
 
@@ -45,7 +50,7 @@ pub fn build_expr(e: &Expr, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
     match result {
         Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
         Built::Number(n) => Ok(literal(n)),
-        Built::Other => Err(Error::Parse {
+        Built::List(_) | Built::Other => Err(Error::Parse {
             pos: e.span.start,
             msg: "the expression is not a tensor".into(),
         }),
@@ -93,7 +98,7 @@ fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
     match b {
         Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
         Built::Number(n) => Ok(literal(n)),
-        Built::Other => Err(Error::Parse {
+        Built::List(_) | Built::Other => Err(Error::Parse {
             pos,
             msg: "expected a tensor argument".into(),
         }),
@@ -116,6 +121,7 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
     Ok(match &node.kind {
         ExprKind::Number(n) => Built::Number(*n),
         ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Tuple(_) => Built::Other,
+        ExprKind::List(items) => Built::List((0..items.len()).map(|_| next()).collect()),
         ExprKind::Name(name) => match vars.get(name) {
             Some(t) => Built::Tensor(t.clone()),
             None => {
@@ -203,6 +209,13 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     }
                 };
                 return Ok(Built::Tensor(t.map_err(|e| at(pos, e))?));
+            }
+            if matches!(
+                func.signature(),
+                Signature::Axis(_) | Signature::Join | Signature::Split
+            ) {
+                let t = indexing_call(func, args, kwargs, built.collect(), pos)?;
+                return Ok(Built::Tensor(t));
             }
             let ts = call_args(func, built.collect(), pos)?;
             Built::Tensor(call(func, &ts, pos)?)
@@ -299,7 +312,14 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Clip => build::clip(&a[0], &a[1], &a[2]),
         Func::Dot => build::dot(&a[0], &a[1]),
         Func::Transpose => Ok(a[0].t()),
-        Func::Cast
+        Func::BooleanMask => indexing::boolean_mask(&a[0], &a[1]),
+        Func::Take
+        | Func::AdvancedIncSubtensor
+        | Func::AdvancedSetSubtensor
+        | Func::Concatenate
+        | Func::Stack
+        | Func::Split
+        | Func::Cast
         | Func::Sum
         | Func::Prod
         | Func::Max
@@ -313,6 +333,97 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         }
     };
     r.map_err(|e| at(pos, e))
+}
+
+/// A call of `take`, an indexed update, `concatenate`, `stack` or `split`
+/// (the functions with an `axis=` keyword), whose built arguments are
+/// `built` (positional, then keyword values).
+fn indexing_call(
+    func: Func,
+    args: &[Expr],
+    kwargs: &[Keyword],
+    built: Vec<Built>,
+    pos: usize,
+) -> Result<Tensor> {
+    let parse_err = |e: expr::ParseError| Error::Parse {
+        pos: e.pos,
+        msg: e.message,
+    };
+    let a = expr::axis_args(func, kwargs).map_err(parse_err)?;
+    let axis = a.axis as isize;
+    let mut built = built.into_iter();
+    let mut next = || built.next().expect("arity checked");
+    let r = match func {
+        Func::Take => {
+            let x = tensor_of(next(), pos)?;
+            let idx = index_of(&args[1], next(), pos)?;
+            indexing::take(&x, &idx, axis)
+        }
+        Func::AdvancedIncSubtensor | Func::AdvancedSetSubtensor => {
+            let x = tensor_of(next(), pos)?;
+            let idx = index_of(&args[1], next(), pos)?;
+            // A number literal is weak next to x, as numpy's Python scalars.
+            let y = match next() {
+                Built::Number(n) => build::weak_constant_next_to(
+                    x.dtype(),
+                    n.as_f64(),
+                    matches!(n, Number::Float(_)),
+                ),
+                b => tensor_of(b, pos)?,
+            };
+            if func == Func::AdvancedSetSubtensor {
+                indexing::advanced_set_subtensor1(&x, axis, &idx, &y)
+            } else {
+                indexing::advanced_inc_subtensor1(&x, axis, &idx, &y)
+            }
+        }
+        Func::Concatenate | Func::Stack => {
+            let Built::List(items) = next() else {
+                unreachable!("the checking step requires a list literal")
+            };
+            let ts: Vec<Tensor> = items
+                .into_iter()
+                .map(|b| tensor_of(b, pos))
+                .collect::<Result<_>>()?;
+            let refs: Vec<&Tensor> = ts.iter().collect();
+            if func == Func::Stack {
+                indexing::stack(&refs, axis)
+            } else {
+                indexing::concatenate(&refs, axis)
+            }
+        }
+        _ => {
+            let x = tensor_of(next(), pos)?;
+            let parts = match expr::int_list(&args[1]).map_err(parse_err)? {
+                Some(sizes) => indexing::split(&x, &sizes, axis),
+                None => indexing::split_by(&x, &tensor_of(next(), pos)?, axis),
+            }
+            .map_err(|e| at(pos, e))?;
+            let k = a.output.expect("the checking step requires output=");
+            return usize::try_from(k)
+                .ok()
+                .and_then(|k| parts.get(k).cloned())
+                .ok_or_else(|| Error::Parse {
+                    pos,
+                    msg: format!(
+                        "split() has {} outputs, output={k} is out of range",
+                        parts.len()
+                    ),
+                });
+        }
+    };
+    r.map_err(|e| at(pos, e))
+}
+
+/// The index argument `e` of `take` or an update, built as `b`: a list of
+/// integer literals becomes an `i64` constant vector.
+fn index_of(e: &Expr, b: Built, pos: usize) -> Result<Tensor> {
+    match expr::int_list(e) {
+        Ok(Some(v)) => Ok(Tensor::constant(crate::graph::Value::I64(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[v.len()]), v).expect("1-d"),
+        ))),
+        _ => tensor_of(b, pos),
+    }
 }
 
 /// The index item built from `item` and the results of its expressions

@@ -16,6 +16,7 @@
 mod build;
 mod from_expr;
 mod index;
+mod indexing;
 mod ops_overload;
 
 use std::fmt;
@@ -24,6 +25,10 @@ use std::sync::Arc;
 pub use build::*;
 pub use from_expr::{build_expr, build_expression};
 pub use index::{inc_subtensor, set_subtensor, Idx, IdxBound};
+pub use indexing::{
+    advanced_inc_subtensor1, advanced_set_subtensor1, advanced_subtensor1, boolean_mask,
+    concatenate, split, split_by, stack, take,
+};
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};

@@ -430,6 +430,61 @@ fn propagate(
                 .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
+        Op::Split { .. } => {
+            // The parts of x's taint; which part this output is, its shape
+            // tells unless several parts have it (then their union).
+            let x = Value::Bool(ins[0].clone());
+            let ty = TensorType::new(DType::Bool, types[0].shape.clone());
+            let parts = perform(op, &[&x, args[1]], &[&ty, types[1]]).ok()?;
+            let mut t = ArrayD::from_elem(IxDyn(shape), false);
+            for p in parts.into_iter().filter(|p| p.shape() == shape) {
+                t.zip_mut_with(&as_bool(p), |a, &b| *a |= b);
+            }
+            if ins[1].iter().any(|&b| b) {
+                t.fill(true);
+            }
+            t
+        }
+        Op::AdvancedSubtensor1 { .. }
+        | Op::AdvancedIncSubtensor1 { .. }
+        | Op::BooleanMask
+        | Op::Join { .. } => {
+            // The data inputs' taints move as their values do; a tainted
+            // index or mask taints the whole output.
+            let data: Vec<bool> = (0..ins.len())
+                .map(|k| match op {
+                    Op::AdvancedSubtensor1 { .. } | Op::BooleanMask => k == 0,
+                    Op::AdvancedIncSubtensor1 { .. } => k < 2,
+                    _ => true,
+                })
+                .collect();
+            let a: Vec<Value> = (0..ins.len())
+                .map(|k| {
+                    if data[k] {
+                        Value::Bool(ins[k].clone())
+                    } else {
+                        args[k].clone()
+                    }
+                })
+                .collect();
+            let tys: Vec<TensorType> = (0..ins.len())
+                .map(|k| {
+                    if data[k] {
+                        TensorType::new(DType::Bool, types[k].shape.clone())
+                    } else {
+                        types[k].clone()
+                    }
+                })
+                .collect();
+            let refs: Vec<&Value> = a.iter().collect();
+            let ty_refs: Vec<&TensorType> = tys.iter().collect();
+            let mut t = as_bool(perform(op, &refs, &ty_refs).ok()?.remove(0));
+            let index_tainted = (0..ins.len()).any(|k| !data[k] && ins[k].iter().any(|&b| b));
+            if index_tainted {
+                t.fill(true);
+            }
+            t
+        }
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
     })
 }

@@ -1,7 +1,10 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
 //! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
-//! pattern), switch, casts, basic indexing and slice updates), the inputs it
+//! pattern), switch, casts, basic indexing and slice updates, gathers and
+//! indexed updates with indices in range (negative ones too, computed from
+//! an integer pool tensor modulo the axis length), joins, stacks, splits and
+//! boolean masks), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
@@ -76,6 +79,20 @@ pub enum Step {
     /// Basic indexing and slice updates of a pool tensor: the pattern
     /// (see [`index_step`]), the tensor, and a choice within the pattern.
     Index(usize, usize, usize),
+    /// `take(x, idx, axis)`: x, the integer vector the index is computed
+    /// from, the axis, and whether the index counts from the end.
+    Take(usize, usize, usize, bool),
+    /// An indexed update of x by a vector y: x, the index source, y, the
+    /// axis, and whether it overwrites (`set`).
+    IncTake(usize, usize, usize, usize, bool),
+    /// `stack` of two vectors along an axis, or `concatenate([m, m])` of a
+    /// matrix along axis 0 (without the flag).
+    Join(usize, usize, usize, bool),
+    /// Part 0 or 1 of a vector split in two at half its run-time length.
+    Split(usize, bool),
+    /// `v[mask]` for a vector and a mask from an input vector (bool, or
+    /// compared with 0).
+    Mask(usize, usize),
 }
 
 /// A constant slice as `(start, stop, step)`.
@@ -157,6 +174,22 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
         1 => (0..10usize, i(), 0..12usize).prop_map(|(k, a, c)| Step::Index(k, a, c)),
+    ]
+}
+
+/// A random step of [`step`] or (one time in three) of advanced indexing
+/// and joining: gathers, indexed updates, stacks and joins, splits, masks.
+/// A strategy of its own, so that [`step`]'s stream (and the cases the
+/// main property draws from its fixed seed) stay as they were.
+pub fn indexing_step() -> impl Strategy<Value = Step> {
+    let i = || 0..64usize;
+    prop_oneof![
+        10 => step(),
+        2 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, n)| Step::Take(a, b, ax, n)),
+        1 => (i(), i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, c, ax, s)| Step::IncTake(a, b, c, ax, s)),
+        1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, st)| Step::Join(a, b, ax, st)),
+        1 => (i(), any::<bool>()).prop_map(|(a, p)| Step::Split(a, p)),
+        1 => (i(), i()).prop_map(|(a, b)| Step::Mask(a, b)),
     ]
 }
 
@@ -262,6 +295,76 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
             Step::Index(k, a, c) => index_step(k, p(a), c),
+            Step::Take(a, b, ax, neg) => {
+                let x = p(a);
+                let Some(idx) = index_for(&ins, x, b, ax, neg) else {
+                    continue;
+                };
+                take(x, &idx, ax as isize)
+            }
+            Step::IncTake(a, b, c, ax, set) => {
+                let x = p(a);
+                let Some(idx) = index_for(&ins, x, b, ax, false) else {
+                    continue;
+                };
+                // A vector whose dtype upcasts into x's (its length n is the
+                // last dimension of x[idx] in every case).
+                let ys: Vec<&Tensor> = pool
+                    .iter()
+                    .filter(|t| t.ndim() == 1 && DType::upcast(x.dtype(), t.dtype()) == x.dtype())
+                    .collect();
+                let Some(&y) = ys.get(c % ys.len().max(1)) else {
+                    continue;
+                };
+                if set {
+                    advanced_set_subtensor1(x, ax as isize, &idx, y)
+                } else {
+                    advanced_inc_subtensor1(x, ax as isize, &idx, y)
+                }
+            }
+            Step::Join(a, b, ax, stacked) => {
+                let (x, y) = (p(a), p(b));
+                if x.ndim() == 0 || ax >= x.ndim() + usize::from(stacked) {
+                    continue;
+                }
+                // Never a vector longer than n: an outer product of two
+                // would have (2n)^2 elements and swamp every other case.
+                match (x.ndim(), y.ndim(), stacked) {
+                    (1, 1, _) => stack(&[x, y], ax as isize),
+                    (2, _, false) => concatenate(&[x, x], 0),
+                    _ => continue,
+                }
+            }
+            Step::Split(a, second) => {
+                let x = p(a);
+                if x.ndim() != 1 {
+                    continue;
+                }
+                let len = x.shape_i(0).unwrap();
+                let half = int_div(&len, &Tensor::scalar_constant(DType::I64, 2.0)).unwrap();
+                let rest = sub(&len, &half).unwrap();
+                let sizes = stack(&[&half, &rest], 0).unwrap();
+                split_by(x, &sizes, 0).map(|parts| parts[usize::from(second)].clone())
+            }
+            Step::Mask(a, b) => {
+                // The mask comes from an input (a bool one, or a number one
+                // compared with 0): a computed mask that a rewrite may
+                // license to differ would change the output's length.
+                let x = p(a);
+                let vecs: Vec<&Tensor> = ins.iter().filter(|t| t.ndim() == 1).collect();
+                let Some(&m) = vecs.get(b % vecs.len().max(1)) else {
+                    continue;
+                };
+                if x.ndim() != 1 {
+                    continue;
+                }
+                if m.dtype() == DType::Bool {
+                    boolean_mask(x, m)
+                } else {
+                    let zero = weak_constant(m, 0.0, false);
+                    gt(m, &zero).and_then(|mask| boolean_mask(x, &mask))
+                }
+            }
         };
         if let Ok(t) = t {
             pool.push(t);
@@ -279,6 +382,39 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
         outs
     };
     (ins, outs)
+}
+
+/// An index into axis `axis` of `x`, in range at run time: an integer
+/// input vector (the `b`-th of `ins`; never a computed one, whose values a
+/// rewrite may license to differ, which would make whole outputs
+/// unsettled) cast to `i64`, modulo the axis length
+/// (numpy's floor modulo: in `[0, len)`), minus the length when `neg`
+/// (in `[-len, -1]`); along axis 0 of a matrix, one index computed from
+/// the vector's sum. Every input vector has the length `n` and a matrix's
+/// axis 0 the length `m >= 1`, so the index is in range or empty (`n = 0`);
+/// only an axis that is empty at run time while `n > 0` (a mask selecting
+/// nothing, a split part of length 0) makes both evaluators fail alike.
+fn index_for(ins: &[Tensor], x: &Tensor, b: usize, axis: usize, neg: bool) -> Option<Tensor> {
+    if axis >= x.ndim() {
+        return None;
+    }
+    let ints: Vec<&Tensor> = ins
+        .iter()
+        .filter(|t| t.ndim() == 1 && t.dtype().is_int())
+        .collect();
+    let mut k = ints.get(b % ints.len().max(1))?.cast(DType::I64);
+    if x.ndim() >= 2 && axis == 0 {
+        // One row (`[sum(k) mod m]`, a static size-1 index): a length-n
+        // index would make an n x n gather whose size swamps the others.
+        k = k.sum_all().expand_dims(0).ok()?;
+    }
+    let len = x.shape_i(axis).ok()?;
+    let idx = modulo(&k, &len).ok()?;
+    if neg {
+        sub(&idx, &len).ok()
+    } else {
+        Some(idx)
+    }
 }
 
 /// Edge values mixed into the inputs.

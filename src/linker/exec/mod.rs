@@ -16,6 +16,7 @@ pub mod custom;
 pub mod drive;
 pub mod elemwise;
 pub mod gemm;
+pub mod indexing;
 pub mod reduce;
 pub mod shape;
 pub mod state;
@@ -83,6 +84,11 @@ impl Exec<'_> {
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Subtensor(s) => self.subtensor(name, s),
             Step::IncSubtensor(s) => self.inc_subtensor(name, s),
+            Step::Take(s) => self.take(name, s),
+            Step::IncTake(s) => self.inc_take(name, s),
+            Step::BooleanMask(s) => self.boolean_mask(name, s),
+            Step::Join(s) => self.join(name, s),
+            Step::Split(s) => self.split(name, s),
             Step::Custom(s) => self.custom(name, s),
         }
     }

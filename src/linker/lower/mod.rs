@@ -17,6 +17,7 @@ pub mod ctx;
 pub mod custom;
 pub mod elemwise;
 pub mod gemm;
+pub mod indexing;
 pub mod reduce;
 pub mod shape;
 pub mod subtensor;
@@ -47,6 +48,13 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::IncSubtensor { idx, set, inplace } => {
             subtensor::lower_inc_subtensor(cx, node, io, idx, *set, *inplace)
         }
+        Op::AdvancedSubtensor1 { axis } => Ok(indexing::lower_take(cx, node, io, *axis)),
+        Op::AdvancedIncSubtensor1 { axis, set } => {
+            Ok(indexing::lower_inc(cx, node, io, *axis, *set))
+        }
+        Op::BooleanMask => Ok(indexing::lower_boolean_mask(cx, node, io)),
+        Op::Join { axis } => Ok(indexing::lower_join(cx, node, io, *axis)),
+        Op::Split { axis, .. } => Ok(indexing::lower_split(cx, node, io, *axis)),
         Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),
     }
 }

@@ -44,6 +44,16 @@ pub enum Step {
     Subtensor(SubtensorStep),
     /// A slice update (`IncSubtensor`, `SetSubtensor`).
     IncSubtensor(IncSubtensorStep),
+    /// A gather along one axis (`AdvancedSubtensor1`).
+    Take(TakeStep),
+    /// An indexed increment or assignment along one axis (`AdvancedIncSubtensor1`).
+    IncTake(IncTakeStep),
+    /// `x[mask]` (`BooleanMask`).
+    BooleanMask(BooleanMaskStep),
+    /// A concatenation (`Join`).
+    Join(JoinStep),
+    /// Views of consecutive parts (`Split`).
+    Split(SplitStep),
     /// A user op run by its reference `perform`.
     Custom(CustomStep),
 }
@@ -272,4 +282,78 @@ pub struct IncSubtensorStep {
     pub dtypes: (DType, DType),
     /// Descriptions of `x` and `y` for error messages.
     pub descs: (String, String),
+/// A gather along one axis (`AdvancedSubtensor1`).
+#[derive(Debug, Clone)]
+pub struct TakeStep {
+    /// Slot of `x`.
+    pub x: Slot,
+    /// Slot of the integer index.
+    pub idx: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// The indexed axis.
+    pub axis: usize,
+    /// The output's static sizes.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// An indexed increment or assignment along one axis (`AdvancedIncSubtensor1`).
+#[derive(Debug, Clone)]
+pub struct IncTakeStep {
+    /// Slot of `x`, copied into the output first.
+    pub x: Slot,
+    /// Slot of `y`, the values added or written.
+    pub y: Slot,
+    /// Slot of the integer index.
+    pub idx: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// The indexed axis.
+    pub axis: usize,
+    /// Overwrite instead of adding.
+    pub set: bool,
+    /// Per dimension of `y`: statically broadcastable (size 1).
+    pub y_bcast: Vec<bool>,
+}
+
+/// `x[mask]` (`BooleanMask`).
+#[derive(Debug, Clone)]
+pub struct BooleanMaskStep {
+    /// Slot of `x`.
+    pub x: Slot,
+    /// Slot of the boolean mask.
+    pub mask: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// The output's static sizes.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// A concatenation (`Join`): each input is copied straight into its slice
+/// of the output.
+#[derive(Debug, Clone)]
+pub struct JoinStep {
+    /// Input slots.
+    pub inputs: Vec<Slot>,
+    /// Output slot.
+    pub output: Slot,
+    /// The axis joined along.
+    pub axis: usize,
+    /// The output's static sizes.
+    pub out_shape: Vec<Option<usize>>,
+}
+
+/// Views of consecutive parts of `x` along one axis (`Split`).
+#[derive(Debug, Clone)]
+pub struct SplitStep {
+    /// Slot of `x`.
+    pub x: Slot,
+    /// Slot of the 1-d integer sizes.
+    pub sizes: Slot,
+    /// Output slots, one per part.
+    pub outputs: Vec<Slot>,
+    /// The axis split along.
+    pub axis: usize,
+    /// Per output, its static sizes.
+    pub out_shapes: Vec<Vec<Option<usize>>>,
 }

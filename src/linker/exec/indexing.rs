@@ -1,0 +1,564 @@
+//! Execution of the indexing and joining family: gathers
+//! (`AdvancedSubtensor1`), indexed increments and assignments
+//! (`AdvancedIncSubtensor1`), boolean masks, joins and splits, as typed
+//! Rust loops over strided arrays (no kernel: these ops move data; the
+//! only arithmetic, an update's add, is one typed add per element).
+//!
+//! Invariants: every index is read and checked against the axis length
+//! (`ops::indexing::normalize_index`, shared with `perform`) before any
+//! element is read or written, so an index out of range is an error naming
+//! the index and the size, never an out-of-bounds access; every run-time
+//! shape (join inputs, a mask's shape, split sizes, an update's `y`) is
+//! checked in full, and every output shape against the step's static
+//! sizes, before data moves. A gather or a join writes each element of its
+//! fresh output exactly once (a gather copies whole contiguous rows with
+//! `memcpy`, split over threads); an update copies `x` into its output and
+//! then applies the rows in index order, sequentially, so duplicates
+//! accumulate exactly as `np.add.at` (the last one wins for `set`); a split
+//! returns views sharing `x`'s buffer.
+
+use smallvec::SmallVec;
+
+use super::broadcast::check_static_shape;
+use super::copy::{self, copy_into};
+use super::drive::{drive, ParallelOptions};
+use super::state::{err, Exec};
+use crate::error::Result;
+use crate::graph::DType;
+use crate::linker::buffer::{c_strides, Arr};
+use crate::linker::plan::step::{BooleanMaskStep, IncTakeStep, JoinStep, SplitStep, TakeStep};
+use crate::ops::indexing::{normalize_index, split_sizes};
+
+/// The element offsets of every index of `shape` (in row-major order) for
+/// an array with element strides `strides`.
+fn offsets(shape: &[usize], strides: &[isize]) -> Vec<isize> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0usize; shape.len()];
+    for _ in 0..n {
+        out.push(idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum());
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// True when an array of `shape` with element strides `strides` is
+/// row-major contiguous (size-1 dimensions may have any stride).
+fn contiguous(shape: &[usize], strides: &[isize]) -> bool {
+    shape
+        .iter()
+        .zip(strides)
+        .zip(&c_strides(shape))
+        .all(|((&n, &s), &w)| n <= 1 || s == w)
+}
+
+/// The positions along an axis of length `len` named by the elements of
+/// the integer array `idx` in row-major order, each checked.
+fn positions(name: &str, idx: &Arr, len: usize, axis: usize) -> Result<Vec<usize>> {
+    let check = |i: i64| normalize_index(i, len, axis).map_err(|m| err(name, m));
+    if idx.dtype == DType::I64 && idx.is_standard() {
+        // SAFETY: a standard-layout array of `idx.len()` i64 elements
+        // starts at `ptr`, which is aligned for i64 (arrays are
+        // element-aligned); nothing writes it during the call's step.
+        let s = unsafe { std::slice::from_raw_parts(idx.ptr as *const i64, idx.len()) };
+        return s.iter().map(|&i| check(i)).collect();
+    }
+    offsets(&idx.shape, &idx.strides)
+        .into_iter()
+        // SAFETY: every offset addresses an element of `idx` (it comes from
+        // its own shape and strides).
+        .map(|o| check(unsafe { idx.read_i64(o) }))
+        .collect()
+}
+
+/// A block of `shape` copied from `src` (element strides `ss`) to `dst`
+/// (element strides `ds`), elements of `es` bytes: one `memcpy` when both
+/// are contiguous, else the strided copy kernel.
+///
+/// # Safety
+/// Both pointers address a whole block of `shape` at their strides; the
+/// two blocks do not overlap and `dst`'s is writable.
+unsafe fn copy_block(
+    src: *const u8,
+    ss: &[isize],
+    dst: *mut u8,
+    ds: &[isize],
+    shape: &[usize],
+    dtype: DType,
+    fast: Option<usize>,
+) {
+    if let Some(bytes) = fast {
+        // SAFETY: contiguous blocks of `bytes` bytes (the caller's `fast`
+        // says so), not overlapping.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+        return;
+    }
+    let es = dtype.size_of();
+    let seq = ParallelOptions {
+        threshold: 0,
+        grain: 1,
+    };
+    drive(
+        copy::kernel(dtype),
+        &[src as *mut u8, dst],
+        &[ss, ds],
+        &[es, es],
+        shape,
+        seq,
+        None,
+    );
+}
+
+/// Copies the contiguous rows `pos[j]` of `src` (row `p` starts at byte
+/// `p * row_stride`) to consecutive rows of `dst`, `row_bytes` each,
+/// prefetching the rows a few iterations ahead (random gathers are bound
+/// by memory latency) and copying the common small widths with fixed-size
+/// copies the compiler inlines.
+///
+/// # Safety
+/// Every row `pos[j]` of `src` is readable, `dst` holds `pos.len()` rows,
+/// and the two do not overlap.
+unsafe fn gather_rows(
+    src: *const u8,
+    row_stride: isize,
+    dst: *mut u8,
+    row_bytes: usize,
+    pos: &[usize],
+) {
+    const AHEAD: usize = 12;
+    #[inline(always)]
+    unsafe fn fixed<const N: usize>(s: *const u8, d: *mut u8) {
+        // SAFETY: the caller's row of N bytes.
+        unsafe { std::ptr::copy_nonoverlapping(s, d, N) };
+    }
+    for (j, &p) in pos.iter().enumerate() {
+        if let Some(&q) = pos.get(j + AHEAD) {
+            // A hint: never faults, even past the end.
+            kiln_runtime::mem::kiln_prefetch(
+                src.wrapping_offset(q as isize * row_stride),
+                row_bytes,
+            );
+        }
+        // SAFETY: row `p` of `src` and row `j` of `dst` (the contract).
+        unsafe {
+            let s = src.offset(p as isize * row_stride);
+            let d = dst.add(j * row_bytes);
+            match row_bytes {
+                8 => fixed::<8>(s, d),
+                16 => fixed::<16>(s, d),
+                32 => fixed::<32>(s, d),
+                64 => fixed::<64>(s, d),
+                128 => fixed::<128>(s, d),
+                256 => fixed::<256>(s, d),
+                n => std::ptr::copy_nonoverlapping(s, d, n),
+            }
+        }
+    }
+}
+
+/// A `Send + Sync` address, for handing disjoint parts of arrays to threads.
+#[derive(Clone, Copy)]
+struct Addr(usize);
+
+impl Exec<'_> {
+    /// Runs a gather (`take(x, idx, axis)`).
+    pub(super) fn take(&mut self, name: &str, step: &TakeStep) -> Result<()> {
+        let TakeStep {
+            x,
+            idx,
+            output,
+            axis,
+            out_shape,
+        } = step;
+        let (x, idx, axis) = (self.get(*x), self.get(*idx), *axis);
+        let pos = positions(name, &idx, x.shape[axis], axis)?;
+        let mut shape: Vec<usize> = x.shape[..axis].to_vec();
+        shape.extend_from_slice(&idx.shape);
+        shape.extend_from_slice(&x.shape[axis + 1..]);
+        check_static_shape(name, out_shape, &shape)?;
+        let out = self.alloc_slot(name, *output, x.dtype, &shape)?;
+        let es = x.dtype.size_of();
+        let inner_shape = &x.shape[axis + 1..];
+        let inner_x = &x.strides[axis + 1..];
+        let inner_len: usize = inner_shape.iter().product();
+        let inner_out = c_strides(inner_shape);
+        let fast = contiguous(inner_shape, inner_x).then_some(inner_len * es);
+        let x_outer = offsets(&x.shape[..axis], &x.strides[..axis]);
+        let (m, sa) = (pos.len(), x.strides[axis]);
+        let rows = x_outer.len() * m;
+        let (src, dst) = (Addr(x.ptr as usize), Addr(out.ptr as usize));
+        let run = |r0: usize, r1: usize| {
+            let (src, dst) = (src, dst);
+            if let (Some(bytes), [o]) = (fast, x_outer.as_slice()) {
+                // SAFETY: as below; every position is checked in range.
+                unsafe {
+                    gather_rows(
+                        (src.0 as *const u8).offset(o * es as isize),
+                        sa * es as isize,
+                        (dst.0 as *mut u8).add(r0 * bytes),
+                        bytes,
+                        &pos[r0..r1],
+                    )
+                };
+                return;
+            }
+            for r in r0..r1 {
+                let (o, j) = (r / m, r % m);
+                let off = x_outer[o] + pos[j] as isize * sa;
+                // SAFETY: `pos[j]` is checked in range of the axis and `o`
+                // ranges over x's outer indices, so the row starting at
+                // `off` is inside `x`; output row `r` is inside the fresh
+                // output of `rows * inner_len` elements; rows are disjoint
+                // and each is written by one thread.
+                unsafe {
+                    copy_block(
+                        (src.0 as *const u8).offset(off * es as isize),
+                        inner_x,
+                        (dst.0 as *mut u8).add(r * inner_len * es),
+                        &inner_out,
+                        inner_shape,
+                        x.dtype,
+                        fast,
+                    );
+                }
+            }
+        };
+        let total = rows * inner_len;
+        if inner_len > 0 && self.par.threshold > 0 && total >= self.par.threshold {
+            let grain = (self.par.grain / inner_len.max(1)).max(1);
+            kiln_runtime::parallel::parallel_for(rows, grain, &run);
+        } else if inner_len > 0 {
+            run(0, rows);
+        }
+        self.slots[*output] = Some(out);
+        Ok(())
+    }
+
+    /// Runs an indexed increment or assignment (`AdvancedIncSubtensor1`).
+    pub(super) fn inc_take(&mut self, name: &str, step: &IncTakeStep) -> Result<()> {
+        let IncTakeStep {
+            x,
+            y,
+            idx,
+            output,
+            axis,
+            set,
+            y_bcast,
+        } = step;
+        let (x, y, idx, axis) = (self.get(*x), self.get(*y), self.get(*idx), *axis);
+        if y.dtype != x.dtype {
+            return Err(err(
+                name,
+                format!("y has dtype {} but x has dtype {}", y.dtype, x.dtype),
+            ));
+        }
+        let pos = positions(name, &idx, x.shape[axis], axis)?;
+        // y's strides aligned to x[idx]'s shape, broadcasting where static.
+        let mut target: Vec<usize> = x.shape[..axis].to_vec();
+        target.extend_from_slice(&idx.shape);
+        target.extend_from_slice(&x.shape[axis + 1..]);
+        let Some(off) = target.len().checked_sub(y.shape.len()) else {
+            return Err(err(
+                name,
+                format!(
+                    "y of shape {:?} has more dimensions than x[idx] {target:?}",
+                    y.shape.as_slice()
+                ),
+            ));
+        };
+        let mut ys: SmallVec<[isize; 6]> = SmallVec::from_elem(0, target.len());
+        for (k, (&n, &s)) in y.shape.iter().zip(&y.strides).enumerate() {
+            let want = target[off + k];
+            if n == want {
+                ys[off + k] = if n == 1 { 0 } else { s };
+            } else if !(n == 1 && y_bcast.get(k).copied().unwrap_or(false)) {
+                return Err(err(
+                    name,
+                    format!(
+                        "y of shape {:?} does not match x[idx] of shape {target:?} in dimension {}",
+                        y.shape.as_slice(),
+                        off + k
+                    ),
+                ));
+            }
+        }
+        let out = self.alloc_slot(name, *output, x.dtype, &x.shape)?;
+        copy_into(self.par, &x, &out);
+        let ni = idx.shape.len();
+        let inner_shape = &x.shape[axis + 1..];
+        let out_outer = offsets(&x.shape[..axis], &out.strides[..axis]);
+        let y_outer = offsets(&x.shape[..axis], &ys[..axis]);
+        let y_rows = offsets(&idx.shape, &ys[axis..axis + ni]);
+        let block = Block {
+            shape: inner_shape,
+            dst_strides: &out.strides[axis + 1..],
+            src_strides: &ys[axis + ni..],
+        };
+        let sa = out.strides[axis];
+        for (&oo, &yo) in out_outer.iter().zip(&y_outer) {
+            for (&p, &yr) in pos.iter().zip(&y_rows) {
+                // SAFETY: `p` is checked in range of the axis, `oo` / `yo`
+                // range over the outer indices of the output / of y's
+                // broadcast, and `yr` over the index dimensions of y's
+                // broadcast, so both blocks are inside their arrays; the
+                // output is a fresh buffer distinct from y.
+                unsafe {
+                    let es = x.dtype.size_of() as isize;
+                    let d = out.ptr.offset((oo + p as isize * sa) * es);
+                    let s = y.ptr.offset((yo + yr) * es);
+                    block.apply(x.dtype, *set, d, s);
+                }
+            }
+        }
+        self.slots[*output] = Some(out);
+        Ok(())
+    }
+
+    /// Runs `x[mask]`.
+    pub(super) fn boolean_mask(&mut self, name: &str, step: &BooleanMaskStep) -> Result<()> {
+        let BooleanMaskStep {
+            x,
+            mask,
+            output,
+            out_shape,
+        } = step;
+        let (x, mask) = (self.get(*x), self.get(*mask));
+        let k = mask.shape.len();
+        if mask.dtype != DType::Bool
+            || k == 0
+            || k > x.shape.len()
+            || mask.shape[..] != x.shape[..k]
+        {
+            return Err(err(
+                name,
+                format!(
+                    "the mask of shape {:?} does not match x of shape {:?} in its first {k} dimension(s)",
+                    mask.shape.as_slice(),
+                    x.shape.as_slice()
+                ),
+            ));
+        }
+        let m_off = offsets(&mask.shape, &mask.strides);
+        let x_off = offsets(&x.shape[..k], &x.strides[..k]);
+        // SAFETY: every offset addresses a bool (one byte, 0 or 1) of the mask.
+        let selected: Vec<isize> = m_off
+            .iter()
+            .zip(&x_off)
+            .filter(|(&mo, _)| unsafe { *mask.ptr.offset(mo) } != 0)
+            .map(|(_, &xo)| xo)
+            .collect();
+        let mut shape = vec![selected.len()];
+        shape.extend_from_slice(&x.shape[k..]);
+        check_static_shape(name, out_shape, &shape)?;
+        let out = self.alloc_slot(name, *output, x.dtype, &shape)?;
+        let es = x.dtype.size_of();
+        let inner_shape = &x.shape[k..];
+        let inner_len: usize = inner_shape.iter().product();
+        let inner_out = c_strides(inner_shape);
+        let fast = contiguous(inner_shape, &x.strides[k..]).then_some(inner_len * es);
+        if inner_len > 0 {
+            for (r, &xo) in selected.iter().enumerate() {
+                // SAFETY: `xo` addresses a sub-array of x (an offset of its
+                // first k dimensions); row `r` is inside the fresh output.
+                unsafe {
+                    copy_block(
+                        x.ptr.offset(xo * es as isize),
+                        &x.strides[k..],
+                        out.ptr.add(r * inner_len * es),
+                        &inner_out,
+                        inner_shape,
+                        x.dtype,
+                        fast,
+                    );
+                }
+            }
+        }
+        self.slots[*output] = Some(out);
+        Ok(())
+    }
+
+    /// Runs a `Join`: each input copied straight into its slice of the output.
+    pub(super) fn join(&mut self, name: &str, step: &JoinStep) -> Result<()> {
+        let JoinStep {
+            inputs,
+            output,
+            axis,
+            out_shape,
+        } = step;
+        let axis = *axis;
+        let arrs: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
+        let first = &arrs[0];
+        let mut shape: Vec<usize> = first.shape.to_vec();
+        shape[axis] = 0;
+        for (k, a) in arrs.iter().enumerate() {
+            let same = a.dtype == first.dtype
+                && a.shape.len() == first.shape.len()
+                && (0..a.shape.len()).all(|d| d == axis || a.shape[d] == first.shape[d]);
+            if !same {
+                return Err(err(
+                    name,
+                    format!(
+                        "input {k} ({}{:?}) does not match input 0 ({}{:?}) outside axis {axis}",
+                        a.dtype,
+                        a.shape.as_slice(),
+                        first.dtype,
+                        first.shape.as_slice()
+                    ),
+                ));
+            }
+            shape[axis] = shape[axis]
+                .checked_add(a.shape[axis])
+                .ok_or_else(|| err(name, "the joined axis is too long".to_string()))?;
+        }
+        check_static_shape(name, out_shape, &shape)?;
+        let out = self.alloc_slot(name, *output, first.dtype, &shape)?;
+        let es = first.dtype.size_of() as isize;
+        let mut start = 0usize;
+        for a in &arrs {
+            if a.is_empty() {
+                start += a.shape[axis];
+                continue;
+            }
+            let part = Arr {
+                // SAFETY: `start + a.shape[axis] <= shape[axis]`, so the
+                // slice starts inside the output.
+                ptr: unsafe { out.ptr.offset(start as isize * out.strides[axis] * es) },
+                shape: a.shape.clone(),
+                strides: out.strides.clone(),
+                dtype: a.dtype,
+                buf: None,
+            };
+            // The inputs never alias the fresh output.
+            copy_into(self.par, a, &part);
+            start += a.shape[axis];
+        }
+        self.slots[*output] = Some(out);
+        Ok(())
+    }
+
+    /// Runs a `Split`: views of consecutive parts of `x`.
+    pub(super) fn split(&mut self, name: &str, step: &SplitStep) -> Result<()> {
+        let SplitStep {
+            x,
+            sizes,
+            outputs,
+            axis,
+            out_shapes,
+        } = step;
+        let (x, axis) = (self.get(*x), *axis);
+        let vals = self.get(*sizes).to_i64_vec();
+        let sizes =
+            split_sizes(&vals, outputs.len(), Some(x.shape[axis])).map_err(|m| err(name, m))?;
+        let es = x.dtype.size_of() as isize;
+        let mut start = 0usize;
+        for ((&s, &slot), want) in sizes.iter().zip(outputs).zip(out_shapes) {
+            let mut v = x.clone();
+            v.shape[axis] = s;
+            check_static_shape(name, want, &v.shape)?;
+            // An empty last part may point one past x's end; it is never read.
+            v.ptr = x.ptr.wrapping_offset(start as isize * x.strides[axis] * es);
+            self.slots[slot] = Some(v);
+            start += s;
+        }
+        Ok(())
+    }
+}
+
+/// The inner block of an indexed update: its shape and the element strides
+/// of the destination (the output) and the source (`y`, broadcast).
+struct Block<'a> {
+    shape: &'a [usize],
+    dst_strides: &'a [isize],
+    src_strides: &'a [isize],
+}
+
+/// The typed combination of an update: `+` (wrapping for integers, `or`
+/// for bool, as the element-wise `add`).
+trait Accumulate: Copy {
+    fn add(self, o: Self) -> Self;
+}
+
+macro_rules! wrapping {
+    ($($t:ty),*) => {$(
+        impl Accumulate for $t {
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+        }
+    )*};
+}
+wrapping!(u8, i8, i16, i32, i64);
+
+impl Accumulate for f32 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+
+impl Accumulate for f64 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+
+impl Block<'_> {
+    /// Adds (or with `set`, writes) the source block into the destination.
+    ///
+    /// # Safety
+    /// `dst` and `src` address whole blocks of `shape` at their strides,
+    /// of dtype `dtype`; `dst`'s is writable and they do not overlap.
+    unsafe fn apply(&self, dtype: DType, set: bool, dst: *mut u8, src: *const u8) {
+        // SAFETY: forwarded from the caller; bool is stored as one byte
+        // 0 / 1, and `or` of two such bytes is 0 / 1.
+        unsafe {
+            match dtype {
+                DType::Bool => self.run::<u8>(set, dst, src, |a, b| a | b),
+                DType::U8 => self.run::<u8>(set, dst, src, u8::add),
+                DType::I8 => self.run::<i8>(set, dst, src, i8::add),
+                DType::I16 => self.run::<i16>(set, dst, src, i16::add),
+                DType::I32 => self.run::<i32>(set, dst, src, i32::add),
+                DType::I64 => self.run::<i64>(set, dst, src, i64::add),
+                DType::F32 => self.run::<f32>(set, dst, src, f32::add),
+                DType::F64 => self.run::<f64>(set, dst, src, f64::add),
+            }
+        }
+    }
+
+    /// [`Block::apply`] for elements of type `T` combined by `f`.
+    ///
+    /// # Safety
+    /// As [`Block::apply`], with `T` the element type.
+    unsafe fn run<T: Copy>(&self, set: bool, dst: *mut u8, src: *const u8, f: fn(T, T) -> T) {
+        let n: usize = self.shape.iter().product();
+        let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, self.shape.len());
+        let (mut d, mut s) = (0isize, 0isize);
+        for _ in 0..n {
+            // SAFETY: `idx` stays within `shape`, so both offsets address
+            // elements of their blocks (the caller's contract); accesses
+            // are unaligned-tolerant.
+            unsafe {
+                let pd = (dst as *mut T).offset(d);
+                let v = (src as *const T).offset(s).read_unaligned();
+                let new = if set { v } else { f(pd.read_unaligned(), v) };
+                pd.write_unaligned(new);
+            }
+            for k in (0..idx.len()).rev() {
+                idx[k] += 1;
+                d += self.dst_strides[k];
+                s += self.src_strides[k];
+                if idx[k] < self.shape[k] {
+                    break;
+                }
+                d -= self.dst_strides[k] * self.shape[k] as isize;
+                s -= self.src_strides[k] * self.shape[k] as isize;
+                idx[k] = 0;
+            }
+        }
+    }
+}
