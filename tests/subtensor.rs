@@ -230,8 +230,9 @@ fn types_are_inferred_and_bad_indices_rejected() {
     };
     assert!(err("x[1.5]").contains("indices must be integers"));
     assert!(err("x[k]").contains("indices must be integers"));
-    assert!(err("x[i]").contains("advanced indexing"));
-    assert!(err("x[m]").contains("advanced indexing"));
+    // One integer or boolean tensor is advanced indexing; other mixes are errors.
+    assert!(err("x[i, i]").contains("advanced indexing takes one integer tensor"));
+    assert!(err("x[x]").contains("indices must be integers or booleans"));
     assert!(err("x[0, 1]").contains("too many indices"));
 }
 
@@ -530,4 +531,51 @@ fn useless_inc_subtensor_and_shape() {
     let x = tensor("x", DType::F64, &[Some(10)]);
     let s = x.slice(&[Idx::from(1..).step(3)]).unwrap();
     assert_eq!(s.ty().shape, [Some(3)]);
+}
+
+/// The subscript's advanced forms (numpy's values): `x[idx]` and
+/// `X[:, idx]` are gathers (negative indices count from the end), `x[mask]`
+/// a boolean mask, and `inc_subtensor(x[idx], y)` accumulates duplicates as
+/// `np.add.at`; each in mode `none` and FAST_RUN against the reference.
+#[test]
+fn subscripts_with_tensors_are_advanced_indexing() {
+    let i64s = |a: &[i64]| Value::I64(ndarray::arr1(a).into_dyn());
+    let d = "x=f64[:]; i=i64[:]";
+    // numpy: np.arange(6.)[[4, -1, 0, 4]] = [4, 5, 0, 4]
+    let got = run(d, "x[i]", &[iota(6), i64s(&[4, -1, 0, 4])]);
+    assert_eq!(vals(&got), [4., 5., 0., 4.]);
+    // numpy: np.arange(12.).reshape(3, 4)[:, [3, 0]] = [[3, 0], [7, 4], [11, 8]]
+    let got = run(
+        "X=f64[:, :]; i=i64[:]",
+        "X[:, i]",
+        &[matrix34(), i64s(&[3, 0])],
+    );
+    assert_eq!(got.shape(), [3, 2]);
+    assert_eq!(vals(&got), [3., 0., 7., 4., 11., 8.]);
+    let got = run(
+        "X=f64[:, :]; i=i64[:]",
+        "X[i, :]",
+        &[matrix34(), i64s(&[-1])],
+    );
+    assert_eq!(vals(&got), [8., 9., 10., 11.]);
+    // numpy: x = np.arange(6.); x[x > 2.5] = [3, 4, 5]
+    let got = run("x=f64[:]", "x[x > 2.5]", &[iota(6)]);
+    assert_eq!(vals(&got), [3., 4., 5.]);
+    // numpy: a = np.arange(6.); np.add.at(a, [1, 1, 5], 10) -> [0, 21, 2, 3, 4, 15]
+    let got = run(d, "inc_subtensor(x[i], 10)", &[iota(6), i64s(&[1, 1, 5])]);
+    assert_eq!(vals(&got), [0., 21., 2., 3., 4., 15.]);
+    let got = run(d, "set_subtensor(x[i], -1)", &[iota(6), i64s(&[1, 5])]);
+    assert_eq!(vals(&got), [0., -1., 2., 3., 4., -1.]);
+    // An index out of range is an error, never a read past the end.
+    let (ins, out) = expr(d, "x[i]");
+    let f = function(&ins, &[out.unwrap()]).compile().unwrap();
+    let (x, i) = (iota(6), i64s(&[6]));
+    let e = f
+        .call(&[Arg::from(&x), Arg::from(&i)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("out of bounds"), "{e}");
+    let (_, masked_update) = expr("x=f64[:]", "set_subtensor(x[x > 1], 0)");
+    let e = masked_update.unwrap_err().to_string();
+    assert!(e.contains("boolean mask is not supported"), "{e}");
 }

@@ -254,8 +254,9 @@ pub enum IndexItem {
         step: Option<Box<Expr>>,
     },
     /// A single expression: an integer (literal or 0-d integer tensor) picks
-    /// one position and drops the dimension; any other tensor (`x[idx]`,
-    /// `x[mask]`) is advanced indexing.
+    /// one position and drops the dimension; an integer tensor of one or
+    /// more dimensions (`x[idx]`) or a boolean one (`x[mask]`) is advanced
+    /// indexing (built by `tensor::from_expr` as a gather or a mask).
     Expr(Expr),
 }
 

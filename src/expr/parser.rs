@@ -593,6 +593,7 @@ fn check_call<'a>(
                 return Err(ParseError::new(args[0].span.start, msg));
             }
             Ok(args.iter().collect())
+        }
         Signature::Axis(_) => {
             axis_args(func, kwargs)?;
             // The index may be a list of integer literals: take(x, [0, -1]).

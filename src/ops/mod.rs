@@ -203,6 +203,7 @@ pub enum Op {
         set: bool,
         /// The output overwrites input 0 (`x`).
         inplace: bool,
+    },
     /// numpy `take(x, idx, axis)`: the sub-arrays of `x` at the integer
     /// indices `idx` (any integer dtype, at least 1-d, negative counting from
     /// the end) along `axis` (PyTensor's `AdvancedSubtensor1` for axis 0).
@@ -985,6 +986,7 @@ impl Hash for Op {
                 idx.hash(state);
                 set.hash(state);
                 inplace.hash(state);
+            }
             Op::AdvancedSubtensor1 { axis } | Op::Join { axis } => axis.hash(state),
             Op::AdvancedIncSubtensor1 { axis, set } => {
                 axis.hash(state);

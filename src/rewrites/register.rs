@@ -22,8 +22,8 @@ use crate::rewriting::{
 
 use super::rule::Rule;
 use super::{
-    blas, canonicalize, erf, fusion, identities, indexing, inplace, reduce_fusion,
-    sibling_fusion, specialize, stabilize, subtensor,
+    blas, canonicalize, erf, fusion, identities, indexing, inplace, reduce_fusion, sibling_fusion,
+    specialize, stabilize, subtensor,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).

@@ -29,6 +29,14 @@ enum Built {
         base: Tensor,
         items: Vec<Idx>,
     },
+    /// `base[..., idx, ...]` with one integer tensor (a gather along `axis`)
+    /// or `base[mask]`: its result, kept with its parts for
+    /// `set_subtensor` / `inc_subtensor`.
+    AdvIndexed {
+        view: Tensor,
+        base: Tensor,
+        index: AdvIndex,
+    },
     Number(Number),
     /// A list literal's items (the tensors of `concatenate([a, b])`).
     List(Vec<Built>),
@@ -48,7 +56,9 @@ pub fn build_expression(src: &str, vars: &HashMap<String, Tensor>) -> Result<Ten
 pub fn build_expr(e: &Expr, vars: &HashMap<String, Tensor>) -> Result<Tensor> {
     let result = e.fold(|node, kids: Vec<Built>| build_node(node, kids, vars))?;
     match result {
-        Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
+        Built::Tensor(t) | Built::Indexed { view: t, .. } | Built::AdvIndexed { view: t, .. } => {
+            Ok(t)
+        }
         Built::Number(n) => Ok(literal(n)),
         Built::List(_) | Built::Other => Err(Error::Parse {
             pos: e.span.start,
@@ -96,7 +106,9 @@ fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
 
 fn tensor_of(b: Built, pos: usize) -> Result<Tensor> {
     match b {
-        Built::Tensor(t) | Built::Indexed { view: t, .. } => Ok(t),
+        Built::Tensor(t) | Built::Indexed { view: t, .. } | Built::AdvIndexed { view: t, .. } => {
+            Ok(t)
+        }
         Built::Number(n) => Ok(literal(n)),
         Built::List(_) | Built::Other => Err(Error::Parse {
             pos,
@@ -114,7 +126,7 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
     }
     // Everywhere else an indexed expression is its view.
     let mut kids = kids.into_iter().map(|b| match b {
-        Built::Indexed { view, .. } => Built::Tensor(view),
+        Built::Indexed { view, .. } | Built::AdvIndexed { view, .. } => Built::Tensor(view),
         b => b,
     });
     let mut next = || kids.next().expect("fold passes one result per child");
@@ -166,9 +178,17 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
         }
         ExprKind::Index { items, .. } => {
             let base = tensor_of(next(), pos)?;
-            let items = index_items(items, &mut kids, pos)?;
-            let view = base.slice(&items).map_err(|e| at(pos, e))?;
-            Built::Indexed { view, base, items }
+            let built = index_items(items, &mut kids, pos)?;
+            match advanced_index(items, built, pos)? {
+                Ok(items) => {
+                    let view = base.slice(&items).map_err(|e| at(pos, e))?;
+                    Built::Indexed { view, base, items }
+                }
+                Err(index) => {
+                    let view = index.apply(&base).map_err(|e| at(pos, e))?;
+                    Built::AdvIndexed { view, base, index }
+                }
+            }
         }
         ExprKind::Transpose(_) => Built::Tensor(tensor_of(next(), pos)?.t()),
         ExprKind::Call {
@@ -228,23 +248,46 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
 /// index items are used (the view built for it is not).
 fn update_call(func: Func, kids: Vec<Built>, pos: usize) -> Result<Built> {
     let mut kids = kids.into_iter();
-    let Some(Built::Indexed { base, items, .. }) = kids.next() else {
-        return Err(Error::Parse {
-            pos,
-            msg: format!(
-                "the first argument of {}() must be an indexed expression such as x[1:-1]",
-                func.name()
-            ),
-        });
+    let first = kids.next();
+    let base = match &first {
+        Some(Built::Indexed { base, .. } | Built::AdvIndexed { base, .. }) => base.clone(),
+        _ => {
+            return Err(Error::Parse {
+                pos,
+                msg: format!(
+                    "the first argument of {}() must be an indexed expression such as x[1:-1]",
+                    func.name()
+                ),
+            })
+        }
     };
     let y = match kids.next().expect("arity checked") {
         Built::Number(n) => weak_constant(&base, n.as_f64(), matches!(n, Number::Float(_))),
         b => tensor_of(b, pos)?,
     };
-    let r = if func == Func::SetSubtensor {
-        set_subtensor(&base, &items, &y)
-    } else {
-        inc_subtensor(&base, &items, &y)
+    let set = func == Func::SetSubtensor;
+    let r = match first {
+        Some(Built::Indexed { items, .. }) if set => set_subtensor(&base, &items, &y),
+        Some(Built::Indexed { items, .. }) => inc_subtensor(&base, &items, &y),
+        Some(Built::AdvIndexed {
+            index: AdvIndex::Take { axis, idx },
+            ..
+        }) => {
+            if set {
+                indexing::advanced_set_subtensor1(&base, axis, &idx, &y)
+            } else {
+                indexing::advanced_inc_subtensor1(&base, axis, &idx, &y)
+            }
+        }
+        _ => {
+            return Err(Error::Parse {
+                pos,
+                msg: format!(
+                    "{}() of a boolean mask is not supported: use where(mask, y, x)",
+                    func.name()
+                ),
+            })
+        }
     };
     Ok(Built::Tensor(r.map_err(|e| at(pos, e))?))
 }
@@ -428,7 +471,11 @@ fn index_of(e: &Expr, b: Built, pos: usize) -> Result<Tensor> {
 
 /// The index item built from `item` and the results of its expressions
 /// (taken from `kids` in source order).
-fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usize) -> Result<Idx> {
+fn index_item(
+    item: &IndexItem,
+    kids: &mut impl Iterator<Item = Built>,
+    pos: usize,
+) -> Result<ItemBuilt> {
     let bound = |e: &Option<Box<Expr>>,
                  kids: &mut dyn Iterator<Item = Built>|
      -> Result<Option<IdxBound>> {
@@ -444,7 +491,7 @@ fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usi
             b => Ok(Some(IdxBound::Tensor(tensor_of(b, epos)?))),
         }
     };
-    Ok(match item {
+    Ok(ItemBuilt::Basic(match item {
         IndexItem::Full => Idx::FULL,
         IndexItem::NewAxis => Idx::NewAxis,
         IndexItem::Ellipsis => Idx::Ellipsis,
@@ -467,6 +514,8 @@ fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usi
                     let t = tensor_of(b, pos)?;
                     if t.ndim() == 0 && t.dtype().is_int() {
                         Idx::from(&t)
+                    } else if t.dtype() == DType::Bool || (t.ndim() > 0 && t.dtype().is_int()) {
+                        return Ok(ItemBuilt::Array(t));
                     } else if t.ndim() == 0 && t.dtype().is_float() {
                         return Err(Error::Parse {
                             pos: epos,
@@ -479,9 +528,8 @@ fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usi
                         return Err(Error::Parse {
                             pos: epos,
                             msg: format!(
-                                "indexing with a tensor of type {} is advanced indexing \
-                                 (x[idx], x[mask]), which is not supported here: basic \
-                                 indexing takes integers, slices, None and ...",
+                                "index of type {} is a float: indices must be integers \
+                                 or booleans",
                                 t.ty()
                             ),
                         });
@@ -489,7 +537,32 @@ fn index_item(item: &IndexItem, kids: &mut impl Iterator<Item = Built>, pos: usi
                 }
             }
         }
-    })
+    }))
+}
+
+/// One item of `x[items]` once built: a basic index, or an integer or
+/// boolean tensor (advanced indexing).
+enum ItemBuilt {
+    Basic(Idx),
+    Array(Tensor),
+}
+
+/// The advanced index of `x[...]`: a gather along one axis (one integer
+/// tensor, `:` everywhere else) or a boolean mask (`x[mask]`).
+#[derive(Clone, Debug)]
+enum AdvIndex {
+    Take { axis: isize, idx: Tensor },
+    Mask(Tensor),
+}
+
+impl AdvIndex {
+    /// The indexed value of `x`.
+    fn apply(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            AdvIndex::Take { axis, idx } => indexing::take(x, idx, *axis),
+            AdvIndex::Mask(mask) => indexing::boolean_mask(x, mask),
+        }
+    }
 }
 
 /// The index items of `x[items]` from the results of their expressions.
@@ -497,8 +570,62 @@ fn index_items(
     items: &[IndexItem],
     kids: &mut impl Iterator<Item = Built>,
     pos: usize,
-) -> Result<Vec<Idx>> {
+) -> Result<Vec<ItemBuilt>> {
     items.iter().map(|i| index_item(i, kids, pos)).collect()
+}
+
+/// The basic index of `x[items]` (`Ok`), or its advanced index (`Err`):
+/// numpy's integer-array indexing on one axis with `:` on the others
+/// (`x[idx]`, `X[idx, :]`, `X[:, idx]`: a `take` along that axis) and
+/// boolean masks (`x[mask]`, the mask covering the leading dimensions).
+/// Other mixes of tensors with basic items are errors.
+fn advanced_index(
+    items: &[IndexItem],
+    built: Vec<ItemBuilt>,
+    pos: usize,
+) -> Result<std::result::Result<Vec<Idx>, AdvIndex>> {
+    let arrays = built
+        .iter()
+        .filter(|b| matches!(b, ItemBuilt::Array(_)))
+        .count();
+    if arrays == 0 {
+        let basic = built.into_iter().map(|b| match b {
+            ItemBuilt::Basic(i) => i,
+            ItemBuilt::Array(_) => unreachable!("no arrays"),
+        });
+        return Ok(Ok(basic.collect()));
+    }
+    let others_full = items
+        .iter()
+        .zip(&built)
+        .all(|(item, b)| matches!(b, ItemBuilt::Array(_)) || matches!(item, IndexItem::Full));
+    let unsupported = || Error::Parse {
+        pos,
+        msg: "advanced indexing takes one integer tensor with ':' on the other \
+              dimensions (x[idx], X[:, idx]) or one boolean mask (x[mask])"
+            .into(),
+    };
+    if arrays > 1 || !others_full {
+        return Err(unsupported());
+    }
+    let (axis, t) = built
+        .into_iter()
+        .enumerate()
+        .find_map(|(k, b)| match b {
+            ItemBuilt::Array(t) => Some((k, t)),
+            ItemBuilt::Basic(_) => None,
+        })
+        .expect("one array");
+    if t.dtype() == DType::Bool {
+        if axis != 0 {
+            return Err(unsupported());
+        }
+        return Ok(Err(AdvIndex::Mask(t)));
+    }
+    Ok(Err(AdvIndex::Take {
+        axis: axis as isize,
+        idx: t,
+    }))
 }
 
 #[cfg(test)]

@@ -282,6 +282,8 @@ pub struct IncSubtensorStep {
     pub dtypes: (DType, DType),
     /// Descriptions of `x` and `y` for error messages.
     pub descs: (String, String),
+}
+
 /// A gather along one axis (`AdvancedSubtensor1`).
 #[derive(Debug, Clone)]
 pub struct TakeStep {
