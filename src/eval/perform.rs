@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 use crate::error::{Error, Result};
 use crate::ops::composite::round_to;
 use crate::ops::scalar::{nan_max, nan_min};
-use crate::ops::{Composite, Op, ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, Composite, Op, ReduceOp, ScalarOp};
 use crate::types::{DType, Element, TensorType, Value};
 
 /// Computes the outputs of `op` on `inputs`, whose static types are `types`.
@@ -21,6 +21,19 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             // By definition: the CAReduce of the Composite's value.
             let mapped = composite_perform(&name, pre, inputs, types)?;
             Ok(vec![reduce(&name, *r, axes.as_deref(), &mapped[0])?])
+        }
+        Op::ArgReduce {
+            op: a,
+            axis,
+            with_value,
+        } => {
+            let (value, index) =
+                crate::with_value!(inputs[0], x => arg_reduce(&name, *a, *axis, x)?);
+            Ok(if *with_value {
+                vec![value, index]
+            } else {
+                vec![index]
+            })
         }
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
@@ -272,6 +285,68 @@ fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result
         }
         Ok(Value::from_i64_array(out_dtype, a))
     }
+}
+
+/// numpy's `argmax` / `argmin` of `x` over `axis` (`None`: flattened in C
+/// order), with the extreme's value: the first occurrence wins ties, and
+/// the first NaN is the extreme (so the value is the NaN-propagating
+/// `max` / `min`). Returns `(value, index)`.
+fn arg_reduce<T: Element + PartialOrd>(
+    name: &str,
+    op: ArgOp,
+    axis: Option<usize>,
+    x: &ArrayD<T>,
+) -> Result<(Value, Value)> {
+    let flat;
+    let (x, ax) = match axis {
+        Some(a) => (x.view(), a),
+        None => {
+            flat = x
+                .as_standard_layout()
+                .into_owned()
+                .into_shape_with_order(IxDyn(&[x.len()]))
+                .expect("same size");
+            (flat.view(), 0)
+        }
+    };
+    if x.shape()[ax] == 0 {
+        return Err(Error::eval(
+            name,
+            format!("attempt to get arg{} of an empty sequence", op.word()),
+        ));
+    }
+    let better = |v: T, best: T| {
+        #[allow(clippy::eq_op)]
+        let v_nan = v != v;
+        #[allow(clippy::eq_op)]
+        let best_nan = best != best;
+        !best_nan
+            && (v_nan
+                || match op {
+                    ArgOp::Max => v > best,
+                    ArgOp::Min => v < best,
+                })
+    };
+    let mut out_shape = x.shape().to_vec();
+    out_shape.remove(ax);
+    let mut values = output_vec::<T>(name, &out_shape)?;
+    let mut indices = output_vec::<i64>(name, &out_shape)?;
+    for lane in x.lanes(Axis(ax)) {
+        let (mut best, mut at) = (lane[0], 0usize);
+        for (k, &v) in lane.iter().enumerate().skip(1) {
+            if better(v, best) {
+                best = v;
+                at = k;
+            }
+        }
+        values.push(best);
+        indices.push(at as i64);
+    }
+    let wrap = |e| Error::eval(name, format!("output shape: {e}"));
+    Ok((
+        T::wrap(ArrayD::from_shape_vec(IxDyn(&out_shape), values).map_err(wrap)?),
+        Value::I64(ArrayD::from_shape_vec(IxDyn(&out_shape), indices).map_err(wrap)?),
+    ))
 }
 
 fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {

@@ -626,6 +626,8 @@ funcs! {
     Mean => "mean", Reduction;
     All => "all", Reduction;
     Any => "any", Reduction;
+    Argmax => "argmax", Reduction;
+    Argmin => "argmin", Reduction;
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
@@ -637,7 +639,8 @@ impl Func {
         Func::ALL.iter().copied().find(|f| f.name() == name)
     }
 
-    /// Whether it is one of the reductions `sum prod max min mean all any`.
+    /// Whether it is one of the reductions `sum prod max min mean all any
+    /// argmax argmin` (one tensor plus `axis=` and `keepdims=`).
     pub fn is_reduction(self) -> bool {
         self.signature() == Signature::Reduction
     }

@@ -271,6 +271,14 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::ArgReduce {
+            op: a,
+            axis,
+            with_value: false,
+        } => match axis {
+            None => format!("arg{}({})", a.word(), args[0]),
+            Some(d) => format!("arg{}({}, axis={d})", a.word(), args[0]),
+        },
         Op::FusedReduce { op: r, axes, pre } => {
             reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }

@@ -96,6 +96,39 @@ impl ReduceOp {
     }
 }
 
+/// Which extreme an [`Op::ArgReduce`] locates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgOp {
+    /// The largest element (numpy's `argmax`).
+    Max,
+    /// The smallest element (numpy's `argmin`).
+    Min,
+}
+
+impl ArgOp {
+    /// `max` or `min`.
+    pub fn word(self) -> &'static str {
+        match self {
+            ArgOp::Max => "max",
+            ArgOp::Min => "min",
+        }
+    }
+    /// The other extreme.
+    pub fn flipped(self) -> ArgOp {
+        match self {
+            ArgOp::Max => ArgOp::Min,
+            ArgOp::Min => ArgOp::Max,
+        }
+    }
+    /// The reduction giving the extreme's value (`Max` / `Min`).
+    pub fn reduce_op(self) -> ReduceOp {
+        match self {
+            ArgOp::Max => ReduceOp::Max,
+            ArgOp::Min => ReduceOp::Min,
+        }
+    }
+}
+
 /// A user-defined op: reference semantics and typing supplied by the user.
 /// Custom ops are never JIT-compiled unless a lowering is registered; the
 /// linker reports them as falling back to the reference evaluator.
@@ -156,6 +189,20 @@ pub enum Op {
         axes: Option<Vec<usize>>,
         /// The scalar pre-map (exactly one output).
         pre: Arc<Composite>,
+    },
+    /// numpy's `argmax` / `argmin` over one axis (`None`: the flattened
+    /// input, in C order): the `i64` position of the first occurrence of the
+    /// extreme, where the first NaN counts as the extreme (as numpy). With
+    /// `with_value` (PyTensor's `MaxAndArgmax`), two outputs computed in one
+    /// pass: the extreme's value (exactly `max` / `min` over that axis,
+    /// NaN-propagating) and then its position. An empty axis is an error.
+    ArgReduce {
+        /// Which extreme.
+        op: ArgOp,
+        /// The reduced axis, or `None` for the flattened input.
+        axis: Option<usize>,
+        /// Also output the extreme's value (first output).
+        with_value: bool,
     },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
@@ -238,6 +285,7 @@ impl Op {
             Op::DimShuffle { .. } => OpKind::DimShuffle,
             Op::CAReduce { .. } => OpKind::CAReduce,
             Op::FusedReduce { .. } => OpKind::FusedReduce,
+            Op::ArgReduce { .. } => OpKind::ArgReduce,
             Op::Dot => OpKind::Dot,
             Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
@@ -274,6 +322,19 @@ impl Op {
             Op::CAReduce { op, axes } => reduce_name(*op, axes),
             Op::FusedReduce { op, axes, pre } => {
                 format!("{}{}", reduce_name(*op, axes), pre_text(pre))
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                match (op, with_value) {
+                    (ArgOp::Max, false) => format!("Argmax{{axis={axis}}}"),
+                    (ArgOp::Min, false) => format!("Argmin{{axis={axis}}}"),
+                    (ArgOp::Max, true) => format!("MaxAndArgmax{{axis={axis}}}"),
+                    (ArgOp::Min, true) => format!("MinAndArgmin{{axis={axis}}}"),
+                }
             }
             Op::Dot => "dot".to_string(),
             Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
@@ -359,6 +420,22 @@ impl Op {
                     e => e,
                 })?;
                 Ok(vec![reduced_type(*op, axes, &mapped[0]).map_err(err)?])
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                let idx = argreduce_type(*op, *axis, x.ty).map_err(err)?;
+                if *with_value {
+                    let val = TensorType::new(x.ty.dtype, idx.shape.clone());
+                    Ok(vec![val, idx])
+                } else {
+                    Ok(vec![idx])
+                }
             }
             Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
@@ -614,6 +691,32 @@ fn gemm_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String
     Ok(TensorType::new(dtype, shape))
 }
 
+/// The `i64` output type of an arg-reduction of `x` over `axis`, or the
+/// message of a type error: the axis in range and not statically empty.
+fn argreduce_type(
+    op: ArgOp,
+    axis: Option<usize>,
+    x: &TensorType,
+) -> std::result::Result<TensorType, String> {
+    match axis {
+        Some(a) if a >= x.ndim() => Err(format!("axis {a} out of range for input {x}")),
+        Some(a) if x.shape[a] == Some(0) => Err(format!(
+            "attempt to get arg{} of an empty sequence: axis {a} of {x} has size 0",
+            op.word()
+        )),
+        None if x.static_size() == Some(0) => Err(format!(
+            "attempt to get arg{} of an empty sequence: {x} has no element",
+            op.word()
+        )),
+        Some(a) => {
+            let mut shape = x.shape.clone();
+            shape.remove(a);
+            Ok(TensorType::new(DType::I64, shape))
+        }
+        None => Ok(TensorType::scalar(DType::I64)),
+    }
+}
+
 /// `Sum{axes=[1]}`, `Max{axes=None}`.
 fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
     match axes {
@@ -659,6 +762,7 @@ pub enum OpKind {
     DimShuffle,
     CAReduce,
     FusedReduce,
+    ArgReduce,
     Dot,
     Gemm,
     Alloc,
@@ -801,6 +905,18 @@ impl PartialEq for Op {
                     pre: q,
                 },
             ) => a == b && x == y && (Arc::ptr_eq(p, q) || p == q),
+            (
+                Op::ArgReduce {
+                    op: a,
+                    axis: x,
+                    with_value: p,
+                },
+                Op::ArgReduce {
+                    op: b,
+                    axis: y,
+                    with_value: q,
+                },
+            ) => a == b && x == y && p == q,
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
@@ -840,6 +956,15 @@ impl Hash for Op {
                 op.hash(state);
                 axes.hash(state);
                 pre.hash(state);
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                op.hash(state);
+                axis.hash(state);
+                with_value.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
             Op::Gemm { inplace } => inplace.hash(state),

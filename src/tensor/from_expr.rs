@@ -14,7 +14,7 @@ use super::Tensor;
 use crate::error::{Error, Result};
 use crate::expr::{self, BinaryOp, Expr, ExprKind, Func, IndexItem, Number, UnaryOp};
 use crate::graph::DType;
-use crate::ops::{ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, ReduceOp, ScalarOp};
 
 /// A partial result of the walk: a tensor, a literal waiting for a partner, or syntax-only data.
 enum Built {
@@ -172,6 +172,27 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::Argmax | Func::Argmin => {
+                        let op = if func == Func::Argmax {
+                            ArgOp::Max
+                        } else {
+                            ArgOp::Min
+                        };
+                        let axis = match axes.as_deref() {
+                            None => None,
+                            Some(&[a]) => Some(a),
+                            Some(_) => {
+                                return Err(Error::Parse {
+                                    pos,
+                                    msg: format!(
+                                        "{}() takes one axis (an integer) or axis=None",
+                                        func.name()
+                                    ),
+                                })
+                            }
+                        };
+                        x.arg_reduce(op, axis, r.keepdims)
+                    }
                     _ => {
                         let op = match func {
                             Func::Sum => ReduceOp::Sum,
@@ -262,7 +283,9 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Min
         | Func::Mean
         | Func::All
-        | Func::Any => {
+        | Func::Any
+        | Func::Argmax
+        | Func::Argmin => {
             unreachable!("handled by the caller")
         }
     };

@@ -10,6 +10,7 @@
 //! against the static types before a kernel reads it (see ARCHITECTURE.md,
 //! "Run-time checks").
 
+pub mod argreduce;
 mod broadcast;
 pub mod copy;
 pub mod custom;
@@ -78,6 +79,7 @@ impl Exec<'_> {
             Step::Alloc(s) => self.alloc_step(name, s),
             Step::Shape(s) => self.shape(s),
             Step::ShapeI(s) => self.shape_i(name, s),
+            Step::ArgReduce(s) => self.arg_reduce(name, s),
             Step::Dot(s) => self.dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Custom(s) => self.custom(name, s),

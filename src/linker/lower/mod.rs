@@ -13,6 +13,7 @@
 //! it is given and the context, and records every static fact its executor
 //! checks at run time in the step.
 
+pub mod argreduce;
 pub mod ctx;
 pub mod custom;
 pub mod elemwise;
@@ -40,6 +41,11 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::Alloc => Ok(shape::lower_alloc(cx, node, io)),
         Op::Shape => Ok(shape::lower_shape(io)),
         Op::ShapeI(i) => Ok(shape::lower_shape_i(io, *i)),
+        Op::ArgReduce {
+            op,
+            axis,
+            with_value,
+        } => Ok(argreduce::lower_argreduce(io, *op, *axis, *with_value)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
         Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::graph::{DType, TensorType};
 use crate::linker::accum::Modes;
-use crate::ops::{CustomOp, ReduceOp};
+use crate::ops::{ArgOp, CustomOp, ReduceOp};
 
 /// A slot index: the position of a variable's array in a call's slot table.
 pub type Slot = usize;
@@ -32,6 +32,8 @@ pub enum Step {
     Reshape(ReshapeStep),
     /// Broadcast a value to a run-time shape.
     Alloc(AllocStep),
+    /// An arg-reduction (`argmax` / `argmin`, with or without the value).
+    ArgReduce(ArgReduceStep),
     /// Matrix product.
     Dot(DotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -148,6 +150,22 @@ pub struct AllocStep {
     pub output: Slot,
     /// The output's static sizes, which the run-time dims must satisfy.
     pub out_shape: Vec<Option<usize>>,
+}
+
+/// An arg-reduction (`Op::ArgReduce`): the position of the first extreme
+/// along one axis (or of the flattened input), and optionally its value.
+#[derive(Debug, Clone)]
+pub struct ArgReduceStep {
+    /// Which extreme.
+    pub op: ArgOp,
+    /// The reduced axis (`None`: the flattened input in C order).
+    pub axis: Option<usize>,
+    /// Input slot.
+    pub input: Slot,
+    /// Slot of the extreme's value (the input's dtype), when it is an output.
+    pub value: Option<Slot>,
+    /// Slot of the `i64` positions.
+    pub index: Slot,
 }
 
 /// Matrix product.
