@@ -35,6 +35,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
                 vec![index]
             })
         }
+        Op::Softmax { axis, log } => Ok(vec![softmax(&name, *axis, *log, inputs[0])?]),
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
@@ -346,6 +347,40 @@ fn arg_reduce<T: Element + PartialOrd>(
     Ok((
         T::wrap(ArrayD::from_shape_vec(IxDyn(&out_shape), values).map_err(wrap)?),
         Value::I64(ArrayD::from_shape_vec(IxDyn(&out_shape), indices).map_err(wrap)?),
+    ))
+}
+
+/// `softmax` (or with `log`, `log_softmax`) of `x` along `axis` (`None`:
+/// all elements), computed in `f64` per lane as `e = exp(x - max)`,
+/// `e / sum(e)` (`(x - max) - ln(sum(e))`), then rounded to the dtype.
+fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Value> {
+    if !x.dtype().is_float() {
+        return Err(Error::eval(
+            name,
+            format!("expects a float input, got {}", x.dtype()),
+        ));
+    }
+    let shape = x.shape().to_vec();
+    let a = x.to_f64_array();
+    let mut a = match axis {
+        Some(_) => a,
+        None => a
+            .into_shape_with_order(IxDyn(&[x.len()]))
+            .expect("same size"),
+    };
+    let ax = axis.unwrap_or(0);
+    if a.ndim() > 0 {
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            let m = lane.iter().fold(f64::NEG_INFINITY, |m, &v| nan_max(m, v));
+            let s: f64 = lane.iter().map(|&v| (v - m).exp()).sum();
+            let ls = s.ln();
+            lane.mapv_inplace(|v| if log { (v - m) - ls } else { (v - m).exp() / s });
+        }
+    }
+    let a = a.into_shape_with_order(IxDyn(&shape)).expect("same size");
+    Ok(Value::from_f64_array(
+        x.dtype(),
+        a.mapv(|v| round_to(v, x.dtype())),
     ))
 }
 

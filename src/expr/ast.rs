@@ -628,6 +628,8 @@ funcs! {
     Any => "any", Reduction;
     Argmax => "argmax", Reduction;
     Argmin => "argmin", Reduction;
+    Softmax => "softmax", Reduction;
+    LogSoftmax => "log_softmax", Reduction;
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
@@ -640,7 +642,8 @@ impl Func {
     }
 
     /// Whether it is one of the reductions `sum prod max min mean all any
-    /// argmax argmin` (one tensor plus `axis=` and `keepdims=`).
+    /// argmax argmin`, or `softmax log_softmax` (one tensor plus `axis=` and
+    /// `keepdims=`; the softmax family rejects `keepdims=`).
     pub fn is_reduction(self) -> bool {
         self.signature() == Signature::Reduction
     }

@@ -271,6 +271,13 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::Softmax { axis, log } => {
+            let f = if *log { "log_softmax" } else { "softmax" };
+            match axis {
+                None => format!("{f}({}, axis=None)", args[0]),
+                Some(d) => format!("{f}({}, axis={d})", args[0]),
+            }
+        }
         Op::ArgReduce {
             op: a,
             axis,

@@ -204,6 +204,17 @@ pub enum Op {
         /// Also output the extreme's value (first output).
         with_value: bool,
     },
+    /// `softmax(x) = exp(x - max) / sum(exp(x - max))` along one axis
+    /// (`None`: over all elements), or with `log` its logarithm computed as
+    /// `(x - max) - log(sum(exp(x - max)))`. Float inputs only; the output
+    /// has the input's type. A NaN in a lane makes the whole lane NaN, as
+    /// does a `+inf` (or a lane of `-inf` only); an empty lane is empty.
+    Softmax {
+        /// The normalised axis, or `None` for all elements.
+        axis: Option<usize>,
+        /// `log_softmax` instead of `softmax`.
+        log: bool,
+    },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
     /// BLAS GEMM (PyTensor's `gemm_no_inplace` / `gemm_inplace`): inputs
@@ -286,6 +297,7 @@ impl Op {
             Op::CAReduce { .. } => OpKind::CAReduce,
             Op::FusedReduce { .. } => OpKind::FusedReduce,
             Op::ArgReduce { .. } => OpKind::ArgReduce,
+            Op::Softmax { .. } => OpKind::Softmax,
             Op::Dot => OpKind::Dot,
             Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
@@ -335,6 +347,11 @@ impl Op {
                     (ArgOp::Max, true) => format!("MaxAndArgmax{{axis={axis}}}"),
                     (ArgOp::Min, true) => format!("MinAndArgmin{{axis={axis}}}"),
                 }
+            }
+            Op::Softmax { axis, log } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                let name = if *log { "LogSoftmax" } else { "Softmax" };
+                format!("{name}{{axis={axis}}}")
             }
             Op::Dot => "dot".to_string(),
             Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
@@ -436,6 +453,18 @@ impl Op {
                 } else {
                     Ok(vec![idx])
                 }
+            }
+            Op::Softmax { axis, .. } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                if !x.ty.dtype.is_float() {
+                    return Err(err(format!("expects a float input, got {}", x.ty)));
+                }
+                if let Some(a) = axis.filter(|&a| a >= x.ty.ndim()) {
+                    return Err(err(format!("axis {a} out of range for input {}", x.ty)));
+                }
+                Ok(vec![x.ty.clone()])
             }
             Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
@@ -763,6 +792,7 @@ pub enum OpKind {
     CAReduce,
     FusedReduce,
     ArgReduce,
+    Softmax,
     Dot,
     Gemm,
     Alloc,
@@ -917,6 +947,7 @@ impl PartialEq for Op {
                     with_value: q,
                 },
             ) => a == b && x == y && p == q,
+            (Op::Softmax { axis: a, log: p }, Op::Softmax { axis: b, log: q }) => a == b && p == q,
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
@@ -965,6 +996,10 @@ impl Hash for Op {
                 op.hash(state);
                 axis.hash(state);
                 with_value.hash(state);
+            }
+            Op::Softmax { axis, log } => {
+                axis.hash(state);
+                log.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
             Op::Gemm { inplace } => inplace.hash(state),

@@ -359,6 +359,33 @@ impl Tensor {
         r.dimshuffle(&order)
     }
 
+    /// `softmax` along `axis` (negative counts from the end; `None`: over
+    /// all elements, as `scipy.special.softmax(x, axis=None)`); with `log`,
+    /// `log_softmax`. Integer and bool inputs are cast to `f64` first.
+    pub fn softmax_op(&self, axis: Option<isize>, log: bool) -> Result<Tensor> {
+        let what = if log { "log_softmax" } else { "softmax" };
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis(what, a)?),
+        };
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.cast(DType::F64)
+        };
+        Tensor::apply(Op::Softmax { axis, log }, &[&x])
+    }
+
+    /// `softmax(x, axis)`; see [`Tensor::softmax_op`].
+    pub fn softmax(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.softmax_op(axis, false)
+    }
+
+    /// `log_softmax(x, axis)`; see [`Tensor::softmax_op`].
+    pub fn log_softmax(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.softmax_op(axis, true)
+    }
+
     /// numpy's `argmax` over `axis` (`None`: flattened); see [`Tensor::arg_reduce`].
     pub fn argmax(&self, axis: Option<isize>) -> Result<Tensor> {
         self.arg_reduce(ArgOp::Max, axis, false)

@@ -172,6 +172,31 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::Softmax | Func::LogSoftmax => {
+                        let bad = |msg: String| Error::Parse { pos, msg };
+                        if r.keepdims {
+                            return Err(bad(format!("{}() does not take keepdims=", func.name())));
+                        }
+                        // No `axis=`: the last axis (PyTensor's and
+                        // scipy's default); `axis=None`: all elements.
+                        let given = kwargs.iter().any(|k| k.name == "axis");
+                        let axis = match (given, axes.as_deref()) {
+                            (false, _) => Some(-1),
+                            (true, None) => None,
+                            (true, Some(&[a])) => Some(a),
+                            (true, Some(_)) => {
+                                return Err(bad(format!(
+                                    "{}() takes one axis (an integer) or axis=None",
+                                    func.name()
+                                )))
+                            }
+                        };
+                        if x.ndim() == 0 && axis == Some(-1) {
+                            x.softmax_op(None, func == Func::LogSoftmax)
+                        } else {
+                            x.softmax_op(axis, func == Func::LogSoftmax)
+                        }
+                    }
                     Func::Argmax | Func::Argmin => {
                         let op = if func == Func::Argmax {
                             ArgOp::Max
@@ -285,7 +310,9 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::All
         | Func::Any
         | Func::Argmax
-        | Func::Argmin => {
+        | Func::Argmin
+        | Func::Softmax
+        | Func::LogSoftmax => {
             unreachable!("handled by the caller")
         }
     };

@@ -50,7 +50,7 @@
 //! reassociable arithmetic when a reassociating rewrite was applied.
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
-//! Reshape, reductions and Dot; any other op taints its whole output when an
+//! Reshape, reductions, arg-reductions (per reduced lane) and Dot; any other op taints its whole output when an
 //! input is tainted.
 
 use super::exact::{dot_abs, gamma, reduce, unit};
@@ -387,6 +387,9 @@ fn propagate(
                 .and(&cols)
                 .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
+        // The extreme and its position depend on every element of the
+        // reduced lane: a tainted element may move either.
+        Op::ArgReduce { axis, .. } => any_over(ins[0], axis.map(|a| vec![a]))?,
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
     })

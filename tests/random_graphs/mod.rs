@@ -1,11 +1,12 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
-//! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
+//! reductions, arg-reductions (and a `max` beside an `argmax`), transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
 //! pattern), switch, casts), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
 
+use kiln::ops::ArgOp;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
@@ -73,6 +74,10 @@ pub enum Step {
     Gemm(usize, usize, usize, usize),
     Switch(usize, usize, usize),
     Cast(usize, usize),
+    /// An arg-reduction of a pool tensor: `argmax`, `argmin`, or `max` and
+    /// `argmax` of one input as two pool tensors (which FAST_RUN merges
+    /// into one `MaxAndArgmax`); the axis choice (0: `None`) and `keepdims`.
+    ArgReduce(usize, usize, usize, bool),
 }
 
 /// A random step.
@@ -89,6 +94,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i(), 0..CONSTS.len()).prop_map(|(z, a, b, c)| Step::Gemm(z, a, b, c)),
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
+        1 => (0..3usize, i(), 0..3usize, any::<bool>()).prop_map(|(o, a, ax, k)| Step::ArgReduce(o, a, ax, k)),
     ]
 }
 
@@ -193,6 +199,24 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
             Step::Cast(a, d) => Ok(p(a).cast(DTYPES[d])),
+            Step::ArgReduce(o, a, ax, keep) => {
+                let x = p(a).clone();
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                let op = [ArgOp::Max, ArgOp::Min, ArgOp::Max][o];
+                if o == 2 {
+                    let axes: Option<Vec<isize>> = axis.map(|a| vec![a]);
+                    if x.ndim() == 0 {
+                        continue;
+                    }
+                    if let Ok(m) = x.reduce(ReduceOp::Max, axes.as_deref(), keep) {
+                        pool.push(m);
+                    }
+                }
+                x.arg_reduce(op, axis, keep)
+            }
         };
         if let Ok(t) = t {
             pool.push(t);

@@ -19,6 +19,7 @@ pub mod elemwise;
 pub mod gemm;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 pub mod state;
 
 use std::time::Instant;
@@ -80,6 +81,7 @@ impl Exec<'_> {
             Step::Shape(s) => self.shape(s),
             Step::ShapeI(s) => self.shape_i(name, s),
             Step::ArgReduce(s) => self.arg_reduce(name, s),
+            Step::Softmax(s) => self.softmax(name, s),
             Step::Dot(s) => self.dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Custom(s) => self.custom(name, s),

@@ -20,6 +20,7 @@ pub mod elemwise;
 pub mod gemm;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 
 use ctx::{LowerCx, NodeSlots};
 
@@ -46,6 +47,7 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
             axis,
             with_value,
         } => Ok(argreduce::lower_argreduce(io, *op, *axis, *with_value)),
+        Op::Softmax { axis, log } => Ok(softmax::lower_softmax(io, *axis, *log)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
         Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),

@@ -34,6 +34,8 @@ pub enum Step {
     Alloc(AllocStep),
     /// An arg-reduction (`argmax` / `argmin`, with or without the value).
     ArgReduce(ArgReduceStep),
+    /// `softmax` / `log_softmax` along one axis.
+    Softmax(SoftmaxStep),
     /// Matrix product.
     Dot(DotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -166,6 +168,19 @@ pub struct ArgReduceStep {
     pub value: Option<Slot>,
     /// Slot of the `i64` positions.
     pub index: Slot,
+}
+
+/// `softmax` / `log_softmax` along one axis (`Op::Softmax`).
+#[derive(Debug, Clone)]
+pub struct SoftmaxStep {
+    /// The normalised axis (`None`: all elements).
+    pub axis: Option<usize>,
+    /// `log_softmax` instead of `softmax`.
+    pub log: bool,
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
 }
 
 /// Matrix product.
