@@ -372,6 +372,13 @@ fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Valu
     if a.ndim() > 0 {
         for mut lane in a.lanes_mut(Axis(ax)) {
             let m = lane.iter().fold(f64::NEG_INFINITY, |m, &v| nan_max(m, v));
+            if m == f64::INFINITY {
+                // The finite elements vanish next to an infinite one, whose
+                // own share is undefined (`inf / inf`).
+                let zero = if log { f64::NEG_INFINITY } else { 0.0 };
+                lane.mapv_inplace(|v| if v == m { f64::NAN } else { zero });
+                continue;
+            }
             let s: f64 = lane.iter().map(|&v| (v - m).exp()).sum();
             let ls = s.ln();
             lane.mapv_inplace(|v| if log { (v - m) - ls } else { (v - m).exp() / s });

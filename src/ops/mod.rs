@@ -208,7 +208,10 @@ pub enum Op {
     /// (`None`: over all elements), or with `log` its logarithm computed as
     /// `(x - max) - log(sum(exp(x - max)))`. Float inputs only; the output
     /// has the input's type. A NaN in a lane makes the whole lane NaN, as
-    /// does a `+inf` (or a lane of `-inf` only); an empty lane is empty.
+    /// does a lane of `-inf` only (`0 / 0`); in a lane whose maximum is
+    /// `+inf`, the finite elements are 0 (`-inf` for `log`) and the
+    /// infinite ones NaN, as `exp(x) / sum(exp(x))` gives; an empty lane is
+    /// empty.
     Softmax {
         /// The normalised axis, or `None` for all elements.
         axis: Option<usize>,

@@ -16,6 +16,7 @@ pub mod register;
 pub mod rule;
 pub mod shared;
 pub mod sibling_fusion;
+pub mod softmax;
 pub mod specialize;
 pub mod stabilize;
 pub mod util;

@@ -50,7 +50,7 @@
 //! reassociable arithmetic when a reassociating rewrite was applied.
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
-//! Reshape, reductions, arg-reductions (per reduced lane) and Dot; any other op taints its whole output when an
+//! Reshape, reductions, arg-reductions and softmax (per lane) and Dot; any other op taints its whole output when an
 //! input is tainted.
 
 use super::exact::{dot_abs, gamma, reduce, unit};
@@ -390,6 +390,17 @@ fn propagate(
         // The extreme and its position depend on every element of the
         // reduced lane: a tainted element may move either.
         Op::ArgReduce { axis, .. } => any_over(ins[0], axis.map(|a| vec![a]))?,
+        // Every element of a softmax lane depends on the whole lane.
+        Op::Softmax { axis, .. } => {
+            let any = any_over(ins[0], axis.map(|a| vec![a]))?;
+            match axis {
+                Some(a) => any
+                    .insert_axis(ndarray::Axis(*a))
+                    .broadcast(IxDyn(shape))?
+                    .to_owned(),
+                None => ArrayD::from_elem(IxDyn(shape), any.iter().any(|&b| b)),
+            }
+        }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         _ => ArrayD::from_elem(IxDyn(shape), ins.iter().any(|t| t.iter().any(|&b| b))),
     })
@@ -635,11 +646,14 @@ fn ill_conditioned_sum(
     )
 }
 
-/// Element-wise ops whose compiled value may differ from the reference's
-/// by a few ULPs: functions the vector path takes from the runtime (bounds
-/// in runtime/ACCURACY.md), and `pow`, which rewrites turn into products.
+/// Ops whose compiled value may differ from the reference's by a few ULPs:
+/// functions the vector path takes from the runtime (bounds in
+/// runtime/ACCURACY.md), `pow`, which rewrites turn into products, and the
+/// softmax family (runtime exps, sums in another order).
 fn approximated(op: &Op) -> bool {
     match op {
+        // Runtime exps and a sum in another order (see `exact.rs`).
+        Op::Softmax { .. } => true,
         Op::Elemwise { scalar, .. } => {
             *scalar == kiln::ScalarOp::Pow
                 || kiln::linker::mathcalls::block_symbol(*scalar, DType::F64).is_some()

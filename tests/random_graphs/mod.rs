@@ -1,6 +1,7 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
-//! reductions, arg-reductions (and a `max` beside an `argmax`), transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
+//! reductions, arg-reductions (and a `max` beside an `argmax`), softmax and
+//! log-softmax, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
 //! pattern), switch, casts), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
@@ -78,6 +79,9 @@ pub enum Step {
     /// `argmax` of one input as two pool tensors (which FAST_RUN merges
     /// into one `MaxAndArgmax`); the axis choice (0: `None`) and `keepdims`.
     ArgReduce(usize, usize, usize, bool),
+    /// `softmax` (or with the flag `log_softmax`) of a float pool tensor;
+    /// the axis choice (0: `None`).
+    Softmax(usize, usize, bool),
 }
 
 /// A random step.
@@ -95,6 +99,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
         1 => (0..3usize, i(), 0..3usize, any::<bool>()).prop_map(|(o, a, ax, k)| Step::ArgReduce(o, a, ax, k)),
+        1 => (i(), 0..3usize, any::<bool>()).prop_map(|(a, ax, l)| Step::Softmax(a, ax, l)),
     ]
 }
 
@@ -216,6 +221,20 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                     }
                 }
                 x.arg_reduce(op, axis, keep)
+            }
+            Step::Softmax(a, ax, log) => {
+                let x = p(a);
+                if !x.dtype().is_float() {
+                    continue;
+                }
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                if x.ndim() == 0 && axis.is_some() {
+                    continue;
+                }
+                x.softmax_op(axis, log)
             }
         };
         if let Ok(t) = t {

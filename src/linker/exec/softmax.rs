@@ -12,9 +12,10 @@
 //! computed in `f64` and rounded once, as the reference does.
 //!
 //! Invariants: every lane is finite and correct whatever its magnitude
-//! (the shift by the maximum: ±1e3 inputs give no overflow); a NaN or
-//! `+inf` in a lane (or a lane of `-inf` only) makes the lane NaN, as in
-//! the reference; an empty lane writes nothing.
+//! (the shift by the maximum: ±1e3 inputs give no overflow); a NaN in a
+//! lane (or a lane of `-inf` only) makes the lane NaN, a `+inf` maximum
+//! makes the finite elements 0 (`-inf` for log) and the infinite ones NaN,
+//! as in the reference; an empty lane writes nothing.
 
 use kiln_runtime::math::{extreme_f64, kiln_exp_f64, sum_exp_shift_f64};
 
@@ -26,6 +27,14 @@ use crate::linker::plan::step::SoftmaxStep;
 /// Normalises one contiguous lane `x` into `out` (same length, `n >= 1`).
 fn lane(x: &[f64], out: &mut [f64], log: bool) {
     let m = extreme_f64(x, true);
+    if m == f64::INFINITY {
+        // As the reference: finite elements vanish, infinite ones are NaN.
+        let zero = if log { f64::NEG_INFINITY } else { 0.0 };
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = if v == m { f64::NAN } else { zero };
+        }
+        return;
+    }
     if log {
         let ls = sum_exp_shift_f64(x, m).ln();
         for (o, &v) in out.iter_mut().zip(x) {
