@@ -1,5 +1,5 @@
 //! The benchmark workloads of `workloads.md`, shared by the CLI, the benches
-//! and the tests: the eight run-time workloads ([`suite`]) with their
+//! and the tests: the nine run-time workloads ([`suite`]) with their
 //! expressions, input declarations and deterministic input generators, and
 //! the compile-time `chain` graph family ([`chain_graph`]).
 //!
@@ -159,7 +159,8 @@ impl Workload {
     }
 }
 
-/// The eight run-time workloads of `workloads.md`, in its order (float64).
+/// The nine run-time workloads of `workloads.md` (softmax added after
+/// logsumexp), in its order (float64).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -197,6 +198,11 @@ pub fn suite() -> Vec<Workload> {
         Workload {
             name: "logsumexp",
             expr: "log(sum(exp(X), axis=1))",
+            inputs: vec![input("X", &[1000, 2000], Dist::Normal)],
+        },
+        Workload {
+            name: "softmax",
+            expr: "softmax(X, axis=-1)",
             inputs: vec![input("X", &[1000, 2000], Dist::Normal)],
         },
         Workload {
@@ -313,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn suite_is_the_eight_workloads_and_generators_are_deterministic() {
+    fn suite_is_the_nine_workloads_and_generators_are_deterministic() {
         let s = suite();
         let names: Vec<&str> = s.iter().map(|w| w.name).collect();
         assert_eq!(
@@ -324,6 +330,7 @@ mod tests {
                 "gauss",
                 "sigmoid_xent",
                 "logsumexp",
+                "softmax",
                 "outer_tanh",
                 "mlp",
                 "canon"
