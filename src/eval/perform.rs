@@ -36,6 +36,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             })
         }
         Op::Softmax { axis, log } => Ok(vec![softmax(&name, *axis, *log, inputs[0])?]),
+        Op::CumReduce { op: r, axis } => Ok(vec![cumulative(&name, *r, *axis, inputs[0])?]),
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
@@ -389,6 +390,67 @@ fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Valu
         x.dtype(),
         a.mapv(|v| round_to(v, x.dtype())),
     ))
+}
+
+/// numpy's `cumsum` / `cumprod` of `x` along `axis` (`None`: flattened),
+/// in order: floats round every partial result to their dtype, `bool` and
+/// integers accumulate in `i64` with wrapping.
+fn cumulative(name: &str, op: ReduceOp, axis: Option<usize>, x: &Value) -> Result<Value> {
+    let out_dtype = op.output_dtype(x.dtype());
+    let flat = |v: &Value| -> Vec<usize> {
+        match axis {
+            Some(_) => v.shape().to_vec(),
+            None => vec![v.len()],
+        }
+    };
+    let shape = flat(x);
+    let ax = axis.unwrap_or(0);
+    let prod = op == ReduceOp::Prod;
+    if out_dtype.is_float() {
+        let f32 = out_dtype == DType::F32;
+        let mut a = x
+            .to_f64_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&shape))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            // The first partial result is the first element itself, as
+            // numpy's (`cumsum([-0.0])` is `-0.0`, not `0.0 + -0.0`).
+            let mut acc = f64::NAN;
+            for (k, v) in lane.iter_mut().enumerate() {
+                acc = match (k, prod) {
+                    (0, _) => *v,
+                    (_, true) => acc * *v,
+                    (_, false) => acc + *v,
+                };
+                if f32 {
+                    acc = acc as f32 as f64;
+                }
+                *v = acc;
+            }
+        }
+        Ok(Value::from_f64_array(out_dtype, a))
+    } else {
+        let mut a = x
+            .to_i64_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&shape))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            let mut acc: i64 = i64::from(prod);
+            for v in lane.iter_mut() {
+                acc = if prod {
+                    acc.wrapping_mul(*v)
+                } else {
+                    acc.wrapping_add(*v)
+                };
+                *v = acc;
+            }
+        }
+        Ok(Value::from_i64_array(out_dtype, a))
+    }
 }
 
 fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {

@@ -630,6 +630,8 @@ funcs! {
     Argmin => "argmin", Reduction;
     Softmax => "softmax", Reduction;
     LogSoftmax => "log_softmax", Reduction;
+    Cumsum => "cumsum", Reduction;
+    Cumprod => "cumprod", Reduction;
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
@@ -642,8 +644,8 @@ impl Func {
     }
 
     /// Whether it is one of the reductions `sum prod max min mean all any
-    /// argmax argmin`, or `softmax log_softmax` (one tensor plus `axis=` and
-    /// `keepdims=`; the softmax family rejects `keepdims=`).
+    /// argmax argmin`, or `softmax log_softmax cumsum cumprod` (one tensor
+    /// plus `axis=` and `keepdims=`; the last four reject `keepdims=`).
     pub fn is_reduction(self) -> bool {
         self.signature() == Signature::Reduction
     }

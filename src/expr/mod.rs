@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 49);
+        assert_eq!(Func::ALL.len(), 51);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

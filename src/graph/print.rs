@@ -271,6 +271,17 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             }
         }
         Op::CAReduce { op: r, axes } => reduce_call(*r, axes, "", args),
+        Op::CumReduce { op: r, axis } => {
+            let f = if *r == ReduceOp::Prod {
+                "cumprod"
+            } else {
+                "cumsum"
+            };
+            match axis {
+                None => format!("{f}({})", args[0]),
+                Some(d) => format!("{f}({}, axis={d})", args[0]),
+            }
+        }
         Op::Softmax { axis, log } => {
             let f = if *log { "log_softmax" } else { "softmax" };
             match axis {

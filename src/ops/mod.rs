@@ -218,6 +218,17 @@ pub enum Op {
         /// `log_softmax` instead of `softmax`.
         log: bool,
     },
+    /// numpy's `cumsum` (`op` = `Sum`) or `cumprod` (`Prod`) along one axis
+    /// (`None`: the flattened input in C order, a 1-d output). The output
+    /// dtype is the reduction's (`ReduceOp::output_dtype`: `bool` and
+    /// integers accumulate in `i64`, wrapping; floats keep their dtype and
+    /// every partial result is rounded to it, in order).
+    CumReduce {
+        /// `Sum` or `Prod`.
+        op: ReduceOp,
+        /// The axis, or `None` for the flattened input.
+        axis: Option<usize>,
+    },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
     /// BLAS GEMM (PyTensor's `gemm_no_inplace` / `gemm_inplace`): inputs
@@ -301,6 +312,7 @@ impl Op {
             Op::FusedReduce { .. } => OpKind::FusedReduce,
             Op::ArgReduce { .. } => OpKind::ArgReduce,
             Op::Softmax { .. } => OpKind::Softmax,
+            Op::CumReduce { .. } => OpKind::CumReduce,
             Op::Dot => OpKind::Dot,
             Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
@@ -355,6 +367,10 @@ impl Op {
                 let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
                 let name = if *log { "LogSoftmax" } else { "Softmax" };
                 format!("{name}{{axis={axis}}}")
+            }
+            Op::CumReduce { op, axis } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                format!("Cum{}{{axis={axis}}}", op.name())
             }
             Op::Dot => "dot".to_string(),
             Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
@@ -468,6 +484,25 @@ impl Op {
                     return Err(err(format!("axis {a} out of range for input {}", x.ty)));
                 }
                 Ok(vec![x.ty.clone()])
+            }
+            Op::CumReduce { op, axis } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                if !matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+                    return Err(err(format!(
+                        "only Sum and Prod accumulate, got {}",
+                        op.name()
+                    )));
+                }
+                let dtype = op.output_dtype(x.ty.dtype);
+                match axis {
+                    Some(a) if *a >= x.ty.ndim() => {
+                        Err(err(format!("axis {a} out of range for input {}", x.ty)))
+                    }
+                    Some(_) => Ok(vec![TensorType::new(dtype, x.ty.shape.clone())]),
+                    None => Ok(vec![TensorType::new(dtype, vec![x.ty.static_size()])]),
+                }
             }
             Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
@@ -796,6 +831,7 @@ pub enum OpKind {
     FusedReduce,
     ArgReduce,
     Softmax,
+    CumReduce,
     Dot,
     Gemm,
     Alloc,
@@ -951,6 +987,9 @@ impl PartialEq for Op {
                 },
             ) => a == b && x == y && p == q,
             (Op::Softmax { axis: a, log: p }, Op::Softmax { axis: b, log: q }) => a == b && p == q,
+            (Op::CumReduce { op: a, axis: x }, Op::CumReduce { op: b, axis: y }) => {
+                a == b && x == y
+            }
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
@@ -1003,6 +1042,10 @@ impl Hash for Op {
             Op::Softmax { axis, log } => {
                 axis.hash(state);
                 log.hash(state);
+            }
+            Op::CumReduce { op, axis } => {
+                op.hash(state);
+                axis.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
             Op::Gemm { inplace } => inplace.hash(state),

@@ -376,6 +376,32 @@ impl Tensor {
         Tensor::apply(Op::Softmax { axis, log }, &[&x])
     }
 
+    /// numpy's `cumsum` (`op` = `Sum`) or `cumprod` (`Prod`) along `axis`
+    /// (negative counts from the end; `None`: the flattened input). `bool`
+    /// and integers accumulate in `i64`, as [`Tensor::sum`] does.
+    pub fn cumulative(&self, op: ReduceOp, axis: Option<isize>) -> Result<Tensor> {
+        let what = if op == ReduceOp::Prod {
+            "cumprod"
+        } else {
+            "cumsum"
+        };
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis(what, a)?),
+        };
+        Tensor::apply(Op::CumReduce { op, axis }, &[self])
+    }
+
+    /// numpy's `cumsum` along `axis` (`None`: flattened).
+    pub fn cumsum(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.cumulative(ReduceOp::Sum, axis)
+    }
+
+    /// numpy's `cumprod` along `axis` (`None`: flattened).
+    pub fn cumprod(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.cumulative(ReduceOp::Prod, axis)
+    }
+
     /// `softmax(x, axis)`; see [`Tensor::softmax_op`].
     pub fn softmax(&self, axis: Option<isize>) -> Result<Tensor> {
         self.softmax_op(axis, false)

@@ -172,6 +172,28 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::Cumsum | Func::Cumprod => {
+                        let bad = |msg: String| Error::Parse { pos, msg };
+                        if r.keepdims {
+                            return Err(bad(format!("{}() does not take keepdims=", func.name())));
+                        }
+                        let axis = match axes.as_deref() {
+                            None => None,
+                            Some(&[a]) => Some(a),
+                            Some(_) => {
+                                return Err(bad(format!(
+                                    "{}() takes one axis (an integer) or axis=None",
+                                    func.name()
+                                )))
+                            }
+                        };
+                        let op = if func == Func::Cumsum {
+                            ReduceOp::Sum
+                        } else {
+                            ReduceOp::Prod
+                        };
+                        x.cumulative(op, axis)
+                    }
                     Func::Softmax | Func::LogSoftmax => {
                         let bad = |msg: String| Error::Parse { pos, msg };
                         if r.keepdims {
@@ -312,7 +334,9 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Argmax
         | Func::Argmin
         | Func::Softmax
-        | Func::LogSoftmax => {
+        | Func::LogSoftmax
+        | Func::Cumsum
+        | Func::Cumprod => {
             unreachable!("handled by the caller")
         }
     };

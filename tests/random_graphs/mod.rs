@@ -1,7 +1,7 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
 //! reductions, arg-reductions (and a `max` beside an `argmax`), softmax and
-//! log-softmax, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
+//! log-softmax, cumulative sums and products, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
 //! pattern), switch, casts), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
@@ -82,6 +82,9 @@ pub enum Step {
     /// `softmax` (or with the flag `log_softmax`) of a float pool tensor;
     /// the axis choice (0: `None`).
     Softmax(usize, usize, bool),
+    /// `cumsum` (or with the flag `cumprod`) of a pool tensor; the axis
+    /// choice (0: `None`, flattened).
+    Cumulative(usize, usize, bool),
 }
 
 /// A random step.
@@ -100,6 +103,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
         1 => (0..3usize, i(), 0..3usize, any::<bool>()).prop_map(|(o, a, ax, k)| Step::ArgReduce(o, a, ax, k)),
         1 => (i(), 0..3usize, any::<bool>()).prop_map(|(a, ax, l)| Step::Softmax(a, ax, l)),
+        1 => (i(), 0..3usize, any::<bool>()).prop_map(|(a, ax, p)| Step::Cumulative(a, ax, p)),
     ]
 }
 
@@ -221,6 +225,18 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                     }
                 }
                 x.arg_reduce(op, axis, keep)
+            }
+            Step::Cumulative(a, ax, prod) => {
+                let x = p(a);
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                if x.ndim() == 0 && axis.is_some() {
+                    continue;
+                }
+                let op = if prod { ReduceOp::Prod } else { ReduceOp::Sum };
+                x.cumulative(op, axis)
             }
             Step::Softmax(a, ax, log) => {
                 let x = p(a);

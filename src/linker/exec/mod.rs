@@ -13,6 +13,7 @@
 pub mod argreduce;
 mod broadcast;
 pub mod copy;
+pub mod cumulative;
 pub mod custom;
 pub mod drive;
 pub mod elemwise;
@@ -82,6 +83,7 @@ impl Exec<'_> {
             Step::ShapeI(s) => self.shape_i(name, s),
             Step::ArgReduce(s) => self.arg_reduce(name, s),
             Step::Softmax(s) => self.softmax(name, s),
+            Step::CumReduce(s) => self.cumulative(name, s),
             Step::Dot(s) => self.dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Custom(s) => self.custom(name, s),

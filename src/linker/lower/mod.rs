@@ -15,6 +15,7 @@
 
 pub mod argreduce;
 pub mod ctx;
+pub mod cumulative;
 pub mod custom;
 pub mod elemwise;
 pub mod gemm;
@@ -48,6 +49,7 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
             with_value,
         } => Ok(argreduce::lower_argreduce(io, *op, *axis, *with_value)),
         Op::Softmax { axis, log } => Ok(softmax::lower_softmax(io, *axis, *log)),
+        Op::CumReduce { op, axis } => Ok(cumulative::lower_cumulative(cx, node, io, *op, *axis)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
         Op::Custom(c) => Ok(custom::lower_custom(cx, node, io, c)),

@@ -36,6 +36,8 @@ pub enum Step {
     ArgReduce(ArgReduceStep),
     /// `softmax` / `log_softmax` along one axis.
     Softmax(SoftmaxStep),
+    /// `cumsum` / `cumprod` along one axis.
+    CumReduce(CumReduceStep),
     /// Matrix product.
     Dot(DotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -181,6 +183,21 @@ pub struct SoftmaxStep {
     pub input: Slot,
     /// Output slot.
     pub output: Slot,
+}
+
+/// `cumsum` / `cumprod` along one axis (`Op::CumReduce`).
+#[derive(Debug, Clone)]
+pub struct CumReduceStep {
+    /// `Sum` or `Prod`.
+    pub op: ReduceOp,
+    /// The axis (`None`: the flattened input, a 1-d output).
+    pub axis: Option<usize>,
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// Output dtype (`i64` for `bool` and integers, else the input's).
+    pub out: DType,
 }
 
 /// Matrix product.
