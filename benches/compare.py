@@ -1,4 +1,4 @@
-"""The Python side of benches/compare.sh: the nine workloads of
+"""The Python side of benches/compare.sh: the ten workloads of
 workloads.md (same expressions, same sizes) timed with numpy, numexpr
 (2 threads), PyTensor (C and numba backends) and JAX (jit, CPU), plus
 PyTensor's FAST_RUN rewrite time on the chain graph.
@@ -36,6 +36,7 @@ WORKLOADS = [
      [("t", (N,), "binary"), ("z", (N,), "normal")]),
     ("logsumexp", "log(sum(exp(X), axis=1))", [("X", (1000, 2000), "normal")]),
     ("softmax", "softmax(X, axis=-1)", [("X", (1000, 2000), "normal")]),
+    ("cumsum", "cumsum(x)", [("x", (N,), "normal")]),
     ("outer_tanh", "tanh(u[:, None] + v[None, :])", [("u", (2000,), "normal"), ("v", (2000,), "normal")]),
     ("mlp", "tanh(A @ W + b)", [("A", (512, 512), "normal"), ("W", (512, 512), "normal"), ("b", (512,), "normal")]),
     ("canon", "(a*b)/(b*c)*(c/a)*x",
@@ -98,7 +99,8 @@ def np_softmax(X, axis=-1):
 
 def run_numpy(out, inputs, runs):
     ns = dict(log=np.log, exp=np.exp, tanh=np.tanh, mean=np.mean, sum=np.sum,
-              sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)), softmax=np_softmax)
+              sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)), softmax=np_softmax,
+              cumsum=np.cumsum)
     for name, expr, _ in WORKLOADS:
         env = dict(ns, **inputs[name])
         code = compile(expr, name, "eval")
@@ -124,7 +126,7 @@ def run_pytensor(out, inputs, runs, mode, system):
     import pytensor
     import pytensor.tensor as pt
     ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid,
-              softmax=pt.special.softmax)
+              softmax=pt.special.softmax, cumsum=pt.cumsum)
     for name, expr, decl in WORKLOADS:
         try:
             syms = {v: pt.tensor(v, dtype="float64", shape=(None,) * len(shape)) for v, shape, _ in decl}
@@ -145,7 +147,7 @@ def run_jax(out, inputs, runs):
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
-              softmax=jax.nn.softmax)
+              softmax=jax.nn.softmax, cumsum=jnp.cumsum)
     for name, expr, decl in WORKLOADS:
         names = [v for v, _, _ in decl]
         code = compile(expr, name, "eval")

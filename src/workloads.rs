@@ -1,5 +1,5 @@
 //! The benchmark workloads of `workloads.md`, shared by the CLI, the benches
-//! and the tests: the nine run-time workloads ([`suite`]) with their
+//! and the tests: the ten run-time workloads ([`suite`]) with their
 //! expressions, input declarations and deterministic input generators, and
 //! the compile-time `chain` graph family ([`chain_graph`]).
 //!
@@ -159,8 +159,8 @@ impl Workload {
     }
 }
 
-/// The nine run-time workloads of `workloads.md` (softmax added after
-/// logsumexp), in its order (float64).
+/// The ten run-time workloads of `workloads.md` (softmax and cumsum added
+/// after logsumexp), in its order (float64).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -204,6 +204,11 @@ pub fn suite() -> Vec<Workload> {
             name: "softmax",
             expr: "softmax(X, axis=-1)",
             inputs: vec![input("X", &[1000, 2000], Dist::Normal)],
+        },
+        Workload {
+            name: "cumsum",
+            expr: "cumsum(x)",
+            inputs: vec![input("x", &[N], Dist::Normal)],
         },
         Workload {
             name: "outer_tanh",
@@ -319,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn suite_is_the_nine_workloads_and_generators_are_deterministic() {
+    fn suite_is_the_ten_workloads_and_generators_are_deterministic() {
         let s = suite();
         let names: Vec<&str> = s.iter().map(|w| w.name).collect();
         assert_eq!(
@@ -331,6 +336,7 @@ mod tests {
                 "sigmoid_xent",
                 "logsumexp",
                 "softmax",
+                "cumsum",
                 "outer_tanh",
                 "mlp",
                 "canon"

@@ -118,7 +118,7 @@ pub struct BenchArgs {
     /// An input `NAME=DTYPE[SIZES]` with concrete sizes, e.g. `x=f64[1000000]`.
     #[arg(long = "var", value_name = "NAME=DTYPE[SIZES]")]
     pub vars: Vec<String>,
-    /// Run the nine workloads of the benchmark suite.
+    /// Run the ten workloads of the benchmark suite.
     #[arg(long, conflicts_with_all = ["expr", "chain"])]
     pub suite: bool,
     /// Build the chain graph of K operations.
