@@ -59,6 +59,21 @@ fn better<T: Lane>(op: ArgOp, v: T, best: T) -> bool {
 /// `n >= 1`, into `val` and `idx` (each `outer * inner` long).
 fn scan<T: Lane>(op: ArgOp, x: &[T], n: usize, inner: usize, val: &mut [T], idx: &mut [i64]) {
     let block = n * inner;
+    if inner == 1 {
+        // One lane per row: a plain scan (no per-element slices).
+        for ((row, v), i) in x.chunks_exact(n).zip(val.iter_mut()).zip(idx.iter_mut()) {
+            let (mut best, mut at) = (row[0], 0usize);
+            for (k, &e) in row.iter().enumerate().skip(1) {
+                if better(op, e, best) {
+                    best = e;
+                    at = k;
+                }
+            }
+            *v = best;
+            *i = at as i64;
+        }
+        return;
+    }
     for ((xs, vs), is) in x
         .chunks_exact(block)
         .zip(val.chunks_exact_mut(inner))
