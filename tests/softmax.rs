@@ -226,7 +226,11 @@ fn rewrite_log_softmax() {
     check_no_fire("local_log_softmax", graph("X=f64[:, :]", "log(exp(X))"));
     // Where softmax underflows to 0 the original is -inf, the result finite.
     let x = vector("x", DType::F64);
-    let mut fg = FunctionGraph::new(&[x.clone()], &[x.softmax(Some(0)).unwrap().log()]).unwrap();
+    let mut fg = FunctionGraph::new(
+        std::slice::from_ref(&x),
+        &[x.softmax(Some(0)).unwrap().log()],
+    )
+    .unwrap();
     kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
     let v = f64s(&[2], vec![1000.0, -1000.0]);
     let got = evaluate(&fg, &[v]).unwrap()[0].to_f64_array();
