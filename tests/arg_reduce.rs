@@ -124,7 +124,7 @@ fn reference_values_follow_numpy() {
     assert_eq!(r.shape(), &[0]);
     // MaxAndArgmax: the value is the NaN-propagating max.
     let (m, i) = x.max_and_argmax(Some(1)).unwrap();
-    let fg = FunctionGraph::new(&[x.clone()], &[m, i]).unwrap();
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &[m, i]).unwrap();
     let out = evaluate(&fg, &[v]).unwrap();
     let mv = out[0].to_f64_array();
     assert_eq!(mv.as_slice().unwrap()[1], 3.0);
@@ -162,7 +162,7 @@ fn jit_matches_the_reference_on_every_dtype_and_layout() {
             check(
                 std::slice::from_ref(&x),
                 &outs,
-                &[v.clone()],
+                std::slice::from_ref(&v),
                 0,
                 &format!("{d} {shape:?}"),
             );
@@ -327,11 +327,11 @@ fn rewrite_max_and_argmax() {
     let x = matrix("X", DType::F64);
     let m = x.max(&[1]).unwrap();
     let a = x.argmax(Some(1)).unwrap();
-    let mut fg = FunctionGraph::new(&[x.clone()], &[m.clone(), a.clone()]).unwrap();
+    let mut fg = FunctionGraph::new(std::slice::from_ref(&x), &[m.clone(), a.clone()]).unwrap();
     kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
     assert_eq!(fg.n_nodes(), 1, "{fg}");
     let v = rand_value(DType::F64, &[6, 9], 3);
-    let f = function(&[x.clone()], &[m.clone(), a.clone()])
+    let f = function(std::slice::from_ref(&x), &[m.clone(), a.clone()])
         .compile()
         .unwrap();
     let got = f.call(&[(&v).into()]).unwrap();

@@ -51,7 +51,7 @@ fn reference_values_follow_numpy() {
     let x = matrix("X", DType::I32);
     let v = Value::I32(ArrayD::from_shape_vec(IxDyn(&[2, 3]), vec![1, 2, 3, 4, 5, 6]).unwrap());
     let run = |y: Tensor, v: &Value| {
-        let fg = FunctionGraph::new(&[x.clone()], &[y]).unwrap();
+        let fg = FunctionGraph::new(std::slice::from_ref(&x), &[y]).unwrap();
         evaluate(&fg, std::slice::from_ref(v)).unwrap().remove(0)
     };
     // np.cumsum(A) == [1, 3, 6, 10, 15, 21] (int64); axis=0; cumprod axis=1.
@@ -60,7 +60,7 @@ fn reference_values_follow_numpy() {
     assert!(run(x.cumprod(Some(1)).unwrap(), &v).same_as(&i64s(&[2, 3], vec![1, 2, 6, 4, 20, 120])));
     // Flattened in C order even for a transposed input: np.cumsum(A.T).
     let t = kiln::map_value!(v.clone(), a => a.reversed_axes());
-    let fg = FunctionGraph::new(&[x.clone()], &[x.cumsum(None).unwrap()]).unwrap();
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &[x.cumsum(None).unwrap()]).unwrap();
     let r = evaluate(&fg, &[t]).unwrap().remove(0);
     assert!(r.same_as(&i64s(&[6], vec![1, 5, 7, 12, 15, 21])), "{r:?}");
     // Empty arrays give empty results.
