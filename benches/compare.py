@@ -1,5 +1,5 @@
 """The Python side of benches/compare.sh: the workloads of
-workloads.md plus issue 14's gather (same expressions, same sizes) timed with numpy, numexpr
+workloads.md plus issue 14's softmax, cumsum, stencil and gather (same expressions, same sizes) timed with numpy, numexpr
 (2 threads), PyTensor (C and numba backends) and JAX (jit, CPU), plus
 PyTensor's FAST_RUN rewrite time on the chain graph.
 
@@ -35,6 +35,8 @@ WORKLOADS = [
     ("sigmoid_xent", "mean(-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z))))",
      [("t", (N,), "binary"), ("z", (N,), "normal")]),
     ("logsumexp", "log(sum(exp(X), axis=1))", [("X", (1000, 2000), "normal")]),
+    ("softmax", "softmax(X, axis=-1)", [("X", (1000, 2000), "normal")]),
+    ("cumsum", "cumsum(x)", [("x", (N,), "normal")]),
     ("outer_tanh", "tanh(u[:, None] + v[None, :])", [("u", (2000,), "normal"), ("v", (2000,), "normal")]),
     ("mlp", "tanh(A @ W + b)", [("A", (512, 512), "normal"), ("W", (512, 512), "normal"), ("b", (512,), "normal")]),
     ("canon", "(a*b)/(b*c)*(c/a)*x",
@@ -94,9 +96,17 @@ def emit(out, system, workload, run_ms=None, compile_ms=None, error=None, **extr
     out.flush()
 
 
+def np_softmax(X, axis=-1):
+    """numpy has no softmax: the max-shifted form scipy.special.softmax uses."""
+    e = np.exp(X - X.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
 def run_numpy(out, inputs, runs):
     ns = dict(log=np.log, exp=np.exp, tanh=np.tanh, mean=np.mean, sum=np.sum, take=np.take,
-              sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)))
+              sigmoid=lambda z: 1.0 / (1.0 + np.exp(-z)), softmax=np_softmax,
+              cumsum=np.cumsum)
     for name, expr, _ in WORKLOADS:
         env = dict(ns, **inputs[name])
         code = compile(expr, name, "eval")
@@ -121,7 +131,8 @@ def run_numexpr(out, inputs, runs):
 def run_pytensor(out, inputs, runs, mode, system):
     import pytensor
     import pytensor.tensor as pt
-    ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid, take=pt.take)
+    ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid,
+              take=pt.take, softmax=pt.special.softmax, cumsum=pt.cumsum)
     for name, expr, decl in WORKLOADS:
         try:
             syms = {v: pt.tensor(v, dtype="int64" if isinstance(dist, tuple) else "float64",
@@ -143,7 +154,7 @@ def run_jax(out, inputs, runs):
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
-              take=jnp.take)
+              take=jnp.take, softmax=jax.nn.softmax, cumsum=jnp.cumsum)
     for name, expr, decl in WORKLOADS:
         names = [v for v, _, _ in decl]
         code = compile(expr, name, "eval")

@@ -1,5 +1,5 @@
 //! The benchmark workloads of `workloads.md`, shared by the CLI, the benches
-//! and the tests: the nine run-time workloads ([`suite`]) with their
+//! and the tests: the twelve run-time workloads ([`suite`]) with their
 //! expressions, input declarations and deterministic input generators, and
 //! the compile-time `chain` graph family ([`chain_graph`]).
 //!
@@ -169,9 +169,10 @@ impl Workload {
 }
 
 /// The run-time workloads: the eight of `workloads.md`, in its order
-/// (float64), then the finite-difference stencil over three views of one
-/// vector, then `gather` (issue 14: `X[idx]`, one million random rows of
-/// width 16, as `take(X, idx, axis=0)` with `int64` indices).
+/// (float64), with issue 14's softmax and cumsum after logsumexp, then
+/// the finite-difference stencil over three views of one vector, then
+/// `gather` (`X[idx]`, one million random rows of width 16, as
+/// `take(X, idx, axis=0)` with `int64` indices).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -210,6 +211,16 @@ pub fn suite() -> Vec<Workload> {
             name: "logsumexp",
             expr: "log(sum(exp(X), axis=1))",
             inputs: vec![input("X", &[1000, 2000], Dist::Normal)],
+        },
+        Workload {
+            name: "softmax",
+            expr: "softmax(X, axis=-1)",
+            inputs: vec![input("X", &[1000, 2000], Dist::Normal)],
+        },
+        Workload {
+            name: "cumsum",
+            expr: "cumsum(x)",
+            inputs: vec![input("x", &[N], Dist::Normal)],
         },
         Workload {
             name: "outer_tanh",
@@ -343,7 +354,7 @@ mod tests {
     }
 
     #[test]
-    fn suite_is_the_nine_workloads_and_generators_are_deterministic() {
+    fn suite_is_the_twelve_workloads_and_generators_are_deterministic() {
         let s = suite();
         let names: Vec<&str> = s.iter().map(|w| w.name).collect();
         assert_eq!(
@@ -354,6 +365,8 @@ mod tests {
                 "gauss",
                 "sigmoid_xent",
                 "logsumexp",
+                "softmax",
+                "cumsum",
                 "outer_tanh",
                 "mlp",
                 "canon",

@@ -112,6 +112,8 @@ fn suite_reports_every_workload() {
             "gauss",
             "sigmoid_xent",
             "logsumexp",
+            "softmax",
+            "cumsum",
             "outer_tanh",
             "mlp",
             "canon",

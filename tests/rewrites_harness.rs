@@ -400,6 +400,22 @@ fn templates() -> Vec<Template> {
         t("local_sum_of_neg_to_neg_of_sum", Matrices, |[a, ..], _| {
             (-a).sum(&[1]).unwrap()
         }),
+        t("local_argmax_neg", Matrices, |[a, ..], _| {
+            (-a).argmax(Some(1)).unwrap()
+        }),
+        t("local_argmax_exact_cast", Matrices, |[a, ..], _| {
+            a.cast(DType::F32).cast(DType::F64).argmin(Some(0)).unwrap()
+        }),
+        t("local_log_softmax", Matrices, |[a, ..], _| {
+            a.softmax(Some(1)).unwrap().log()
+        }),
+        t("local_softmax_recognize", Matrices, |[a, ..], _| {
+            let e = a.exp();
+            &e / &e.reduce(ReduceOp::Sum, Some(&[0]), true).unwrap()
+        }),
+        t("local_max_and_argmax", Matrices, |[a, ..], _| {
+            &a.max(&[1]).unwrap() + &a.argmax(Some(1)).unwrap().cast(DType::F64)
+        }),
     ]
 }
 

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::ops::composite::round_to;
 use crate::ops::scalar::{nan_max, nan_min};
 use crate::ops::subtensor::{self, DimSel};
-use crate::ops::{CRef, Composite, IndexEntry, Op, ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, CRef, Composite, IndexEntry, Op, ReduceOp, ScalarOp};
 use crate::types::{DType, Element, TensorType, Value};
 
 /// Computes the outputs of `op` on `inputs`, whose static types are `types`.
@@ -23,6 +23,21 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             let mapped = composite_perform(&name, pre, inputs, types)?;
             Ok(vec![reduce(&name, *r, axes.as_deref(), &mapped[0])?])
         }
+        Op::ArgReduce {
+            op: a,
+            axis,
+            with_value,
+        } => {
+            let (value, index) =
+                crate::with_value!(inputs[0], x => arg_reduce(&name, *a, *axis, x)?);
+            Ok(if *with_value {
+                vec![value, index]
+            } else {
+                vec![index]
+            })
+        }
+        Op::Softmax { axis, log } => Ok(vec![softmax(&name, *axis, *log, inputs[0])?]),
+        Op::CumReduce { op: r, axis } => Ok(vec![cumulative(&name, *r, *axis, inputs[0])?]),
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
@@ -432,6 +447,170 @@ fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result
                 ReduceOp::Min => a.fold_axis(Axis(ax), i64::MAX, |s, &v| (*s).min(v)),
                 ReduceOp::All | ReduceOp::Any => unreachable!("handled in the float branch"),
             };
+        }
+        Ok(Value::from_i64_array(out_dtype, a))
+    }
+}
+
+/// numpy's `argmax` / `argmin` of `x` over `axis` (`None`: flattened in C
+/// order), with the extreme's value: the first occurrence wins ties, and
+/// the first NaN is the extreme (so the value is the NaN-propagating
+/// `max` / `min`). Returns `(value, index)`.
+fn arg_reduce<T: Element + PartialOrd>(
+    name: &str,
+    op: ArgOp,
+    axis: Option<usize>,
+    x: &ArrayD<T>,
+) -> Result<(Value, Value)> {
+    let flat;
+    let (x, ax) = match axis {
+        Some(a) => (x.view(), a),
+        None => {
+            flat = x
+                .as_standard_layout()
+                .into_owned()
+                .into_shape_with_order(IxDyn(&[x.len()]))
+                .expect("same size");
+            (flat.view(), 0)
+        }
+    };
+    if x.shape()[ax] == 0 {
+        return Err(Error::eval(
+            name,
+            format!("attempt to get arg{} of an empty sequence", op.word()),
+        ));
+    }
+    let better = |v: T, best: T| {
+        #[allow(clippy::eq_op)]
+        let v_nan = v != v;
+        #[allow(clippy::eq_op)]
+        let best_nan = best != best;
+        !best_nan
+            && (v_nan
+                || match op {
+                    ArgOp::Max => v > best,
+                    ArgOp::Min => v < best,
+                })
+    };
+    let mut out_shape = x.shape().to_vec();
+    out_shape.remove(ax);
+    let mut values = output_vec::<T>(name, &out_shape)?;
+    let mut indices = output_vec::<i64>(name, &out_shape)?;
+    for lane in x.lanes(Axis(ax)) {
+        let (mut best, mut at) = (lane[0], 0usize);
+        for (k, &v) in lane.iter().enumerate().skip(1) {
+            if better(v, best) {
+                best = v;
+                at = k;
+            }
+        }
+        values.push(best);
+        indices.push(at as i64);
+    }
+    let wrap = |e| Error::eval(name, format!("output shape: {e}"));
+    Ok((
+        T::wrap(ArrayD::from_shape_vec(IxDyn(&out_shape), values).map_err(wrap)?),
+        Value::I64(ArrayD::from_shape_vec(IxDyn(&out_shape), indices).map_err(wrap)?),
+    ))
+}
+
+/// `softmax` (or with `log`, `log_softmax`) of `x` along `axis` (`None`:
+/// all elements), computed in `f64` per lane as `e = exp(x - max)`,
+/// `e / sum(e)` (`(x - max) - ln(sum(e))`), then rounded to the dtype.
+fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Value> {
+    if !x.dtype().is_float() {
+        return Err(Error::eval(
+            name,
+            format!("expects a float input, got {}", x.dtype()),
+        ));
+    }
+    let shape = x.shape().to_vec();
+    let a = x.to_f64_array();
+    let mut a = match axis {
+        Some(_) => a,
+        None => a
+            .into_shape_with_order(IxDyn(&[x.len()]))
+            .expect("same size"),
+    };
+    let ax = axis.unwrap_or(0);
+    if a.ndim() > 0 {
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            let m = lane.iter().fold(f64::NEG_INFINITY, |m, &v| nan_max(m, v));
+            if m == f64::INFINITY {
+                // The finite elements vanish next to an infinite one, whose
+                // own share is undefined (`inf / inf`).
+                let zero = if log { f64::NEG_INFINITY } else { 0.0 };
+                lane.mapv_inplace(|v| if v == m { f64::NAN } else { zero });
+                continue;
+            }
+            let s: f64 = lane.iter().map(|&v| (v - m).exp()).sum();
+            let ls = s.ln();
+            lane.mapv_inplace(|v| if log { (v - m) - ls } else { (v - m).exp() / s });
+        }
+    }
+    let a = a.into_shape_with_order(IxDyn(&shape)).expect("same size");
+    Ok(Value::from_f64_array(
+        x.dtype(),
+        a.mapv(|v| round_to(v, x.dtype())),
+    ))
+}
+
+/// numpy's `cumsum` / `cumprod` of `x` along `axis` (`None`: flattened),
+/// in order: floats round every partial result to their dtype, `bool` and
+/// integers accumulate in `i64` with wrapping.
+fn cumulative(name: &str, op: ReduceOp, axis: Option<usize>, x: &Value) -> Result<Value> {
+    let out_dtype = op.output_dtype(x.dtype());
+    let flat = |v: &Value| -> Vec<usize> {
+        match axis {
+            Some(_) => v.shape().to_vec(),
+            None => vec![v.len()],
+        }
+    };
+    let shape = flat(x);
+    let ax = axis.unwrap_or(0);
+    let prod = op == ReduceOp::Prod;
+    if out_dtype.is_float() {
+        let f32 = out_dtype == DType::F32;
+        let mut a = x
+            .to_f64_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&shape))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            // The first partial result is the first element itself, as
+            // numpy's (`cumsum([-0.0])` is `-0.0`, not `0.0 + -0.0`).
+            let mut acc = f64::NAN;
+            for (k, v) in lane.iter_mut().enumerate() {
+                acc = match (k, prod) {
+                    (0, _) => *v,
+                    (_, true) => acc * *v,
+                    (_, false) => acc + *v,
+                };
+                if f32 {
+                    acc = acc as f32 as f64;
+                }
+                *v = acc;
+            }
+        }
+        Ok(Value::from_f64_array(out_dtype, a))
+    } else {
+        let mut a = x
+            .to_i64_array()
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&shape))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        for mut lane in a.lanes_mut(Axis(ax)) {
+            let mut acc: i64 = i64::from(prod);
+            for v in lane.iter_mut() {
+                acc = if prod {
+                    acc.wrapping_mul(*v)
+                } else {
+                    acc.wrapping_add(*v)
+                };
+                *v = acc;
+            }
         }
         Ok(Value::from_i64_array(out_dtype, a))
     }

@@ -708,6 +708,12 @@ funcs! {
     Mean => "mean", Reduction;
     All => "all", Reduction;
     Any => "any", Reduction;
+    Argmax => "argmax", Reduction;
+    Argmin => "argmin", Reduction;
+    Softmax => "softmax", Reduction;
+    LogSoftmax => "log_softmax", Reduction;
+    Cumsum => "cumsum", Reduction;
+    Cumprod => "cumprod", Reduction;
     Dot => "dot", Fixed(2);
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
@@ -728,7 +734,9 @@ impl Func {
         Func::ALL.iter().copied().find(|f| f.name() == name)
     }
 
-    /// Whether it is one of the reductions `sum prod max min mean all any`.
+    /// Whether it is one of the reductions `sum prod max min mean all any
+    /// argmax argmin`, or `softmax log_softmax cumsum cumprod` (one tensor
+    /// plus `axis=` and `keepdims=`; the last four reject `keepdims=`).
     pub fn is_reduction(self) -> bool {
         self.signature() == Signature::Reduction
     }

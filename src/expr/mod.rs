@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 54);
+        assert_eq!(Func::ALL.len(), 60);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

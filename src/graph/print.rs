@@ -320,6 +320,32 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
         Op::BooleanMask => format!("boolean_mask({}, {})", args[0], args[1]),
         Op::Join { axis } => format!("concatenate([{}], axis={axis})", args.join(", ")),
         Op::Split { axis, .. } => format!("split({}, {}, axis={axis})", args[0], args[1]),
+        Op::CumReduce { op: r, axis } => {
+            let f = if *r == ReduceOp::Prod {
+                "cumprod"
+            } else {
+                "cumsum"
+            };
+            match axis {
+                None => format!("{f}({})", args[0]),
+                Some(d) => format!("{f}({}, axis={d})", args[0]),
+            }
+        }
+        Op::Softmax { axis, log } => {
+            let f = if *log { "log_softmax" } else { "softmax" };
+            match axis {
+                None => format!("{f}({}, axis=None)", args[0]),
+                Some(d) => format!("{f}({}, axis={d})", args[0]),
+            }
+        }
+        Op::ArgReduce {
+            op: a,
+            axis,
+            with_value: false,
+        } => match axis {
+            None => format!("arg{}({})", a.word(), args[0]),
+            Some(d) => format!("arg{}({}, axis={d})", a.word(), args[0]),
+        },
         Op::FusedReduce { op: r, axes, pre } => {
             reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
         }

@@ -99,6 +99,39 @@ impl ReduceOp {
     }
 }
 
+/// Which extreme an [`Op::ArgReduce`] locates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgOp {
+    /// The largest element (numpy's `argmax`).
+    Max,
+    /// The smallest element (numpy's `argmin`).
+    Min,
+}
+
+impl ArgOp {
+    /// `max` or `min`.
+    pub fn word(self) -> &'static str {
+        match self {
+            ArgOp::Max => "max",
+            ArgOp::Min => "min",
+        }
+    }
+    /// The other extreme.
+    pub fn flipped(self) -> ArgOp {
+        match self {
+            ArgOp::Max => ArgOp::Min,
+            ArgOp::Min => ArgOp::Max,
+        }
+    }
+    /// The reduction giving the extreme's value (`Max` / `Min`).
+    pub fn reduce_op(self) -> ReduceOp {
+        match self {
+            ArgOp::Max => ReduceOp::Max,
+            ArgOp::Min => ReduceOp::Min,
+        }
+    }
+}
+
 /// A user-defined op: reference semantics and typing supplied by the user.
 /// Custom ops are never JIT-compiled unless a lowering is registered; the
 /// linker reports them as falling back to the reference evaluator.
@@ -159,6 +192,45 @@ pub enum Op {
         axes: Option<Vec<usize>>,
         /// The scalar pre-map (exactly one output).
         pre: Arc<Composite>,
+    },
+    /// numpy's `argmax` / `argmin` over one axis (`None`: the flattened
+    /// input, in C order): the `i64` position of the first occurrence of the
+    /// extreme, where the first NaN counts as the extreme (as numpy). With
+    /// `with_value` (PyTensor's `MaxAndArgmax`), two outputs computed in one
+    /// pass: the extreme's value (exactly `max` / `min` over that axis,
+    /// NaN-propagating) and then its position. An empty axis is an error.
+    ArgReduce {
+        /// Which extreme.
+        op: ArgOp,
+        /// The reduced axis, or `None` for the flattened input.
+        axis: Option<usize>,
+        /// Also output the extreme's value (first output).
+        with_value: bool,
+    },
+    /// `softmax(x) = exp(x - max) / sum(exp(x - max))` along one axis
+    /// (`None`: over all elements), or with `log` its logarithm computed as
+    /// `(x - max) - log(sum(exp(x - max)))`. Float inputs only; the output
+    /// has the input's type. A NaN in a lane makes the whole lane NaN, as
+    /// does a lane of `-inf` only (`0 / 0`); in a lane whose maximum is
+    /// `+inf`, the finite elements are 0 (`-inf` for `log`) and the
+    /// infinite ones NaN, as `exp(x) / sum(exp(x))` gives; an empty lane is
+    /// empty.
+    Softmax {
+        /// The normalised axis, or `None` for all elements.
+        axis: Option<usize>,
+        /// `log_softmax` instead of `softmax`.
+        log: bool,
+    },
+    /// numpy's `cumsum` (`op` = `Sum`) or `cumprod` (`Prod`) along one axis
+    /// (`None`: the flattened input in C order, a 1-d output). The output
+    /// dtype is the reduction's (`ReduceOp::output_dtype`: `bool` and
+    /// integers accumulate in `i64`, wrapping; floats keep their dtype and
+    /// every partial result is rounded to it, in order).
+    CumReduce {
+        /// `Sum` or `Prod`.
+        op: ReduceOp,
+        /// The axis, or `None` for the flattened input.
+        axis: Option<usize>,
     },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
@@ -299,6 +371,9 @@ impl Op {
             Op::DimShuffle { .. } => OpKind::DimShuffle,
             Op::CAReduce { .. } => OpKind::CAReduce,
             Op::FusedReduce { .. } => OpKind::FusedReduce,
+            Op::ArgReduce { .. } => OpKind::ArgReduce,
+            Op::Softmax { .. } => OpKind::Softmax,
+            Op::CumReduce { .. } => OpKind::CumReduce,
             Op::Dot => OpKind::Dot,
             Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
@@ -342,6 +417,28 @@ impl Op {
             Op::CAReduce { op, axes } => reduce_name(*op, axes),
             Op::FusedReduce { op, axes, pre } => {
                 format!("{}{}", reduce_name(*op, axes), pre_text(pre))
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                match (op, with_value) {
+                    (ArgOp::Max, false) => format!("Argmax{{axis={axis}}}"),
+                    (ArgOp::Min, false) => format!("Argmin{{axis={axis}}}"),
+                    (ArgOp::Max, true) => format!("MaxAndArgmax{{axis={axis}}}"),
+                    (ArgOp::Min, true) => format!("MinAndArgmin{{axis={axis}}}"),
+                }
+            }
+            Op::Softmax { axis, log } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                let name = if *log { "LogSoftmax" } else { "Softmax" };
+                format!("{name}{{axis={axis}}}")
+            }
+            Op::CumReduce { op, axis } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                format!("Cum{}{{axis={axis}}}", op.name())
             }
             Op::Dot => "dot".to_string(),
             Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
@@ -455,6 +552,53 @@ impl Op {
                     e => e,
                 })?;
                 Ok(vec![reduced_type(*op, axes, &mapped[0]).map_err(err)?])
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                let idx = argreduce_type(*op, *axis, x.ty).map_err(err)?;
+                if *with_value {
+                    let val = TensorType::new(x.ty.dtype, idx.shape.clone());
+                    Ok(vec![val, idx])
+                } else {
+                    Ok(vec![idx])
+                }
+            }
+            Op::Softmax { axis, .. } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                if !x.ty.dtype.is_float() {
+                    return Err(err(format!("expects a float input, got {}", x.ty)));
+                }
+                if let Some(a) = axis.filter(|&a| a >= x.ty.ndim()) {
+                    return Err(err(format!("axis {a} out of range for input {}", x.ty)));
+                }
+                Ok(vec![x.ty.clone()])
+            }
+            Op::CumReduce { op, axis } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                if !matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+                    return Err(err(format!(
+                        "only Sum and Prod accumulate, got {}",
+                        op.name()
+                    )));
+                }
+                let dtype = op.output_dtype(x.ty.dtype);
+                match axis {
+                    Some(a) if *a >= x.ty.ndim() => {
+                        Err(err(format!("axis {a} out of range for input {}", x.ty)))
+                    }
+                    Some(_) => Ok(vec![TensorType::new(dtype, x.ty.shape.clone())]),
+                    None => Ok(vec![TensorType::new(dtype, vec![x.ty.static_size()])]),
+                }
             }
             Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
@@ -723,6 +867,32 @@ fn gemm_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String
     Ok(TensorType::new(dtype, shape))
 }
 
+/// The `i64` output type of an arg-reduction of `x` over `axis`, or the
+/// message of a type error: the axis in range and not statically empty.
+fn argreduce_type(
+    op: ArgOp,
+    axis: Option<usize>,
+    x: &TensorType,
+) -> std::result::Result<TensorType, String> {
+    match axis {
+        Some(a) if a >= x.ndim() => Err(format!("axis {a} out of range for input {x}")),
+        Some(a) if x.shape[a] == Some(0) => Err(format!(
+            "attempt to get arg{} of an empty sequence: axis {a} of {x} has size 0",
+            op.word()
+        )),
+        None if x.static_size() == Some(0) => Err(format!(
+            "attempt to get arg{} of an empty sequence: {x} has no element",
+            op.word()
+        )),
+        Some(a) => {
+            let mut shape = x.shape.clone();
+            shape.remove(a);
+            Ok(TensorType::new(DType::I64, shape))
+        }
+        None => Ok(TensorType::scalar(DType::I64)),
+    }
+}
+
 /// `Sum{axes=[1]}`, `Max{axes=None}`.
 fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
     match axes {
@@ -768,6 +938,9 @@ pub enum OpKind {
     DimShuffle,
     CAReduce,
     FusedReduce,
+    ArgReduce,
+    Softmax,
+    CumReduce,
     Dot,
     Gemm,
     Alloc,
@@ -917,6 +1090,22 @@ impl PartialEq for Op {
                     pre: q,
                 },
             ) => a == b && x == y && (Arc::ptr_eq(p, q) || p == q),
+            (
+                Op::ArgReduce {
+                    op: a,
+                    axis: x,
+                    with_value: p,
+                },
+                Op::ArgReduce {
+                    op: b,
+                    axis: y,
+                    with_value: q,
+                },
+            ) => a == b && x == y && p == q,
+            (Op::Softmax { axis: a, log: p }, Op::Softmax { axis: b, log: q }) => a == b && p == q,
+            (Op::CumReduce { op: a, axis: x }, Op::CumReduce { op: b, axis: y }) => {
+                a == b && x == y
+            }
             (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
@@ -977,6 +1166,23 @@ impl Hash for Op {
                 op.hash(state);
                 axes.hash(state);
                 pre.hash(state);
+            }
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value,
+            } => {
+                op.hash(state);
+                axis.hash(state);
+                with_value.hash(state);
+            }
+            Op::Softmax { axis, log } => {
+                axis.hash(state);
+                log.hash(state);
+            }
+            Op::CumReduce { op, axis } => {
+                op.hash(state);
+                axis.hash(state);
             }
             Op::Reshape { ndim } => ndim.hash(state),
             Op::Gemm { inplace } => inplace.hash(state),

@@ -34,6 +34,7 @@ macro_rules! kinds {
 pub fn rules() -> Vec<Rule> {
     let mut rules = algebra_rules();
     rules.extend(structure_rules());
+    rules.extend(argreduce_rules());
     rules
 }
 
@@ -864,4 +865,22 @@ pub fn local_shape_i_static(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
         _ => return Ok(None),
     };
     Ok(Some(fg.constant(value)))
+}
+
+/// The rules on arg-reductions (defined in `argreduce.rs`).
+fn argreduce_rules() -> Vec<Rule> {
+    vec![
+        Rule {
+            name: "local_argmax_neg",
+            tracks: &[OpKind::ArgReduce],
+            apply: super::argreduce::local_argmax_neg,
+            fast_compile: true,
+        },
+        Rule {
+            name: "local_argmax_exact_cast",
+            tracks: &[OpKind::ArgReduce],
+            apply: super::argreduce::local_argmax_exact_cast,
+            fast_compile: true,
+        },
+    ]
 }

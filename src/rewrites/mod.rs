@@ -4,6 +4,7 @@
 //! this library) and [`rewrite_graph`] rewrites a graph with it.
 //! See `README.md` in this folder for the rules for writing rules.
 
+pub mod argreduce;
 pub mod blas;
 pub mod canonicalize;
 pub mod canonizer;
@@ -18,6 +19,7 @@ pub mod register;
 pub mod rule;
 pub mod shared;
 pub mod sibling_fusion;
+pub mod softmax;
 pub mod specialize;
 pub mod stabilize;
 pub mod subtensor;

@@ -29,6 +29,12 @@ pub fn rules() -> Vec<Rule> {
     }
     vec![
         Rule {
+            name: "local_max_and_argmax",
+            tracks: &[OpKind::ArgReduce, OpKind::CAReduce],
+            apply: super::argreduce::local_max_and_argmax,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_pow_specialize",
             tracks: kinds!(Pow),
             apply: local_pow_specialize,

@@ -26,6 +26,18 @@ pub fn rules() -> Vec<Rule> {
     }
     vec![
         Rule {
+            name: "local_log_softmax",
+            tracks: kinds!(Log),
+            apply: super::softmax::local_log_softmax,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_softmax_recognize",
+            tracks: kinds!(TrueDiv),
+            apply: super::softmax::local_softmax_recognize,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_log1p",
             tracks: kinds!(Log),
             apply: local_log1p,

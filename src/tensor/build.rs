@@ -4,7 +4,7 @@
 use super::Tensor;
 use crate::error::{Error, Result};
 use crate::graph::{DType, TensorType, Value};
-use crate::ops::{Op, ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, Op, ReduceOp, ScalarOp};
 
 /// A 0-d input.
 pub fn scalar(name: &str, dtype: DType) -> Tensor {
@@ -322,6 +322,139 @@ impl Tensor {
             })
             .collect();
         r.dimshuffle(&order)
+    }
+
+    /// numpy's `argmax` (`op` = [`ArgOp::Max`]) or `argmin` over `axis`
+    /// (negative counts from the end; `None`: the flattened input), as
+    /// `i64` positions; `keepdims` keeps the reduced dimension(s) as
+    /// broadcastable ones.
+    pub fn arg_reduce(&self, op: ArgOp, axis: Option<isize>, keepdims: bool) -> Result<Tensor> {
+        let what = format!("arg{}", op.word());
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis(&what, a)?),
+        };
+        let r = Tensor::apply(
+            Op::ArgReduce {
+                op,
+                axis,
+                with_value: false,
+            },
+            &[self],
+        )?;
+        if !keepdims {
+            return Ok(r);
+        }
+        let mut k = 0;
+        let order: Vec<Option<usize>> = (0..self.ndim())
+            .map(|d| {
+                if axis.is_none_or(|a| a == d) {
+                    None
+                } else {
+                    k += 1;
+                    Some(k - 1)
+                }
+            })
+            .collect();
+        r.dimshuffle(&order)
+    }
+
+    /// `softmax` along `axis` (negative counts from the end; `None`: over
+    /// all elements, as `scipy.special.softmax(x, axis=None)`); with `log`,
+    /// `log_softmax`. Integer and bool inputs are cast to `f64` first.
+    pub fn softmax_op(&self, axis: Option<isize>, log: bool) -> Result<Tensor> {
+        let what = if log { "log_softmax" } else { "softmax" };
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis(what, a)?),
+        };
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.cast(DType::F64)
+        };
+        Tensor::apply(Op::Softmax { axis, log }, &[&x])
+    }
+
+    /// numpy's `cumsum` (`op` = `Sum`) or `cumprod` (`Prod`) along `axis`
+    /// (negative counts from the end; `None`: the flattened input). `bool`
+    /// and integers accumulate in `i64`, as [`Tensor::sum`] does.
+    pub fn cumulative(&self, op: ReduceOp, axis: Option<isize>) -> Result<Tensor> {
+        let what = if op == ReduceOp::Prod {
+            "cumprod"
+        } else {
+            "cumsum"
+        };
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis(what, a)?),
+        };
+        Tensor::apply(Op::CumReduce { op, axis }, &[self])
+    }
+
+    /// numpy's `cumsum` along `axis` (`None`: flattened).
+    pub fn cumsum(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.cumulative(ReduceOp::Sum, axis)
+    }
+
+    /// numpy's `cumprod` along `axis` (`None`: flattened).
+    pub fn cumprod(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.cumulative(ReduceOp::Prod, axis)
+    }
+
+    /// `softmax(x, axis)`; see [`Tensor::softmax_op`].
+    pub fn softmax(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.softmax_op(axis, false)
+    }
+
+    /// `log_softmax(x, axis)`; see [`Tensor::softmax_op`].
+    pub fn log_softmax(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.softmax_op(axis, true)
+    }
+
+    /// numpy's `argmax` over `axis` (`None`: flattened); see [`Tensor::arg_reduce`].
+    pub fn argmax(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.arg_reduce(ArgOp::Max, axis, false)
+    }
+
+    /// numpy's `argmin` over `axis` (`None`: flattened); see [`Tensor::arg_reduce`].
+    pub fn argmin(&self, axis: Option<isize>) -> Result<Tensor> {
+        self.arg_reduce(ArgOp::Min, axis, false)
+    }
+
+    /// `(max(x, axis), argmax(x, axis))` computed in one pass (PyTensor's
+    /// `max_and_argmax`; FAST_RUN also merges a separate `max` and `argmax`
+    /// of one input into this).
+    pub fn max_and_argmax(&self, axis: Option<isize>) -> Result<(Tensor, Tensor)> {
+        let axis = match axis {
+            None => None,
+            Some(a) => Some(self.normalize_axis("max_and_argmax", a)?),
+        };
+        let mut outs = Tensor::apply_multi(
+            Op::ArgReduce {
+                op: ArgOp::Max,
+                axis,
+                with_value: true,
+            },
+            &[self],
+        )?;
+        let idx = outs.pop().expect("two outputs");
+        let val = outs.pop().expect("two outputs");
+        Ok((val, idx))
+    }
+
+    /// One axis, negative counting from the end, checked against the ndim
+    /// (an error naming `what`).
+    fn normalize_axis(&self, what: &str, a: isize) -> Result<usize> {
+        let nd = self.ndim() as isize;
+        let b = if a < 0 { a + nd } else { a };
+        if !(0..nd).contains(&b) {
+            return Err(Error::ty(
+                what,
+                format!("axis {a} out of range for {}", self.ty()),
+            ));
+        }
+        Ok(b as usize)
     }
 
     /// Sum over `axes` (`&[]` is an empty reduction; use [`Tensor::sum_all`] for all axes).

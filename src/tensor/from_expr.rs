@@ -18,7 +18,7 @@ use crate::expr::{
     self, BinaryOp, Expr, ExprKind, Func, IndexItem, Keyword, Number, Signature, UnaryOp,
 };
 use crate::graph::DType;
-use crate::ops::{ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, ReduceOp, ScalarOp};
 
 /// A partial result of the walk: a tensor, a literal waiting for a partner, or syntax-only data.
 enum Built {
@@ -216,6 +216,74 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::Cumsum | Func::Cumprod => {
+                        let bad = |msg: String| Error::Parse { pos, msg };
+                        if r.keepdims {
+                            return Err(bad(format!("{}() does not take keepdims=", func.name())));
+                        }
+                        let axis = match axes.as_deref() {
+                            None => None,
+                            Some(&[a]) => Some(a),
+                            Some(_) => {
+                                return Err(bad(format!(
+                                    "{}() takes one axis (an integer) or axis=None",
+                                    func.name()
+                                )))
+                            }
+                        };
+                        let op = if func == Func::Cumsum {
+                            ReduceOp::Sum
+                        } else {
+                            ReduceOp::Prod
+                        };
+                        x.cumulative(op, axis)
+                    }
+                    Func::Softmax | Func::LogSoftmax => {
+                        let bad = |msg: String| Error::Parse { pos, msg };
+                        if r.keepdims {
+                            return Err(bad(format!("{}() does not take keepdims=", func.name())));
+                        }
+                        // No `axis=`: the last axis (PyTensor's and
+                        // scipy's default); `axis=None`: all elements.
+                        let given = kwargs.iter().any(|k| k.name == "axis");
+                        let axis = match (given, axes.as_deref()) {
+                            (false, _) => Some(-1),
+                            (true, None) => None,
+                            (true, Some(&[a])) => Some(a),
+                            (true, Some(_)) => {
+                                return Err(bad(format!(
+                                    "{}() takes one axis (an integer) or axis=None",
+                                    func.name()
+                                )))
+                            }
+                        };
+                        if x.ndim() == 0 && axis == Some(-1) {
+                            x.softmax_op(None, func == Func::LogSoftmax)
+                        } else {
+                            x.softmax_op(axis, func == Func::LogSoftmax)
+                        }
+                    }
+                    Func::Argmax | Func::Argmin => {
+                        let op = if func == Func::Argmax {
+                            ArgOp::Max
+                        } else {
+                            ArgOp::Min
+                        };
+                        let axis = match axes.as_deref() {
+                            None => None,
+                            Some(&[a]) => Some(a),
+                            Some(_) => {
+                                return Err(Error::Parse {
+                                    pos,
+                                    msg: format!(
+                                        "{}() takes one axis (an integer) or axis=None",
+                                        func.name()
+                                    ),
+                                })
+                            }
+                        };
+                        x.arg_reduce(op, axis, r.keepdims)
+                    }
                     _ => {
                         let op = match func {
                             Func::Sum => ReduceOp::Sum,
@@ -371,7 +439,13 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::All
         | Func::Any
         | Func::SetSubtensor
-        | Func::IncSubtensor => {
+        | Func::IncSubtensor
+        | Func::Argmax
+        | Func::Argmin
+        | Func::Softmax
+        | Func::LogSoftmax
+        | Func::Cumsum
+        | Func::Cumprod => {
             unreachable!("handled by the caller")
         }
     };

@@ -275,6 +275,37 @@ pub fn check_node(
             let bounds = w.mapv(|r| 2.0 * gamma(n, unit(dtype)) * r.abs());
             within(&g, &w, &flags, &bounds, dtype, Skip::ProductRange, stats)
         }
+        Op::Softmax { axis, log } => {
+            // Both sides compute in f64: 1-ULP exps, a sum of `n` of them in
+            // another order, a division or a log, then one rounding to the
+            // dtype (one ULP of an f32 result apart when the f64 values
+            // straddle a rounding boundary). `log_softmax` is `(x - m) - ln s`
+            // with `ln s <= ln n`: an absolute error from `ln s`.
+            let n = match axis {
+                Some(a) => args[0].shape()[*a],
+                None => args[0].len(),
+            };
+            let g64 = 2.0 * gamma(n + 4, unit(DType::F64));
+            let ln_n = (n.max(1) as f64).ln();
+            let bounds = w.mapv(|r| {
+                let base = if *log {
+                    g64 * (r.abs() + 2.0 * ln_n + 2.0)
+                } else {
+                    g64 * r.abs()
+                };
+                base + 2.0 * unit(dtype) * r.abs()
+            });
+            let guard = w.mapv(|_| 0.0);
+            within(
+                &g,
+                &w,
+                &guard,
+                &bounds,
+                dtype,
+                Skip::ReductionOverflow,
+                stats,
+            )
+        }
         Op::Dot => {
             let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
             let (finite_abs, n) = dot_abs(&a, &b, w.shape())?;

@@ -53,7 +53,8 @@
 //! reassociable arithmetic when a reassociating rewrite was applied.
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
-//! Reshape, reductions and Dot; any other op taints its whole output when an
+//! Reshape, reductions, arg-reductions and softmax (per lane), cumulative
+//! ops (per lane prefix) and Dot; any other op taints its whole output when an
 //! input is tainted.
 
 use super::exact::{dot_abs, gamma, reduce, unit};
@@ -429,6 +430,34 @@ fn propagate(
                 .and(&cols)
                 .map_collect(|&r, &c| r > 0.0 || c > 0.0)
         }
+        // The extreme and its position depend on every element of the
+        // reduced lane: a tainted element may move either.
+        Op::ArgReduce { axis, .. } => any_over(ins[0], axis.map(|a| vec![a]))?,
+        // Every element of a softmax lane depends on the whole lane.
+        // A running sum or product depends on its lane's prefix.
+        Op::CumReduce { axis, .. } => {
+            let counts = Value::I64(ins[0].mapv(i64::from));
+            let ty = TensorType::new(DType::I64, vec![None; counts.ndim()]);
+            let cum = Op::CumReduce {
+                op: ReduceOp::Sum,
+                axis: *axis,
+            };
+            perform(&cum, &[&counts], &[&ty])
+                .ok()?
+                .remove(0)
+                .to_i64_array()
+                .mapv(|c| c > 0)
+        }
+        Op::Softmax { axis, .. } => {
+            let any = any_over(ins[0], axis.map(|a| vec![a]))?;
+            match axis {
+                Some(a) => any
+                    .insert_axis(ndarray::Axis(*a))
+                    .broadcast(IxDyn(shape))?
+                    .to_owned(),
+                None => ArrayD::from_elem(IxDyn(shape), any.iter().any(|&b| b)),
+            }
+        }
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         Op::Split { .. } => {
             // The parts of x's taint; which part this output is, its shape
@@ -662,7 +691,7 @@ fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bo
     Some(created)
 }
 
-/// For a float `Sum` (plain or fused) or `Dot` with value `val`: the
+/// For a float `Sum` (plain or fused, or running: `cumsum`) or `Dot` with value `val`: the
 /// elements where the bound `8 γ(n + 2) Σ|finite terms|` (a few ULPs of
 /// rounding in each of the `n` terms, and the summation order's error
 /// bound) exceeds the comparison's tolerance at the value
@@ -721,6 +750,19 @@ fn ill_conditioned_sum(
             let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
             dot_abs(&a, &b, val.shape()).ok()?
         }
+        Op::CumReduce {
+            op: ReduceOp::Sum,
+            axis,
+        } => {
+            let n = match axis {
+                Some(a) => args[0].shape()[*a],
+                None => args[0].len(),
+            };
+            let abs = Value::F64(finite_abs(args[0]));
+            let ty = TensorType::new(DType::F64, vec![None; abs.ndim()]);
+            let m = perform(op, &[&abs], &[&ty]).ok()?.remove(0);
+            (m.to_f64_array(), n)
+        }
         _ => return None,
     };
     let (atol, rtol) = super::tolerance(val.dtype() == DType::F32);
@@ -734,11 +776,14 @@ fn ill_conditioned_sum(
     Some((ill, bound))
 }
 
-/// Element-wise ops whose compiled value may differ from the reference's
-/// by a few ULPs: functions the vector path takes from the runtime (bounds
-/// in runtime/ACCURACY.md), and `pow`, which rewrites turn into products.
+/// Ops whose compiled value may differ from the reference's by a few ULPs:
+/// functions the vector path takes from the runtime (bounds in
+/// runtime/ACCURACY.md), `pow`, which rewrites turn into products, and the
+/// softmax family (runtime exps, sums in another order).
 fn approximated(op: &Op) -> bool {
     match op {
+        // Runtime exps and a sum in another order (see `exact.rs`).
+        Op::Softmax { .. } => true,
         Op::Elemwise { scalar, .. } => {
             *scalar == kiln::ScalarOp::Pow
                 || kiln::linker::mathcalls::block_symbol(*scalar, DType::F64).is_some()

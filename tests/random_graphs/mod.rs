@@ -1,14 +1,16 @@
 //! Random well-typed graphs shared by the property tests: a step language
 //! over a pool of tensors (element-wise ops with and without constants,
-//! reductions, transposes, outer sums, dot, `z + c * dot(u, v)` (the Gemm
-//! pattern), switch, casts, basic indexing and slice updates, gathers and
-//! indexed updates with indices in range (negative ones too, computed from
-//! an integer pool tensor modulo the axis length), joins, stacks, splits and
-//! boolean masks), the inputs it
+//! reductions, arg-reductions (and a `max` beside an `argmax`), softmax and
+//! log-softmax, cumulative sums and products, transposes, outer sums, dot,
+//! `z + c * dot(u, v)` (the Gemm pattern), switch, casts, basic indexing
+//! and slice updates, gathers and indexed updates with indices in range
+//! (negative ones too, computed from an integer pool tensor modulo the axis
+//! length), joins, stacks, splits and boolean masks), the inputs it
 //! starts from, and deterministic input values mixing edge values (±0, ±inf,
 //! NaN, huge, tiny, subnormal) with moderate numbers.
 #![allow(dead_code)]
 
+use kiln::ops::ArgOp;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
@@ -93,6 +95,16 @@ pub enum Step {
     /// `v[mask]` for a vector and a mask from an input vector (bool, or
     /// compared with 0).
     Mask(usize, usize),
+    /// An arg-reduction of a pool tensor: `argmax`, `argmin`, or `max` and
+    /// `argmax` of one input as two pool tensors (which FAST_RUN merges
+    /// into one `MaxAndArgmax`); the axis choice (0: `None`) and `keepdims`.
+    ArgReduce(usize, usize, usize, bool),
+    /// `softmax` (or with the flag `log_softmax`) of a float pool tensor;
+    /// the axis choice (0: `None`).
+    Softmax(usize, usize, bool),
+    /// `cumsum` (or with the flag `cumprod`) of a pool tensor; the axis
+    /// choice (0: `None`, flattened).
+    Cumulative(usize, usize, bool),
 }
 
 /// A constant slice as `(start, stop, step)`.
@@ -174,6 +186,9 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), i()).prop_map(|(a, b, c)| Step::Switch(a, b, c)),
         1 => (i(), 0..DTYPES.len()).prop_map(|(a, d)| Step::Cast(a, d)),
         1 => (0..10usize, i(), 0..12usize).prop_map(|(k, a, c)| Step::Index(k, a, c)),
+        1 => (0..3usize, i(), 0..3usize, any::<bool>()).prop_map(|(o, a, ax, k)| Step::ArgReduce(o, a, ax, k)),
+        1 => (i(), 0..3usize, any::<bool>()).prop_map(|(a, ax, l)| Step::Softmax(a, ax, l)),
+        1 => (i(), 0..3usize, any::<bool>()).prop_map(|(a, ax, p)| Step::Cumulative(a, ax, p)),
     ]
 }
 
@@ -364,6 +379,49 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                     let zero = weak_constant(m, 0.0, false);
                     gt(m, &zero).and_then(|mask| boolean_mask(x, &mask))
                 }
+            Step::ArgReduce(o, a, ax, keep) => {
+                let x = p(a).clone();
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                let op = [ArgOp::Max, ArgOp::Min, ArgOp::Max][o];
+                if o == 2 {
+                    let axes: Option<Vec<isize>> = axis.map(|a| vec![a]);
+                    if x.ndim() == 0 {
+                        continue;
+                    }
+                    if let Ok(m) = x.reduce(ReduceOp::Max, axes.as_deref(), keep) {
+                        pool.push(m);
+                    }
+                }
+                x.arg_reduce(op, axis, keep)
+            }
+            Step::Cumulative(a, ax, prod) => {
+                let x = p(a);
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                if x.ndim() == 0 && axis.is_some() {
+                    continue;
+                }
+                let op = if prod { ReduceOp::Prod } else { ReduceOp::Sum };
+                x.cumulative(op, axis)
+            }
+            Step::Softmax(a, ax, log) => {
+                let x = p(a);
+                if !x.dtype().is_float() {
+                    continue;
+                }
+                let axis = match ax {
+                    0 => None,
+                    a => Some((a as isize - 1) % (x.ndim().max(1) as isize)),
+                };
+                if x.ndim() == 0 && axis.is_some() {
+                    continue;
+                }
+                x.softmax_op(axis, log)
             }
         };
         if let Ok(t) = t {

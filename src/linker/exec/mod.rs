@@ -10,8 +10,10 @@
 //! against the static types before a kernel reads it (see ARCHITECTURE.md,
 //! "Run-time checks").
 
+pub mod argreduce;
 mod broadcast;
 pub mod copy;
+pub mod cumulative;
 pub mod custom;
 pub mod drive;
 pub mod elemwise;
@@ -19,6 +21,7 @@ pub mod gemm;
 pub mod indexing;
 pub mod reduce;
 pub mod shape;
+pub mod softmax;
 pub mod state;
 pub mod subtensor;
 
@@ -80,6 +83,9 @@ impl Exec<'_> {
             Step::Alloc(s) => self.alloc_step(name, s),
             Step::Shape(s) => self.shape(s),
             Step::ShapeI(s) => self.shape_i(name, s),
+            Step::ArgReduce(s) => self.arg_reduce(name, s),
+            Step::Softmax(s) => self.softmax(name, s),
+            Step::CumReduce(s) => self.cumulative(name, s),
             Step::Dot(s) => self.dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Subtensor(s) => self.subtensor(name, s),

@@ -13,7 +13,9 @@
 //! it is given and the context, and records every static fact its executor
 //! checks at run time in the step.
 
+pub mod argreduce;
 pub mod ctx;
+pub mod cumulative;
 pub mod custom;
 pub mod elemwise;
 pub mod gemm;
@@ -21,6 +23,7 @@ pub mod indexing;
 pub mod reduce;
 pub mod shape;
 pub mod subtensor;
+pub mod softmax;
 
 use ctx::{LowerCx, NodeSlots};
 
@@ -42,6 +45,13 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::Alloc => Ok(shape::lower_alloc(cx, node, io)),
         Op::Shape => Ok(shape::lower_shape(io)),
         Op::ShapeI(i) => Ok(shape::lower_shape_i(io, *i)),
+        Op::ArgReduce {
+            op,
+            axis,
+            with_value,
+        } => Ok(argreduce::lower_argreduce(io, *op, *axis, *with_value)),
+        Op::Softmax { axis, log } => Ok(softmax::lower_softmax(io, *axis, *log)),
+        Op::CumReduce { op, axis } => Ok(cumulative::lower_cumulative(cx, node, io, *op, *axis)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
         Op::Subtensor { idx } => Ok(subtensor::lower_subtensor(cx, node, io, idx)),

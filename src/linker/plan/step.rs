@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::graph::{DType, TensorType};
 use crate::linker::accum::Modes;
-use crate::ops::{CustomOp, IndexEntry, ReduceOp};
+use crate::ops::{ArgOp, CustomOp, IndexEntry, ReduceOp};
 
 /// A slot index: the position of a variable's array in a call's slot table.
 pub type Slot = usize;
@@ -32,6 +32,12 @@ pub enum Step {
     Reshape(ReshapeStep),
     /// Broadcast a value to a run-time shape.
     Alloc(AllocStep),
+    /// An arg-reduction (`argmax` / `argmin`, with or without the value).
+    ArgReduce(ArgReduceStep),
+    /// `softmax` / `log_softmax` along one axis.
+    Softmax(SoftmaxStep),
+    /// `cumsum` / `cumprod` along one axis.
+    CumReduce(CumReduceStep),
     /// Matrix product.
     Dot(DotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -162,6 +168,50 @@ pub struct AllocStep {
     pub output: Slot,
     /// The output's static sizes, which the run-time dims must satisfy.
     pub out_shape: Vec<Option<usize>>,
+}
+
+/// An arg-reduction (`Op::ArgReduce`): the position of the first extreme
+/// along one axis (or of the flattened input), and optionally its value.
+#[derive(Debug, Clone)]
+pub struct ArgReduceStep {
+    /// Which extreme.
+    pub op: ArgOp,
+    /// The reduced axis (`None`: the flattened input in C order).
+    pub axis: Option<usize>,
+    /// Input slot.
+    pub input: Slot,
+    /// Slot of the extreme's value (the input's dtype), when it is an output.
+    pub value: Option<Slot>,
+    /// Slot of the `i64` positions.
+    pub index: Slot,
+}
+
+/// `softmax` / `log_softmax` along one axis (`Op::Softmax`).
+#[derive(Debug, Clone)]
+pub struct SoftmaxStep {
+    /// The normalised axis (`None`: all elements).
+    pub axis: Option<usize>,
+    /// `log_softmax` instead of `softmax`.
+    pub log: bool,
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+}
+
+/// `cumsum` / `cumprod` along one axis (`Op::CumReduce`).
+#[derive(Debug, Clone)]
+pub struct CumReduceStep {
+    /// `Sum` or `Prod`.
+    pub op: ReduceOp,
+    /// The axis (`None`: the flattened input, a 1-d output).
+    pub axis: Option<usize>,
+    /// Input slot.
+    pub input: Slot,
+    /// Output slot.
+    pub output: Slot,
+    /// Output dtype (`i64` for `bool` and integers, else the input's).
+    pub out: DType,
 }
 
 /// Matrix product.

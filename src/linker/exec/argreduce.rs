@@ -1,0 +1,226 @@
+//! Execution of the arg-reductions (`argmax`, `argmin`, with or without the
+//! extreme's value): a native scan per dtype over the input in standard
+//! layout, seen as `(outer, n, inner)` around the reduced axis. Every line
+//! of `inner` running extremes advances one step of the axis at a time, so
+//! the input is read once, contiguously, whatever the axis (a reduction over
+//! the innermost axis is a scan per row).
+//!
+//! Invariants: numpy's rules: the first occurrence of the extreme wins ties,
+//! and the first NaN is the extreme (a NaN is never replaced), so the value
+//! output is exactly the NaN-propagating `max` / `min`; an empty reduced
+//! axis is an error before anything is written. A non-standard input (a
+//! view) is copied to standard layout first.
+
+use super::copy;
+use super::drive::drive;
+use super::state::{err, Exec};
+use crate::error::Result;
+use crate::graph::DType;
+use crate::linker::buffer::Arr;
+use crate::linker::plan::step::ArgReduceStep;
+use crate::ops::ArgOp;
+
+/// An element type the scan compares: ordered, with NaN for floats.
+trait Lane: Copy + PartialOrd {
+    /// True for a NaN (floats only).
+    fn is_nan(self) -> bool {
+        false
+    }
+}
+impl Lane for bool {}
+impl Lane for u8 {}
+impl Lane for i8 {}
+impl Lane for i16 {}
+impl Lane for i32 {}
+impl Lane for i64 {}
+impl Lane for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl Lane for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// True when `v` replaces the running extreme `best` under `op`: a strictly
+/// better value, or the first NaN (a NaN extreme is never replaced).
+#[inline(always)]
+fn better<T: Lane>(op: ArgOp, v: T, best: T) -> bool {
+    let strictly = match op {
+        ArgOp::Max => v > best,
+        ArgOp::Min => v < best,
+    };
+    strictly || (v.is_nan() && !best.is_nan())
+}
+
+/// Scans `x`, laid out as `(outer, n, inner)` in row-major order with
+/// `n >= 1`, into `val` and `idx` (each `outer * inner` long).
+fn scan<T: Lane>(op: ArgOp, x: &[T], n: usize, inner: usize, val: &mut [T], idx: &mut [i64]) {
+    let block = n * inner;
+    if inner == 1 {
+        // One lane per row: a plain scan (no per-element slices).
+        for ((row, v), i) in x.chunks_exact(n).zip(val.iter_mut()).zip(idx.iter_mut()) {
+            let (mut best, mut at) = (row[0], 0usize);
+            for (k, &e) in row.iter().enumerate().skip(1) {
+                if better(op, e, best) {
+                    best = e;
+                    at = k;
+                }
+            }
+            *v = best;
+            *i = at as i64;
+        }
+        return;
+    }
+    for ((xs, vs), is) in x
+        .chunks_exact(block)
+        .zip(val.chunks_exact_mut(inner))
+        .zip(idx.chunks_exact_mut(inner))
+    {
+        vs.copy_from_slice(&xs[..inner]);
+        is.fill(0);
+        for (k, row) in xs.chunks_exact(inner).enumerate().skip(1) {
+            for ((&v, b), i) in row.iter().zip(vs.iter_mut()).zip(is.iter_mut()) {
+                if better(op, v, *b) {
+                    *b = v;
+                    *i = k as i64;
+                }
+            }
+        }
+    }
+}
+
+/// Runs [`scan`] on raw arrays of element type `T`, writing the values into
+/// `val` when given (else into scratch).
+///
+/// # Safety
+/// `x` must address `outer * n * inner` contiguous initialised `T`s, `idx`
+/// `outer * inner` writable `i64`s and `val`, when given, `outer * inner`
+/// writable `T`s, none of them overlapping.
+unsafe fn scan_raw<T: Lane + Default>(
+    op: ArgOp,
+    x: *const u8,
+    (outer, n, inner): (usize, usize, usize),
+    val: Option<*mut u8>,
+    idx: *mut u8,
+) {
+    let m = outer * inner;
+    if m == 0 {
+        return;
+    }
+    // SAFETY: the caller guarantees the sizes, element alignment (every
+    // array the linker hands over is element-aligned) and disjointness.
+    let (xs, is) = unsafe {
+        (
+            std::slice::from_raw_parts(x as *const T, outer * n * inner),
+            std::slice::from_raw_parts_mut(idx as *mut i64, m),
+        )
+    };
+    match val {
+        // SAFETY: as above, for the value output.
+        Some(v) => scan(
+            op,
+            xs,
+            n,
+            inner,
+            unsafe { std::slice::from_raw_parts_mut(v as *mut T, m) },
+            is,
+        ),
+        None => {
+            let mut scratch = vec![T::default(); inner];
+            for (xo, io) in xs.chunks_exact(n * inner).zip(is.chunks_exact_mut(inner)) {
+                scan(op, xo, n, inner, &mut scratch, io);
+            }
+        }
+    }
+}
+
+impl Exec<'_> {
+    /// Runs an arg-reduction step.
+    pub(super) fn arg_reduce(&mut self, name: &str, step: &ArgReduceStep) -> Result<()> {
+        let ArgReduceStep {
+            op,
+            axis,
+            input,
+            value,
+            index,
+        } = step;
+        let x = self.get(*input);
+        let (outer, n, inner, out_shape): (usize, usize, usize, Vec<usize>) = match *axis {
+            None => (1, x.len(), 1, Vec::new()),
+            Some(a) => {
+                let Some(&n) = x.shape.get(a) else {
+                    return Err(err(
+                        name,
+                        format!("axis {a} out of range for shape {:?}", x.shape.as_slice()),
+                    ));
+                };
+                let mut out = x.shape.to_vec();
+                out.remove(a);
+                (
+                    x.shape[..a].iter().product(),
+                    n,
+                    x.shape[a + 1..].iter().product(),
+                    out,
+                )
+            }
+        };
+        if n == 0 {
+            return Err(err(
+                name,
+                format!("attempt to get arg{} of an empty sequence", op.word()),
+            ));
+        }
+        let x = self.standard(name, x)?;
+        let idx = self.alloc_slot(name, *index, DType::I64, &out_shape)?;
+        let val = match value {
+            Some(s) => Some(self.alloc_slot(name, *s, x.dtype, &out_shape)?),
+            None => None,
+        };
+        let dims = (outer, n, inner);
+        let (xp, vp, ip) = (x.ptr as *const u8, val.as_ref().map(|v| v.ptr), idx.ptr);
+        // SAFETY: `x` is in standard layout with `outer * n * inner`
+        // elements of its dtype; `idx` and `val` are fresh (or the caller's
+        // standard-layout destination) arrays of `out_shape`, whose size is
+        // `outer * inner`, of `i64` and of `x`'s dtype; an output never
+        // aliases an input or another output.
+        unsafe {
+            match x.dtype {
+                DType::Bool => scan_raw::<bool>(*op, xp, dims, vp, ip),
+                DType::U8 => scan_raw::<u8>(*op, xp, dims, vp, ip),
+                DType::I8 => scan_raw::<i8>(*op, xp, dims, vp, ip),
+                DType::I16 => scan_raw::<i16>(*op, xp, dims, vp, ip),
+                DType::I32 => scan_raw::<i32>(*op, xp, dims, vp, ip),
+                DType::I64 => scan_raw::<i64>(*op, xp, dims, vp, ip),
+                DType::F32 => scan_raw::<f32>(*op, xp, dims, vp, ip),
+                DType::F64 => scan_raw::<f64>(*op, xp, dims, vp, ip),
+            }
+        }
+        self.slots[*index] = Some(idx);
+        if let (Some(s), Some(v)) = (value, val) {
+            self.slots[*s] = Some(v);
+        }
+        Ok(())
+    }
+
+    /// `x` itself when in standard layout, else a standard-layout copy.
+    pub(super) fn standard(&self, name: &str, x: Arr) -> Result<Arr> {
+        if x.is_standard() {
+            return Ok(x);
+        }
+        let out = self.alloc(name, x.dtype, &x.shape)?;
+        let es = x.dtype.size_of();
+        drive(
+            copy::kernel(x.dtype),
+            &[x.ptr, out.ptr],
+            &[&x.strides, &out.strides],
+            &[es, es],
+            &x.shape,
+            self.par,
+            None,
+        );
+        Ok(out)
+    }
+}

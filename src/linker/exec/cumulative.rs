@@ -1,0 +1,135 @@
+//! Execution of `cumsum` / `cumprod` (`Op::CumReduce`): the input in
+//! standard layout seen as `(outer, n, inner)` around the axis (`axis =
+//! None`: one line of every element in C order). Each output row `k` is
+//! row `k - 1` combined with input row `k`, element by element across the
+//! `inner` lines, so an axis that is not the innermost is scanned as
+//! contiguous vector-friendly rows; along the innermost axis it is a
+//! sequential scan per line.
+//!
+//! Invariants: partial results are formed in order, exactly as the
+//! reference does: floats in their own dtype (`f32` additions and products
+//! in `f32`), `bool` and integers widened to `i64` with wrapping; the
+//! output is a fresh (or the caller's) standard-layout array of the
+//! output dtype.
+
+use super::state::Exec;
+use crate::error::Result;
+use crate::graph::DType;
+use crate::linker::plan::step::CumReduceStep;
+use crate::ops::ReduceOp;
+
+/// An accumulator type: `f32`, `f64` or `i64`.
+trait Acc: Copy {
+    /// `a + b` (wrapping for integers).
+    fn add(a: Self, b: Self) -> Self;
+    /// `a * b` (wrapping for integers).
+    fn mul(a: Self, b: Self) -> Self;
+}
+impl Acc for f64 {
+    fn add(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn mul(a: f64, b: f64) -> f64 {
+        a * b
+    }
+}
+impl Acc for f32 {
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+}
+impl Acc for i64 {
+    fn add(a: i64, b: i64) -> i64 {
+        a.wrapping_add(b)
+    }
+    fn mul(a: i64, b: i64) -> i64 {
+        a.wrapping_mul(b)
+    }
+}
+
+/// Scans `x` (`outer * n * inner` values, read through `get`) into `out`.
+fn scan<A: Acc>(prod: bool, (n, inner): (usize, usize), get: impl Fn(usize) -> A, out: &mut [A]) {
+    let f = if prod { A::mul } else { A::add };
+    if n == 0 || inner == 0 {
+        return;
+    }
+    for (o, block) in out.chunks_exact_mut(n * inner).enumerate() {
+        let base = o * n * inner;
+        for (i, v) in block[..inner].iter_mut().enumerate() {
+            *v = get(base + i);
+        }
+        for k in 1..n {
+            let (done, rest) = block.split_at_mut(k * inner);
+            let prev = &done[(k - 1) * inner..];
+            for (i, (v, &p)) in rest[..inner].iter_mut().zip(prev).enumerate() {
+                *v = f(p, get(base + k * inner + i));
+            }
+        }
+    }
+}
+
+impl Exec<'_> {
+    /// Runs a cumulative step.
+    pub(super) fn cumulative(&mut self, name: &str, step: &CumReduceStep) -> Result<()> {
+        let CumReduceStep {
+            op,
+            axis,
+            input,
+            output,
+            out,
+        } = step;
+        let x = self.get(*input);
+        let x = self.standard(name, x)?;
+        let total = x.len();
+        let (n, inner, out_shape) = match *axis {
+            None => (total, 1, vec![total]),
+            Some(a) => (
+                x.shape[a],
+                x.shape[a + 1..].iter().product(),
+                x.shape.to_vec(),
+            ),
+        };
+        let res = self.alloc_slot(name, *output, *out, &out_shape)?;
+        let prod = *op == ReduceOp::Prod;
+        let dims = (n, inner);
+        if total > 0 {
+            // SAFETY: `x` is a standard-layout array of `total` elements of
+            // its dtype; `res` a fresh (or the caller's standard-layout)
+            // array of `total` elements of the output dtype, never aliasing
+            // `x`. The output dtype is `i64` for bool and integer inputs and
+            // the input's own for floats (`ReduceOp::output_dtype`).
+            unsafe {
+                macro_rules! ints {
+                    ($t:ty) => {{
+                        let xs = std::slice::from_raw_parts(x.ptr as *const $t, total);
+                        let os = std::slice::from_raw_parts_mut(res.ptr as *mut i64, total);
+                        scan(prod, dims, |i| xs[i] as i64, os)
+                    }};
+                }
+                match x.dtype {
+                    DType::F64 => {
+                        let xs = std::slice::from_raw_parts(x.ptr as *const f64, total);
+                        let os = std::slice::from_raw_parts_mut(res.ptr as *mut f64, total);
+                        scan(prod, dims, |i| xs[i], os)
+                    }
+                    DType::F32 => {
+                        let xs = std::slice::from_raw_parts(x.ptr as *const f32, total);
+                        let os = std::slice::from_raw_parts_mut(res.ptr as *mut f32, total);
+                        scan(prod, dims, |i| xs[i], os)
+                    }
+                    DType::Bool => ints!(u8),
+                    DType::U8 => ints!(u8),
+                    DType::I8 => ints!(i8),
+                    DType::I16 => ints!(i16),
+                    DType::I32 => ints!(i32),
+                    DType::I64 => ints!(i64),
+                }
+            }
+        }
+        self.slots[*output] = Some(res);
+        Ok(())
+    }
+}

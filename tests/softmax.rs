@@ -1,0 +1,317 @@
+//! The softmax family (`softmax`, `log_softmax`): type inference and
+//! rejected inputs, reference values (finite and correct at ±1e3, NaN and
+//! infinities per lane, empty arrays), the JIT against the reference within
+//! the bound of `differential_support/exact.rs`, the expression language,
+//! and the stabilize rules (`log(softmax)`, the hand-written softmax).
+
+mod common_rewrites;
+
+use std::collections::HashMap;
+
+use common_rewrites::*;
+use kiln::eval::evaluate;
+use kiln::*;
+use ndarray::{ArrayD, IxDyn};
+
+fn f64s(shape: &[usize], v: Vec<f64>) -> Value {
+    Value::F64(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
+}
+
+fn eval1(x: &Tensor, y: &Tensor, v: &Value) -> Vec<f64> {
+    let fg = FunctionGraph::new(std::slice::from_ref(x), std::slice::from_ref(y)).unwrap();
+    evaluate(&fg, std::slice::from_ref(v)).unwrap()[0]
+        .to_f64_array()
+        .iter()
+        .copied()
+        .collect()
+}
+
+fn jit1(x: &Tensor, y: &Tensor, v: &Value, mode: &str) -> Vec<f64> {
+    let f = function(std::slice::from_ref(x), std::slice::from_ref(y))
+        .mode(match mode {
+            "none" => kiln::rewriting::Mode::none(),
+            _ => kiln::rewriting::Mode::fast_run(),
+        })
+        .compile()
+        .unwrap();
+    f.call(&[v.into()]).unwrap()[0]
+        .to_f64_array()
+        .iter()
+        .copied()
+        .collect()
+}
+
+fn assert_near(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (k, (&a, &b)) in got.iter().zip(want).enumerate() {
+        let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (1.0 + b.abs());
+        assert!(ok, "{what}: element {k}: got {a:e}, want {b:e}");
+    }
+}
+
+#[test]
+fn types_and_rejected_inputs() {
+    let x = tensor("x", DType::F32, &[Some(3), None]);
+    let s = x.softmax(Some(-1)).unwrap();
+    assert_eq!(s.ty(), x.ty());
+    assert_eq!(x.log_softmax(None).unwrap().ty(), x.ty());
+    // Integers are cast to f64 first.
+    let k = vector("k", DType::I32);
+    assert_eq!(k.softmax(Some(0)).unwrap().dtype(), DType::F64);
+    let e = x.softmax(Some(2)).unwrap_err().to_string();
+    assert!(
+        e.contains("softmax") && e.contains("axis 2 out of range"),
+        "{e}"
+    );
+    // The op itself rejects integer inputs and bad axes.
+    let e = Tensor::apply(
+        Op::Softmax {
+            axis: Some(0),
+            log: false,
+        },
+        &[&k],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("Softmax{axis=0}") && e.contains("expects a float input"),
+        "{e}"
+    );
+    let e = Tensor::apply(
+        Op::Softmax {
+            axis: Some(5),
+            log: true,
+        },
+        &[&x],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("LogSoftmax{axis=5}") && e.contains("axis 5 out of range"),
+        "{e}"
+    );
+}
+
+#[test]
+fn values_are_finite_and_correct_at_large_inputs() {
+    let x = matrix("X", DType::F64);
+    let v = f64s(
+        &[3, 3],
+        vec![1000., -1000., 3., 1., 2., 3., -1e3, -1e3, -1e3],
+    );
+    let sm = x.softmax(Some(1)).unwrap();
+    let lsm = x.log_softmax(Some(1)).unwrap();
+    let want_sm = [
+        1.0,
+        0.0,
+        (3.0f64 - 1000.0).exp(),
+        0.09003057317038046,
+        0.24472847105479764,
+        0.6652409557748219,
+        1.0 / 3.0,
+        1.0 / 3.0,
+        1.0 / 3.0,
+    ];
+    let ln3 = 3.0f64.ln();
+    let l2 = (1.0f64 + (-1.0f64).exp() + (-2.0f64).exp()).ln();
+    let want_lsm = [
+        0.0,
+        -2000.0,
+        -997.0,
+        -2.0 - l2,
+        -1.0 - l2,
+        -l2,
+        -ln3,
+        -ln3,
+        -ln3,
+    ];
+    for mode in ["none", "fast_run"] {
+        assert_near(&eval1(&x, &sm, &v), &want_sm, 1e-15, "reference softmax");
+        assert_near(&jit1(&x, &sm, &v, mode), &want_sm, 1e-15, "jit softmax");
+        assert_near(
+            &eval1(&x, &lsm, &v),
+            &want_lsm,
+            1e-15,
+            "reference log_softmax",
+        );
+        assert_near(
+            &jit1(&x, &lsm, &v, mode),
+            &want_lsm,
+            1e-15,
+            "jit log_softmax",
+        );
+    }
+    // Along axis 0, axis None, and f32 (computed in f64, rounded once).
+    let s0 = x.softmax(Some(0)).unwrap();
+    assert_near(
+        &jit1(&x, &s0, &v, "fast_run"),
+        &eval1(&x, &s0, &v),
+        1e-15,
+        "axis 0",
+    );
+    let sn = x.log_softmax(None).unwrap();
+    assert_near(
+        &jit1(&x, &sn, &v, "fast_run"),
+        &eval1(&x, &sn, &v),
+        1e-13,
+        "axis None",
+    );
+    let xf = matrix("F", DType::F32);
+    let vf = v.cast(DType::F32);
+    let sf = xf.softmax(Some(1)).unwrap();
+    assert_near(
+        &jit1(&xf, &sf, &vf, "fast_run"),
+        &eval1(&xf, &sf, &vf),
+        1e-7,
+        "f32",
+    );
+    // NaN in a lane: the lane is NaN; +inf: NaN there, the others 0 (or
+    // -inf); -inf elements are 0 (or -inf).
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    let w = f64s(&[3, 2], vec![nan, 1.0, inf, 1.0, -inf, 0.0]);
+    for y in [&sm, &lsm] {
+        let r = eval1(&x, y, &w);
+        let g = jit1(&x, y, &w, "fast_run");
+        assert_near(&g, &r, 1e-15, "non-finite");
+        assert!(r[0].is_nan() && r[1].is_nan() && r[2].is_nan());
+    }
+    assert_eq!(eval1(&x, &sm, &w)[3], 0.0);
+    assert_eq!(eval1(&x, &lsm, &w)[3], -inf);
+    assert_eq!(eval1(&x, &sm, &w)[4..], [0.0, 1.0]);
+    assert_eq!(eval1(&x, &lsm, &w)[4..], [-inf, 0.0]);
+    // Empty arrays: empty results.
+    let e = f64s(&[0, 3], vec![]);
+    assert!(eval1(&x, &sm, &e).is_empty() && jit1(&x, &sm, &e, "fast_run").is_empty());
+    let e = f64s(&[2, 0], vec![]);
+    assert!(jit1(&x, &lsm, &e, "none").is_empty());
+}
+
+#[test]
+fn expression_language() {
+    let mut vars = HashMap::new();
+    vars.insert("X".to_string(), matrix("X", DType::F64));
+    let show = |src: &str| {
+        let t = build_expression(src, &vars).unwrap();
+        let fg = FunctionGraph::new(&[vars["X"].clone()], &[t]).unwrap();
+        kiln::graph::print::pprint_outputs(&fg)
+    };
+    assert_eq!(show("softmax(X)"), "softmax(X, axis=1)");
+    assert_eq!(show("softmax(X, axis=0)"), "softmax(X, axis=0)");
+    assert_eq!(
+        show("log_softmax(X, axis=None)"),
+        "log_softmax(X, axis=None)"
+    );
+    for (src, msg) in [
+        (
+            "softmax(X, keepdims=True)",
+            "softmax() does not take keepdims=",
+        ),
+        ("softmax(X, axis=(0, 1))", "softmax() takes one axis"),
+        ("log_softmax(X, axis=-3)", "axis -3 out of range"),
+    ] {
+        let e = build_expression(src, &vars).unwrap_err().to_string();
+        assert!(e.contains(msg), "{src}: {e}");
+    }
+}
+
+#[test]
+fn rewrite_log_softmax() {
+    check_rule(
+        "local_log_softmax",
+        graph("X=f64[:, :]", "log(softmax(X, axis=0))"),
+        "log(softmax(X, axis=0))",
+        "log_softmax(X, axis=0)",
+    );
+    check_no_fire("local_log_softmax", graph("X=f64[:, :]", "log(exp(X))"));
+    // Where softmax underflows to 0 the original is -inf, the result finite.
+    let x = vector("x", DType::F64);
+    let mut fg = FunctionGraph::new(
+        std::slice::from_ref(&x),
+        &[x.softmax(Some(0)).unwrap().log()],
+    )
+    .unwrap();
+    kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
+    let v = f64s(&[2], vec![1000.0, -1000.0]);
+    let got = evaluate(&fg, &[v]).unwrap()[0].to_f64_array();
+    assert_eq!(got.as_slice().unwrap(), &[0.0, -2000.0]);
+}
+
+/// `graph` with equal sub-expressions merged (as `merge1` does before the
+/// stabilize database runs): the hand-written forms repeat `exp(...)`.
+fn merged(decls: &str, src: &str) -> FunctionGraph {
+    use kiln::rewriting::{GraphRewriter, MergeOptimizer};
+    let mut fg = graph(decls, src);
+    MergeOptimizer::new().rewrite(&mut fg).unwrap();
+    fg
+}
+
+#[test]
+fn rewrite_softmax_recognize() {
+    check_rule(
+        "local_softmax_recognize",
+        merged(
+            "X=f64[:, :]",
+            "exp(X - max(X, axis=1, keepdims=True)) / sum(exp(X - max(X, axis=1, keepdims=True)), axis=1, keepdims=True)",
+        ),
+        "(exp((X - max(X, axis=1)[:, None])) / sum(exp((X - max(X, axis=1)[:, None])), axis=1)[:, None])",
+        "softmax(X, axis=1)",
+    );
+    check_rule(
+        "local_softmax_recognize",
+        merged("X=f64[:, :]", "exp(X) / sum(exp(X), axis=0, keepdims=True)"),
+        "(exp(X) / sum(exp(X), axis=0)[None, :])",
+        "softmax(X, axis=0)",
+    );
+    check_rule(
+        "local_softmax_recognize",
+        merged("x=f64[:]", "exp(x) / sum(exp(x))"),
+        "(exp(x) / sum(exp(x))[None])",
+        "softmax(x, axis=0)",
+    );
+    // A different axis, a different numerator, or no keepdims: left alone.
+    check_no_fire(
+        "local_softmax_recognize",
+        merged("X=f64[:, :]", "exp(X) / sum(exp(X), axis=1)"),
+    );
+    check_no_fire(
+        "local_softmax_recognize",
+        graph(
+            "X=f64[:, :]; Y=f64[:, :]",
+            "exp(Y) / sum(exp(X), axis=1, keepdims=True)",
+        ),
+    );
+    // Over every axis (as canonicalize leaves it): the softmax of all elements.
+    let x = matrix("X", DType::F64);
+    let e = x.exp();
+    let all = &e / &e.reduce(ReduceOp::Sum, None, true).unwrap();
+    let mut fg = FunctionGraph::new(&[x], &[all]).unwrap();
+    assert_eq!(apply_rule(&mut fg, "local_softmax_recognize"), 1);
+    assert_eq!(show(&fg), "softmax(X, axis=None)");
+    // FAST_RUN at ±1e3: the hand-written forms are finite and correct.
+    let x = matrix("X", DType::F64);
+    let hand = &x.exp() / &x.exp().reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
+    let v = f64s(&[2, 2], vec![1000.0, 999.0, -1000.0, -1001.0]);
+    let reference = eval1(&x, &hand, &v);
+    assert!(
+        reference.iter().all(|r| r.is_nan() || *r == 0.0),
+        "{reference:?}"
+    );
+    let got = jit1(&x, &hand, &v, "fast_run");
+    let p = 1.0 / (1.0 + (-1.0f64).exp());
+    assert_near(
+        &got,
+        &[p, 1.0 - p, p, 1.0 - p],
+        1e-15,
+        "hand-written softmax",
+    );
+    let hand_log = hand.log();
+    let got = jit1(&x, &hand_log, &v, "fast_run");
+    let l = -(1.0 + (-1.0f64).exp()).ln();
+    assert_near(
+        &got,
+        &[l, l - 1.0, l, l - 1.0],
+        1e-15,
+        "hand-written log_softmax",
+    );
+}
