@@ -379,6 +379,7 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                     let zero = weak_constant(m, 0.0, false);
                     gt(m, &zero).and_then(|mask| boolean_mask(x, &mask))
                 }
+            }
             Step::ArgReduce(o, a, ax, keep) => {
                 let x = p(a).clone();
                 let axis = match ax {
