@@ -20,6 +20,7 @@ const EXPECTED: [(&str, &str); 8] = [
     ("custom_op", "run by the reference evaluator: [\"cumsum\"]"),
     ("compare_modes", "every mode agrees with `none`"),
     ("profiling", "== FAST_RUN rewrite profile"),
+    ("gradients", "hessian of v·A·v: [[2, 5],"),
 ];
 
 /// The folder the examples of this build profile are written to.
