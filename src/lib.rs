@@ -25,8 +25,8 @@ pub mod types;
 pub mod workloads;
 
 pub use error::{Error, Result};
-pub use gradient::{grad, hessian, jacobian, jvp, vjp};
 pub use function::{function, CompiledFunction, FunctionBuilder};
+pub use gradient::{grad, hessian, jacobian, jvp, vjp};
 pub use graph::{DType, FunctionGraph, TensorType, Value};
 pub use ops::{Op, ReduceOp, ScalarOp};
 pub use tensor::*;

@@ -10,8 +10,8 @@ use gradient_support::*;
 use kiln::gradient::{grad_with, DisconnectedInputs, GradOptions};
 use kiln::ops::{CRef, Composite};
 use kiln::{
-    alloc, clip, constant, dot, elemwise, gemm, grad, hessian, jacobian, jvp, scalar as sc,
-    switch, tensor, vector, vjp, DType, Op, ReduceOp, ScalarOp, Tensor, Value,
+    alloc, clip, constant, dot, elemwise, gemm, grad, hessian, jacobian, jvp, scalar as sc, switch,
+    tensor, vector, vjp, DType, Op, ReduceOp, ScalarOp, Tensor, Value,
 };
 use ndarray::{ArrayD, IxDyn};
 
@@ -47,8 +47,20 @@ fn check(what: &str, inputs: &[Tensor], cost: &Tensor, vals: &[Value], wrt: &[us
     let by_jit = fast_run(inputs, &gs, vals);
     for (j, &k) in wrt.iter().enumerate() {
         let num = numeric_grad(inputs, cost, vals, k);
-        assert_close(&format!("{what} d/d{k} (reference)"), &by_ref[j], &num, RTOL, ATOL);
-        assert_close(&format!("{what} d/d{k} (FAST_RUN)"), &by_jit[j], &num, RTOL, ATOL);
+        assert_close(
+            &format!("{what} d/d{k} (reference)"),
+            &by_ref[j],
+            &num,
+            RTOL,
+            ATOL,
+        );
+        assert_close(
+            &format!("{what} d/d{k} (FAST_RUN)"),
+            &by_jit[j],
+            &num,
+            RTOL,
+            ATOL,
+        );
     }
 }
 
@@ -69,7 +81,11 @@ fn domain(op: ScalarOp) -> Option<Vec<[f64; 4]>> {
         TrueDiv => vec![GENERIC, OTHER],
         IntDiv | Mod => vec![[2.3, -1.7, 0.9, 3.4], [0.7, 1.1, -1.3, 2.2]],
         Pow => vec![POSITIVE, OTHER],
-        Clip => vec![[-1.5, 0.2, 0.8, 2.0], [-1.0, 0.5, -0.5, -1.0], [1.0, 1.0, 0.7, 3.0]],
+        Clip => vec![
+            [-1.5, 0.2, 0.8, 2.0],
+            [-1.0, 0.5, -0.5, -1.0],
+            [1.0, 1.0, 0.7, 3.0],
+        ],
         Neg | Abs | Sign | Sqr | Exp | Exp2 | Expm1 | Sigmoid | Softplus | Sin | Cos | Tan
         | ArcTan | Sinh | Cosh | Tanh | ArcSinh | Erf | Erfc | Floor | Ceil | Round | Identity => {
             vec![GENERIC]
@@ -133,15 +149,27 @@ fn zero_gradient_ops_give_connected_zeros() {
 fn switch_second_and_casts() {
     let x = vector("x", DType::F64);
     let y = vector("y", DType::F64);
-    let c = constant(Value::Bool(ndarray::arr1(&[true, false, false, true]).into_dyn()));
+    let c = constant(Value::Bool(
+        ndarray::arr1(&[true, false, false, true]).into_dyn(),
+    ));
     let vals = [vec1(&GENERIC), vec1(&OTHER)];
     let ins = [x.clone(), y.clone()];
-    check("switch", &ins, &weighted_sum(&switch(&c, &x, &y).unwrap(), &[4]), &vals, &[0, 1]);
+    check(
+        "switch",
+        &ins,
+        &weighted_sum(&switch(&c, &x, &y).unwrap(), &[4]),
+        &vals,
+        &[0, 1],
+    );
     // second(x, y): only y's values flow; x is disconnected.
     let s = elemwise(ScalarOp::Second, &[&x, &y]).unwrap();
     check("second", &ins, &weighted_sum(&s, &[4]), &vals, &[1]);
     let e = grad(&weighted_sum(&s, &[4]), &[x.clone()]).unwrap_err();
-    assert!(e.to_string().contains("does not depend on wrt[0] (x: f64(?,))"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not depend on wrt[0] (x: f64(?,))"),
+        "{e}"
+    );
     // A cast to f32 and back: the gradient is cast back to f64 (exact: w).
     let cost = weighted_sum(&x.cast(DType::F32).sqr(), &[4]);
     let g = grad(&cost, &[x.clone()]).unwrap();
@@ -151,7 +179,13 @@ fn switch_second_and_casts() {
     let expected: Vec<f64> = (0..4)
         .map(|i| 2.0 * xs[i] * (0.5 + 0.25 * i as f64) * if i % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
-    assert_close("cast", &r[0], &ndarray::arr1(&expected).into_dyn(), 1e-6, 0.0);
+    assert_close(
+        "cast",
+        &r[0],
+        &ndarray::arr1(&expected).into_dyn(),
+        1e-6,
+        0.0,
+    );
 }
 
 #[test]
@@ -172,7 +206,9 @@ fn edge_cases_follow_pytensor() {
         let r1 = fast_run(&ins, &g, &[scalar(va), scalar(vb)]);
         let r2 = reference(&ins, &g, &[scalar(va), scalar(vb)]);
         assert_eq!(r1, r2, "{cost}");
-        r1.iter().map(|v| v.iter().next().copied().unwrap()).collect()
+        r1.iter()
+            .map(|v| v.iter().next().copied().unwrap())
+            .collect()
     };
     // abs'(0) = 0.
     assert_eq!(run(&a.abs(), 0.0, 0.0), vec![0.0, 0.0]);
@@ -184,12 +220,18 @@ fn edge_cases_follow_pytensor() {
     assert_eq!(run(&mx, 1.0, 2.0), vec![0.0, 1.0]);
     // clip: a tie with a bound goes to x.
     let three = Tensor::scalar_constant(DType::F64, 3.0);
-    assert_eq!(run(&clip(&a, &b, &three).unwrap(), 2.0, 2.0), vec![1.0, 0.0]);
+    assert_eq!(
+        run(&clip(&a, &b, &three).unwrap(), 2.0, 2.0),
+        vec![1.0, 0.0]
+    );
     // pow at base 0: the exponent's gradient is 0 (not NaN).
     assert_eq!(run(&kiln::pow(&a, &b).unwrap(), 0.0, 2.0), vec![0.0, 0.0]);
     // sqrt near 0: large but finite.
     let g = run(&a.sqrt(), 1e-300, 0.0)[0];
-    assert!(g.is_finite() && (g - 0.5e150).abs() <= 1e-12 * 0.5e150, "{g}");
+    assert!(
+        g.is_finite() && (g - 0.5e150).abs() <= 1e-12 * 0.5e150,
+        "{g}"
+    );
 
     // prod with no, one and two zeros.
     let x = vector("x", DType::F64);
@@ -222,7 +264,9 @@ fn structural_ops_match_finite_differences() {
     let ins = [m.clone(), n.clone(), u.clone(), v.clone(), row.clone()];
     let mv = |shape: &[usize], seed: f64| {
         let k: usize = shape.iter().product();
-        let d: Vec<f64> = (0..k).map(|i| ((i as f64 + seed) * 0.7).sin() * 1.5 + 0.1).collect();
+        let d: Vec<f64> = (0..k)
+            .map(|i| ((i as f64 + seed) * 0.7).sin() * 1.5 + 0.1)
+            .collect();
         Value::F64(ArrayD::from_shape_vec(IxDyn(shape), d).unwrap())
     };
     let vals = [
@@ -234,27 +278,97 @@ fn structural_ops_match_finite_differences() {
     ];
     let all = [0, 1, 2, 3, 4];
     let cases: Vec<(&str, Tensor, Vec<usize>)> = vec![
-        ("dot 2x2", weighted_sum(&dot(&m, &n).unwrap(), &[3, 2]), vec![0, 1]),
-        ("dot 2x1", weighted_sum(&dot(&m, &u).unwrap(), &[3]), vec![0, 2]),
-        ("dot 1x2", weighted_sum(&dot(&v, &m).unwrap(), &[4]), vec![3, 0]),
+        (
+            "dot 2x2",
+            weighted_sum(&dot(&m, &n).unwrap(), &[3, 2]),
+            vec![0, 1],
+        ),
+        (
+            "dot 2x1",
+            weighted_sum(&dot(&m, &u).unwrap(), &[3]),
+            vec![0, 2],
+        ),
+        (
+            "dot 1x2",
+            weighted_sum(&dot(&v, &m).unwrap(), &[4]),
+            vec![3, 0],
+        ),
         ("dot 1x1", dot(&u, &u).unwrap().sin(), vec![2]),
         ("transpose", weighted_sum(&m.t().exp(), &[4, 3]), vec![0]),
-        ("broadcast row", weighted_sum(&(&m * &row).tanh(), &[3, 4]), vec![0, 4]),
-        ("expand_dims + broadcast", weighted_sum(&(&m + &u.expand_dims(0).unwrap()).sqr(), &[3, 4]), vec![0, 2]),
-        ("drop broadcastable", weighted_sum(&row.dimshuffle(&[Some(1)]).unwrap().exp(), &[4]), vec![4]),
-        ("sum axis 0", weighted_sum(&m.sqr().sum(&[0]).unwrap(), &[4]), vec![0]),
-        ("sum axis 1 keepdims", weighted_sum(&m.reduce(ReduceOp::Sum, Some(&[1]), true).unwrap().exp(), &[3, 1]), vec![0]),
-        ("prod axis 1", weighted_sum(&m.prod(&[1]).unwrap(), &[3]), vec![0]),
-        ("prod all", m.reduce(ReduceOp::Prod, None, false).unwrap(), vec![0]),
-        ("max axis 0", weighted_sum(&m.max(&[0]).unwrap(), &[4]), vec![0]),
-        ("min all", m.reduce(ReduceOp::Min, None, false).unwrap().sin(), vec![0]),
+        (
+            "broadcast row",
+            weighted_sum(&(&m * &row).tanh(), &[3, 4]),
+            vec![0, 4],
+        ),
+        (
+            "expand_dims + broadcast",
+            weighted_sum(&(&m + &u.expand_dims(0).unwrap()).sqr(), &[3, 4]),
+            vec![0, 2],
+        ),
+        (
+            "drop broadcastable",
+            weighted_sum(&row.dimshuffle(&[Some(1)]).unwrap().exp(), &[4]),
+            vec![4],
+        ),
+        (
+            "sum axis 0",
+            weighted_sum(&m.sqr().sum(&[0]).unwrap(), &[4]),
+            vec![0],
+        ),
+        (
+            "sum axis 1 keepdims",
+            weighted_sum(
+                &m.reduce(ReduceOp::Sum, Some(&[1]), true).unwrap().exp(),
+                &[3, 1],
+            ),
+            vec![0],
+        ),
+        (
+            "prod axis 1",
+            weighted_sum(&m.prod(&[1]).unwrap(), &[3]),
+            vec![0],
+        ),
+        (
+            "prod all",
+            m.reduce(ReduceOp::Prod, None, false).unwrap(),
+            vec![0],
+        ),
+        (
+            "max axis 0",
+            weighted_sum(&m.max(&[0]).unwrap(), &[4]),
+            vec![0],
+        ),
+        (
+            "min all",
+            m.reduce(ReduceOp::Min, None, false).unwrap().sin(),
+            vec![0],
+        ),
         ("mean", m.mean(None, false).unwrap().exp(), vec![0]),
-        ("reshape", weighted_sum(&m.reshape(&[2, 6]).unwrap().sin(), &[2, 6]), vec![0]),
-        ("reshape back", weighted_sum(&m.reshape(&[12]).unwrap().reshape(&[4, 3]).unwrap().cos(), &[4, 3]), vec![0]),
+        (
+            "reshape",
+            weighted_sum(&m.reshape(&[2, 6]).unwrap().sin(), &[2, 6]),
+            vec![0],
+        ),
+        (
+            "reshape back",
+            weighted_sum(
+                &m.reshape(&[12]).unwrap().reshape(&[4, 3]).unwrap().cos(),
+                &[4, 3],
+            ),
+            vec![0],
+        ),
         (
             "alloc",
             weighted_sum(
-                &alloc(&u, &[&constant(Value::scalar_i64(DType::I64, 3)), &constant(Value::scalar_i64(DType::I64, 4))]).unwrap().exp(),
+                &alloc(
+                    &u,
+                    &[
+                        &constant(Value::scalar_i64(DType::I64, 3)),
+                        &constant(Value::scalar_i64(DType::I64, 4)),
+                    ],
+                )
+                .unwrap()
+                .exp(),
                 &[3, 4],
             ),
             vec![2],
@@ -274,7 +388,11 @@ fn structural_ops_match_finite_differences() {
             ),
             vec![0, 1],
         ),
-        ("reuse", weighted_sum(&(&(&m * &m) + &m.exp()).sin(), &[3, 4]), vec![0]),
+        (
+            "reuse",
+            weighted_sum(&(&(&m * &m) + &m.exp()).sin(), &[3, 4]),
+            vec![0],
+        ),
     ];
     let _ = all;
     for (what, cost, wrt) in &cases {
@@ -282,7 +400,11 @@ fn structural_ops_match_finite_differences() {
     }
     // Shape and Shape_i are disconnected.
     let e = grad(&m.shape_i(0).unwrap().cast(DType::F64), &[m.clone()]).unwrap_err();
-    assert!(e.to_string().contains("does not depend on wrt[0] (M: f64(3, 4))"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not depend on wrt[0] (M: f64(3, 4))"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -303,7 +425,13 @@ fn composite_and_fused_reduce_are_differentiated_through_their_scalar_graphs() {
     check("composite", &ins, &cost, &vals, &[0, 1]);
     // The same input twice.
     let twice = Tensor::apply_multi(Op::composite(c.clone()), &[&x, &x]).unwrap();
-    check("composite(x, x)", &ins, &weighted_sum(&twice[0], &[4]), &vals, &[0]);
+    check(
+        "composite(x, x)",
+        &ins,
+        &weighted_sum(&twice[0], &[4]),
+        &vals,
+        &[0],
+    );
     // FusedReduce: sum over the pre-map.
     c.outputs = vec![o];
     let fr = Tensor::apply(
@@ -325,7 +453,9 @@ fn gradients_of_a_fast_run_graph_equal_gradients_of_the_original() {
     let x = vector("x", DType::F64);
     let y = vector("y", DType::F64);
     let fwd = (&(&x.exp() * &y) + &x.sigmoid()).sqr().sum_all();
-    let f = kiln::function(&[x.clone(), y.clone()], &[fwd.clone()]).compile().unwrap();
+    let f = kiln::function(&[x.clone(), y.clone()], &[fwd.clone()])
+        .compile()
+        .unwrap();
     let rebuilt = f.graph().output_tensors(&[x.clone(), y.clone()]).unwrap();
     let ins = [x.clone(), y.clone()];
     let vals = [vec1(&GENERIC), vec1(&OTHER)];
@@ -355,25 +485,46 @@ fn disconnected_and_integer_conventions() {
             ..Default::default()
         };
         let g = grad_with(Some(&cost), &[y.clone()], &opts).unwrap();
-        let r = fast_run(&[x.clone(), y.clone(), k.clone()], &g, &[vec1(&[1.0, 2.0]), vec1(&[3.0, 4.0]), Value::I64(ndarray::arr1(&[1, 2]).into_dyn())]);
+        let r = fast_run(
+            &[x.clone(), y.clone(), k.clone()],
+            &g,
+            &[
+                vec1(&[1.0, 2.0]),
+                vec1(&[3.0, 4.0]),
+                Value::I64(ndarray::arr1(&[1, 2]).into_dyn()),
+            ],
+        );
         assert_eq!(r[0], ndarray::arr1(&[0.0, 0.0]).into_dyn());
     }
     // An integer input is connected, with a float zero gradient (PyTensor).
     let g = grad(&cost, &[x.clone(), k.clone()]).unwrap();
     assert_eq!(g[1].dtype(), DType::F64);
-    let r = fast_run(&[x.clone(), k.clone()], &g, &[vec1(&[1.0, 2.0]), Value::I64(ndarray::arr1(&[3, 4]).into_dyn())]);
+    let r = fast_run(
+        &[x.clone(), k.clone()],
+        &g,
+        &[
+            vec1(&[1.0, 2.0]),
+            Value::I64(ndarray::arr1(&[3, 4]).into_dyn()),
+        ],
+    );
     assert_eq!(r[0], ndarray::arr1(&[3.0, 4.0]).into_dyn());
     assert_eq!(r[1], ndarray::arr1(&[0.0, 0.0]).into_dyn());
     // A non-scalar cost is an error.
     let e = grad(&x, &[x.clone()]).unwrap_err();
-    assert_eq!(e.to_string(), "gradient error: the cost must be a scalar (0-d), got f64(?,)");
+    assert_eq!(
+        e.to_string(),
+        "gradient error: the cost must be a scalar (0-d), got f64(?,)"
+    );
     // Nothing to differentiate.
     let e = grad_with(None, &[x.clone()], &GradOptions::default()).unwrap_err();
     assert!(e.to_string().contains("nothing to differentiate"), "{e}");
     // The gradient of the cost with respect to itself is 1.
     let s = x.sum_all();
     let g = grad(&s, &[s.clone()]).unwrap();
-    assert_eq!(fast_run(&[x.clone()], &g, &[vec1(&[1.0])])[0], ndarray::arr0(1.0).into_dyn());
+    assert_eq!(
+        fast_run(&[x.clone()], &g, &[vec1(&[1.0])])[0],
+        ndarray::arr0(1.0).into_dyn()
+    );
 }
 
 #[test]
@@ -386,15 +537,29 @@ fn known_grads_seed_the_walk() {
         ..Default::default()
     };
     let g = grad_with(None, &[x.clone()], &opts).unwrap();
-    let r = fast_run(&[x.clone(), gh.clone()], &g, &[vec1(&[0.0, 1.0]), vec1(&[2.0, 3.0])]);
-    assert_close("known_grads", &r[0], &ndarray::arr1(&[2.0, 3.0 * 1f64.exp()]).into_dyn(), 1e-15, 0.0);
+    let r = fast_run(
+        &[x.clone(), gh.clone()],
+        &g,
+        &[vec1(&[0.0, 1.0]), vec1(&[2.0, 3.0])],
+    );
+    assert_close(
+        "known_grads",
+        &r[0],
+        &ndarray::arr1(&[2.0, 3.0 * 1f64.exp()]).into_dyn(),
+        1e-15,
+        0.0,
+    );
     // A known gradient of another number of dimensions is refused.
     let bad = GradOptions {
         known_grads: vec![(h, sc("s", DType::F64))],
         ..Default::default()
     };
     let e = grad_with(None, &[x], &bad).unwrap_err();
-    assert!(e.to_string().contains("does not have the variable's 1 dimensions"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not have the variable's 1 dimensions"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -402,7 +567,9 @@ fn jacobian_hessian_vjp_jvp() {
     let x = tensor("x", DType::F64, &[Some(3)]);
     let a = tensor("A", DType::F64, &[Some(3), Some(3)]);
     let xv = vec1(&[0.3, -0.7, 1.1]);
-    let av = Value::F64(ndarray::arr2(&[[1.0, 2.0, 0.5], [-1.0, 0.3, 0.2], [0.0, 1.5, -2.0]]).into_dyn());
+    let av = Value::F64(
+        ndarray::arr2(&[[1.0, 2.0, 0.5], [-1.0, 0.3, 0.2], [0.0, 1.5, -2.0]]).into_dyn(),
+    );
     // y = tanh(A x): J = diag(1 - y²) A.
     let y = dot(&a, &x).unwrap().tanh();
     let j = jacobian(&y, &[x.clone()]).unwrap();
@@ -431,16 +598,29 @@ fn jacobian_hessian_vjp_jvp() {
     let vv = vec1(&[0.2, 0.4, -1.0]);
     let ins = [x.clone(), a.clone(), u.clone(), v.clone()];
     let vals = [xv, av, uv.clone(), vv.clone()];
-    let jm = fast_run(&ins, &j, &vals)[0].clone().into_dimensionality::<ndarray::Ix2>().unwrap();
+    let jm = fast_run(&ins, &j, &vals)[0]
+        .clone()
+        .into_dimensionality::<ndarray::Ix2>()
+        .unwrap();
     let back = vjp(&[y.clone()], &[x.clone()], &[u.clone()]).unwrap();
     let fwd = jvp(&[y.clone()], &[x.clone()], &[v.clone()]).unwrap();
     let r = fast_run(&ins, &[back[0].clone(), fwd[0].clone()], &vals);
-    let um = uv.to_f64_array().into_dimensionality::<ndarray::Ix1>().unwrap();
-    let vm = vv.to_f64_array().into_dimensionality::<ndarray::Ix1>().unwrap();
+    let um = uv
+        .to_f64_array()
+        .into_dimensionality::<ndarray::Ix1>()
+        .unwrap();
+    let vm = vv
+        .to_f64_array()
+        .into_dimensionality::<ndarray::Ix1>()
+        .unwrap();
     assert_close("vjp", &r[0], &um.dot(&jm).into_dyn(), 1e-12, 1e-15);
     assert_close("jvp", &r[1], &jm.dot(&vm).into_dyn(), 1e-12, 1e-15);
     // The double-vjp leaves no trace of its dummy cotangent: only x, A, v.
-    let mut free: Vec<String> = fwd[0].free_inputs().iter().map(|t| t.name().unwrap().to_string()).collect();
+    let mut free: Vec<String> = fwd[0]
+        .free_inputs()
+        .iter()
+        .map(|t| t.name().unwrap().to_string())
+        .collect();
     free.sort();
     assert_eq!(free, ["A", "v", "x"]);
     // A Jacobian needs a static length.
@@ -454,9 +634,19 @@ fn f32_gradients_stay_f32() {
     let cost = (&x.sigmoid() * 2.0).sum_all();
     let g = grad(&cost, &[x.clone()]).unwrap();
     assert_eq!(g[0].dtype(), DType::F32);
-    let r = fast_run(&[x.clone()], &g, &[Value::F32(ndarray::arr1(&[0.0f32, 1.0]).into_dyn())]);
+    let r = fast_run(
+        &[x.clone()],
+        &g,
+        &[Value::F32(ndarray::arr1(&[0.0f32, 1.0]).into_dyn())],
+    );
     let s1 = 1.0 / (1.0 + (-1.0f64).exp());
-    assert_close("f32 sigmoid'", &r[0], &ndarray::arr1(&[0.5, 2.0 * s1 * (1.0 - s1)]).into_dyn(), 1e-6, 0.0);
+    assert_close(
+        "f32 sigmoid'",
+        &r[0],
+        &ndarray::arr1(&[0.5, 2.0 * s1 * (1.0 - s1)]).into_dyn(),
+        1e-6,
+        0.0,
+    );
 }
 
 /// `sigmoid(x)` computed stably in f64 (the closed-form reference).
@@ -470,7 +660,13 @@ fn sigmoid(x: f64) -> f64 {
 
 /// FAST_RUN gradients of the stability cases at |x| up to 800, against
 /// closed forms, within 1e-12 relative error.
-fn stability_case(src: &str, decl: &str, wrt: &str, vals: &[Value], exact: &dyn Fn(&[ArrayD<f64>]) -> ArrayD<f64>) {
+fn stability_case(
+    src: &str,
+    decl: &str,
+    wrt: &str,
+    vals: &[Value],
+    exact: &dyn Fn(&[ArrayD<f64>]) -> ArrayD<f64>,
+) {
     let names: Vec<String> = decl.split(';').map(String::from).collect();
     let decls = kiln::cli::declare_all(&names).unwrap();
     let cost = kiln::cli::build(src, &decls).unwrap();
@@ -482,7 +678,10 @@ fn stability_case(src: &str, decl: &str, wrt: &str, vals: &[Value], exact: &dyn 
     let want = exact(&raw);
     for (a, b) in got.iter().zip(want.iter()) {
         assert!(a.is_finite(), "{src}: d/d{wrt} = {got}");
-        assert!((a - b).abs() <= 1e-12 * b.abs() + 1e-300, "{src}: d/d{wrt} = {got}, exact {want}");
+        assert!(
+            (a - b).abs() <= 1e-12 * b.abs() + 1e-300,
+            "{src}: d/d{wrt} = {got}, exact {want}"
+        );
     }
 }
 
@@ -491,9 +690,15 @@ const WIDE: [f64; 9] = [-800.0, -100.0, -30.0, -1.0, 0.0, 0.5, 30.0, 100.0, 800.
 #[test]
 fn stabilized_gradients_are_finite_and_exact_at_800() {
     let xv = [vec1(&WIDE)];
-    stability_case("sum(softplus(x))", "x=f64[:]", "x", &xv, &|v| v[0].mapv(sigmoid));
-    stability_case("sum(log(1 + exp(x)))", "x=f64[:]", "x", &xv, &|v| v[0].mapv(sigmoid));
-    stability_case("sum(log(sigmoid(x)))", "x=f64[:]", "x", &xv, &|v| v[0].mapv(|x| sigmoid(-x)));
+    stability_case("sum(softplus(x))", "x=f64[:]", "x", &xv, &|v| {
+        v[0].mapv(sigmoid)
+    });
+    stability_case("sum(log(1 + exp(x)))", "x=f64[:]", "x", &xv, &|v| {
+        v[0].mapv(sigmoid)
+    });
+    stability_case("sum(log(sigmoid(x)))", "x=f64[:]", "x", &xv, &|v| {
+        v[0].mapv(|x| sigmoid(-x))
+    });
     let t = vec1(&[1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
     stability_case(
         "mean(-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z))))",

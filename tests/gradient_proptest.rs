@@ -26,12 +26,21 @@ fn cost_of(outs: &[Tensor]) -> Option<Tensor> {
 
 /// Finite differences with steps `h` and `h / 2` agree (the cost is smooth
 /// and well conditioned at this point): their common value, else `None`.
-fn settled_fd(inputs: &[Tensor], cost: &Tensor, vals: &[Value], k: usize) -> Option<ndarray::ArrayD<f64>> {
+fn settled_fd(
+    inputs: &[Tensor],
+    cost: &Tensor,
+    vals: &[Value],
+    k: usize,
+) -> Option<ndarray::ArrayD<f64>> {
     let base = vals[k].to_f64_array();
     let f = |v: &ndarray::ArrayD<f64>| -> f64 {
         let mut vs = vals.to_vec();
         vs[k] = Value::F64(v.clone());
-        reference(inputs, std::slice::from_ref(cost), &vs)[0].iter().next().copied().unwrap()
+        reference(inputs, std::slice::from_ref(cost), &vs)[0]
+            .iter()
+            .next()
+            .copied()
+            .unwrap()
     };
     let mut g = base.clone();
     for (idx, &x) in base.indexed_iter() {

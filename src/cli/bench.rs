@@ -210,7 +210,11 @@ pub fn expr_grad_case(expr: &str, vars: &[String], wrt: &[String]) -> CliResult<
     let ins: Vec<_> = generic.iter().map(|d| d.tensor.clone()).collect();
     let graph = FunctionGraph::new(&ins, &outs).map_err(|e| CliError::from_kiln(e, expr))?;
     Ok(Case {
-        name: if wrt.is_empty() { "expr".into() } else { format!("grad_{}", wrt.join("_")) },
+        name: if wrt.is_empty() {
+            "expr".into()
+        } else {
+            format!("grad_{}", wrt.join("_"))
+        },
         graph,
         values,
     })

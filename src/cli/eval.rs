@@ -51,7 +51,9 @@ pub fn run(a: &EvalArgs, out: &mut dyn Write) -> CliResult {
     }
     let y = build(&a.expr, &decls)?;
     let y = match &a.grad {
-        Some(name) => super::grad::gradients(&y, &decls, std::slice::from_ref(name), &a.expr)?.remove(0),
+        Some(name) => {
+            super::grad::gradients(&y, &decls, std::slice::from_ref(name), &a.expr)?.remove(0)
+        }
         None => y,
     };
     let inputs: Vec<_> = decls.iter().map(|d| d.tensor.clone()).collect();

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{declare_all, split_list, build, CliError, CliResult, Declared, GradArgs};
+use super::{build, declare_all, split_list, CliError, CliResult, Declared, GradArgs};
 use crate::gradient::grad;
 use crate::graph::print::pprint_outputs;
 use crate::graph::FunctionGraph;
@@ -14,7 +14,12 @@ use crate::tensor::Tensor;
 
 /// The gradients of the 0-d `cost` (built from `src`) with respect to the
 /// declared inputs named in `wrt`, in that order.
-pub fn gradients(cost: &Tensor, decls: &[Declared], wrt: &[String], src: &str) -> CliResult<Vec<Tensor>> {
+pub fn gradients(
+    cost: &Tensor,
+    decls: &[Declared],
+    wrt: &[String],
+    src: &str,
+) -> CliResult<Vec<Tensor>> {
     if wrt.is_empty() {
         return Err(CliError::usage("--wrt (or --grad) names no variable"));
     }
@@ -63,7 +68,11 @@ pub fn run(a: &GradArgs, out: &mut dyn Write) -> CliResult {
         writeln!(out, "{j}")?;
         return Ok(());
     }
-    writeln!(out, "gradient before rewriting ({} nodes):", before.n_nodes())?;
+    writeln!(
+        out,
+        "gradient before rewriting ({} nodes):",
+        before.n_nodes()
+    )?;
     writeln!(out, "{}", pprint_outputs(&before))?;
     writeln!(out, "after {} ({} nodes):", a.mode, after.n_nodes())?;
     writeln!(out, "{}", pprint_outputs(&after))?;

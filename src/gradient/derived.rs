@@ -9,8 +9,8 @@
 use super::reverse::{grad, vjp};
 use crate::error::{Error, Result};
 use crate::graph::{DType, Value};
-use crate::tensor::{elemwise, mul, second, Tensor};
 use crate::ops::ScalarOp;
+use crate::tensor::{elemwise, mul, second, Tensor};
 
 /// The Jacobian of `expression` (0-d or 1-d of static length `n`) with
 /// respect to each of `wrt`: for a 1-d expression, a tensor of shape
@@ -43,7 +43,11 @@ pub fn jacobian(expression: &Tensor, wrt: &[Tensor]) -> Result<Vec<Tensor>> {
     let mut rows: Vec<Vec<Tensor>> = vec![Vec::with_capacity(n); wrt.len()];
     for i in 0..n {
         let e = one_hot(dt, n, i, &[n]);
-        let r = vjp(std::slice::from_ref(expression), wrt, &[Tensor::constant(e)])?;
+        let r = vjp(
+            std::slice::from_ref(expression),
+            wrt,
+            &[Tensor::constant(e)],
+        )?;
         for (k, g) in r.into_iter().enumerate() {
             // e_i (n, 1, ..., 1) times the row (1, *shape): row i of the result.
             let mut shape = vec![n];

@@ -21,7 +21,10 @@ pub fn primitive_form(op: &Op, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>>>
     match op {
         Op::Composite { composite, .. } => Some(expand_composite(composite, inputs)),
         Op::FusedReduce { op: r, axes, pre } => Some((|| {
-            let mapped = Tensor::apply(Op::composite((**pre).clone()), &inputs.iter().collect::<Vec<_>>())?;
+            let mapped = Tensor::apply(
+                Op::composite((**pre).clone()),
+                &inputs.iter().collect::<Vec<_>>(),
+            )?;
             let reduced = Tensor::apply(
                 Op::CAReduce {
                     op: *r,

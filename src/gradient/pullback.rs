@@ -162,7 +162,12 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
             let mut out = Vec::with_capacity(x.len());
             for i in 0..x.len() {
                 let mut factors: Vec<&Tensor> = vec![gz];
-                factors.extend(x.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, t)| t));
+                factors.extend(
+                    x.iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .map(|(_, t)| t),
+                );
                 out.push(g(elemwise(Mul, &factors)?));
             }
             out
@@ -179,7 +184,16 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
         ],
         Pow => {
             let (b, e) = (&x[0], &x[1]);
-            let gb = mul(&mul(gz, e)?, &elemwise(Pow, &[b, &sub(e, &k(1.0))?])?)?;
+            // A constant exponent's `e - 1` is folded here: the graph keeps
+            // no node of constants only.
+            let em1 = match e.constant_value() {
+                Some(v) => Tensor::constant(Value::from_f64_array(
+                    v.dtype(),
+                    v.to_f64_array().mapv(|x| x - 1.0),
+                )),
+                None => sub(e, &k(1.0))?,
+            };
+            let gb = mul(&mul(gz, e)?, &elemwise(Pow, &[b, &em1])?)?;
             // log(0) * 0 ** e is NaN or -inf * 0: PyTensor takes 0 where the base is 0.
             let ge = mul(&mul(gz, &b.log())?, z)?;
             let ge = switch(&eq(b, &k(0.0))?, &k(0.0), &ge)?;
@@ -194,17 +208,11 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
             // A tie goes to the first argument (PyTensor: gx = eq(z, x) * gz,
             // gy = (1 - eq(z, x)) * gz); NaN in x routes gz to y.
             let first = eq(z, &x[0])?;
-            vec![
-                g(keep_where(&first, gz)?),
-                g(switch(&first, &k(0.0), gz)?),
-            ]
+            vec![g(keep_where(&first, gz)?), g(switch(&first, &k(0.0), gz)?)]
         }
         Clip => {
             let (v, lo, hi) = (&x[0], &x[1], &x[2]);
-            let inside = elemwise(
-                And,
-                &[&elemwise(Ge, &[v, lo])?, &elemwise(Le, &[v, hi])?],
-            )?;
+            let inside = elemwise(And, &[&elemwise(Ge, &[v, lo])?, &elemwise(Le, &[v, hi])?])?;
             vec![
                 g(keep_where(&inside, gz)?),
                 g(keep_where(&elemwise(Lt, &[v, lo])?, gz)?),
@@ -277,9 +285,7 @@ fn dimshuffle_l_op(input_ndim: usize, new_order: &[Option<usize>], gz: &Tensor) 
     // size 1, else a sum (their run-time size is 1 either way).
     let (g, kept): (Tensor, Vec<usize>) = {
         let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
-        let static_one = added
-            .iter()
-            .all(|&a| gz.ty().shape[a as usize] == Some(1));
+        let static_one = added.iter().all(|&a| gz.ty().shape[a as usize] == Some(1));
         let g = if added.is_empty() {
             gz.clone()
         } else if static_one {
@@ -356,9 +362,10 @@ fn reduce_l_op(
             let is_zero = eq(x, &zero)?;
             let nonzero = switch(&is_zero, &c(dt, 1.0), x)?;
             let prod_nz = nonzero.reduce(ReduceOp::Prod, axes_i.as_deref(), true)?;
-            let n_zeros = is_zero
-                .cast(DType::I64)
-                .reduce(ReduceOp::Sum, axes_i.as_deref(), true)?;
+            let n_zeros =
+                is_zero
+                    .cast(DType::I64)
+                    .reduce(ReduceOp::Sum, axes_i.as_deref(), true)?;
             let none = eq(&n_zeros, &c(DType::I64, 0.0))?;
             let one = eq(&n_zeros, &c(DType::I64, 1.0))?;
             let z_b = expand_reduced(z, nd, axes)?;
@@ -376,7 +383,10 @@ fn reduce_l_op(
 fn dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
     let dot = crate::tensor::dot;
     let outer = |a: &Tensor, b: &Tensor| -> Result<Tensor> {
-        mul(&a.dimshuffle(&[Some(0), None])?, &b.dimshuffle(&[None, Some(0)])?)
+        mul(
+            &a.dimshuffle(&[Some(0), None])?,
+            &b.dimshuffle(&[None, Some(0)])?,
+        )
     };
     let (gx, gy) = match (x.ndim(), y.ndim()) {
         (2, 2) => (dot(gz, &y.t())?, dot(&x.t(), gz)?),

@@ -64,7 +64,11 @@ pub fn grad(cost: &Tensor, wrt: &[Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// [`grad`] with options: `cost` may be `None` when `known_grads` seed the walk.
-pub fn grad_with(cost: Option<&Tensor>, wrt: &[Tensor], options: &GradOptions) -> Result<Vec<Tensor>> {
+pub fn grad_with(
+    cost: Option<&Tensor>,
+    wrt: &[Tensor],
+    options: &GradOptions,
+) -> Result<Vec<Tensor>> {
     let mut seeds: Vec<(Tensor, Option<Tensor>)> = Vec::new();
     if let Some(cost) = cost {
         if cost.ndim() != 0 {
@@ -138,7 +142,11 @@ pub fn vjp(outputs: &[Tensor], wrt: &[Tensor], cotangents: &[Tensor]) -> Result<
     }
     let options = GradOptions {
         disconnected_inputs: DisconnectedInputs::Ignore,
-        known_grads: outputs.iter().cloned().zip(cotangents.iter().cloned()).collect(),
+        known_grads: outputs
+            .iter()
+            .cloned()
+            .zip(cotangents.iter().cloned())
+            .collect(),
     };
     grad_with(None, wrt, &options)
 }
@@ -146,7 +154,11 @@ pub fn vjp(outputs: &[Tensor], wrt: &[Tensor], cotangents: &[Tensor]) -> Result<
 /// Zeros of `w`'s shape: its dtype when it is a float, else `f64` (PyTensor's
 /// float zero for an integer variable).
 fn zeros_like(w: &Tensor) -> Tensor {
-    let dt = if w.dtype().is_float() { w.dtype() } else { DType::F64 };
+    let dt = if w.dtype().is_float() {
+        w.dtype()
+    } else {
+        DType::F64
+    };
     second(w, &Tensor::constant(Value::scalar_f64(dt, 0.0))).expect("a 0-d value broadcasts")
 }
 
@@ -237,7 +249,10 @@ impl Acc {
         match self.contributions.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(one.clone())),
-            many => Ok(Some(elemwise(ScalarOp::Add, &many.iter().collect::<Vec<_>>())?)),
+            many => Ok(Some(elemwise(
+                ScalarOp::Add,
+                &many.iter().collect::<Vec<_>>(),
+            )?)),
         }
     }
 }
@@ -304,7 +319,9 @@ fn backprop(
     for t in order.iter().rev() {
         let apply = apply_of(t).expect("sorted tensors are op outputs");
         let outputs = node_outputs(t, apply);
-        if !outputs.iter().any(|o| acc.get(&key(o)).is_some_and(|a| a.connected))
+        if !outputs
+            .iter()
+            .any(|o| acc.get(&key(o)).is_some_and(|a| a.connected))
             || !apply.inputs.iter().any(|i| depends.contains(&key(i)))
         {
             continue;
@@ -353,7 +370,11 @@ fn backprop(
 
 /// The gradients of `apply`'s inputs: its pullback, or the gradient of its
 /// primitive form seeded with the output gradients.
-fn input_grads(apply: &ApplyNode, outputs: &[Tensor], gzs: &[Option<Tensor>]) -> Result<Vec<InputGrad>> {
+fn input_grads(
+    apply: &ApplyNode,
+    outputs: &[Tensor],
+    gzs: &[Option<Tensor>],
+) -> Result<Vec<InputGrad>> {
     let Some(expanded) = primitive_form(&apply.op, &apply.inputs) else {
         return l_op(&apply.op, &apply.inputs, outputs, gzs);
     };
