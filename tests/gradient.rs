@@ -713,4 +713,31 @@ fn stabilized_gradients_are_finite_and_exact_at_800() {
             })
         },
     );
+    // logsumexp: the gradient is the softmax, max-shifted by local_exp_over_sum_exp.
+    let xm = Value::F64(
+        ndarray::arr2(&[
+            [-800.0, 0.0, 800.0],
+            [799.0, 800.0, 0.5],
+            [-800.0, -799.0, -1000.0],
+        ])
+        .into_dyn(),
+    );
+    stability_case(
+        "sum(log(sum(exp(X), axis=1)))",
+        "X=f64[:, :]",
+        "X",
+        &[xm],
+        &|v| {
+            let x = &v[0];
+            let mut out = x.clone();
+            for (i, row) in x.outer_iter().enumerate() {
+                let m = row.fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+                let s: f64 = row.iter().map(|&r| (r - m).exp()).sum();
+                for (j, &r) in row.iter().enumerate() {
+                    out[[i, j]] = (r - m).exp() / s;
+                }
+            }
+            out
+        },
+    );
 }
