@@ -22,11 +22,19 @@ fn main() -> kiln::Result<()> {
 
     let inputs = [x.clone(), t.clone(), w.clone()];
     let before = FunctionGraph::new(&inputs, std::slice::from_ref(&g))?;
-    println!("gradient as built ({} nodes):\n  {}", before.n_nodes(), pprint_outputs(&before));
+    println!(
+        "gradient as built ({} nodes):\n  {}",
+        before.n_nodes(),
+        pprint_outputs(&before)
+    );
     let f = function(&inputs, &[loss.clone(), g.clone()])
         .mode(Mode::fast_run())
         .compile()?;
-    println!("after FAST_RUN ({} nodes with the loss):\n  {}", f.graph().n_nodes(), pprint_outputs(f.graph()));
+    println!(
+        "after FAST_RUN ({} nodes with the loss):\n  {}",
+        f.graph().n_nodes(),
+        pprint_outputs(f.graph())
+    );
 
     // Large logits: the rewritten gradient stays finite where the graph as
     // built divides 0 by 0.
@@ -44,7 +52,10 @@ fn main() -> kiln::Result<()> {
     let exact = xv.t().dot(&resid);
     let got = out[1].to_f64_array();
     println!("gradient at logits {z}: {got} (closed form {exact})");
-    assert!(got.iter().zip(exact.iter()).all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
+    assert!(got
+        .iter()
+        .zip(exact.iter())
+        .all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)));
 
     // The Hessian of a quadratic form is constant: A + Aᵀ.
     let v = tensor("v", DType::F64, &[Some(2)]);

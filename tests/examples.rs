@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Every example, with a text its output must contain.
-const EXPECTED: [(&str, &str); 8] = [
+const EXPECTED: [(&str, &str); 9] = [
     ("quickstart", "softplus over 1000000 points"),
     ("seed_rewriting", "# unification and reification"),
     ("call_into_loop", "output arrays reused: true"),
