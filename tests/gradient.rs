@@ -139,7 +139,7 @@ fn zero_gradient_ops_give_connected_zeros() {
         weighted_sum(&x.cast(DType::I32), &[4]),
     ];
     for cost in &costs {
-        let g = grad(cost, &[x.clone()]).expect("connected through a zero-gradient op");
+        let g = grad(cost, std::slice::from_ref(&x)).expect("connected through a zero-gradient op");
         let r = fast_run(&[x.clone(), y.clone()], &g, &vals);
         assert_eq!(r[0], ArrayD::<f64>::zeros(IxDyn(&[4])), "{cost}");
     }
@@ -164,7 +164,7 @@ fn switch_second_and_casts() {
     // second(x, y): only y's values flow; x is disconnected.
     let s = elemwise(ScalarOp::Second, &[&x, &y]).unwrap();
     check("second", &ins, &weighted_sum(&s, &[4]), &vals, &[1]);
-    let e = grad(&weighted_sum(&s, &[4]), &[x.clone()]).unwrap_err();
+    let e = grad(&weighted_sum(&s, &[4]), std::slice::from_ref(&x)).unwrap_err();
     assert!(
         e.to_string()
             .contains("does not depend on wrt[0] (x: f64(?,))"),
@@ -172,7 +172,7 @@ fn switch_second_and_casts() {
     );
     // A cast to f32 and back: the gradient is cast back to f64 (exact: w).
     let cost = weighted_sum(&x.cast(DType::F32).sqr(), &[4]);
-    let g = grad(&cost, &[x.clone()]).unwrap();
+    let g = grad(&cost, std::slice::from_ref(&x)).unwrap();
     assert_eq!(g[0].dtype(), DType::F64);
     let r = fast_run(&ins, &g, &vals);
     let xs = GENERIC.map(|v| v as f32 as f64);
@@ -235,22 +235,22 @@ fn edge_cases_follow_pytensor() {
 
     // prod with no, one and two zeros.
     let x = vector("x", DType::F64);
-    let gp = grad(&x.prod(&[0]).unwrap(), &[x.clone()]).unwrap();
+    let gp = grad(&x.prod(&[0]).unwrap(), std::slice::from_ref(&x)).unwrap();
     for (v, e) in [
         ([2.0, 3.0, 4.0], [12.0, 8.0, 6.0]),
         ([0.0, 2.0, 3.0], [6.0, 0.0, 0.0]),
         ([0.0, 2.0, 0.0], [0.0, 0.0, 0.0]),
     ] {
         for r in [
-            fast_run(&[x.clone()], &gp, &[vec1(&v)]),
-            reference(&[x.clone()], &gp, &[vec1(&v)]),
+            fast_run(std::slice::from_ref(&x), &gp, &[vec1(&v)]),
+            reference(std::slice::from_ref(&x), &gp, &[vec1(&v)]),
         ] {
             assert_eq!(r[0], ndarray::arr1(&e).into_dyn(), "prod at {v:?}");
         }
     }
     // max: every position equal to the maximum receives the gradient.
-    let gm = grad(&x.max(&[0]).unwrap(), &[x.clone()]).unwrap();
-    let r = fast_run(&[x.clone()], &gm, &[vec1(&[1.0, 3.0, 3.0])]);
+    let gm = grad(&x.max(&[0]).unwrap(), std::slice::from_ref(&x)).unwrap();
+    let r = fast_run(std::slice::from_ref(&x), &gm, &[vec1(&[1.0, 3.0, 3.0])]);
     assert_eq!(r[0], ndarray::arr1(&[0.0, 1.0, 1.0]).into_dyn());
 }
 
@@ -399,7 +399,11 @@ fn structural_ops_match_finite_differences() {
         check(what, &ins, cost, &vals, wrt);
     }
     // Shape and Shape_i are disconnected.
-    let e = grad(&m.shape_i(0).unwrap().cast(DType::F64), &[m.clone()]).unwrap_err();
+    let e = grad(
+        &m.shape_i(0).unwrap().cast(DType::F64),
+        std::slice::from_ref(&m),
+    )
+    .unwrap_err();
     assert!(
         e.to_string()
             .contains("does not depend on wrt[0] (M: f64(3, 4))"),
@@ -453,7 +457,7 @@ fn gradients_of_a_fast_run_graph_equal_gradients_of_the_original() {
     let x = vector("x", DType::F64);
     let y = vector("y", DType::F64);
     let fwd = (&(&x.exp() * &y) + &x.sigmoid()).sqr().sum_all();
-    let f = kiln::function(&[x.clone(), y.clone()], &[fwd.clone()])
+    let f = kiln::function(&[x.clone(), y.clone()], std::slice::from_ref(&fwd))
         .compile()
         .unwrap();
     let rebuilt = f.graph().output_tensors(&[x.clone(), y.clone()]).unwrap();
@@ -473,7 +477,7 @@ fn disconnected_and_integer_conventions() {
     let k = vector("k", DType::I64);
     let cost = (&x * &k.cast(DType::F64)).sum_all();
     // Raise (the default) names the variable.
-    let e = grad(&cost, &[y.clone()]).unwrap_err();
+    let e = grad(&cost, std::slice::from_ref(&y)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "gradient error: the cost does not depend on wrt[0] (y: f64(?,)): it is not part of the cost's graph, or only through an op whose output ignores its value (pass DisconnectedInputs::Ignore to get zeros)"
@@ -484,7 +488,7 @@ fn disconnected_and_integer_conventions() {
             disconnected_inputs: policy,
             ..Default::default()
         };
-        let g = grad_with(Some(&cost), &[y.clone()], &opts).unwrap();
+        let g = grad_with(Some(&cost), std::slice::from_ref(&y), &opts).unwrap();
         let r = fast_run(
             &[x.clone(), y.clone(), k.clone()],
             &g,
@@ -510,19 +514,19 @@ fn disconnected_and_integer_conventions() {
     assert_eq!(r[0], ndarray::arr1(&[3.0, 4.0]).into_dyn());
     assert_eq!(r[1], ndarray::arr1(&[0.0, 0.0]).into_dyn());
     // A non-scalar cost is an error.
-    let e = grad(&x, &[x.clone()]).unwrap_err();
+    let e = grad(&x, std::slice::from_ref(&x)).unwrap_err();
     assert_eq!(
         e.to_string(),
         "gradient error: the cost must be a scalar (0-d), got f64(?,)"
     );
     // Nothing to differentiate.
-    let e = grad_with(None, &[x.clone()], &GradOptions::default()).unwrap_err();
+    let e = grad_with(None, std::slice::from_ref(&x), &GradOptions::default()).unwrap_err();
     assert!(e.to_string().contains("nothing to differentiate"), "{e}");
     // The gradient of the cost with respect to itself is 1.
     let s = x.sum_all();
-    let g = grad(&s, &[s.clone()]).unwrap();
+    let g = grad(&s, std::slice::from_ref(&s)).unwrap();
     assert_eq!(
-        fast_run(&[x.clone()], &g, &[vec1(&[1.0])])[0],
+        fast_run(std::slice::from_ref(&x), &g, &[vec1(&[1.0])])[0],
         ndarray::arr0(1.0).into_dyn()
     );
 }
@@ -536,7 +540,7 @@ fn known_grads_seed_the_walk() {
         known_grads: vec![(h.clone(), gh.clone())],
         ..Default::default()
     };
-    let g = grad_with(None, &[x.clone()], &opts).unwrap();
+    let g = grad_with(None, std::slice::from_ref(&x), &opts).unwrap();
     let r = fast_run(
         &[x.clone(), gh.clone()],
         &g,
@@ -572,11 +576,11 @@ fn jacobian_hessian_vjp_jvp() {
     );
     // y = tanh(A x): J = diag(1 - y²) A.
     let y = dot(&a, &x).unwrap().tanh();
-    let j = jacobian(&y, &[x.clone()]).unwrap();
+    let j = jacobian(&y, std::slice::from_ref(&x)).unwrap();
     let ins = [x.clone(), a.clone()];
     let vals = [xv.clone(), av.clone()];
     let jr = fast_run(&ins, &j, &vals);
-    let yr = reference(&ins, &[y.clone()], &vals)[0].clone();
+    let yr = reference(&ins, std::slice::from_ref(&y), &vals)[0].clone();
     let am = av.to_f64_array();
     let mut expected = ArrayD::<f64>::zeros(IxDyn(&[3, 3]));
     for i in 0..3 {
@@ -587,7 +591,7 @@ fn jacobian_hessian_vjp_jvp() {
     assert_close("jacobian", &jr[0], &expected, 1e-12, 1e-15);
     // Hessian of x·A·x = A + Aᵀ.
     let q = dot(&x, &dot(&a, &x).unwrap()).unwrap();
-    let h = hessian(&q, &[x.clone()]).unwrap();
+    let h = hessian(&q, std::slice::from_ref(&x)).unwrap();
     let hr = fast_run(&ins, &h, &vals);
     let expected = &am + &am.t();
     assert_close("hessian", &hr[0], &expected.into_dyn(), 1e-12, 1e-15);
@@ -602,8 +606,18 @@ fn jacobian_hessian_vjp_jvp() {
         .clone()
         .into_dimensionality::<ndarray::Ix2>()
         .unwrap();
-    let back = vjp(&[y.clone()], &[x.clone()], &[u.clone()]).unwrap();
-    let fwd = jvp(&[y.clone()], &[x.clone()], &[v.clone()]).unwrap();
+    let back = vjp(
+        std::slice::from_ref(&y),
+        std::slice::from_ref(&x),
+        std::slice::from_ref(&u),
+    )
+    .unwrap();
+    let fwd = jvp(
+        std::slice::from_ref(&y),
+        std::slice::from_ref(&x),
+        std::slice::from_ref(&v),
+    )
+    .unwrap();
     let r = fast_run(&ins, &[back[0].clone(), fwd[0].clone()], &vals);
     let um = uv
         .to_f64_array()
@@ -632,10 +646,10 @@ fn jacobian_hessian_vjp_jvp() {
 fn f32_gradients_stay_f32() {
     let x = vector("x", DType::F32);
     let cost = (&x.sigmoid() * 2.0).sum_all();
-    let g = grad(&cost, &[x.clone()]).unwrap();
+    let g = grad(&cost, std::slice::from_ref(&x)).unwrap();
     assert_eq!(g[0].dtype(), DType::F32);
     let r = fast_run(
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &g,
         &[Value::F32(ndarray::arr1(&[0.0f32, 1.0]).into_dyn())],
     );
