@@ -42,6 +42,10 @@ pub enum Error {
     /// A compiled function was called with bad inputs.
     #[error("input error: {0}")]
     Input(String),
+    /// A gradient could not be built (non-scalar cost, disconnected input,
+    /// an op without a pullback, ...).
+    #[error("gradient error: {0}")]
+    Gradient(String),
     /// An expression or declaration could not be parsed.
     #[error("parse error at position {pos}: {msg}")]
     Parse {

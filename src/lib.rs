@@ -14,6 +14,7 @@ pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod function;
+pub mod gradient;
 pub mod graph;
 pub mod linker;
 pub mod ops;
@@ -25,6 +26,7 @@ pub mod workloads;
 
 pub use error::{Error, Result};
 pub use function::{function, CompiledFunction, FunctionBuilder};
+pub use gradient::{grad, hessian, jacobian, jvp, vjp};
 pub use graph::{DType, FunctionGraph, TensorType, Value};
 pub use ops::{Op, ReduceOp, ScalarOp};
 pub use tensor::*;

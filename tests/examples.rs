@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Every example, with a text its output must contain.
-const EXPECTED: [(&str, &str); 8] = [
+const EXPECTED: [(&str, &str); 9] = [
     ("quickstart", "softplus over 1000000 points"),
     ("seed_rewriting", "# unification and reification"),
     ("call_into_loop", "output arrays reused: true"),
@@ -20,6 +20,7 @@ const EXPECTED: [(&str, &str); 8] = [
     ("custom_op", "run by the reference evaluator: [\"cumsum\"]"),
     ("compare_modes", "every mode agrees with `none`"),
     ("profiling", "== FAST_RUN rewrite profile"),
+    ("gradients", "hessian of v·A·v: [[2, 5],"),
 ];
 
 /// The folder the examples of this build profile are written to.

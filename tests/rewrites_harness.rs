@@ -335,6 +335,11 @@ fn templates() -> Vec<Template> {
         t("local_log_sum_exp", Matrices, |[a, ..], _| {
             a.exp().sum(&[1]).unwrap().log()
         }),
+        t("local_exp_over_sum_exp", Matrices, |[a, b, _], _| {
+            let e = a.exp();
+            let s = e.reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
+            &(b * &e) / &s
+        }),
         t("logsigm_to_softplus", Vectors, |[a, ..], _| {
             a.sigmoid().log()
         }),

@@ -73,6 +73,45 @@ fn log_sum_exp() {
 }
 
 #[test]
+fn exp_over_sum_exp() {
+    // The gradient of log(sum(exp(X), axis=1)): the softmax, max-shifted.
+    // (Built with the tensor API: exp(X) is one node, as a gradient shares it.)
+    let m = "where((abs(max(X, axis=1)) == inf), 0.0, max(X, axis=1))";
+    let x = matrix("X", DType::F64);
+    let g = matrix("g", DType::F64);
+    let e = x.exp();
+    let s = e.reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
+    check_rule(
+        "local_exp_over_sum_exp",
+        graph_of(std::slice::from_ref(&x), &(&e / &s)),
+        "(exp(X) / sum(exp(X), axis=1)[:, None])",
+        &format!("(exp((X - {m}[:, None])) / sum(exp((X - {m}[:, None])), axis=1)[:, None])"),
+    );
+    check_rule(
+        "local_exp_over_sum_exp",
+        graph_of(&[x.clone(), g.clone()], &(&(&g * &e) / &s)),
+        "((g * exp(X)) / sum(exp(X), axis=1)[:, None])",
+        &format!("((g * exp((X - {m}[:, None]))) / sum(exp((X - {m}[:, None])), axis=1)[:, None])"),
+    );
+    // The sum broadcast along the wrong axis is not a softmax.
+    let s0 = e.sum(&[0]).unwrap().dimshuffle(&[Some(0), None]).unwrap();
+    check_no_fire(
+        "local_exp_over_sum_exp",
+        graph_of(std::slice::from_ref(&x), &(&e / &s0)),
+    );
+    // The value: finite and exact at 800.
+    let mut fg = graph_of(&[x], &(&e / &s));
+    kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
+    let v = Value::F64(ndarray::arr2(&[[800.0, 800.0], [-800.0, 0.0]]).into_dyn());
+    let r = kiln::eval::evaluate(&fg, &[v]).unwrap()[0].to_f64_array();
+    let e800 = (-800f64).exp();
+    assert_eq!(
+        r,
+        ndarray::arr2(&[[0.5, 0.5], [e800 / (1.0 + e800), 1.0 / (1.0 + e800)]]).into_dyn()
+    );
+}
+
+#[test]
 fn logsigm_to_softplus() {
     check_rule(
         "logsigm_to_softplus",

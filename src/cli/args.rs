@@ -38,6 +38,28 @@ pub enum Command {
     Bench(BenchArgs),
     /// Write the graph as Graphviz DOT.
     Dot(DotArgs),
+    /// Print the gradient graph of a scalar expression before and after rewriting.
+    Grad(GradArgs),
+}
+
+/// `kiln grad`.
+#[derive(Debug, Args)]
+pub struct GradArgs {
+    /// The scalar (0-d) cost expression, e.g. "sum(log(sigmoid(x)))" (may start with '-').
+    #[arg(allow_hyphen_values = true)]
+    pub expr: String,
+    /// The inputs to differentiate with respect to (comma-separated or repeated).
+    #[arg(long, value_name = "NAME,..", required = true)]
+    pub wrt: Vec<String>,
+    /// An input declaration `NAME=DTYPE[DIMS]`, e.g. `x=f64[:]`.
+    #[arg(long = "var", value_name = "NAME=DTYPE[DIMS]")]
+    pub vars: Vec<String>,
+    /// The mode whose rewrites run on the gradient graph.
+    #[arg(long, default_value = "fast_run")]
+    pub mode: String,
+    /// Print one JSON object {before, after, nodes_before, nodes_after, ops_after}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `kiln eval`.
@@ -58,6 +80,9 @@ pub struct EvalArgs {
     /// Print the function, rewriter and per-node run profiles.
     #[arg(long)]
     pub profile: bool,
+    /// Evaluate the gradient of the (scalar) expression with respect to this input instead.
+    #[arg(long, value_name = "NAME")]
+    pub grad: Option<String>,
 }
 
 /// How `kiln rewrite` prints graphs.
@@ -124,6 +149,9 @@ pub struct BenchArgs {
     /// Build the chain graph of K operations.
     #[arg(long, value_name = "K", conflicts_with = "expr")]
     pub chain: Option<usize>,
+    /// Measure the gradient of the (scalar) expression with respect to these inputs (comma-separated).
+    #[arg(long, value_name = "NAME,..", requires = "expr")]
+    pub grad: Vec<String>,
     /// Length of the chain graph's input vectors.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub chain_size: usize,

@@ -173,6 +173,13 @@ pub fn generate(dtype: DType, shape: &[usize], rng: &mut Rng) -> Value {
 
 /// The case of an expression with concrete `NAME=DTYPE[SIZES]` declarations.
 pub fn expr_case(expr: &str, vars: &[String]) -> CliResult<Case> {
+    expr_grad_case(expr, vars, &[])
+}
+
+/// The case of an expression's gradients with respect to the inputs named in
+/// `wrt` (the expression itself when `wrt` is empty), with concrete
+/// `NAME=DTYPE[SIZES]` declarations.
+pub fn expr_grad_case(expr: &str, vars: &[String], wrt: &[String]) -> CliResult<Case> {
     let decls = declare_all(vars)?;
     let mut rng = Rng::new(42);
     let mut values = Vec::new();
@@ -199,10 +206,19 @@ pub fn expr_case(expr: &str, vars: &[String]) -> CliResult<Case> {
         });
     }
     let y = build(expr, &generic)?;
+    let outs = if wrt.is_empty() {
+        vec![y]
+    } else {
+        super::grad::gradients(&y, &generic, wrt, expr)?
+    };
     let ins: Vec<_> = generic.iter().map(|d| d.tensor.clone()).collect();
-    let graph = FunctionGraph::new(&ins, &[y]).map_err(|e| CliError::from_kiln(e, expr))?;
+    let graph = FunctionGraph::new(&ins, &outs).map_err(|e| CliError::from_kiln(e, expr))?;
     Ok(Case {
-        name: "expr".into(),
+        name: if wrt.is_empty() {
+            "expr".into()
+        } else {
+            format!("grad_{}", wrt.join("_"))
+        },
         graph,
         values,
     })
@@ -283,7 +299,7 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
     } else if let Some(k) = a.chain {
         vec![chain_case(k, a.chain_size)?]
     } else if let Some(e) = &a.expr {
-        vec![expr_case(e, &a.vars)?]
+        vec![expr_grad_case(e, &a.vars, &split_list(&a.grad))?]
     } else {
         return Err(CliError::usage(
             "nothing to measure: give an expression with --var declarations, --suite, or --chain K",

@@ -1,7 +1,8 @@
 //! `kiln eval EXPR --in x=x.npy ...`: types every input by its `.npy` file
 //! (dtype and static shape), compiles the expression under the chosen mode,
 //! runs it once, and writes the result as `.npy` (dtype kept) or prints its
-//! shape, dtype and a numpy-like summary.
+//! shape, dtype and a numpy-like summary. With `--grad x`, the value
+//! computed is the gradient of the (scalar) expression with respect to `x`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -49,6 +50,12 @@ pub fn run(a: &EvalArgs, out: &mut dyn Write) -> CliResult {
         values.push(v);
     }
     let y = build(&a.expr, &decls)?;
+    let y = match &a.grad {
+        Some(name) => {
+            super::grad::gradients(&y, &decls, std::slice::from_ref(name), &a.expr)?.remove(0)
+        }
+        None => y,
+    };
     let inputs: Vec<_> = decls.iter().map(|d| d.tensor.clone()).collect();
     let f = function(&inputs, &[y])
         .mode(mode)

@@ -8,6 +8,7 @@
 //! | `kiln rewrite EXPR --var x=f64[:]` | [`rewrite`] | prints the graph before and after rewriting |
 //! | `kiln bench --suite` | [`bench`](mod@bench) | compile and run times, node counts, peak buffer bytes |
 //! | `kiln dot EXPR --var ...` | [`rewrite`] | Graphviz of the graph |
+//! | `kiln grad EXPR --wrt x --var ...` | [`grad`](mod@grad) | the gradient graph before and after rewriting (`eval --grad` and `bench --grad` differentiate too) |
 //!
 //! Every failure caused by the user's input (a malformed expression or
 //! declaration, an unknown variable, a missing or malformed `.npy`, a dtype
@@ -24,6 +25,7 @@
 pub mod args;
 pub mod bench;
 pub mod eval;
+pub mod grad;
 pub mod npy;
 pub mod rewrite;
 
@@ -33,7 +35,7 @@ use std::io::Write;
 
 use clap::Parser;
 
-pub use args::{BenchArgs, Cli, Command, DotArgs, EvalArgs, GraphFormat, RewriteArgs};
+pub use args::{BenchArgs, Cli, Command, DotArgs, EvalArgs, GradArgs, GraphFormat, RewriteArgs};
 
 use crate::error::Error;
 use crate::expr::{self, ParseError};
@@ -113,6 +115,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> CliResult {
         Command::Rewrite(a) => rewrite::run(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Dot(a) => rewrite::dot(&a, out),
+        Command::Grad(a) => grad::run(&a, out),
     }
 }
 

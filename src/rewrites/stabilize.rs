@@ -62,6 +62,12 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_exp_over_sum_exp",
+            tracks: kinds!(TrueDiv),
+            apply: local_exp_over_sum_exp,
+            fast_compile: false,
+        },
+        Rule {
             name: "logsigm_to_softplus",
             tracks: kinds!(Log),
             apply: logsigm_to_softplus,
@@ -269,8 +275,30 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     if !x_ty.dtype.is_float() || is_max_shifted(fg, x) {
         return Ok(None);
     }
-    let nd = x_ty.ndim();
-    let reduced: Vec<usize> = axes.clone().unwrap_or_else(|| (0..nd).collect());
+    let (m_safe, m_keep) = max_shift(fg, x, &axes)?;
+    let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
+    let ex = unary(fg, ScalarOp::Exp, shifted)?;
+    let sum = fg.apply1(
+        Op::CAReduce {
+            op: ReduceOp::Sum,
+            axes,
+        },
+        &[ex],
+    )?;
+    let l = unary(fg, ScalarOp::Log, sum)?;
+    let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    finish(fg, n, new)
+}
+
+/// The shift of the max-shifted forms: `m = max(X, axes)` with an infinite
+/// `m` replaced by 0, and `m` with the reduced axes put back as broadcastable
+/// dimensions (to shift `X`).
+fn max_shift(
+    fg: &mut FunctionGraph,
+    x: VarId,
+    axes: &Option<Vec<usize>>,
+) -> Result<(VarId, VarId)> {
+    let x_ty = fg.ty(x).clone();
     let m = fg.apply1(
         Op::CAReduce {
             op: ReduceOp::Max,
@@ -283,36 +311,104 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     let is_inf = elemwise(fg, ScalarOp::Eq, &[am, inf])?;
     let zero = scalar_const(fg, x_ty.dtype, 0.0);
     let m_safe = elemwise(fg, ScalarOp::Switch, &[is_inf, zero, m])?;
-    // Put the reduced axes back as broadcastable dimensions to shift X.
+    let nd = x_ty.ndim();
+    let order = reduced_order(nd, axes);
+    let kept = order.iter().flatten().count();
+    let m_keep = fg.apply1(
+        Op::DimShuffle {
+            input_ndim: kept,
+            new_order: order,
+        },
+        &[m_safe],
+    )?;
+    Ok((m_safe, m_keep))
+}
+
+/// The DimShuffle order putting the axes reduced by `axes` (`None`: all)
+/// of an `nd`-d tensor back as broadcastable dimensions.
+fn reduced_order(nd: usize, axes: &Option<Vec<usize>>) -> Vec<Option<usize>> {
     let mut k = 0;
-    let order: Vec<Option<usize>> = (0..nd)
+    (0..nd)
         .map(|d| {
-            if reduced.contains(&d) {
+            if axes.as_ref().is_none_or(|a| a.contains(&d)) {
                 None
             } else {
                 k += 1;
                 Some(k - 1)
             }
         })
-        .collect();
-    let m_keep = fg.apply1(
-        Op::DimShuffle {
-            input_ndim: nd - reduced.len(),
-            new_order: order,
-        },
-        &[m_safe],
-    )?;
+        .collect()
+}
+
+/// `(c * exp(X)) / sum(exp(X), axes)[kept]` (the softmax of a log-sum-exp's
+/// gradient; `c` optional) `-> (c * exp(X - m)) / sum(exp(X - m), axes)[kept]`
+/// with the shift of [`local_log_sum_exp`]: the same ratio, finite where
+/// `exp(X)` overflows.
+pub fn local_exp_over_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let (num, den) = (input(fg, n, 0), input(fg, n, 1));
+    let Some(ds) = fg.owner(den) else {
+        return Ok(None);
+    };
+    let Op::DimShuffle { new_order, .. } = fg.node(ds).op.clone() else {
+        return Ok(None);
+    };
+    let s_var = input(fg, ds, 0);
+    let Some(s) = fg.owner(s_var) else {
+        return Ok(None);
+    };
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(s).op.clone()
+    else {
+        return Ok(None);
+    };
+    let e = input(fg, s, 0);
+    let Some(e_node) = owner_if(fg, e, ScalarOp::Exp) else {
+        return Ok(None);
+    };
+    let x = input(fg, e_node, 0);
+    if !fg.ty(x).dtype.is_float()
+        || is_max_shifted(fg, x)
+        || new_order != reduced_order(fg.ty(x).ndim(), &axes)
+    {
+        return Ok(None);
+    }
+    // The numerator: exp(X) itself, or a product with exp(X) as a factor.
+    let factors: Vec<VarId> = if num == e {
+        vec![e]
+    } else {
+        match fg.owner(num) {
+            Some(m)
+                if fg.node(m).op.is_elemwise(ScalarOp::Mul) && fg.node(m).inputs.contains(&e) =>
+            {
+                fg.node(m).inputs.to_vec()
+            }
+            _ => return Ok(None),
+        }
+    };
+    let (_, m_keep) = max_shift(fg, x, &axes)?;
     let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
-    let ex = unary(fg, ScalarOp::Exp, shifted)?;
-    let sum = fg.apply1(
+    let e2 = unary(fg, ScalarOp::Exp, shifted)?;
+    let s2 = fg.apply1(
         Op::CAReduce {
             op: ReduceOp::Sum,
             axes,
         },
-        &[ex],
+        &[e2],
     )?;
-    let l = unary(fg, ScalarOp::Log, sum)?;
-    let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    let ds_op = fg.node(ds).op.clone();
+    let den2 = fg.apply1(ds_op, &[s2])?;
+    let factors2: Vec<VarId> = factors
+        .iter()
+        .map(|&f| if f == e { e2 } else { f })
+        .collect();
+    let num2 = if factors2.len() == 1 {
+        factors2[0]
+    } else {
+        elemwise(fg, ScalarOp::Mul, &factors2)?
+    };
+    let new = elemwise(fg, ScalarOp::TrueDiv, &[num2, den2])?;
     finish(fg, n, new)
 }
 

@@ -1,0 +1,405 @@
+//! Pullbacks (PyTensor's `L_op` / `pullback`): for one Apply node, the
+//! gradients of its inputs given the gradients of its outputs, built as
+//! ordinary tensor graphs over the node's inputs and outputs.
+//!
+//! [`l_op`] is the one `match` over [`Op`], and [`scalar_l_op`] the one
+//! `match` over [`ScalarOp`]: adding an op's gradient is one arm in one of
+//! them (ops that are sugar for a primitive graph — `Composite`,
+//! `FusedReduce`, `Gemm` — are differentiated through that graph instead;
+//! see `expand.rs`). A pullback returns, per input, an [`InputGrad`]:
+//! `Disconnected` when the input's value does not influence the output
+//! (the shape inputs of `Alloc`, the first input of `second`), `Zero` when
+//! it does but the derivative is zero almost everywhere (`floor`,
+//! comparisons, `sign`, `int_div`, every integer or boolean input), or a
+//! tensor. A returned tensor may have the broadcast shape of the outputs and
+//! a wider dtype: the driver (`reverse.rs`) sums it over the input's
+//! broadcastable dimensions and casts it to the input's dtype, so element-wise
+//! pullbacks never handle broadcasting themselves.
+//!
+//! Conventions follow PyTensor: `maximum`/`minimum` give a tie to their first
+//! argument, `clip` gives a tie with a bound to `x`, `abs` has derivative 0
+//! at 0, max/min reductions route `gz` to *every* position equal to the
+//! result (ties all receive it), `pow`'s exponent gradient is 0 where the
+//! base is 0, and `prod` handles zeros exactly (one zero: the product of the
+//! others at the zero; two or more: 0).
+
+use crate::error::{Error, Result};
+use crate::graph::{DType, Value};
+use crate::ops::{Op, ReduceOp, ScalarOp};
+use crate::tensor::{add, elemwise, eq, mul, second, sub, switch, true_div, Tensor};
+
+/// The gradient a pullback gives one input of a node.
+#[derive(Debug, Clone)]
+pub enum InputGrad {
+    /// The output does not depend on this input's value.
+    Disconnected,
+    /// The output depends on the input, with derivative zero almost
+    /// everywhere (or the input is integer-valued).
+    Zero,
+    /// The gradient (possibly of the output's broadcast shape and dtype).
+    Grad(Tensor),
+}
+
+/// The pullback of `op` applied to `inputs` giving `outputs`, for the output
+/// gradients `output_grads` (`None` where an output receives no gradient).
+/// Ops reached here are primitive: the driver expands `Composite`,
+/// `FusedReduce` and `Gemm` first.
+pub fn l_op(
+    op: &Op,
+    inputs: &[Tensor],
+    outputs: &[Tensor],
+    output_grads: &[Option<Tensor>],
+) -> Result<Vec<InputGrad>> {
+    // Every primitive op has one output; a multi-output op would take the
+    // `None` entries as zeros in its own arm.
+    let gz = match output_grads {
+        [Some(g)] => g,
+        _ => {
+            return Err(Error::Graph(format!(
+                "pullback of {}: expected the gradient of one output",
+                op.name()
+            )))
+        }
+    };
+    let z = &outputs[0];
+    match op {
+        Op::Elemwise { scalar, .. } => scalar_l_op(*scalar, inputs, z, gz),
+        Op::DimShuffle {
+            input_ndim,
+            new_order,
+        } => Ok(vec![InputGrad::Grad(dimshuffle_l_op(
+            *input_ndim,
+            new_order,
+            gz,
+        )?)]),
+        Op::CAReduce { op: r, axes } => reduce_l_op(*r, axes.as_deref(), &inputs[0], z, gz),
+        Op::Dot => dot_l_op(&inputs[0], &inputs[1], gz),
+        Op::Alloc => {
+            let value = &inputs[0];
+            // Sum over the leading dimensions Alloc added; the driver sums
+            // over the value's broadcastable ones.
+            let extra = z.ndim() - value.ndim();
+            let axes: Vec<isize> = (0..extra as isize).collect();
+            let g = if axes.is_empty() {
+                gz.clone()
+            } else {
+                gz.sum(&axes)?
+            };
+            let mut grads = vec![InputGrad::Grad(g)];
+            grads.extend(inputs[1..].iter().map(|_| InputGrad::Disconnected));
+            Ok(grads)
+        }
+        Op::Reshape { .. } => {
+            let x = &inputs[0];
+            let g = match x.ty().static_size().and(static_shape(x)) {
+                Some(shape) => gz.reshape(&shape)?,
+                None => Tensor::apply(Op::Reshape { ndim: x.ndim() }, &[gz, &x.shape()])?,
+            };
+            Ok(vec![InputGrad::Grad(g), InputGrad::Disconnected])
+        }
+        Op::Shape | Op::ShapeI(_) => Ok(vec![InputGrad::Disconnected]),
+        Op::Composite { .. } | Op::FusedReduce { .. } | Op::Gemm { .. } => Err(Error::Graph(
+            format!("pullback of {}: expand the op first", op.name()),
+        )),
+        Op::Custom(c) => Err(Error::Graph(format!(
+            "the op {} has no gradient (custom ops define no pullback)",
+            c.name()
+        ))),
+    }
+}
+
+fn static_shape(x: &Tensor) -> Option<Vec<i64>> {
+    x.ty().shape.iter().map(|d| d.map(|n| n as i64)).collect()
+}
+
+/// A 0-d constant of `dtype`.
+fn c(dtype: DType, v: f64) -> Tensor {
+    Tensor::constant(Value::scalar_f64(dtype, v))
+}
+
+/// `gz` where `cond`, else 0.
+fn keep_where(cond: &Tensor, gz: &Tensor) -> Result<Tensor> {
+    switch(cond, gz, &c(gz.dtype(), 0.0))
+}
+
+/// The float dtype gradients of this node are computed in.
+fn grad_dtype(z: &Tensor, gz: &Tensor) -> DType {
+    if z.dtype().is_float() {
+        DType::upcast(z.dtype(), gz.dtype())
+    } else {
+        gz.dtype()
+    }
+}
+
+/// The pullback of an element-wise scalar op: `x` its inputs, `z` its
+/// output, `gz` the output gradient. Results have the output's broadcast
+/// shape; integer and boolean inputs get [`InputGrad::Zero`].
+pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
+    use ScalarOp::*;
+    let g = |t: Tensor| InputGrad::Grad(t);
+    let zero = || InputGrad::Zero;
+    let dt = grad_dtype(z, gz);
+    let k = |v: f64| c(dt, v);
+    // Only float outputs carry a gradient: everything of an integer or
+    // boolean output is zero (PyTensor's discrete outputs).
+    if !z.dtype().is_float() {
+        return Ok((0..x.len())
+            .map(|i| {
+                if op == Second && i == 0 {
+                    InputGrad::Disconnected
+                } else {
+                    InputGrad::Zero
+                }
+            })
+            .collect());
+    }
+    let neg = |t: &Tensor| t.neg();
+    let sq = |t: &Tensor| t.sqr();
+    let grads: Vec<InputGrad> = match op {
+        Add => x.iter().map(|_| g(gz.clone())).collect(),
+        Sub => vec![g(gz.clone()), g(neg(gz))],
+        Mul => {
+            let mut out = Vec::with_capacity(x.len());
+            for i in 0..x.len() {
+                let mut factors: Vec<&Tensor> = vec![gz];
+                factors.extend(
+                    x.iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .map(|(_, t)| t),
+                );
+                out.push(g(elemwise(Mul, &factors)?));
+            }
+            out
+        }
+        TrueDiv => vec![
+            g(true_div(gz, &x[1])?),
+            g(neg(&true_div(&mul(gz, &x[0])?, &sq(&x[1]))?)),
+        ],
+        IntDiv => vec![zero(), zero()],
+        // x mod y = x - y * floor(x / y).
+        Mod => vec![
+            g(gz.clone()),
+            g(neg(&mul(&elemwise(IntDiv, &[&x[0], &x[1]])?, gz)?)),
+        ],
+        Pow => {
+            let (b, e) = (&x[0], &x[1]);
+            // A constant exponent's `e - 1` is folded here: the graph keeps
+            // no node of constants only.
+            let em1 = match e.constant_value() {
+                Some(v) => Tensor::constant(Value::from_f64_array(
+                    v.dtype(),
+                    v.to_f64_array().mapv(|x| x - 1.0),
+                )),
+                None => sub(e, &k(1.0))?,
+            };
+            let gb = mul(&mul(gz, e)?, &elemwise(Pow, &[b, &em1])?)?;
+            // log(0) * 0 ** e is NaN or -inf * 0: PyTensor takes 0 where the base is 0.
+            let ge = mul(&mul(gz, &b.log())?, z)?;
+            let ge = switch(&eq(b, &k(0.0))?, &k(0.0), &ge)?;
+            vec![g(gb), g(ge)]
+        }
+        Neg => vec![g(neg(gz))],
+        Reciprocal => vec![g(neg(&true_div(gz, &sq(&x[0]))?))],
+        Abs => vec![g(mul(gz, &x[0].sign())?)],
+        Sign | Floor | Ceil | Round => vec![zero()],
+        Sqr => vec![g(mul(&mul(gz, &x[0])?, &k(2.0))?)],
+        Maximum | Minimum => {
+            // A tie goes to the first argument (PyTensor: gx = eq(z, x) * gz,
+            // gy = (1 - eq(z, x)) * gz); NaN in x routes gz to y.
+            let first = eq(z, &x[0])?;
+            vec![g(keep_where(&first, gz)?), g(switch(&first, &k(0.0), gz)?)]
+        }
+        Clip => {
+            let (v, lo, hi) = (&x[0], &x[1], &x[2]);
+            let inside = elemwise(And, &[&elemwise(Ge, &[v, lo])?, &elemwise(Le, &[v, hi])?])?;
+            vec![
+                g(keep_where(&inside, gz)?),
+                g(keep_where(&elemwise(Lt, &[v, lo])?, gz)?),
+                g(keep_where(&elemwise(Gt, &[v, hi])?, gz)?),
+            ]
+        }
+        Exp => vec![g(mul(gz, z)?)],
+        Exp2 => vec![g(mul(&mul(gz, z)?, &k(std::f64::consts::LN_2))?)],
+        Expm1 => vec![g(mul(gz, &x[0].exp())?)],
+        Log => vec![g(true_div(gz, &x[0])?)],
+        Log2 => vec![g(true_div(gz, &mul(&x[0], &k(std::f64::consts::LN_2))?)?)],
+        Log10 => vec![g(true_div(gz, &mul(&x[0], &k(std::f64::consts::LN_10))?)?)],
+        Log1p => vec![g(true_div(gz, &add(&x[0], &k(1.0))?)?)],
+        Sqrt => vec![g(true_div(&mul(gz, &k(0.5))?, z)?)],
+        Sigmoid => vec![g(mul(&mul(gz, z)?, &sub(&k(1.0), z)?)?)],
+        Softplus => vec![g(mul(gz, &x[0].sigmoid())?)],
+        // d/dx log(1 - exp(x)) = -1 / expm1(-x) (-inf at 0 through the division).
+        Log1mexp => vec![g(mul(gz, &true_div(&k(-1.0), &neg(&x[0]).expm1())?)?)],
+        Sin => vec![g(mul(gz, &x[0].cos())?)],
+        Cos => vec![g(neg(&mul(gz, &x[0].sin())?))],
+        Tan => vec![g(true_div(gz, &sq(&x[0].cos()))?)],
+        ArcSin => vec![g(true_div(gz, &sub(&k(1.0), &sq(&x[0]))?.sqrt())?)],
+        ArcCos => vec![g(neg(&true_div(gz, &sub(&k(1.0), &sq(&x[0]))?.sqrt())?))],
+        ArcTan => vec![g(true_div(gz, &add(&k(1.0), &sq(&x[0]))?)?)],
+        Sinh => vec![g(mul(gz, &x[0].cosh())?)],
+        Cosh => vec![g(mul(gz, &x[0].sinh())?)],
+        Tanh => vec![g(mul(gz, &sub(&k(1.0), &sq(z))?)?)],
+        ArcSinh => vec![g(true_div(gz, &add(&sq(&x[0]), &k(1.0))?.sqrt())?)],
+        ArcCosh => vec![g(true_div(gz, &sub(&sq(&x[0]), &k(1.0))?.sqrt())?)],
+        ArcTanh => vec![g(true_div(gz, &sub(&k(1.0), &sq(&x[0]))?)?)],
+        Erf | Erfc => {
+            let two_over_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI;
+            let sign = if op == Erf { 1.0 } else { -1.0 };
+            let d = mul(&k(sign * two_over_sqrt_pi), &neg(&sq(&x[0])).exp())?;
+            vec![g(mul(gz, &d)?)]
+        }
+        Switch => vec![
+            zero(),
+            g(keep_where(&x[0], gz)?),
+            g(switch(&x[0], &k(0.0), gz)?),
+        ],
+        // second(a, b) only takes a's shape: a's values are unused.
+        Second => vec![InputGrad::Disconnected, g(gz.clone())],
+        Identity | Cast(_) => vec![g(gz.clone())],
+        Lt | Le | Gt | Ge | Eq | Neq | And | Or | Xor | Invert => {
+            unreachable!("{op} has a boolean or integer output, handled above")
+        }
+    };
+    // Integer and boolean inputs carry no gradient value.
+    Ok(grads
+        .into_iter()
+        .zip(x)
+        .map(|(gr, t)| match gr {
+            InputGrad::Grad(_) if !t.dtype().is_float() => InputGrad::Zero,
+            other => other,
+        })
+        .collect())
+}
+
+/// The pullback of a DimShuffle: the inverse permutation, re-inserting the
+/// broadcastable dimensions it dropped and removing (summing) the ones it added.
+fn dimshuffle_l_op(input_ndim: usize, new_order: &[Option<usize>], gz: &Tensor) -> Result<Tensor> {
+    let added: Vec<isize> = new_order
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.is_none())
+        .map(|(i, _)| i as isize)
+        .collect();
+    // Drop the added dimensions: a DimShuffle when gz has them statically of
+    // size 1, else a sum (their run-time size is 1 either way).
+    let (g, kept): (Tensor, Vec<usize>) = {
+        let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
+        let static_one = added.iter().all(|&a| gz.ty().shape[a as usize] == Some(1));
+        let g = if added.is_empty() {
+            gz.clone()
+        } else if static_one {
+            let order: Vec<Option<usize>> = (0..new_order.len())
+                .filter(|i| new_order[*i].is_some())
+                .map(Some)
+                .collect();
+            gz.dimshuffle(&order)?
+        } else {
+            gz.sum(&added)?
+        };
+        (g, kept)
+    };
+    // g's dimension j is input dimension kept[j]; dropped input dimensions
+    // (broadcastable) come back as new ones.
+    let order: Vec<Option<usize>> = (0..input_ndim)
+        .map(|d| kept.iter().position(|&k| k == d))
+        .collect();
+    if order.iter().enumerate().all(|(i, o)| *o == Some(i)) && order.len() == g.ndim() {
+        return Ok(g);
+    }
+    g.dimshuffle(&order)
+}
+
+/// `gz` (of the reduced shape) with the reduced axes re-inserted as
+/// broadcastable ones, so that it broadcasts against the input.
+fn expand_reduced(gz: &Tensor, ndim: usize, axes: Option<&[usize]>) -> Result<Tensor> {
+    let reduced = |d: usize| axes.is_none_or(|a| a.contains(&d));
+    let mut k = 0;
+    let order: Vec<Option<usize>> = (0..ndim)
+        .map(|d| {
+            if reduced(d) {
+                None
+            } else {
+                k += 1;
+                Some(k - 1)
+            }
+        })
+        .collect();
+    if order.iter().all(Option::is_some) {
+        return Ok(gz.clone());
+    }
+    gz.dimshuffle(&order)
+}
+
+/// The pullback of a CAReduce over `axes` (`None`: all) of `x` giving `z`.
+fn reduce_l_op(
+    r: ReduceOp,
+    axes: Option<&[usize]>,
+    x: &Tensor,
+    z: &Tensor,
+    gz: &Tensor,
+) -> Result<Vec<InputGrad>> {
+    if !x.dtype().is_float() || !z.dtype().is_float() {
+        return Ok(vec![InputGrad::Zero]);
+    }
+    let nd = x.ndim();
+    let gz_b = expand_reduced(gz, nd, axes)?;
+    let dt = x.dtype();
+    let zero = c(dt, 0.0);
+    let g = match r {
+        // Every element receives gz: broadcast it to x's shape.
+        ReduceOp::Sum => second(x, &gz_b)?,
+        ReduceOp::Max | ReduceOp::Min => {
+            // PyTensor's rule: gz goes to every position equal to the result.
+            let z_b = expand_reduced(z, nd, axes)?;
+            switch(&eq(x, &z_b)?, &gz_b, &zero)?
+        }
+        ReduceOp::Prod => {
+            // Exact with zeros: with no zero in a group, prod / x; with one,
+            // the product of the others at the zero and 0 elsewhere; with
+            // more, 0 everywhere.
+            let axes_i: Option<Vec<isize>> = axes.map(|a| a.iter().map(|&d| d as isize).collect());
+            let is_zero = eq(x, &zero)?;
+            let nonzero = switch(&is_zero, &c(dt, 1.0), x)?;
+            let prod_nz = nonzero.reduce(ReduceOp::Prod, axes_i.as_deref(), true)?;
+            let n_zeros =
+                is_zero
+                    .cast(DType::I64)
+                    .reduce(ReduceOp::Sum, axes_i.as_deref(), true)?;
+            let none = eq(&n_zeros, &c(DType::I64, 0.0))?;
+            let one = eq(&n_zeros, &c(DType::I64, 1.0))?;
+            let z_b = expand_reduced(z, nd, axes)?;
+            let no_zero_case = true_div(&z_b, x)?;
+            let one_zero_case = switch(&is_zero, &prod_nz, &zero)?;
+            let d = switch(&none, &no_zero_case, &switch(&one, &one_zero_case, &zero)?)?;
+            mul(&gz_b, &d)?
+        }
+        ReduceOp::All | ReduceOp::Any => return Ok(vec![InputGrad::Zero]),
+    };
+    Ok(vec![InputGrad::Grad(g)])
+}
+
+/// The pullback of numpy `dot` on 1-d and 2-d operands.
+fn dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
+    let dot = crate::tensor::dot;
+    let outer = |a: &Tensor, b: &Tensor| -> Result<Tensor> {
+        mul(
+            &a.dimshuffle(&[Some(0), None])?,
+            &b.dimshuffle(&[None, Some(0)])?,
+        )
+    };
+    let (gx, gy) = match (x.ndim(), y.ndim()) {
+        (2, 2) => (dot(gz, &y.t())?, dot(&x.t(), gz)?),
+        (2, 1) => (outer(gz, y)?, dot(&x.t(), gz)?),
+        (1, 2) => (dot(y, gz)?, outer(x, gz)?),
+        _ => (mul(gz, y)?, mul(gz, x)?),
+    };
+    let wrap = |t: &Tensor, g: Tensor| {
+        if t.dtype().is_float() {
+            InputGrad::Grad(g)
+        } else {
+            InputGrad::Zero
+        }
+    };
+    Ok(vec![wrap(x, gx), wrap(y, gy)])
+}
