@@ -755,3 +755,130 @@ fn stabilized_gradients_are_finite_and_exact_at_800() {
         },
     );
 }
+
+/// The pullbacks of the indexing, joining, softmax and cumulative ops
+/// (issue 14's ops): basic indexing and slice updates, gathers and indexed
+/// updates (duplicate indices included), concatenation, softmax and
+/// log-softmax over an axis and over everything, running sums; each
+/// against finite differences on the reference and FAST_RUN.
+#[test]
+fn structural_ops_of_issue_14_match_finite_differences() {
+    use kiln::tensor::{Idx, IdxBound};
+    let m = tensor("M", DType::F64, &[Some(3), Some(4)]);
+    let u = tensor("u", DType::F64, &[Some(4)]);
+    let y = tensor("y", DType::F64, &[Some(2)]);
+    let ins = [m.clone(), u.clone(), y.clone()];
+    let mv = |shape: &[usize], seed: f64| {
+        let k: usize = shape.iter().product();
+        let d: Vec<f64> = (0..k)
+            .map(|i| ((i as f64 + seed) * 0.7).sin() * 1.5 + 0.1)
+            .collect();
+        Value::F64(ArrayD::from_shape_vec(IxDyn(shape), d).unwrap())
+    };
+    let vals = [mv(&[3, 4], 0.3), mv(&[4], 2.0), mv(&[2], 1.1)];
+    let idx = constant(Value::I64(ndarray::arr1(&[3, 0, 3]).into_dyn()));
+    // A set with duplicate indices writes only the last duplicate, while its
+    // pullback (PyTensor's too) gives every duplicate the gradient: distinct
+    // indices for the set.
+    let distinct = constant(Value::I64(ndarray::arr1(&[3, 0]).into_dyn()));
+    let slice = |a: i64, b: i64| Idx::Slice {
+        start: Some(IdxBound::Const(a)),
+        stop: Some(IdxBound::Const(b)),
+        step: None,
+    };
+    let reversed = Idx::Slice {
+        start: None,
+        stop: None,
+        step: Some(IdxBound::Const(-1)),
+    };
+    let cases: Vec<(&str, Tensor, Vec<usize>)> = vec![
+        (
+            "subtensor",
+            weighted_sum(
+                &m.slice(&[slice(1, 3), reversed.clone()]).unwrap().exp(),
+                &[2, 4],
+            ),
+            vec![0],
+        ),
+        (
+            "set_subtensor",
+            weighted_sum(
+                &kiln::tensor::set_subtensor(&u, &[slice(1, 3)], &y)
+                    .unwrap()
+                    .sin(),
+                &[4],
+            ),
+            vec![1, 2],
+        ),
+        (
+            "inc_subtensor",
+            weighted_sum(
+                &kiln::tensor::inc_subtensor(&u, &[slice(0, 2)], &y)
+                    .unwrap()
+                    .tanh(),
+                &[4],
+            ),
+            vec![1, 2],
+        ),
+        (
+            "take",
+            weighted_sum(&kiln::take(&m, &idx, 1).unwrap().sin(), &[3, 3]),
+            vec![0],
+        ),
+        (
+            "advanced_inc_subtensor1",
+            weighted_sum(
+                &kiln::advanced_inc_subtensor1(&u, 0, &idx, &y.sum_all())
+                    .unwrap()
+                    .sin(),
+                &[4],
+            ),
+            vec![1, 2],
+        ),
+        (
+            "advanced_set_subtensor1",
+            weighted_sum(
+                &kiln::advanced_set_subtensor1(&u, 0, &distinct, &y.sum_all())
+                    .unwrap()
+                    .exp(),
+                &[4],
+            ),
+            vec![1, 2],
+        ),
+        (
+            "concatenate",
+            weighted_sum(&kiln::concatenate(&[&u, &y, &u], 0).unwrap().sin(), &[10]),
+            vec![1, 2],
+        ),
+        (
+            "softmax",
+            weighted_sum(&m.softmax_op(Some(1), false).unwrap(), &[3, 4]),
+            vec![0],
+        ),
+        (
+            "log_softmax over everything",
+            weighted_sum(&m.softmax_op(None, true).unwrap(), &[3, 4]),
+            vec![0],
+        ),
+        (
+            "cumsum along an axis",
+            weighted_sum(&m.cumulative(ReduceOp::Sum, Some(0)).unwrap(), &[3, 4]),
+            vec![0],
+        ),
+        (
+            "cumsum flattened",
+            weighted_sum(&m.cumulative(ReduceOp::Sum, None).unwrap(), &[12]),
+            vec![0],
+        ),
+    ];
+    for (what, cost, wrt) in &cases {
+        check(what, &ins, cost, &vals, wrt);
+    }
+    // What has no pullback yet says so.
+    let mask = constant(Value::Bool(
+        ndarray::arr1(&[true, false, true, true]).into_dyn(),
+    ));
+    let masked = kiln::boolean_mask(&u, &mask).unwrap().sum_all();
+    let e = grad(&masked, &[u.clone()]).unwrap_err().to_string();
+    assert!(e.contains("has no gradient yet"), "{e}");
+}

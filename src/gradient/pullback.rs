@@ -26,7 +26,10 @@
 use crate::error::{Error, Result};
 use crate::graph::{DType, Value};
 use crate::ops::{Op, ReduceOp, ScalarOp};
-use crate::tensor::{add, elemwise, eq, mul, second, sub, switch, true_div, Tensor};
+use crate::tensor::{
+    add, advanced_inc_subtensor1, advanced_set_subtensor1, elemwise, eq, mul, second, sub, switch,
+    take, true_div, Idx, IdxBound, Tensor,
+};
 
 /// The gradient a pullback gives one input of a node.
 #[derive(Debug, Clone)]
@@ -98,6 +101,123 @@ pub fn l_op(
             Ok(vec![InputGrad::Grad(g), InputGrad::Disconnected])
         }
         Op::Shape | Op::ShapeI(_) => Ok(vec![InputGrad::Disconnected]),
+        Op::Subtensor { idx } => {
+            // The gradient flows back into the selection of zeros like x.
+            let zeros = second(&inputs[0], &c(gz.dtype(), 0.0))?;
+            let mut args = vec![&zeros, gz];
+            args.extend(&inputs[1..]);
+            let update = Op::IncSubtensor {
+                idx: idx.clone(),
+                set: false,
+                inplace: false,
+            };
+            let mut grads = vec![InputGrad::Grad(Tensor::apply(update, &args)?)];
+            grads.extend(inputs[1..].iter().map(|_| InputGrad::Disconnected));
+            Ok(grads)
+        }
+        Op::IncSubtensor { idx, set, .. } => {
+            let (x, y, bounds) = (&inputs[0], &inputs[1], &inputs[2..]);
+            // x: all of gz (inc), or gz with the overwritten selection zeroed (set).
+            let gx = if *set {
+                let mut args = vec![gz.clone(), c(gz.dtype(), 0.0)];
+                args.extend(bounds.iter().cloned());
+                let refs: Vec<&Tensor> = args.iter().collect();
+                let zero_sel = Op::IncSubtensor {
+                    idx: idx.clone(),
+                    set: true,
+                    inplace: false,
+                };
+                Tensor::apply(zero_sel, &refs)?
+            } else {
+                gz.clone()
+            };
+            let mut args = vec![gz];
+            args.extend(bounds);
+            let selected = Tensor::apply(Op::Subtensor { idx: idx.clone() }, &args)?;
+            let mut grads = vec![
+                grad_or_zero(x, gx),
+                grad_or_zero(y, sum_leading(&selected, y.ndim())?),
+            ];
+            grads.extend(bounds.iter().map(|_| InputGrad::Disconnected));
+            Ok(grads)
+        }
+        Op::AdvancedSubtensor1 { axis } => {
+            let zeros = second(&inputs[0], &c(gz.dtype(), 0.0))?;
+            let g = advanced_inc_subtensor1(&zeros, *axis as isize, &inputs[1], gz)?;
+            Ok(vec![InputGrad::Grad(g), InputGrad::Disconnected])
+        }
+        Op::AdvancedIncSubtensor1 { axis, set } => {
+            let (x, y, idx) = (&inputs[0], &inputs[1], &inputs[2]);
+            let a = *axis as isize;
+            let gx = if *set {
+                advanced_set_subtensor1(gz, a, idx, &c(gz.dtype(), 0.0))?
+            } else {
+                gz.clone()
+            };
+            // As PyTensor: with `set` and duplicate indices every duplicate
+            // receives the gradient, though only the last one is written.
+            let gy = sum_leading(&take(gz, idx, a)?, y.ndim())?;
+            Ok(vec![
+                grad_or_zero(x, gx),
+                grad_or_zero(y, gy),
+                InputGrad::Disconnected,
+            ])
+        }
+        Op::Join { axis } => {
+            // Each part's gradient is its slice of gz along the axis.
+            let mut start = c(DType::I64, 0.0);
+            let mut grads = Vec::with_capacity(inputs.len());
+            for part in inputs {
+                let stop = add(&start, &part.shape_i(*axis)?)?;
+                let mut items = vec![Idx::FULL; *axis];
+                items.push(Idx::Slice {
+                    start: Some(IdxBound::Tensor(start.clone())),
+                    stop: Some(IdxBound::Tensor(stop.clone())),
+                    step: None,
+                });
+                grads.push(grad_or_zero(part, gz.slice(&items)?));
+                start = stop;
+            }
+            Ok(grads)
+        }
+        Op::Softmax { axis, log } => {
+            let axes: Option<Vec<isize>> = axis.map(|a| vec![a as isize]);
+            let keep_sum = |t: &Tensor| t.reduce(ReduceOp::Sum, axes.as_deref(), true);
+            let g = if *log {
+                // d log_softmax: gz - softmax(x) * sum(gz).
+                sub(gz, &mul(&z.exp(), &keep_sum(gz)?)?)?
+            } else {
+                // d softmax: z * (gz - sum(gz * z)).
+                mul(z, &sub(gz, &keep_sum(&mul(gz, z)?)?)?)?
+            };
+            Ok(vec![grad_or_zero(&inputs[0], g)])
+        }
+        Op::CumReduce {
+            op: ReduceOp::Sum,
+            axis,
+        } => {
+            // The reversed running sum of gz (over the flattened input for
+            // axis None, reshaped back).
+            let x = &inputs[0];
+            let along = axis.unwrap_or(0);
+            let mut rev = vec![Idx::FULL; along];
+            rev.push(Idx::from(..).step(-1));
+            let g = gz
+                .slice(&rev)?
+                .cumulative(ReduceOp::Sum, Some(along as isize))?
+                .slice(&rev)?;
+            let g = match axis {
+                Some(_) => g,
+                None => Tensor::apply(Op::Reshape { ndim: x.ndim() }, &[&g, &x.shape()])?,
+            };
+            Ok(vec![grad_or_zero(x, g)])
+        }
+        Op::ArgReduce {
+            with_value: false, ..
+        } => Ok(vec![InputGrad::Zero]),
+        Op::CumReduce { .. } | Op::ArgReduce { .. } | Op::BooleanMask | Op::Split { .. } => Err(
+            Error::Graph(format!("the op {} has no gradient yet", op.name())),
+        ),
         Op::Composite { .. } | Op::FusedReduce { .. } | Op::Gemm { .. } => Err(Error::Graph(
             format!("pullback of {}: expand the op first", op.name()),
         )),
@@ -106,6 +226,26 @@ pub fn l_op(
             c.name()
         ))),
     }
+}
+
+/// `g` for a float input, [`InputGrad::Zero`] for an integer or boolean one.
+fn grad_or_zero(x: &Tensor, g: Tensor) -> InputGrad {
+    if x.dtype().is_float() {
+        InputGrad::Grad(g)
+    } else {
+        InputGrad::Zero
+    }
+}
+
+/// `t` summed over its leading dimensions down to `ndim` (an update's `y`
+/// broadcast to the selection through missing leading dimensions).
+fn sum_leading(t: &Tensor, ndim: usize) -> Result<Tensor> {
+    let extra = t.ndim().saturating_sub(ndim);
+    if extra == 0 {
+        return Ok(t.clone());
+    }
+    let axes: Vec<isize> = (0..extra as isize).collect();
+    t.sum(&axes)
 }
 
 fn static_shape(x: &Tensor) -> Option<Vec<i64>> {

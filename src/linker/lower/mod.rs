@@ -22,8 +22,8 @@ pub mod gemm;
 pub mod indexing;
 pub mod reduce;
 pub mod shape;
-pub mod subtensor;
 pub mod softmax;
+pub mod subtensor;
 
 use ctx::{LowerCx, NodeSlots};
 
