@@ -879,6 +879,8 @@ fn structural_ops_of_issue_14_match_finite_differences() {
         ndarray::arr1(&[true, false, true, true]).into_dyn(),
     ));
     let masked = kiln::boolean_mask(&u, &mask).unwrap().sum_all();
-    let e = grad(&masked, &[u.clone()]).unwrap_err().to_string();
+    let e = grad(&masked, std::slice::from_ref(&u))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("has no gradient yet"), "{e}");
 }

@@ -47,14 +47,14 @@ fn useless_comparison_of_a_size() {
     let zero = Tensor::scalar_constant(DType::I64, 0.0);
     let name = "local_useless_elemwise_comparison";
     let ge = graph_of(
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &elemwise(ScalarOp::Ge, &[&size, &zero]).unwrap(),
     );
     let mut new = ge.clone();
     assert_eq!(apply_rule(&mut new, name), 1);
     assert_eq!(show(&new), "True");
     let lt = graph_of(
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &elemwise(ScalarOp::Gt, &[&zero, &size]).unwrap(),
     );
     let mut new = lt.clone();
