@@ -128,14 +128,13 @@ fn run_broad_case(
     compare_case(&ins, &outs, &vals, Variant(variant), stats)
 }
 
-/// The differential property (module docs, `differential_support`): 2,000
-/// cases in CI over inputs of every dtype in every layout, through `call`,
-/// `call_into` and `call_mut`. Prints the elements skipped by the
-/// remaining exemptions and asserts they are below 5% of those compared.
-#[test]
-fn compiled_code_matches_the_reference() {
+/// Runs the broad property over random graphs whose steps `step` draws, in
+/// `cases` cases (every dtype, every layout, `call`, `call_into` and
+/// `call_mut`), panicking with the minimal failing case; returns the
+/// comparison's statistics.
+fn run_property(step: BoxedStrategy<Step>, cases: u32) -> Stats {
     let strategy = (
-        proptest::collection::vec(step(), 1..10),
+        proptest::collection::vec(step, 1..10),
         1..3usize,
         // Lengths past 8 and 128 reach the unrolled vector loops and the
         // several blocks of the element-wise vector path.
@@ -146,7 +145,7 @@ fn compiled_code_matches_the_reference() {
         1..u64::MAX,
     );
     let stats = std::cell::RefCell::new(Stats::default());
-    let mut runner = TestRunner::new(config_with(2000));
+    let mut runner = TestRunner::new(config_with(cases));
     let result = runner.run(&strategy, |(steps, n_out, n, m, seed, edges, variant)| {
         let mut case = Stats::default();
         if let Err(e) = run_broad_case(&steps, n_out, n, m, seed, edges, variant, &mut case) {
@@ -161,7 +160,16 @@ fn compiled_code_matches_the_reference() {
     if let Err(e) = result {
         panic!("{e}");
     }
-    let stats = stats.into_inner();
+    stats.into_inner()
+}
+
+/// The differential property (module docs, `differential_support`): 2,000
+/// cases in CI over inputs of every dtype in every layout, through `call`,
+/// `call_into` and `call_mut`. Prints the elements skipped by the
+/// remaining exemptions and asserts they are below 5% of those compared.
+#[test]
+fn compiled_code_matches_the_reference() {
+    let stats = run_property(step().boxed(), 2000);
     println!("differential: {stats}");
     println!("inputs by dtype and layout: {:?}", stats.inputs);
     for dtype in DType::ALL {
@@ -184,32 +192,7 @@ fn compiled_code_matches_the_reference() {
 /// layout and call form: 500 cases in CI.
 #[test]
 fn indexing_and_joins_match_the_reference() {
-    let strategy = (
-        proptest::collection::vec(indexing_step(), 1..10),
-        1..3usize,
-        prop_oneof![Just(0usize), 1..9usize, 9..300usize],
-        1..4usize,
-        any::<u64>(),
-        any::<bool>(),
-        1..u64::MAX,
-    );
-    let stats = std::cell::RefCell::new(Stats::default());
-    let mut runner = TestRunner::new(config_with(500));
-    let result = runner.run(&strategy, |(steps, n_out, n, m, seed, edges, variant)| {
-        let mut case = Stats::default();
-        if let Err(e) = run_broad_case(&steps, n_out, n, m, seed, edges, variant, &mut case) {
-            prop_assert!(
-                false,
-                "{e}\nsteps: {steps:?}, n_out {n_out}, n {n}, m {m}, seed {seed}, edges {edges}, variant {variant}"
-            );
-        }
-        stats.borrow_mut().absorb(&case);
-        Ok(())
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-    let stats = stats.into_inner();
+    let stats = run_property(indexing_step().boxed(), 500);
     println!("differential (indexing): {stats}");
     assert!(
         stats.skipped_fraction() < 0.05,
