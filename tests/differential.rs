@@ -978,6 +978,18 @@ fn call_mut_gemm_into_an_empty_copied_input() {
     .unwrap();
 }
 
+/// `abs(c_i8 / 1.0)` at -128 is 128: `local_abs_lift` took the absolute
+/// value of the integer factor, which wraps at its minimum, to -128 (found
+/// by the 100,000-case run, seed 2222).
+#[test]
+fn values_absolute_value_of_a_quotient_of_bytes() {
+    let c = vector("c", DType::I8);
+    let one = weak_constant(&c, 1.0, true);
+    let out = elemwise(ScalarOp::TrueDiv, &[&c, &one]).unwrap().abs();
+    let vals = [Value::I8(ndarray::arr1(&[-128i8, 127, -1, 0]).into_dyn())];
+    compare_with_reference(&[c], &[out], &vals).unwrap();
+}
+
 // The comparison itself: every remaining exemption skips only what the
 // rewrite (or the linker contract) that licenses it can change; each test
 // below shows a wrong result that the exemption does not hide.

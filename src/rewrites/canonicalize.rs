@@ -821,7 +821,9 @@ pub fn local_merge_switch_same_cond(fg: &mut FunctionGraph, n: NodeId) -> Result
 }
 
 /// `abs(x * y) -> abs(x) * abs(y)`, `abs(x / y) -> abs(x) / abs(y)` when the
-/// product has no other client.
+/// product has no other client and every factor is a float: the absolute
+/// value of a signed integer wraps at its minimum (`abs(-128_i8)` is -128),
+/// where the original took it of a float (`abs(c_i8 / 1.0)` is 128).
 pub fn local_abs_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = fg.node(n).inputs[0];
     let Some(inner) = fg.owner(x) else {
@@ -834,6 +836,9 @@ pub fn local_abs_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>
         return Ok(None);
     }
     let ins = fg.node(inner).inputs.to_vec();
+    if ins.iter().any(|&i| !fg.ty(i).dtype.is_float()) {
+        return Ok(None);
+    }
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let abs: Vec<VarId> = ins
         .iter()
