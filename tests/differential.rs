@@ -990,6 +990,22 @@ fn values_absolute_value_of_a_quotient_of_bytes() {
     compare_with_reference(&[c], &[out], &vals).unwrap();
 }
 
+/// The reference softmax of a transposed matrix (a non-standard layout)
+/// panicked reshaping its lanes back (found by the 100,000-case run, seed
+/// 2222, after the fix above).
+#[test]
+fn values_softmax_of_a_transposed_matrix() {
+    let m = matrix("M", DType::F64);
+    let outs = [
+        m.t().softmax_op(None, false).unwrap(),
+        m.t().softmax_op(Some(1), true).unwrap(),
+    ];
+    let vals = [Value::F64(
+        ndarray::arr2(&[[0.5, -1.0, 2.0], [3.0, 0.25, -0.75]]).into_dyn(),
+    )];
+    compare_with_reference(&[m], &outs, &vals).unwrap();
+}
+
 // The comparison itself: every remaining exemption skips only what the
 // rewrite (or the linker contract) that licenses it can change; each test
 // below shows a wrong result that the exemption does not hide.

@@ -525,7 +525,9 @@ fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Valu
         ));
     }
     let shape = x.shape().to_vec();
-    let a = x.to_f64_array();
+    // In standard layout, so that flattening and the reshape back follow C
+    // order for any input layout (a transposed view included).
+    let a = x.to_f64_array().as_standard_layout().into_owned();
     let mut a = match axis {
         Some(_) => a,
         None => a
@@ -548,7 +550,11 @@ fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Valu
             lane.mapv_inplace(|v| if log { (v - m) - ls } else { (v - m).exp() / s });
         }
     }
-    let a = a.into_shape_with_order(IxDyn(&shape)).expect("same size");
+    let a = a
+        .as_standard_layout()
+        .into_owned()
+        .into_shape_with_order(IxDyn(&shape))
+        .expect("same size, standard layout");
     Ok(Value::from_f64_array(
         x.dtype(),
         a.mapv(|v| round_to(v, x.dtype())),
