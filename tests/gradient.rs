@@ -248,10 +248,27 @@ fn edge_cases_follow_pytensor() {
             assert_eq!(r[0], ndarray::arr1(&e).into_dyn(), "prod at {v:?}");
         }
     }
-    // max: every position equal to the maximum receives the gradient.
+    // max: the positions equal to the maximum share the gradient equally
+    // (JAX's rule, see the pullback), a NaN maximum gives none.
     let gm = grad(&x.max(&[0]).unwrap(), std::slice::from_ref(&x)).unwrap();
-    let r = fast_run(std::slice::from_ref(&x), &gm, &[vec1(&[1.0, 3.0, 3.0])]);
-    assert_eq!(r[0], ndarray::arr1(&[0.0, 1.0, 1.0]).into_dyn());
+    for (v, e) in [
+        ([1.0, 3.0, 3.0], [0.0, 0.5, 0.5]),
+        ([3.0, 3.0, 3.0], [1.0 / 3.0; 3]),
+        ([1.0, f64::NAN, 3.0], [0.0, 0.0, 0.0]),
+    ] {
+        for r in [
+            fast_run(std::slice::from_ref(&x), &gm, &[vec1(&v)]),
+            reference(std::slice::from_ref(&x), &gm, &[vec1(&v)]),
+        ] {
+            assert_eq!(r[0], ndarray::arr1(&e).into_dyn(), "max at {v:?}");
+        }
+    }
+    // Where tied entries move together the function is differentiable and
+    // the gradient is its derivative: d/dx max(a + x) = 1 with two equal
+    // entries of a (PyTensor's rule gives 2).
+    let av = kiln::constant(Value::F64(ndarray::arr1(&[1.0, 2.0, 2.0]).into_dyn()));
+    let cost = kiln::tensor::add(&av, &a).unwrap().max(&[0]).unwrap();
+    assert_eq!(run(&cost, 0.5, 0.0), vec![1.0, 0.0]);
 }
 
 #[test]
@@ -791,6 +808,21 @@ fn structural_ops_of_issue_14_match_finite_differences() {
         stop: None,
         step: Some(IdxBound::Const(-1)),
     };
+    let bools = |shape: &[usize], v: &[bool]| {
+        constant(Value::Bool(
+            ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap(),
+        ))
+    };
+    let mask_u = bools(&[4], &[true, false, true, true]);
+    let mask_rows = bools(&[3], &[true, false, true]);
+    let mask_m = bools(
+        &[3, 4],
+        &[
+            true, false, false, true, false, true, false, false, true, false, true, true,
+        ],
+    );
+    let parts = kiln::tensor::split(&m, &[1, 1, 2], 1).unwrap();
+    let (max_rows, argmax_rows) = m.max_and_argmax(Some(1)).unwrap();
     let cases: Vec<(&str, Tensor, Vec<usize>)> = vec![
         (
             "subtensor",
@@ -870,17 +902,102 @@ fn structural_ops_of_issue_14_match_finite_differences() {
             weighted_sum(&m.cumulative(ReduceOp::Sum, None).unwrap(), &[12]),
             vec![0],
         ),
+        (
+            "cumprod along an axis",
+            weighted_sum(&m.cumulative(ReduceOp::Prod, Some(1)).unwrap(), &[3, 4]),
+            vec![0],
+        ),
+        (
+            "cumprod flattened",
+            weighted_sum(&m.cumulative(ReduceOp::Prod, None).unwrap(), &[12]),
+            vec![0],
+        ),
+        (
+            "boolean mask of a vector",
+            weighted_sum(&kiln::boolean_mask(&u, &mask_u).unwrap().exp(), &[3]),
+            vec![1],
+        ),
+        (
+            "boolean mask of rows",
+            weighted_sum(&kiln::boolean_mask(&m, &mask_rows).unwrap().sin(), &[2, 4]),
+            vec![0],
+        ),
+        (
+            "boolean mask of a matrix",
+            weighted_sum(&kiln::boolean_mask(&m, &mask_m).unwrap().exp(), &[6]),
+            vec![0],
+        ),
+        (
+            "split, one part unused",
+            kiln::tensor::add(
+                &weighted_sum(&parts[0].sin(), &[3, 1]),
+                &weighted_sum(&parts[2].exp(), &[3, 2]),
+            )
+            .unwrap(),
+            vec![0],
+        ),
+        (
+            "max_and_argmax: the max",
+            kiln::tensor::add(
+                &weighted_sum(&max_rows, &[3]),
+                &argmax_rows.cast(DType::F64).sum_all(),
+            )
+            .unwrap(),
+            vec![0],
+        ),
     ];
     for (what, cost, wrt) in &cases {
         check(what, &ins, cost, &vals, wrt);
     }
-    // What has no pullback yet says so.
-    let mask = constant(Value::Bool(
-        ndarray::arr1(&[true, false, true, true]).into_dyn(),
-    ));
-    let masked = kiln::boolean_mask(&u, &mask).unwrap().sum_all();
-    let e = grad(&masked, std::slice::from_ref(&u))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("has no gradient yet"), "{e}");
+}
+
+/// cumprod's pullback is exact where the input has zeros (one per lane, two
+/// per lane, at the start and at the end): PyTensor's divides by x there.
+/// cumprod is linear in each element, so central differences are exact.
+#[test]
+fn cumprod_gradient_is_exact_with_zeros() {
+    let m = tensor("M", DType::F64, &[Some(4), Some(5)]);
+    let rows = [
+        [1.5, 0.0, -0.7, 2.0, 0.9],
+        [0.0, 1.1, 0.0, -1.3, 0.6],
+        [0.8, -1.2, 0.5, 1.4, 0.0],
+        [1.1, 0.9, -0.6, 1.7, -2.0],
+    ];
+    let data: Vec<f64> = rows.iter().flatten().copied().collect();
+    let vals = [Value::F64(
+        ArrayD::from_shape_vec(IxDyn(&[4, 5]), data).unwrap(),
+    )];
+    let ins = [m.clone()];
+    check(
+        "cumprod with zeros",
+        &ins,
+        &weighted_sum(&m.cumulative(ReduceOp::Prod, Some(1)).unwrap(), &[4, 5]),
+        &vals,
+        &[0],
+    );
+    check(
+        "cumprod with zeros, along the other axis",
+        &ins,
+        &weighted_sum(&m.cumulative(ReduceOp::Prod, Some(0)).unwrap(), &[4, 5]),
+        &vals,
+        &[0],
+    );
+    // The closed form at the first zero of row 0 (position 1): x0 * (w1 + w2 x2 + w3 x2 x3 + w4 x2 x3 x4),
+    // with the weights of `weights` (0.5, -0.75, 1.0, -1.25, 1.5 for row 0).
+    let gs = grad(
+        &weighted_sum(&m.cumulative(ReduceOp::Prod, Some(1)).unwrap(), &[4, 5]),
+        &ins,
+    )
+    .unwrap();
+    let g = &fast_run(&ins, &gs, &vals)[0];
+    let (x0, x2, x3, x4) = (1.5, -0.7, 2.0, 0.9);
+    let exact = x0 * (-0.75 + 1.0 * x2 - 1.25 * x2 * x3 + 1.5 * x2 * x3 * x4);
+    assert!(
+        (g[[0, 1]] - exact).abs() <= 1e-12 * exact.abs(),
+        "{} vs {exact}",
+        g[[0, 1]]
+    );
+    // After the first zero of a lane every product holds it: 0.
+    assert_eq!(g[[0, 2]], 0.0);
+    assert_eq!(g[[1, 3]], 0.0);
 }

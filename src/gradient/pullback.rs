@@ -18,14 +18,16 @@
 //!
 //! Conventions follow PyTensor: `maximum`/`minimum` give a tie to their first
 //! argument, `clip` gives a tie with a bound to `x`, `abs` has derivative 0
-//! at 0, max/min reductions route `gz` to *every* position equal to the
-//! result (ties all receive it), `pow`'s exponent gradient is 0 where the
-//! base is 0, and `prod` handles zeros exactly (one zero: the product of the
-//! others at the zero; two or more: 0).
+//! at 0, `pow`'s exponent gradient is 0 where the base is 0, and `prod`
+//! handles zeros exactly (one zero: the product of the others at the zero;
+//! two or more: 0). One exception: max/min reductions share `gz` equally
+//! among the positions equal to the result (JAX's rule; PyTensor gives each
+//! tie all of `gz`, which doubles the derivative of `max(a + x)` at two
+//! equal entries of `a`, where the function is differentiable).
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, Value};
-use crate::ops::{Op, ReduceOp, ScalarOp};
+use crate::ops::{ArgOp, Op, ReduceOp, ScalarOp};
 use crate::tensor::{
     add, advanced_inc_subtensor1, advanced_set_subtensor1, elemwise, eq, mul, second, sub, switch,
     take, true_div, Idx, IdxBound, Tensor,
@@ -53,8 +55,29 @@ pub fn l_op(
     outputs: &[Tensor],
     output_grads: &[Option<Tensor>],
 ) -> Result<Vec<InputGrad>> {
-    // Every primitive op has one output; a multi-output op would take the
-    // `None` entries as zeros in its own arm.
+    // The multi-output ops: an output that receives no gradient counts as zeros.
+    match op {
+        Op::Split { axis, .. } => return split_l_op(*axis, &inputs[0], outputs, output_grads),
+        Op::ArgReduce {
+            op: which,
+            axis,
+            with_value: true,
+        } => {
+            // (value, index): only the value carries a gradient, routed as
+            // the max / min reduction routes it.
+            let Some(gz) = &output_grads[0] else {
+                return Ok(vec![InputGrad::Zero]);
+            };
+            let r = match which {
+                ArgOp::Max => ReduceOp::Max,
+                ArgOp::Min => ReduceOp::Min,
+            };
+            let axes: Option<Vec<usize>> = axis.map(|a| vec![a]);
+            return reduce_l_op(r, axes.as_deref(), &inputs[0], &outputs[0], gz);
+        }
+        _ => {}
+    }
+    // Every other primitive op has one output.
     let gz = match output_grads {
         [Some(g)] => g,
         _ => {
@@ -199,25 +222,31 @@ pub fn l_op(
             // The reversed running sum of gz (over the flattened input for
             // axis None, reshaped back).
             let x = &inputs[0];
-            let along = axis.unwrap_or(0);
-            let mut rev = vec![Idx::FULL; along];
-            rev.push(Idx::from(..).step(-1));
-            let g = gz
-                .slice(&rev)?
-                .cumulative(ReduceOp::Sum, Some(along as isize))?
-                .slice(&rev)?;
-            let g = match axis {
-                Some(_) => g,
-                None => Tensor::apply(Op::Reshape { ndim: x.ndim() }, &[&g, &x.shape()])?,
-            };
-            Ok(vec![grad_or_zero(x, g)])
+            let g = reverse_cumsum(gz, axis.unwrap_or(0))?;
+            Ok(vec![grad_or_zero(x, unflatten(g, x, *axis)?)])
         }
-        Op::ArgReduce {
-            with_value: false, ..
-        } => Ok(vec![InputGrad::Zero]),
-        Op::CumReduce { .. } | Op::ArgReduce { .. } | Op::BooleanMask | Op::Split { .. } => Err(
-            Error::Graph(format!("the op {} has no gradient yet", op.name())),
-        ),
+        Op::CumReduce {
+            op: ReduceOp::Prod,
+            axis,
+        } => {
+            let x = &inputs[0];
+            if !x.dtype().is_float() {
+                return Ok(vec![InputGrad::Zero]);
+            }
+            let flat = match axis {
+                Some(_) => x.clone(),
+                None => x.reshape(&[-1])?,
+            };
+            let g = cumprod_l_op(&flat, z, gz, axis.unwrap_or(0))?;
+            Ok(vec![InputGrad::Grad(unflatten(g, x, *axis)?)])
+        }
+        Op::CumReduce { .. } => unreachable!("CumReduce accumulates only Sum and Prod"),
+        Op::BooleanMask => Ok(vec![
+            grad_or_zero(&inputs[0], boolean_mask_l_op(&inputs[0], &inputs[1], gz)?),
+            InputGrad::Disconnected,
+        ]),
+        Op::ArgReduce { .. } => Ok(vec![InputGrad::Zero]),
+        Op::Split { .. } => unreachable!("multi-output ops are handled above"),
         Op::Composite { .. } | Op::FusedReduce { .. } | Op::Gemm { .. } => Err(Error::Graph(
             format!("pullback of {}: expand the op first", op.name()),
         )),
@@ -226,6 +255,99 @@ pub fn l_op(
             c.name()
         ))),
     }
+}
+
+/// `t` reversed along `along`, summed cumulatively, and reversed back: the
+/// element `k` is the sum of `t`'s elements from `k` to the end.
+fn reverse_cumsum(t: &Tensor, along: usize) -> Result<Tensor> {
+    let mut rev = vec![Idx::FULL; along];
+    rev.push(Idx::from(..).step(-1));
+    t.slice(&rev)?
+        .cumulative(ReduceOp::Sum, Some(along as isize))?
+        .slice(&rev)
+}
+
+/// A cumulative op's gradient `g`, computed over the flattened input when
+/// `axis` is `None`, in the shape of `x`.
+fn unflatten(g: Tensor, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
+    match axis {
+        Some(_) => Ok(g),
+        None => Tensor::apply(Op::Reshape { ndim: x.ndim() }, &[&g, &x.shape()]),
+    }
+}
+
+/// The pullback of `z = cumprod(x)` along `along`, exact with zeros (PyTensor
+/// divides by `x` and gives NaN at a zero). Along each lane, with `i0` the
+/// first zero: before it, `dz_j/dx_k = z_j / x_k`, so the gradient is the
+/// reversed running sum of `gz * z` over `x`; at `i0` it is
+/// `prod(x[:i0]) * sum_{j >= i0} gz_j * prod(x[i0+1..=j])`; after it, every
+/// `z_j` holds the factor `x[i0] = 0`, so it is 0.
+fn cumprod_l_op(x: &Tensor, z: &Tensor, gz: &Tensor, along: usize) -> Result<Tensor> {
+    let dt = x.dtype();
+    let a = Some(along as isize);
+    let (zero, one) = (c(dt, 0.0), c(dt, 1.0));
+    let i64c = |v: f64| c(DType::I64, v);
+    let is_zero = eq(x, &zero)?;
+    // Zeros up to and including each position, and strictly before it.
+    let zeros_to = is_zero.cast(DType::I64).cumulative(ReduceOp::Sum, a)?;
+    let zeros_before = sub(&zeros_to, &is_zero.cast(DType::I64))?;
+    let before_first = eq(&zeros_to, &i64c(0.0))?;
+    let at_most_first = eq(&zeros_before, &i64c(0.0))?;
+    let no_zero_case = true_div(&reverse_cumsum(&mul(gz, z)?, along)?, x)?;
+    // prod(x[:i0]) at i0, and the products of x after i0 up to each j.
+    let head = switch(&before_first, x, &one)?.cumulative(ReduceOp::Prod, a)?;
+    let tail = switch(&at_most_first, &one, x)?.cumulative(ReduceOp::Prod, a)?;
+    let from_first = switch(&before_first, &zero, &mul(gz, &tail)?)?;
+    let tail_sum = from_first.reduce(ReduceOp::Sum, Some(&[along as isize]), true)?;
+    let first_zero_case = mul(&head, &tail_sum)?;
+    switch(
+        &before_first,
+        &no_zero_case,
+        &switch(&at_most_first, &first_zero_case, &zero)?,
+    )
+}
+
+/// The pullback of `z = x[mask]`: the position `k` of `x`'s selected
+/// sub-arrays in `z` is the running count of `mask` minus one, so the
+/// gradient takes `gz`'s row at that position, and a row of zeros (appended
+/// to `gz`) where `mask` is false.
+fn boolean_mask_l_op(x: &Tensor, mask: &Tensor, gz: &Tensor) -> Result<Tensor> {
+    let k = mask.ndim();
+    let mut count = mask.cast(DType::I64).cumulative(ReduceOp::Sum, None)?;
+    if k > 1 {
+        count = Tensor::apply(Op::Reshape { ndim: k }, &[&count, &mask.shape()])?;
+    }
+    let rows = gz.shape_i(0)?;
+    let position = switch(mask, &sub(&count, &c(DType::I64, 1.0))?, &rows)?;
+    let mut zero_shape = vec![c(DType::I64, 1.0)];
+    for d in k..x.ndim() {
+        zero_shape.push(x.shape_i(d)?);
+    }
+    let zero_row =
+        crate::tensor::alloc(&c(gz.dtype(), 0.0), &zero_shape.iter().collect::<Vec<_>>())?;
+    let padded = crate::tensor::concatenate(&[gz, &zero_row], 0)?;
+    take(&padded, &position, 0)
+}
+
+/// The pullback of `Split`: the parts' gradients joined back along `axis`,
+/// zeros for a part that receives none.
+fn split_l_op(
+    axis: usize,
+    x: &Tensor,
+    outputs: &[Tensor],
+    output_grads: &[Option<Tensor>],
+) -> Result<Vec<InputGrad>> {
+    let parts: Vec<Tensor> = outputs
+        .iter()
+        .zip(output_grads)
+        .map(|(part, g)| match g {
+            Some(g) => Ok(g.clone()),
+            None => second(part, &c(part.dtype(), 0.0)),
+        })
+        .collect::<Result<_>>()?;
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let g = crate::tensor::concatenate(&refs, axis as isize)?;
+    Ok(vec![grad_or_zero(x, g), InputGrad::Disconnected])
 }
 
 /// `g` for a float input, [`InputGrad::Zero`] for an integer or boolean one.
@@ -490,9 +612,16 @@ fn reduce_l_op(
         // Every element receives gz: broadcast it to x's shape.
         ReduceOp::Sum => second(x, &gz_b)?,
         ReduceOp::Max | ReduceOp::Min => {
-            // PyTensor's rule: gz goes to every position equal to the result.
+            // gz is shared equally by the positions equal to the result (as
+            // JAX; PyTensor gives each of them all of gz, which doubles the
+            // derivative of `max(a + x)` over two equal entries of `a`).
             let z_b = expand_reduced(z, nd, axes)?;
-            switch(&eq(x, &z_b)?, &gz_b, &zero)?
+            let is_extreme = eq(x, &z_b)?;
+            let axes_i: Option<Vec<isize>> = axes.map(|a| a.iter().map(|&d| d as isize).collect());
+            let ties = is_extreme
+                .cast(dt)
+                .reduce(ReduceOp::Sum, axes_i.as_deref(), true)?;
+            switch(&is_extreme, &true_div(&gz_b, &ties)?, &zero)?
         }
         ReduceOp::Prod => {
             // Exact with zeros: with no zero in a group, prod / x; with one,
