@@ -217,3 +217,24 @@ fn functions_compiled_from_several_threads_at_once() {
         h.join().unwrap();
     }
 }
+
+/// An element-wise node whose inputs are all single-element constants keeps
+/// its rank when compiled without rewriting (no constant folding): `[3.0] -
+/// 2.0` is the 1-d `[1.0]`, not a 0-d value that its consumer then rejects.
+#[test]
+fn element_wise_node_of_constants_only_keeps_its_rank() {
+    let x = vector("x", DType::F64);
+    let c1 = kiln::constant(Value::F64(ndarray::arr1(&[3.0]).into_dyn()));
+    let c0 = Tensor::scalar_constant(DType::F64, 2.0);
+    let d = kiln::tensor::sub(&c1, &c0).unwrap();
+    let y = &x + &d;
+    let both = kiln::tensor::mul(&c0, &c0).unwrap();
+    let fg = FunctionGraph::new(std::slice::from_ref(&x), &[y, d, both]).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let out = f
+        .call(&[ndarray::arr1(&[1.0, 2.0]).into_dyn().view().into()])
+        .unwrap();
+    assert!(out[0].same_as(&Value::F64(ndarray::arr1(&[2.0, 3.0]).into_dyn())));
+    assert!(out[1].same_as(&Value::F64(ndarray::arr1(&[1.0]).into_dyn())));
+    assert!(out[2].same_as(&Value::F64(ndarray::arr0(4.0).into_dyn())));
+}

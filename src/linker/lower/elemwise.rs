@@ -4,7 +4,8 @@
 //! broadcast shape of its remaining array operands.
 //!
 //! Invariants: a constant is inlined only when it has one element and every
-//! dimension statically broadcastable; an inplace output's `destroy_map`
+//! dimension statically broadcastable, and a node with dimensions keeps at
+//! least one array operand (the iteration's rank is its operands'); an inplace output's `destroy_map`
 //! entry is re-indexed to the kept operands, and overwriting an inlined
 //! constant is a compile error.
 
@@ -20,7 +21,13 @@ use crate::ops::{Op, ScalarConst};
 /// Lowers an `Elemwise` or `Composite` node.
 pub fn lower(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step, Lowering)> {
     let fg = cx.fg;
-    let consts = inline_consts(fg, &node.inputs);
+    let mut consts = inline_consts(fg, &node.inputs);
+    // The iteration takes its rank from its array operands: when every input
+    // is an inlinable constant (mode none keeps `[3.0] - 2.0` unfolded) and
+    // the output has dimensions, the first stays an operand.
+    if consts.iter().all(Option::is_some) && fg.ty(node.outputs[0]).ndim() > 0 {
+        consts[0] = None;
+    }
     let prog = match &node.op {
         Op::Elemwise { scalar, .. } => {
             let in_dts: Vec<DType> = node.inputs.iter().map(|&v| fg.ty(v).dtype).collect();
