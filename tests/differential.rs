@@ -1006,6 +1006,27 @@ fn values_softmax_of_a_transposed_matrix() {
     compare_with_reference(&[m], &outs, &vals).unwrap();
 }
 
+/// `u8 ** 2.0`, `u8 ** 3.0` and `(u8 ** 0.5) ** k` are f64 powers:
+/// `local_pow_specialize` and `local_pow_to_nested_squaring` squared the u8
+/// (wrapping 200² to 64) and took a u8's f32 square root (found by the
+/// 100,000-case differential run, seed 3333).
+#[test]
+fn values_float_powers_of_small_integers() {
+    let u = vector("u", DType::U8);
+    let k = vector("k", DType::I64);
+    let half = Tensor::scalar_constant(DType::F64, 0.5);
+    let outs = [
+        kiln::pow(&u, &Tensor::scalar_constant(DType::F64, 2.0)).unwrap(),
+        kiln::pow(&u, &Tensor::scalar_constant(DType::F64, 3.0)).unwrap(),
+        kiln::pow(&kiln::pow(&u, &half).unwrap(), &k).unwrap(),
+    ];
+    let vals = [
+        Value::U8(ndarray::arr1(&[200u8, 23]).into_dyn()),
+        Value::I64(ndarray::arr1(&[22i64, -27]).into_dyn()),
+    ];
+    compare_with_reference(&[u, k], &outs, &vals).unwrap();
+}
+
 // The comparison itself: every remaining exemption skips only what the
 // rewrite (or the linker contract) that licenses it can change; each test
 // below shows a wrong result that the exemption does not hide.

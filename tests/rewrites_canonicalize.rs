@@ -686,3 +686,99 @@ fn canonicalize_reaches_a_fixed_point_on_the_workloads() {
     apply_dbs(&mut fg, &["canonicalize"]);
     assert_eq!(show(&fg), "x");
 }
+
+/// `sum(fill(a, v))` over axes where `v` is broadcastable: `v` times the
+/// count, without reading `a` (the pullback of a broadcast in a gradient).
+#[test]
+fn sum_of_fill() {
+    let (xm, x) = (matrix("X", DType::F64), f64v("x"));
+    let row = x.dimshuffle(&[None, Some(0)]).unwrap();
+    let fill = elemwise(ScalarOp::Second, &[&xm, &row]).unwrap();
+    check_rule(
+        "local_sum_of_fill",
+        graph_of(&[xm.clone(), x.clone()], &fill.sum(&[0]).unwrap()),
+        "sum(second(X, x[None, :]), axis=0)",
+        "where((Shape_i{0}(X) > 0)[None], (x * cast(Shape_i{0}(X), \"f64\")[None]), 0.0)",
+    );
+    // Static sizes fold into a constant; every axis reduced gives a scalar.
+    let m = tensor("M", DType::F64, &[Some(3), Some(4)]);
+    let s = Tensor::scalar_constant(DType::F64, 1.5);
+    let all = elemwise(
+        ScalarOp::Second,
+        &[&m, &s.dimshuffle(&[None, None]).unwrap()],
+    )
+    .unwrap();
+    check_rule(
+        "local_sum_of_fill",
+        graph_of(&[m.clone()], &all.sum_all()),
+        "sum(second(M, 1.5[None, None]))",
+        "(12.0 * 1.5)",
+    );
+    // The output is wider than v in an unreduced axis: an Alloc gives it the
+    // shape of a.
+    let fill_all = elemwise(
+        ScalarOp::Second,
+        &[&xm, &x.sum_all().dimshuffle(&[None, None]).unwrap()],
+    )
+    .unwrap();
+    check_rule(
+        "local_sum_of_fill",
+        graph_of(&[xm.clone(), x.clone()], &fill_all.sum(&[0]).unwrap()),
+        "sum(second(X, sum(x)[None, None]), axis=0)",
+        "Alloc(where((Shape_i{0}(X) > 0)[None], (sum(x)[None] * cast(Shape_i{0}(X), \"f64\")[None]), 0.0), Shape_i{1}(X))",
+    );
+    // Small integers sum in i64: the product is cast first.
+    let b = tensor("b", DType::I8, &[None, None]);
+    let k = tensor("k", DType::I8, &[Some(1), None]);
+    let ints = elemwise(ScalarOp::Second, &[&b, &k]).unwrap();
+    check_rule(
+        "local_sum_of_fill",
+        graph_of(&[b.clone(), k.clone()], &ints.sum(&[0]).unwrap()),
+        "sum(second(b, k), axis=0)",
+        "(cast(DimShuffle{1}(k), \"i64\") * Shape_i{0}(b)[None])",
+    );
+    // v varies along the reduced axis: a real sum; an infinite constant
+    // stays (inf * 0 is NaN where the empty sum is 0).
+    let col = x.dimshuffle(&[Some(0), None]).unwrap();
+    let varying = elemwise(ScalarOp::Second, &[&xm, &col]).unwrap();
+    check_no_fire(
+        "local_sum_of_fill",
+        graph_of(&[xm.clone(), x.clone()], &varying.sum(&[0]).unwrap()),
+    );
+    let inf = Tensor::scalar_constant(DType::F64, f64::INFINITY);
+    let infs = elemwise(
+        ScalarOp::Second,
+        &[&xm, &inf.dimshuffle(&[None, None]).unwrap()],
+    )
+    .unwrap();
+    check_no_fire(
+        "local_sum_of_fill",
+        graph_of(&[xm.clone()], &infs.sum_all()),
+    );
+}
+
+/// The size of an element-wise result or a DimShuffle is asked of its
+/// input, when one input alone gives it.
+#[test]
+fn shape_i_lift() {
+    let (xm, x) = (matrix("X", DType::F64), f64v("x"));
+    let sum = &xm + &x.dimshuffle(&[None, Some(0)]).unwrap();
+    let rows = sum.shape_i(0).unwrap().cast(DType::F64);
+    check_rule(
+        "local_shape_i_lift",
+        graph_of(&[xm.clone(), x.clone()], &rows),
+        "cast(Shape_i{0}((X + x[None, :])), \"f64\")",
+        "cast(Shape_i{0}(X), \"f64\")",
+    );
+    let cols = xm.t().shape_i(0).unwrap().cast(DType::F64);
+    check_rule(
+        "local_shape_i_lift",
+        graph_of(&[xm.clone()], &cols),
+        "cast(Shape_i{0}(X.T), \"f64\")",
+        "cast(Shape_i{1}(X), \"f64\")",
+    );
+    // Two inputs give the columns: the addition stays, with its check that
+    // they agree.
+    let both = sum.shape_i(1).unwrap().cast(DType::F64);
+    check_no_fire("local_shape_i_lift", graph_of(&[xm, x], &both));
+}

@@ -402,6 +402,15 @@ fn templates() -> Vec<Template> {
         t("local_sum_prod_of_mul_or_div", Matrices, |[a, ..], _| {
             (a * 2.5).sum(&[0]).unwrap()
         }),
+        t("local_sum_of_fill", Matrices, |[a, b, _], _| {
+            let v = b.sum(&[0]).unwrap().dimshuffle(&[None, Some(0)]).unwrap();
+            e(S::Second, &[a, &v]).sum(&[0]).unwrap()
+        }),
+        t("local_shape_i_lift", Matrices, |[a, ..], _| {
+            let rows = a.exp().shape_i(0).unwrap();
+            let cols = a.t().shape_i(0).unwrap();
+            a + &(&rows.cast(DType::F64) * &cols.cast(DType::F64))
+        }),
         t("local_sum_of_neg_to_neg_of_sum", Matrices, |[a, ..], _| {
             (-a).sum(&[1]).unwrap()
         }),

@@ -17,7 +17,7 @@ use super::canonizer::AlgebraicCanonizer;
 use super::rule::Rule;
 use super::shared::{
     local_dimshuffle_lift, local_fill_shape_source, local_fill_sink, local_func_inv,
-    local_sum_prod_of_mul_or_div,
+    local_shape_i_lift, local_sum_of_fill, local_sum_prod_of_mul_or_div,
 };
 use super::util::{
     elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant,
@@ -171,6 +171,18 @@ fn structure_rules() -> Vec<Rule> {
             name: "local_sum_prod_of_mul_or_div",
             tracks: &[OpKind::CAReduce],
             apply: local_sum_prod_of_mul_or_div,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sum_of_fill",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_of_fill,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_shape_i_lift",
+            tracks: &[OpKind::ShapeI],
+            apply: local_shape_i_lift,
             fast_compile: false,
         },
         Rule {

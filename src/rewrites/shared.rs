@@ -1,7 +1,9 @@
 //! Rules that both the canonicalize and the specialize databases register:
 //! DimShuffle merging and lifting (specialize's rules create DimShuffles),
 //! removal of inverse pairs (`local_func_inv`), sums of scaled inputs
-//! (`local_sum_prod_of_mul_or_div`) and the fill rules (`local_fill_sink`,
+//! (`local_sum_prod_of_mul_or_div`), sums of broadcasts
+//! (`local_sum_of_fill`) and the sizes they ask for (`local_shape_i_lift`),
+//! and the fill rules (`local_fill_sink`,
 //! `local_fill_shape_source`).
 //!
 //! They live here, below both database files, so that neither
@@ -12,7 +14,9 @@ use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, ReduceOp, ScalarOp};
 
-use super::util::{dimshuffle, elemwise, finish, input, owner_if, single_client, unique_constant};
+use super::util::{
+    dimshuffle, elemwise, finish, input, owner_if, scalar_const, single_client, unique_constant,
+};
 
 /// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
 /// through single-client element-wise ops, as `local_dimshuffle_lift` does
@@ -278,5 +282,146 @@ pub fn local_fill_shape_source(fg: &mut FunctionGraph, n: NodeId) -> Result<Opti
         return Ok(None);
     }
     let new = fg.apply1(Op::elemwise(ScalarOp::Second), &[x, b])?;
+    finish(fg, n, new)
+}
+
+/// `sum(fill(a, v), axes) -> v * n` where `v` is broadcastable over every
+/// reduced axis and `n` is the number of elements summed (the product of
+/// `a`'s sizes over those axes, static where known): the sum of a broadcast
+/// (PyTensor's `local_opt_alloc`). Gradient graphs are full of these: the
+/// pullback of `sum(M + x[None, :])` with respect to `x` is
+/// `sum(fill(M, 1), axis=0)`, which read all of `M` to count its rows. The
+/// result is cast to the sum's dtype and, where the sum's output is larger
+/// than `v` in an unreduced dimension, broadcast to it with `Alloc`.
+///
+/// Integer products wrap as the repeated sum does; a float product rounds
+/// once where the sum rounded `n` times. The empty sum is 0 whatever `v`
+/// is, where `inf * 0` and `NaN * 0` are NaN: an infinite constant `v` is
+/// left alone, and a float variable `v` summed over a run-time count gets
+/// `switch(n > 0, v * n, 0)` (PyTensor's `local_opt_alloc` gives NaN there).
+pub fn local_sum_of_fill(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce {
+        op: ReduceOp::Sum,
+        axes,
+    } = fg.node(n).op.clone()
+    else {
+        return Ok(None);
+    };
+    let x = input(fg, n, 0);
+    let Some(f) = owner_if(fg, x, ScalarOp::Second) else {
+        return Ok(None);
+    };
+    let (a, v) = (input(fg, f, 0), input(fg, f, 1));
+    let (a_ty, v_ty) = (fg.ty(a).clone(), fg.ty(v).clone());
+    let nd = v_ty.ndim();
+    let reduced: Vec<usize> = axes.unwrap_or_else(|| (0..nd).collect());
+    if a_ty.ndim() != nd
+        || !reduced.iter().all(|&d| v_ty.is_broadcastable(d))
+        || unique_constant(fg, v).is_some_and(|c| !c.is_finite())
+    {
+        return Ok(None);
+    }
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    let dt = out_ty.dtype;
+    // n: the static sizes folded into one constant, the others as Shape_i.
+    let mut known = 1.0f64;
+    let mut run_time = Vec::new();
+    for &d in &reduced {
+        match a_ty.shape[d] {
+            Some(k) => known *= k as f64,
+            None => run_time.push(fg.apply1(Op::ShapeI(d), &[a])?),
+        }
+    }
+    let count = match run_time.len() {
+        0 => None,
+        1 => Some(run_time[0]),
+        _ => Some(elemwise(fg, ScalarOp::Mul, &run_time)?),
+    };
+    let kept: Vec<Option<usize>> = (0..nd).filter(|d| !reduced.contains(d)).map(Some).collect();
+    let mut value = dimshuffle(fg, v, nd, &kept)?;
+    if v_ty.dtype != dt {
+        value = fg.apply1(Op::elemwise(ScalarOp::Cast(dt)), &[value])?;
+    }
+    let mut total = if known == 0.0 {
+        // Statically empty: the sum is 0 whatever `v` is.
+        scalar_const(fg, dt, 0.0)
+    } else {
+        let mut factors = Vec::new();
+        if known != 1.0 || count.is_none() {
+            factors.push(scalar_const(fg, dt, known));
+        }
+        factors.push(value);
+        if let Some(c) = count {
+            factors.push(if fg.ty(c).dtype == dt {
+                c
+            } else {
+                fg.apply1(Op::elemwise(ScalarOp::Cast(dt)), &[c])?
+            });
+        }
+        let product = elemwise(fg, ScalarOp::Mul, &factors)?;
+        match count {
+            Some(c) if dt.is_float() && unique_constant(fg, v).is_none() => {
+                let zero = scalar_const(fg, crate::graph::DType::I64, 0.0);
+                let some = elemwise(fg, ScalarOp::Gt, &[c, zero])?;
+                let nothing = scalar_const(fg, dt, 0.0);
+                elemwise(fg, ScalarOp::Switch, &[some, product, nothing])?
+            }
+            _ => product,
+        }
+    };
+    // Broadcast to the output's shape where `a` gives it and `v` does not.
+    let out_dims: Vec<usize> = (0..nd).filter(|d| !reduced.contains(d)).collect();
+    if fg.ty(total).broadcastable() != out_ty.broadcastable() {
+        let mut ins = vec![total];
+        for &d in &out_dims {
+            let dim = match (v_ty.is_broadcastable(d), a_ty.is_broadcastable(d)) {
+                (false, _) => fg.apply1(Op::ShapeI(d), &[v])?,
+                (true, false) => fg.apply1(Op::ShapeI(d), &[a])?,
+                (true, true) => scalar_const(fg, crate::graph::DType::I64, 1.0),
+            };
+            ins.push(dim);
+        }
+        total = fg.apply1(Op::Alloc, &ins)?;
+    }
+    finish(fg, n, total)
+}
+
+/// `Shape_i{d}` of an element-wise result or of a DimShuffle asks its input
+/// instead, so that a graph needing only a shape (`local_sum_of_fill`'s
+/// counts) does not compute the array: `Shape_i{d}(f(a, b))` is
+/// `Shape_i{d}(a)` when `a` is the only input not broadcastable in `d` (the
+/// others have size 1 there by their types, so no run-time check of the
+/// element-wise op is lost; with several such inputs the op stays, its
+/// check that they agree included), and `Shape_i{d}(x.dimshuffle(order))`
+/// is `Shape_i{order[d]}(x)` (an added dimension has static size 1, folded
+/// by `local_shape_i_static`).
+pub fn local_shape_i_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::ShapeI(d) = fg.node(n).op else {
+        return Ok(None);
+    };
+    let x = input(fg, n, 0);
+    let Some(m) = fg.owner(x) else {
+        return Ok(None);
+    };
+    let (source, dim) = match &fg.node(m).op {
+        Op::Elemwise { .. } | Op::Composite { .. } => {
+            let mut wide = fg
+                .node(m)
+                .inputs
+                .iter()
+                .copied()
+                .filter(|&i| !fg.ty(i).is_broadcastable(d));
+            match (wide.next(), wide.next()) {
+                (Some(i), None) => (i, d),
+                _ => return Ok(None),
+            }
+        }
+        Op::DimShuffle { new_order, .. } => match new_order[d] {
+            Some(k) => (input(fg, m, 0), k),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let new = fg.apply1(Op::ShapeI(dim), &[source])?;
     finish(fg, n, new)
 }

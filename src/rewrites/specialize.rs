@@ -4,13 +4,13 @@
 //! inputs by scaled reductions, ...).
 
 use crate::error::Result;
-use crate::graph::{Client, FunctionGraph, NodeId, Value, VarId};
+use crate::graph::{Client, DType, FunctionGraph, NodeId, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::rule::Rule;
 use super::shared::{
     local_dimshuffle_merge, local_fill_shape_source, local_fill_sink, local_func_inv,
-    local_sum_prod_of_mul_or_div,
+    local_shape_i_lift, local_sum_of_fill, local_sum_prod_of_mul_or_div,
 };
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
@@ -131,6 +131,18 @@ pub fn rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_sum_of_fill",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_of_fill,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_shape_i_lift",
+            tracks: &[OpKind::ShapeI],
+            apply: local_shape_i_lift,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_sum_of_neg_to_neg_of_sum",
             tracks: &[OpKind::CAReduce],
             apply: local_sum_of_neg_to_neg_of_sum,
@@ -182,6 +194,11 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
     // Reciprocals of integers would change the dtype semantics; keep them float-only.
     let float = dtype.is_float();
+    // The base is computed in the output's dtype: `u8 ** 2.0` is an f64
+    // square (`sqr` of the u8 wrapped 200 to 64), `u8 ** 0.5` an f64 root
+    // (`sqrt` of a u8 rounds to f32). Found by the 100,000-case
+    // differential run, seed 3333.
+    let x = in_dtype(fg, x, dtype)?;
     let new = if e == 2.0 {
         unary(fg, ScalarOp::Sqr, x)?
     } else if e == 1.0 {
@@ -207,6 +224,14 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     finish(fg, n, new)
 }
 
+/// `x` cast to `dtype` unless it has it.
+fn in_dtype(fg: &mut FunctionGraph, x: VarId, dtype: DType) -> Result<VarId> {
+    if fg.ty(x).dtype == dtype {
+        return Ok(x);
+    }
+    fg.apply1(Op::elemwise(ScalarOp::Cast(dtype)), &[x])
+}
+
 /// `x ** k` for an integer `k` with `2 < |k| <= 512` becomes products of
 /// repeated squares (`x ** 3 -> x * sqr(x)`), reciprocal for negative `k`.
 pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
@@ -223,7 +248,7 @@ pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result
         return Ok(None);
     }
     let mut k = e.abs() as u64;
-    let mut power = x;
+    let mut power = in_dtype(fg, x, dtype)?;
     let mut factors = Vec::new();
     loop {
         if k & 1 == 1 {
