@@ -65,23 +65,7 @@ impl Exec<'_> {
         let sh =
             eval::reshape_target(&target, out_shape.len(), &x.shape).map_err(|m| err(name, m))?;
         check_static_shape(name, out_shape, &sh)?;
-        let src = if x.is_standard() {
-            x
-        } else {
-            let out = self.alloc(name, x.dtype, &x.shape)?;
-            let es = x.dtype.size_of();
-            drive(
-                copy::kernel(x.dtype),
-                &[x.ptr, out.ptr],
-                &[&x.strides, &out.strides],
-                &[es, es],
-                &x.shape,
-                self.par,
-                None,
-            );
-            out
-        };
-        let mut v = src;
+        let mut v = self.standard(name, x)?;
         v.strides = c_strides(&sh);
         v.shape = sh.into();
         self.slots[*output] = Some(v);
