@@ -1,7 +1,14 @@
 """The Python side of benches/compare.sh: the workloads of
-workloads.md plus issue 14's softmax, cumsum, stencil and gather (same expressions, same sizes) timed with numpy, numexpr
-(2 threads), PyTensor (C and numba backends) and JAX (jit, CPU), plus
-PyTensor's FAST_RUN rewrite time on the chain graph.
+workloads.md plus issue 14's softmax, cumsum, stencil and gather, and
+issue 15's gradient workloads (same expressions, same sizes), timed with
+numpy, numexpr (2 threads), PyTensor (C and numba backends) and JAX (jit,
+CPU), plus PyTensor's FAST_RUN rewrite time on the chain graph.
+
+Gradient workloads: PyTensor differentiates with `pytensor.grad` and
+records its compiled graph's node count ("nodes_after"); JAX with
+`jax.jit(jax.grad(...))`; numpy runs the closed-form gradient written by
+hand (no automatic differentiation: a lower bound on the work, not a
+system users would differentiate with); numexpr cannot express them.
 
 Run time: median of RUNS calls after a first call; compile: the first call
 (for PyTensor: pytensor.function(...) plus the first call), cold (PyTensor
@@ -46,6 +53,32 @@ WORKLOADS = [
     # issue 14: X[idx], one million random int64 rows of width 16.
     ("gather", "take(X, idx, axis=0)", [("X", (1_000_000, 16), "normal"), ("idx", (1_000_000,), ("index", 1_000_000))]),
 ]
+# Issue 15's gradient workloads (src/workloads.rs, gradient_suite): the
+# gradient of a scalar cost with respect to one input.
+GRAD_WORKLOADS = [
+    ("grad_sigmoid_xent", "mean(-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z))))",
+     [("t", (N,), "binary"), ("z", (N,), "normal")], "z"),
+    ("grad_mlp", "sum(tanh(A @ W + b)**2)",
+     [("A", (512, 512), "normal"), ("W", (512, 512), "normal"), ("b", (512,), "normal")], "W"),
+    ("grad_logsumexp", "sum(log(sum(exp(X), axis=1)))", [("X", (1000, 2000), "normal")], "X"),
+]
+
+
+def np_sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def np_grad_mlp(A, W, b):
+    h = np.tanh(A @ W + b)
+    return A.T @ (2.0 * h * (1.0 - h * h))
+
+
+# The closed-form gradients numpy runs (see the module docs).
+NUMPY_GRADS = {
+    "grad_sigmoid_xent": lambda t, z: (np_sigmoid(z) - t) / z.size,
+    "grad_mlp": np_grad_mlp,
+    "grad_logsumexp": lambda X: np_softmax(X, axis=1),
+}
 # numexpr cannot index or call sigmoid / reductions in the middle: its forms, where it has one.
 NUMEXPR = {
     "softplus": "log(1 + exp(x))",
@@ -59,7 +92,7 @@ NUMEXPR = {
 def data(scale_down, seed=2024):
     rng = np.random.default_rng(seed)
     out = {}
-    for name, _, inputs in WORKLOADS:
+    for name, _, inputs, *_ in WORKLOADS + GRAD_WORKLOADS:
         vals = {}
         for v, shape, dist in inputs:
             shape = tuple(max(1, d // scale_down) for d in shape)
@@ -112,6 +145,10 @@ def run_numpy(out, inputs, runs):
         code = compile(expr, name, "eval")
         r, _ = timed(lambda: eval(code, env), runs)
         emit(out, "numpy", name, r, None)
+    for name, _, decl, _ in GRAD_WORKLOADS:
+        args = [inputs[name][v] for v, _, _ in decl]
+        r, _ = timed(lambda: NUMPY_GRADS[name](*args), runs)
+        emit(out, "numpy", name, r, None)
 
 
 def run_numexpr(out, inputs, runs):
@@ -126,6 +163,8 @@ def run_numexpr(out, inputs, runs):
             env = {"u2": env["u"][:, None], "v2": env["v"][None, :]}
         r, first = timed(lambda: ne.evaluate(NUMEXPR[name], local_dict=env), runs)
         emit(out, "numexpr", name, r, first)
+    for name, _, _, _ in GRAD_WORKLOADS:
+        emit(out, "numexpr", name, error="not expressible in numexpr")
 
 
 def run_pytensor(out, inputs, runs, mode, system):
@@ -133,18 +172,21 @@ def run_pytensor(out, inputs, runs, mode, system):
     import pytensor.tensor as pt
     ns = dict(log=pt.log, exp=pt.exp, tanh=pt.tanh, mean=pt.mean, sum=pt.sum, sigmoid=pt.sigmoid,
               take=pt.take, softmax=pt.special.softmax, cumsum=pt.cumsum)
-    for name, expr, decl in WORKLOADS:
+    for name, expr, decl, *wrt in WORKLOADS + [(n, e, d, w) for n, e, d, w in GRAD_WORKLOADS]:
         try:
             syms = {v: pt.tensor(v, dtype="int64" if isinstance(dist, tuple) else "float64",
                                  shape=(None,) * len(shape)) for v, shape, dist in decl}
             y = eval(expr, dict(ns, **syms))
+            if wrt:
+                y = pytensor.grad(y, syms[wrt[0]])
             args = [inputs[name][v] for v, _, _ in decl]
             t = time.perf_counter()
             f = pytensor.function([syms[v] for v, _, _ in decl], y, mode=mode)
             f(*args)
             compile_ms = (time.perf_counter() - t) * 1e3
             r, _ = timed(lambda: f(*args), runs)
-            emit(out, system, name, r, compile_ms)
+            extra = {"nodes_after": len(f.maker.fgraph.apply_nodes)} if wrt else {}
+            emit(out, system, name, r, compile_ms, **extra)
         except Exception as e:  # report and go on
             emit(out, system, name, error=f"{type(e).__name__}: {e}"[:300])
 
@@ -155,10 +197,11 @@ def run_jax(out, inputs, runs):
     import jax.numpy as jnp
     ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
               take=jnp.take, softmax=jax.nn.softmax, cumsum=jnp.cumsum)
-    for name, expr, decl in WORKLOADS:
+    for name, expr, decl, *wrt in WORKLOADS + [(n, e, d, w) for n, e, d, w in GRAD_WORKLOADS]:
         names = [v for v, _, _ in decl]
         code = compile(expr, name, "eval")
-        f = jax.jit(lambda *a, code=code, names=names: eval(code, dict(ns, **dict(zip(names, a)))))
+        g = lambda *a, code=code, names=names: eval(code, dict(ns, **dict(zip(names, a))))
+        f = jax.jit(jax.grad(g, argnums=names.index(wrt[0])) if wrt else g)
         args = [jax.device_put(inputs[name][v]) for v in names]
         r, first = timed(lambda: f(*args).block_until_ready(), runs)
         emit(out, "jax", name, r, first)

@@ -118,7 +118,10 @@ fn suite_reports_every_workload() {
             "mlp",
             "canon",
             "stencil",
-            "gather"
+            "gather",
+            "grad_sigmoid_xent",
+            "grad_mlp",
+            "grad_logsumexp"
         ]
     );
     for r in &rows {
@@ -135,7 +138,7 @@ fn suite_reports_every_workload() {
         "bench",
         "--suite",
         "--only",
-        "poly",
+        "poly,grad_mlp",
         "--scale-down",
         "20000",
         "--runs",
@@ -146,7 +149,7 @@ fn suite_reports_every_workload() {
         "--threads",
         "1",
     ]));
-    assert_eq!(rows_len(&text), 1);
+    assert_eq!(rows_len(&text), 2);
 }
 
 fn rows_len(text: &str) -> usize {

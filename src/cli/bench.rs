@@ -12,7 +12,8 @@
 //!
 //! Workloads: an expression with `--var NAME=DTYPE[SIZES]` (deterministic
 //! data: standard normal floats, integers in 1..=9, random booleans), the
-//! suite of [`crate::workloads::suite`] (`--suite`), or the chain graph of
+//! suite of [`crate::workloads::suite`] followed by the gradient workloads
+//! of [`crate::workloads::gradient_suite`] (`--suite`), or the chain graph of
 //! [`crate::workloads::chain_graph`] (`--chain K`, inputs of `--chain-size`
 //! elements). Graphs are compiled with unknown input sizes (dimensions of
 //! size 1 stay static so they broadcast), bypassing the compile cache, so
@@ -224,29 +225,40 @@ pub fn expr_grad_case(expr: &str, vars: &[String], wrt: &[String]) -> CliResult<
     })
 }
 
-/// The suite's cases (every dimension divided by `scale_down`), optionally only the named ones.
+/// The suite's cases (every dimension divided by `scale_down`): the run-time
+/// workloads, then the gradient workloads; optionally only the named ones.
 pub fn suite_cases(scale_down: usize, only: &[String]) -> CliResult<Vec<Case>> {
     let suite = workloads::suite();
+    let grads = workloads::gradient_suite();
+    let names: Vec<&str> = suite
+        .iter()
+        .map(|w| w.name)
+        .chain(grads.iter().map(|g| g.cost.name))
+        .collect();
     for name in only {
-        if !suite.iter().any(|w| w.name == name) {
-            let names: Vec<&str> = suite.iter().map(|w| w.name).collect();
+        if !names.contains(&name.as_str()) {
             return Err(CliError::usage(format!(
                 "unknown workload '{name}' (the suite has {})",
                 names.join(", ")
             )));
         }
     }
-    suite
-        .iter()
-        .filter(|w| only.is_empty() || only.iter().any(|o| o == w.name))
-        .map(|w| {
-            Ok(Case {
-                name: w.name.to_string(),
-                graph: w.graph().map_err(|e| CliError::from_kiln(e, w.expr))?,
-                values: w.generate_scaled(2024, scale_down),
-            })
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    let plain = suite.iter().filter(|w| wanted(w.name)).map(|w| {
+        Ok(Case {
+            name: w.name.to_string(),
+            graph: w.graph().map_err(|e| CliError::from_kiln(e, w.expr))?,
+            values: w.generate_scaled(2024, scale_down),
         })
-        .collect()
+    });
+    let gradients = grads.iter().filter(|g| wanted(g.cost.name)).map(|g| {
+        Ok(Case {
+            name: g.cost.name.to_string(),
+            graph: g.graph().map_err(|e| CliError::from_kiln(e, g.cost.expr))?,
+            values: g.cost.generate_scaled(2024, scale_down),
+        })
+    });
+    plain.chain(gradients).collect()
 }
 
 /// The chain graph of `k` operations on vectors of `size` elements.

@@ -27,7 +27,9 @@
 //!   rounded argument beyond 1e4 or near a pole of `tan`.
 //! - **Ill-conditioned sums** (the linker's reduction contract, and any
 //!   rewrite that rounds a summand differently): a float `Sum` or `Dot`
-//!   element whose `Σ|terms|` is so much larger than its value that a few
+//!   element, or an element-wise `add` / `sub` when a reassociating rewrite
+//!   was applied (`(k - x) + (k' - x')` regrouped as `(k + k') - (x + x')`
+//!   at `x' = -x = 1e20`), whose `Σ|terms|` is so much larger than its value that a few
 //!   ULPs of rounding in the terms, or a different summation order, can
 //!   move it beyond the comparison's tolerance (`sum(k / 3)` over
 //!   `±i64::MAX` terms near 3e18 whose value is 210: one ULP of a term is
@@ -297,10 +299,11 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
             }
             let from_loose = propagate(&node.op, &ins_loose, &args, &types, val.shape())?;
             t.zip_mut_with(&from_loose, |a, &b| *a |= b);
-            let (ill, bound) = match ill_conditioned_sum(&node.op, &args, &types, &val) {
-                Some((ill, bound)) => (ill, bound),
-                None => (none(&val), zero(&val)),
-            };
+            let (ill, bound) =
+                match ill_conditioned_sum(&node.op, &args, &types, &val, lic.reassociation) {
+                    Some((ill, bound)) => (ill, bound),
+                    None => (none(&val), zero(&val)),
+                };
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
@@ -698,11 +701,17 @@ fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bo
 /// ([`super::tolerance`]): cancellation has made the value ill-conditioned
 /// (module docs). Returns those elements and the bound where they are set
 /// (0 elsewhere); `None` for any other op.
+///
+/// An element-wise float `add` or `sub` counts as a sum of its operands
+/// when a reassociating rewrite was applied (`reassociation`): regrouping
+/// `(k - x) + (k' - x')` as `(k + k') - (x + x')` moves a value that
+/// cancelled to 0 by up to the rounding of `x + x'`, within the same bound.
 fn ill_conditioned_sum(
     op: &Op,
     args: &[&Value],
     types: &[&TensorType],
     val: &Value,
+    reassociation: bool,
 ) -> Option<(ArrayD<bool>, ArrayD<f64>)> {
     if !val.dtype().is_float() {
         return None;
@@ -712,6 +721,17 @@ fn ill_conditioned_sum(
             .mapv(|v| if v.is_finite() { v.abs() } else { 0.0 })
     };
     let (magnitude, n) = match op {
+        Op::Elemwise {
+            scalar: kiln::ScalarOp::Add | kiln::ScalarOp::Sub,
+            ..
+        } if reassociation => {
+            let shape = IxDyn(val.shape());
+            let mut m = ArrayD::from_elem(shape.clone(), 0.0);
+            for a in args {
+                m.zip_mut_with(&finite_abs(a).broadcast(shape.clone())?, |m, &x| *m += x);
+            }
+            (m, args.len())
+        }
         Op::CAReduce {
             op: ReduceOp::Sum,
             axes,

@@ -20,7 +20,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use tables::{Table, SYSTEMS, WORKLOADS};
+use tables::{Table, SYSTEMS};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -37,7 +37,7 @@ const COLORS: [RGBColor; 9] = [
 ];
 
 /// Run time per workload and system (log scale).
-fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
+fn plot_run_time(path: &Path, table: &Table, workloads: &[String]) -> Res<()> {
     let root = BitMapBackend::new(path, (1400, 700)).into_drawing_area();
     root.fill(&WHITE)?;
     let vals: Vec<f64> = table
@@ -55,16 +55,16 @@ fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..WORKLOADS.len() as f64, (lo..hi).log_scale())?;
+        .build_cartesian_2d(0f64..workloads.len() as f64, (lo..hi).log_scale())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(WORKLOADS.len() * 2 + 1)
+        .x_labels(workloads.len() * 2 + 1)
         .x_label_formatter(&|x| {
             let f = x.fract();
             let i = x.floor() as usize;
-            if (f - 0.5).abs() < 1e-6 && i < WORKLOADS.len() {
-                WORKLOADS[i].to_string()
+            if (f - 0.5).abs() < 1e-6 && i < workloads.len() {
+                workloads[i].clone()
             } else {
                 String::new()
             }
@@ -76,7 +76,7 @@ fn plot_run_time(path: &Path, table: &Table) -> Res<()> {
     let width = 0.85 / n;
     for (k, (key, title, _)) in SYSTEMS.iter().enumerate() {
         let color = COLORS[k];
-        let bars: Vec<_> = WORKLOADS
+        let bars: Vec<_> = workloads
             .iter()
             .enumerate()
             .filter_map(|(i, w)| {
@@ -200,7 +200,7 @@ fn main() -> Res<()> {
         "--write" => {
             std::fs::write(doc_path, &regenerated)?;
             let table = tables::collect(&raw)?;
-            plot_run_time(&dir.join("run_time.png"), &table)?;
+            plot_run_time(&dir.join("run_time.png"), &table, &tables::workloads(&raw))?;
             plot_rewrite_time(&dir.join("rewrite_time.png"), &raw.chain, &raw.python)?;
             print!("{section}");
             println!(

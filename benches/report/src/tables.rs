@@ -25,18 +25,6 @@ pub const BEGIN: &str =
 /// The line that closes the generated section.
 pub const END: &str = "<!-- report:end -->";
 
-/// The suite's workloads, in table order.
-pub const WORKLOADS: [&str; 8] = [
-    "softplus",
-    "poly",
-    "gauss",
-    "sigmoid_xent",
-    "logsumexp",
-    "outer_tanh",
-    "mlp",
-    "canon",
-];
-
 /// Run-time table columns: (system key, column title, shows a compile time).
 pub const SYSTEMS: [(&str, &str, bool); 9] = [
     ("kiln:none", "kiln none", false),
@@ -99,6 +87,24 @@ pub fn load(dir: &Path) -> Result<RawData, String> {
         chain: jsonl("kiln_chain.jsonl")?,
         python: jsonl("python.jsonl")?,
     })
+}
+
+/// The measured workloads, in table order: those of `kiln.jsonl` in the
+/// order `kiln bench --suite` ran them, then any that only the Python
+/// systems measured (the chain graph and whole-system failures excluded).
+/// Taken from the data, so a workload added to the suite appears in the
+/// tables with the next measurement and never before.
+pub fn workloads(raw: &RawData) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in raw.kiln.iter().chain(&raw.python) {
+        if let Some(w) = r["workload"].as_str() {
+            let other = w == "*" || w.starts_with("chain_");
+            if !other && !names.iter().any(|n| n == w) {
+                names.push(w.to_string());
+            }
+        }
+    }
+    names
 }
 
 /// A string field of a JSON object, or an error naming it.
@@ -238,6 +244,7 @@ pub fn render(raw: &RawData) -> Result<String, String> {
         let _ = writeln!(s, "Note on this data: {note}\n");
     }
     let runs = number(&raw.meta, "runs", "meta.json")?;
+    let workloads = workloads(raw);
 
     // Run time of every system.
     let _ = writeln!(
@@ -250,7 +257,7 @@ pub fn render(raw: &RawData) -> Result<String, String> {
     }
     let _ = writeln!(s, " none / fast_run |");
     let _ = writeln!(s, "|---|{}---|", "---|".repeat(SYSTEMS.len()));
-    for w in WORKLOADS {
+    for w in &workloads {
         let _ = write!(s, "| {w} |");
         for (key, _, c) in SYSTEMS {
             let _ = write!(s, " {} |", cell(&table, key, w, c));
@@ -291,7 +298,7 @@ pub fn render(raw: &RawData) -> Result<String, String> {
     );
     let _ = writeln!(s, "| workload | nodes before → after | rewrite ms | codegen ms | run ms | run_into ms | best of numpy, numexpr | kiln run / best |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
-    for w in WORKLOADS {
+    for w in &workloads {
         let Some(r) = kiln_row(raw, w, "fast_run") else {
             let _ = writeln!(s, "| {w} | n/a | n/a | n/a | n/a | n/a | n/a | n/a |");
             continue;
@@ -329,7 +336,7 @@ pub fn render(raw: &RawData) -> Result<String, String> {
     );
     let _ = writeln!(s, "| workload | {} |", modes.join(" | "));
     let _ = writeln!(s, "|---|{}", "---|".repeat(modes.len()));
-    for w in WORKLOADS {
+    for w in &workloads {
         let _ = write!(s, "| {w} |");
         for m in &modes {
             let c = kiln_row(raw, w, m)
@@ -338,6 +345,35 @@ pub fn render(raw: &RawData) -> Result<String, String> {
             let _ = write!(s, " {c} |");
         }
         let _ = writeln!(s);
+    }
+
+    // Gradient graphs: kiln's FAST_RUN node count beside PyTensor's.
+    let grads: Vec<&String> = workloads
+        .iter()
+        .filter(|w| w.starts_with("grad_"))
+        .collect();
+    if !grads.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nGradient graphs (issue 15): nodes of the gradient graph before and after FAST_RUN, kiln beside PyTensor's FAST_RUN graph of the same gradient (`pytensor.grad`, apply nodes of the compiled function's graph). {prov}\n"
+        );
+        let _ = writeln!(
+            s,
+            "| workload | kiln nodes before → after | PyTensor nodes after |"
+        );
+        let _ = writeln!(s, "|---|---|---|");
+        for w in grads {
+            let k = kiln_row(raw, w, "fast_run").map_or("n/a".to_string(), |r| {
+                format!("{} → {}", r["nodes_before"], r["nodes_after"])
+            });
+            let p = raw
+                .python
+                .iter()
+                .find(|p| p["system"] == "pytensor_c" && p["workload"] == w.as_str())
+                .and_then(|p| p["nodes_after"].as_u64())
+                .map_or("n/a".to_string(), |n| n.to_string());
+            let _ = writeln!(s, "| {w} | {k} | {p} |");
+        }
     }
 
     // The chain graph.
