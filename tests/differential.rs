@@ -1419,3 +1419,31 @@ fn reassociation_slack_covers_only_cancelling_elements() {
     assert_eq!(t[0].slack[[1]], 0.0);
     assert!(!t[0].unsettled[[0]] && !t[0].unsettled[[1]]);
 }
+
+/// `(-M ** 0.5) ** -1` at `M = 0`: `(-0) ** 0.5` is `+0` and its reciprocal
+/// `+inf`, but FAST_RUN's `reciprocal(sqrt(-M))` took `sqrt(-0) = -0` and
+/// gave `-inf`; `local_pow_specialize` now writes `abs(sqrt(x))` (found by
+/// the 100,000-case run, seed 5555).
+#[test]
+fn values_reciprocal_of_the_square_root_of_minus_zero() {
+    let steps = [
+        Step::Gemm(0, 0, 0, 0),
+        Step::Unary(0, 16),
+        Step::Gemm(0, 0, 0, 0),
+        Step::Unary(0, 0),
+        Step::WithConst(8, 11, 4, false),
+        Step::WithConst(8, 44, 2, false),
+    ];
+    let mut stats = Stats::default();
+    run_broad_case(&steps, 1, 26, 1, 500963552255371889, true, 1, &mut stats).unwrap();
+    let x = vector("x", DType::F64);
+    let y = x.powf(0.5).powf(-1.0);
+    let v = function(&[x], &[y])
+        .compile()
+        .unwrap()
+        .call_values(&[f64s(&[-0.0, 0.0, 4.0])])
+        .unwrap()
+        .remove(0)
+        .to_f64_array();
+    assert_eq!(v.as_slice().unwrap(), [f64::INFINITY, f64::INFINITY, 0.5]);
+}
