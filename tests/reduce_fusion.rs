@@ -577,7 +577,7 @@ fn sigmoid_xent_becomes_a_single_fused_reduction() {
         "Composite{true_div(neg(i0), cast{f64}(i1))}{inplace}(\
          sum{add(mul(i1, neg(add(maximum(neg(i0), 0.0), log1p(exp(neg(abs(i0))))))), \
          mul(sub(1.0, i1), neg(add(maximum(i0, 0.0), log1p(exp(neg(abs(i0))))))))}(z, t), \
-         Shape_i{0}(z))"
+         Shape_i{0}(t, z))"
     );
     let vt = Value::from(rand_f64(&[5003], 61, 0.0, 1.0).mapv(|v| (v > 0.5) as i64 as f64));
     let vz = Value::from(rand_f64(&[5003], 62, -8.0, 8.0));

@@ -768,7 +768,7 @@ fn shape_i_lift() {
         "local_shape_i_lift",
         graph_of(&[xm.clone(), x.clone()], &rows),
         "cast(Shape_i{0}((X + x[None, :])), \"f64\")",
-        "cast(Shape_i{0}(X), \"f64\")",
+        "cast(Shape_i{0}(X, x[None, :]), \"f64\")",
     );
     let cols = xm.t().shape_i(0).unwrap().cast(DType::F64);
     check_rule(
@@ -777,8 +777,49 @@ fn shape_i_lift() {
         "cast(Shape_i{0}(X.T), \"f64\")",
         "cast(Shape_i{1}(X), \"f64\")",
     );
-    // Two inputs give the columns: the addition stays, with its check that
-    // they agree.
-    let both = sum.shape_i(1).unwrap().cast(DType::F64);
-    check_no_fire("local_shape_i_lift", graph_of(&[xm, x], &both));
+    // Through nested element-wise ops to the union of their inputs, which
+    // the broadcast's size checks as the additions would.
+    let y = f64v("y");
+    let nested = (&(&sum * 2.0) + &y.dimshuffle(&[None, Some(0)]).unwrap())
+        .shape_i(1)
+        .unwrap()
+        .cast(DType::F64);
+    check_rule(
+        "local_shape_i_lift",
+        graph_of(&[xm.clone(), x.clone(), y.clone()], &nested),
+        "cast(Shape_i{1}((((X + x[None, :]) * 2.0) + y[None, :])), \"f64\")",
+        "cast(Shape_i{1}(X, x[None, :], y[None, :]), \"f64\")",
+    );
+}
+
+/// The lifted size keeps the element-wise op's run-time check: asking the
+/// rows of `X + x[None, :]` when `x` does not match `X`'s columns is the
+/// same error, compiled and in the reference, as computing the sum.
+#[test]
+fn shape_i_lift_keeps_the_broadcast_check() {
+    let (xm, x) = (matrix("X", DType::F64), f64v("x"));
+    let rows = (&xm + &x.dimshuffle(&[None, Some(0)]).unwrap())
+        .shape_i(0)
+        .unwrap();
+    let f = kiln::function(&[xm.clone(), x.clone()], std::slice::from_ref(&rows))
+        .compile()
+        .unwrap();
+    let good = [
+        Value::F64(ndarray::Array2::<f64>::zeros((2, 3)).into_dyn()),
+        Value::F64(ndarray::Array1::<f64>::zeros(3).into_dyn()),
+    ];
+    let out = f.call_values(&good).unwrap();
+    assert_eq!(
+        out[0].to_f64_array().iter().copied().collect::<Vec<_>>(),
+        [2.0]
+    );
+    let bad = [
+        good[0].clone(),
+        Value::F64(ndarray::Array1::<f64>::zeros(4).into_dyn()),
+    ];
+    let e = f.call_values(&bad).unwrap_err().to_string();
+    assert!(e.contains("shape mismatch in dimension 1"), "{e}");
+    let fg = kiln::FunctionGraph::new(&[xm, x], &[rows]).unwrap();
+    let e = kiln::eval::evaluate(&fg, &bad).unwrap_err().to_string();
+    assert!(e.contains("shape mismatch in dimension 1"), "{e}");
 }

@@ -48,9 +48,13 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
                 ArrayD::from_shape_vec(IxDyn(&[s.len()]), s).expect("1-d"),
             )])
         }
-        Op::ShapeI(i) => Ok(vec![Value::scalar_i64(
+        Op::ShapeI(i) if inputs.len() == 1 => Ok(vec![Value::scalar_i64(
             DType::I64,
             inputs[0].shape()[*i] as i64,
+        )]),
+        Op::ShapeI(i) => Ok(vec![Value::scalar_i64(
+            DType::I64,
+            elemwise_shape(&name, inputs, types)?[*i] as i64,
         )]),
         Op::Subtensor { idx } => Ok(vec![subtensor(&name, idx, inputs)?]),
         Op::IncSubtensor { idx, set, .. } => {

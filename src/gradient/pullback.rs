@@ -123,7 +123,7 @@ pub fn l_op(
             };
             Ok(vec![InputGrad::Grad(g), InputGrad::Disconnected])
         }
-        Op::Shape | Op::ShapeI(_) => Ok(vec![InputGrad::Disconnected]),
+        Op::Shape | Op::ShapeI(_) => Ok(vec![InputGrad::Disconnected; inputs.len()]),
         Op::Subtensor { idx } => {
             // The gradient flows back into the selection of zeros like x.
             let zeros = second(&inputs[0], &c(gz.dtype(), 0.0))?;

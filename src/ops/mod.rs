@@ -255,7 +255,11 @@ pub enum Op {
     },
     /// The shape of its input, as a 1-d `i64` vector.
     Shape,
-    /// One dimension of its input's shape, as a 0-d `i64`.
+    /// One dimension of its input's shape, as a 0-d `i64`. With several
+    /// inputs (all of one rank), that dimension of their element-wise
+    /// broadcast, checked at run time as an element-wise op over them checks
+    /// it: `local_shape_i_lift` asks the inputs of an element-wise result
+    /// for its size without computing it and without losing its check.
     ShapeI(usize),
     /// Basic indexing (`x[1:-1, ::2, 0]`): inputs `(x, bounds...)`, one
     /// scalar integer input per [`Bound::Input`] of `idx`. Always a view of
@@ -633,11 +637,17 @@ impl Op {
                 Ok(vec![TensorType::new(DType::I64, vec![Some(x.ty.ndim())])])
             }
             Op::ShapeI(i) => {
-                let [x] = inputs else {
-                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                let Some(x) = inputs.first() else {
+                    return Err(err("expects at least 1 input, got 0".to_string()));
                 };
                 if *i >= x.ty.ndim() {
                     return Err(err(format!("dimension {i} out of range for {}", x.ty)));
+                }
+                if let Some(y) = inputs.iter().find(|y| y.ty.ndim() != x.ty.ndim()) {
+                    return Err(err(format!(
+                        "inputs of different ranks: {} and {}",
+                        x.ty, y.ty
+                    )));
                 }
                 Ok(vec![TensorType::scalar(DType::I64)])
             }

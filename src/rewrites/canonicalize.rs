@@ -862,6 +862,10 @@ pub fn local_abs_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>
 
 /// `Shape_i{k}(x)` and `Shape(x)` become constants when the sizes are static.
 pub fn local_shape_i_static(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    if fg.node(n).inputs.len() != 1 {
+        // A broadcast's size (`Shape_i` of several inputs) keeps its check.
+        return Ok(None);
+    }
     let x = fg.node(n).inputs[0];
     let shape = fg.ty(x).shape.clone();
     let value = match fg.node(n).op {

@@ -84,7 +84,9 @@ pub fn local_careduce_fusion(
         match *c {
             Client::Node(n, _) if n == r => {}
             Client::Node(n, _) => match fg.node(n).op {
-                Op::ShapeI(d) => shape_queries.push((fg.node(n).outputs[0], d)),
+                Op::ShapeI(d) if fg.node(n).inputs.len() == 1 => {
+                    shape_queries.push((fg.node(n).outputs[0], d))
+                }
                 _ => return Ok(None),
             },
             Client::Output(_) => return Ok(None),

@@ -386,42 +386,55 @@ pub fn local_sum_of_fill(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     finish(fg, n, total)
 }
 
-/// `Shape_i{d}` of an element-wise result or of a DimShuffle asks its input
-/// instead, so that a graph needing only a shape (`local_sum_of_fill`'s
-/// counts) does not compute the array: `Shape_i{d}(f(a, b))` is
-/// `Shape_i{d}(a)` when `a` is the only input not broadcastable in `d` (the
-/// others have size 1 there by their types, so no run-time check of the
-/// element-wise op is lost; with several such inputs the op stays, its
-/// check that they agree included), and `Shape_i{d}(x.dimshuffle(order))`
-/// is `Shape_i{order[d]}(x)` (an added dimension has static size 1, folded
-/// by `local_shape_i_static`).
+/// `Shape_i{d}` of an element-wise result or of a DimShuffle asks its
+/// inputs instead, so that a graph needing only a shape (`local_sum_of_fill`'s
+/// counts, `mean`'s gradient) does not compute the array:
+/// `Shape_i{d}(f(a, b, c))` is `Shape_i{d}(a, b)`, the size of the
+/// broadcast of the inputs that are not statically of size 1 everywhere
+/// (those cannot fail the element-wise op's check), which checks them as
+/// the op would (so no run-time error is lost: `Shape_i{d}(a)` alone when
+/// `a` is the only one); `Shape_i{d}(x.dimshuffle(order))` is
+/// `Shape_i{order[d]}(x)` (an added dimension has static size 1, folded by
+/// `local_shape_i_static`). In a `Shape_i` of several inputs, each
+/// element-wise input is replaced by its inputs the same way (the
+/// broadcast of the union checks what the nested broadcasts checked).
 pub fn local_shape_i_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Op::ShapeI(d) = fg.node(n).op else {
         return Ok(None);
     };
-    let x = input(fg, n, 0);
-    let Some(m) = fg.owner(x) else {
-        return Ok(None);
-    };
-    let (source, dim) = match &fg.node(m).op {
-        Op::Elemwise { .. } | Op::Composite { .. } => {
-            let mut wide = fg
-                .node(m)
-                .inputs
-                .iter()
-                .copied()
-                .filter(|&i| !fg.ty(i).is_broadcastable(d));
-            match (wide.next(), wide.next()) {
-                (Some(i), None) => (i, d),
-                _ => return Ok(None),
+    let ins = fg.node(n).inputs.clone();
+    if let [x] = ins[..] {
+        if let Some(Op::DimShuffle { new_order, .. }) = fg.owner_op(x) {
+            let Some(k) = new_order[d] else {
+                return Ok(None);
+            };
+            let source = input(fg, fg.owner(x).expect("has an op"), 0);
+            let new = fg.apply1(Op::ShapeI(k), &[source])?;
+            return finish(fg, n, new);
+        }
+    }
+    let mut sources: Vec<VarId> = Vec::new();
+    let mut lifted = false;
+    for &x in &ins {
+        let through = match fg.owner(x) {
+            Some(m) if matches!(fg.node(m).op, Op::Elemwise { .. } | Op::Composite { .. }) => {
+                lifted = true;
+                fg.node(m).inputs.to_vec()
+            }
+            _ => vec![x],
+        };
+        for i in through {
+            let all_one = fg.ty(i).broadcastable().iter().all(|&b| b);
+            if !all_one && !sources.contains(&i) {
+                sources.push(i);
             }
         }
-        Op::DimShuffle { new_order, .. } => match new_order[d] {
-            Some(k) => (input(fg, m, 0), k),
-            None => return Ok(None),
-        },
-        _ => return Ok(None),
-    };
-    let new = fg.apply1(Op::ShapeI(dim), &[source])?;
+    }
+    if !lifted || sources.is_empty() {
+        // Nothing element-wise to look through, or every input is of
+        // static size 1 (local_shape_i_static folds the original).
+        return Ok(None);
+    }
+    let new = fg.apply1(Op::ShapeI(d), &sources)?;
     finish(fg, n, new)
 }

@@ -488,7 +488,9 @@ pub fn local_shape_i_of_subtensor(fg: &mut FunctionGraph, n: NodeId) -> Result<O
     let Op::ShapeI(k) = fg.node(n).op else {
         return Ok(None);
     };
-    let s = fg.node(n).inputs[0];
+    let [s] = fg.node(n).inputs[..] else {
+        return Ok(None);
+    };
     let Some(m) = fg.owner(s) else {
         return Ok(None);
     };

@@ -155,8 +155,21 @@ impl Exec<'_> {
 
     /// Runs a `ShapeI` step.
     pub(super) fn shape_i(&mut self, name: &str, step: &ShapeIStep) -> Result<()> {
-        let ShapeIStep { input, dim, output } = step;
-        let x = self.get(*input);
+        let ShapeIStep {
+            inputs,
+            bcast,
+            dim,
+            output,
+        } = step;
+        if inputs.len() > 1 {
+            let ins: Vec<Arr> = inputs.iter().map(|&i| self.get(i)).collect();
+            let descs: Vec<String> = (0..ins.len()).map(|k| format!("input {k}")).collect();
+            let shape = super::broadcast::broadcast_shape(name, &ins, bcast, &descs)?;
+            let val = Value::scalar_i64(DType::I64, shape[*dim] as i64);
+            self.slots[*output] = Some(Arr::from_buffer(Buffer::from_value(val), &[]));
+            return Ok(());
+        }
+        let x = self.get(inputs[0]);
         let Some(&n) = x.shape.get(*dim) else {
             return Err(err(
                 name,

@@ -44,7 +44,7 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::Reshape { .. } => Ok(shape::lower_reshape(cx, node, io)),
         Op::Alloc => Ok(shape::lower_alloc(cx, node, io)),
         Op::Shape => Ok(shape::lower_shape(io)),
-        Op::ShapeI(i) => Ok(shape::lower_shape_i(io, *i)),
+        Op::ShapeI(i) => Ok(shape::lower_shape_i(cx, node, io, *i)),
         Op::ArgReduce {
             op,
             axis,

@@ -54,9 +54,19 @@ pub fn lower_shape(io: &NodeSlots) -> (Step, Lowering) {
 }
 
 /// Lowers a `ShapeI` of dimension `dim`.
-pub fn lower_shape_i(io: &NodeSlots, dim: usize) -> (Step, Lowering) {
+pub fn lower_shape_i(
+    cx: &LowerCx<'_>,
+    node: &Apply,
+    io: &NodeSlots,
+    dim: usize,
+) -> (Step, Lowering) {
     let step = ShapeIStep {
-        input: io.ins[0],
+        inputs: io.ins.clone(),
+        bcast: node
+            .inputs
+            .iter()
+            .map(|&v| cx.fg.ty(v).broadcastable())
+            .collect(),
         dim,
         output: io.outs[0],
     };

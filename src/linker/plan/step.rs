@@ -265,8 +265,11 @@ pub struct ShapeStep {
 /// One dimension of the shape.
 #[derive(Debug, Clone)]
 pub struct ShapeIStep {
-    /// Input slot.
-    pub input: Slot,
+    /// Input slots: one, or the operands of an element-wise broadcast
+    /// whose size is asked (see `Op::ShapeI`).
+    pub inputs: Vec<Slot>,
+    /// Per input, its static broadcastable pattern (the broadcast's check).
+    pub bcast: Vec<Vec<bool>>,
     /// Dimension.
     pub dim: usize,
     /// Output slot.
