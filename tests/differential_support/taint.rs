@@ -518,7 +518,7 @@ fn propagate(
     })
 }
 
-/// For a float `mod` or `floor_div` of `a` by `b`: the elements where an
+/// For a float `mod`, `fmod` or `floor_div` of `a` by `b`: the elements where an
 /// operand carries rounding that the compiled code may do differently
 /// (`rounded`: reassociable or [`approximated`] arithmetic) and
 /// either `|a| > 1e4 |b|` or `a / b` lies within a relative 1e-6 of an
@@ -535,9 +535,9 @@ fn ill_conditioned_remainder(
     rounded: &[&ArrayD<bool>],
     shape: &[usize],
 ) -> Option<ArrayD<bool>> {
-    use kiln::ScalarOp::{IntDiv, Mod};
+    use kiln::ScalarOp::{Fmod, IntDiv, Mod};
     let Op::Elemwise {
-        scalar: Mod | IntDiv,
+        scalar: Mod | Fmod | IntDiv,
         ..
     } = op
     else {
@@ -561,29 +561,43 @@ fn ill_conditioned_remainder(
 /// of `b`: the elements where `b` is a zero computed by the graph. Rule 5
 /// does not keep the sign of a zero (`x * 0 -> 0`), hence neither that of
 /// an infinity obtained by dividing by it (`exp(k // (x * 0))`: reference
-/// `exp(-inf) = 0` for a negative `x`, FAST_RUN `exp(+inf)`). A zero read
-/// from an input or a constant keeps its sign, so it is compared. `None`
-/// for any other op.
+/// `exp(-inf) = 0` for a negative `x`, FAST_RUN `exp(+inf)`). Likewise
+/// `copysign(a, b)` takes the sign of a zero `b`, and `arctan2(y, x)` that
+/// of a zero `y` or `x` (`arctan2(0, -0) = pi`, `arctan2(0, 0) = 0`). A
+/// zero read from an input or a constant keeps its sign, so it is compared.
+/// `None` for any other op.
 fn division_by_computed_zero(
     op: &Op,
     args: &[&Value],
     computed: &[bool],
     shape: &[usize],
 ) -> Option<ArrayD<bool>> {
-    use kiln::ScalarOp::{IntDiv, Mod, Reciprocal, TrueDiv};
+    use kiln::ScalarOp::{ArcTan2, CopySign, IntDiv, Mod, Reciprocal, TrueDiv};
     let Op::Elemwise { scalar, .. } = op else {
         return None;
     };
-    let k = match scalar {
-        TrueDiv | IntDiv | Mod => 1,
-        Reciprocal => 0,
+    let ks: &[usize] = match scalar {
+        TrueDiv | IntDiv | Mod | CopySign => &[1],
+        Reciprocal => &[0],
+        ArcTan2 => &[0, 1],
         _ => return None,
     };
-    if !computed[k] || !args[k].dtype().is_float() {
-        return None;
+    let mut out: Option<ArrayD<bool>> = None;
+    for &k in ks {
+        if !computed[k] || !args[k].dtype().is_float() {
+            continue;
+        }
+        let b = args[k].to_f64_array();
+        let z = b.broadcast(IxDyn(shape))?.mapv(|x| x == 0.0);
+        out = Some(match out {
+            Some(mut o) => {
+                o.zip_mut_with(&z, |a, &b| *a |= b);
+                o
+            }
+            None => z,
+        });
     }
-    let b = args[k].to_f64_array();
-    Some(b.broadcast(IxDyn(shape))?.mapv(|x| x == 0.0))
+    out
 }
 
 /// For a float `sin`, `cos` or `tan` of `a`: the elements where `a`
