@@ -59,6 +59,33 @@ fn round_trips_keep_the_dtype() {
 }
 
 #[test]
+fn scalar_functions_shifts_and_xor_from_the_command_line() {
+    let x = arr(vec![1i64, -5, 6, 3]);
+    let r: ArrayD<i64> = eval_one("x << 62", x.clone(), "fast_run");
+    assert_eq!(
+        r,
+        arr(vec![1i64 << 62, -(1i64 << 62), i64::MIN, -(1i64 << 62)])
+    );
+    let r: ArrayD<i64> = eval_one("x >> 70", x.clone(), "none");
+    assert_eq!(r, arr(vec![0i64, -1, 0, 0]));
+    let r: ArrayD<i64> = eval_one("x ^ 3", x.clone(), "fast_run");
+    assert_eq!(r, arr(vec![2i64, -8, 5, 0]));
+    let r: ArrayD<i64> = eval_one("fmod(x, 4)", x, "fast_run");
+    assert_eq!(r, arr(vec![1i64, -1, 2, 3]));
+    let f = arr(vec![f64::NAN, f64::INFINITY, -0.5, 2.0]);
+    let r: ArrayD<bool> = eval_one("isnan(x) | isinf(x)", f.clone(), "fast_run");
+    assert_eq!(r, arr(vec![true, true, false, false]));
+    let r: ArrayD<f64> = eval_one("copysign(trunc(x), -1)", f.clone(), "fast_run");
+    assert!(r[0].is_nan() && r[0].is_sign_negative());
+    assert_eq!(
+        r.slice(ndarray::s![1..]).to_vec(),
+        [f64::NEG_INFINITY, -0.0, -2.0]
+    );
+    let r: ArrayD<f64> = eval_one("arctan2(x, -1) + hypot(x, 0)", f, "none");
+    assert!(r[0].is_nan() && r[1] == f64::INFINITY);
+}
+
+#[test]
 fn several_inputs_and_broadcasting() {
     let dir = tempfile::tempdir().unwrap();
     let u = save(dir.path(), "u", &arr(vec![1.0f64, 2.0]));

@@ -79,7 +79,8 @@ fn domain(op: ScalarOp) -> Option<Vec<[f64; 4]>> {
     Some(match op {
         Add | Sub | Mul | Maximum | Minimum => vec![GENERIC, OTHER],
         TrueDiv => vec![GENERIC, OTHER],
-        IntDiv | Mod => vec![[2.3, -1.7, 0.9, 3.4], [0.7, 1.1, -1.3, 2.2]],
+        IntDiv | Mod | Fmod => vec![[2.3, -1.7, 0.9, 3.4], [0.7, 1.1, -1.3, 2.2]],
+        ArcTan2 | Hypot | CopySign => vec![GENERIC, OTHER],
         Pow => vec![POSITIVE, OTHER],
         Clip => vec![
             [-1.5, 0.2, 0.8, 2.0],
@@ -87,7 +88,8 @@ fn domain(op: ScalarOp) -> Option<Vec<[f64; 4]>> {
             [1.0, 1.0, 0.7, 3.0],
         ],
         Neg | Abs | Sign | Sqr | Exp | Exp2 | Expm1 | Sigmoid | Softplus | Sin | Cos | Tan
-        | ArcTan | Sinh | Cosh | Tanh | ArcSinh | Erf | Erfc | Floor | Ceil | Round | Identity => {
+        | ArcTan | Sinh | Cosh | Tanh | ArcSinh | Erf | Erfc | Floor | Ceil | Round | Trunc
+        | Identity => {
             vec![GENERIC]
         }
         Reciprocal => vec![GENERIC],
@@ -96,8 +98,11 @@ fn domain(op: ScalarOp) -> Option<Vec<[f64; 4]>> {
         ArcCosh => vec![ABOVE_ONE],
         Log1mexp => vec![NEGATIVE],
         Lt | Le | Gt | Ge | Eq | Neq => vec![GENERIC, OTHER],
+        IsNan | IsInf | IsFinite => vec![GENERIC],
         // Bool/integer-only ops, `switch`, `second` and casts: tested below.
-        And | Or | Xor | Invert | Switch | Second | Cast(_) => return None,
+        And | Or | Xor | Invert | LeftShift | RightShift | Switch | Second | Cast(_) => {
+            return None
+        }
     })
 }
 

@@ -61,7 +61,11 @@ fn expected_dtypes(op: ScalarOp) -> [Option<DType>; 4] {
         // numpy: logical or / and, and the identity, on booleans.
         Add | Mul | Abs => same,
         Sub | Neg | Sign => [Some(F32), Some(I32), None, Some(U8)],
-        IntDiv | Mod | Pow | Sqr => [Some(F32), Some(I32), Some(I8), Some(U8)],
+        IntDiv | Mod | Fmod | Pow | Sqr => [Some(F32), Some(I32), Some(I8), Some(U8)],
+        // numpy's trunc keeps every dtype; integers are never NaN or infinite.
+        Trunc => same,
+        IsNan | IsInf | IsFinite => [Some(Bool); 4],
+        LeftShift | RightShift => [None, Some(I32), Some(I8), Some(U8)],
         Floor | Ceil | Round => [Some(F32), Some(I32), Some(F32), Some(U8)],
         TrueDiv => [Some(F32), Some(F64), Some(F64), Some(F64)],
         Maximum | Minimum | Clip | Identity | Switch | Second => same,
@@ -78,7 +82,7 @@ fn every_scalar_op_infers_its_output_dtype_through_elemwise() {
     let ops = ScalarOp::all();
     assert_eq!(
         ops.len(),
-        56 + 8,
+        66 + 8,
         "every scalar op and a cast to each dtype"
     );
     for op in ops {
@@ -139,7 +143,7 @@ fn scalar_op_names_arity_and_algebraic_properties() {
         .collect();
     assert_eq!(
         commutative,
-        [Add, Mul, Maximum, Minimum, Eq, Neq, And, Or, Xor]
+        [Add, Mul, Maximum, Minimum, Eq, Neq, And, Or, Xor, Hypot]
             .into_iter()
             .collect()
     );

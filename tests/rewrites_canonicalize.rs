@@ -278,6 +278,39 @@ fn useless_elemwise() {
     );
     // x == x is false where x is NaN: not removed for floats.
     check_no_fire("local_useless_elemwise", g("x == x"));
+    // Integers are never NaN or infinite, and rounding them is exact.
+    check_rule(
+        "local_useless_elemwise",
+        graph("i=i64[:]", "isnan(i)"),
+        "isnan(i)",
+        "second(i, False)",
+    );
+    check_rule(
+        "local_useless_elemwise",
+        graph("b=bool[:]", "isinf(b)"),
+        "isinf(b)",
+        "second(b, False)",
+    );
+    check_rule(
+        "local_useless_elemwise",
+        graph("i=i8[:]", "isfinite(i)"),
+        "isfinite(i)",
+        "second(i, True)",
+    );
+    check_rule(
+        "local_useless_elemwise",
+        graph("i=i16[:]", "trunc(i)"),
+        "trunc(i)",
+        "i",
+    );
+    check_rule(
+        "local_useless_elemwise",
+        graph("i=u8[:]", "floor(i)"),
+        "floor(i)",
+        "i",
+    );
+    check_no_fire("local_useless_elemwise", g("isnan(x)"));
+    check_no_fire("local_useless_elemwise", g("trunc(x)"));
 }
 
 #[test]

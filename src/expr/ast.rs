@@ -177,6 +177,12 @@ pub enum BinaryOp {
     And,
     /// `|` (logical / bitwise or)
     Or,
+    /// `^` (logical / bitwise xor, as in numexpr and numpy; powers are `**`)
+    Xor,
+    /// `<<` (integer left shift)
+    LeftShift,
+    /// `>>` (integer arithmetic right shift)
+    RightShift,
 }
 
 impl BinaryOp {
@@ -199,27 +205,32 @@ impl BinaryOp {
             BinaryOp::Ne => "!=",
             BinaryOp::And => "&",
             BinaryOp::Or => "|",
+            BinaryOp::Xor => "^",
+            BinaryOp::LeftShift => "<<",
+            BinaryOp::RightShift => ">>",
         }
     }
 
-    /// Binding strength, higher binds tighter: `|` 1, `&` 2, comparisons 3, `+ -` 4,
-    /// `* / // % @` 5, `**` 7 (prefix operators sit at 6).
+    /// Binding strength, higher binds tighter: `|` 1, `^` 2, `&` 3, comparisons 4,
+    /// `<< >>` 5, `+ -` 6, `* / // % @` 7, `**` 9 (prefix operators sit at 8).
     pub fn precedence(self) -> u8 {
         match self {
             BinaryOp::Or => 1,
-            BinaryOp::And => 2,
-            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 3,
-            BinaryOp::Eq | BinaryOp::Ne => 3,
-            BinaryOp::Add | BinaryOp::Sub => 4,
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod => 5,
-            BinaryOp::MatMul => 5,
-            BinaryOp::Pow => 7,
+            BinaryOp::Xor => 2,
+            BinaryOp::And => 3,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 4,
+            BinaryOp::Eq | BinaryOp::Ne => 4,
+            BinaryOp::LeftShift | BinaryOp::RightShift => 5,
+            BinaryOp::Add | BinaryOp::Sub => 6,
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::FloorDiv | BinaryOp::Mod => 7,
+            BinaryOp::MatMul => 7,
+            BinaryOp::Pow => 9,
         }
     }
 
     /// Whether this is one of `< <= > >= == !=`.
     pub fn is_comparison(self) -> bool {
-        self.precedence() == 3
+        self.precedence() == 4
     }
 }
 
@@ -697,6 +708,14 @@ funcs! {
     Floor => "floor", Fixed(1);
     Ceil => "ceil", Fixed(1);
     Round => "round", Fixed(1);
+    Trunc => "trunc", Fixed(1);
+    Isnan => "isnan", Fixed(1);
+    Isinf => "isinf", Fixed(1);
+    Isfinite => "isfinite", Fixed(1);
+    Arctan2 => "arctan2", Fixed(2);
+    Hypot => "hypot", Fixed(2);
+    Copysign => "copysign", Fixed(2);
+    Fmod => "fmod", Fixed(2);
     Maximum => "maximum", Fixed(2);
     Minimum => "minimum", Fixed(2);
     Where => "where", Fixed(3);

@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! expr     = binary ;                         (* precedence climbing, table below *)
-//! binary   = unary { infix unary } ;          (* infix: | & < <= > >= == != + - * / // % @ *)
+//! binary   = unary { infix unary } ;          (* infix: | ^ & < <= > >= == != << >> + - * / // % @ *)
 //! unary    = ( "-" | "+" | "~" ) unary | power ;
 //! power    = postfix [ "**" unary ] ;         (* right-assoc; `2**-x` is allowed *)
 //! postfix  = atom { "[" index "]" | "." "T" } ;
@@ -35,17 +35,21 @@
 //! | level | operators                | associativity                              |
 //! |-------|--------------------------|--------------------------------------------|
 //! | 1     | `\|`                     | left                                       |
-//! | 2     | `&`                      | left                                       |
-//! | 3     | `< <= > >= == !=`        | none: `a < b < c` is an error              |
-//! | 4     | `+ -`                    | left                                       |
-//! | 5     | `* / // % @`             | left                                       |
-//! | 6     | prefix `- + ~`           | —                                          |
-//! | 7     | `**`                     | right; binds tighter than a prefix on its left (`-x**2` is `-(x**2)`) |
-//! | 8     | `x[...]`, `x.T`, calls   | left                                       |
+//! | 2     | `^`                      | left                                       |
+//! | 3     | `&`                      | left                                       |
+//! | 4     | `< <= > >= == !=`        | none: `a < b < c` is an error              |
+//! | 5     | `<< >>`                  | left                                       |
+//! | 6     | `+ -`                    | left                                       |
+//! | 7     | `* / // % @`             | left                                       |
+//! | 8     | prefix `- + ~`           | —                                          |
+//! | 9     | `**`                     | right; binds tighter than a prefix on its left (`-x**2` is `-(x**2)`) |
+//! | 10    | `x[...]`, `x.T`, calls   | left                                       |
 //!
 //! Unlike Python (where `&` and `|` bind tighter than comparisons), `a < b & c > d` means
 //! `(a < b) & (c > d)`: with `&` / `|` used as logical operators on masks this is what one
 //! means. Chained comparisons are rejected rather than given Python's `and` meaning.
+//! `^` is xor (logical on bools, bitwise on integers), as in numexpr and numpy; powers
+//! are written `**`.
 //!
 //! # Limits
 //!
@@ -263,7 +267,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 60);
+        assert_eq!(Func::ALL.len(), 68);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

@@ -456,6 +456,9 @@ fn infix_op(kind: &TokenKind) -> Option<BinaryOp> {
         TokenKind::Ne => BinaryOp::Ne,
         TokenKind::Amp => BinaryOp::And,
         TokenKind::Pipe => BinaryOp::Or,
+        TokenKind::Caret => BinaryOp::Xor,
+        TokenKind::LtLt => BinaryOp::LeftShift,
+        TokenKind::GtGt => BinaryOp::RightShift,
         _ => return None,
     })
 }

@@ -464,7 +464,36 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
         Neg => vec![g(neg(gz))],
         Reciprocal => vec![g(neg(&true_div(gz, &sq(&x[0]))?))],
         Abs => vec![g(mul(gz, &x[0].sign())?)],
-        Sign | Floor | Ceil | Round => vec![zero()],
+        Sign | Floor | Ceil | Round | Trunc => vec![zero()],
+        // atan2(y, x): dy = x / (x² + y²), dx = -y / (x² + y²).
+        ArcTan2 => {
+            let (y, xx) = (&x[0], &x[1]);
+            let r2 = add(&sq(y), &sq(xx))?;
+            vec![
+                g(true_div(&mul(gz, xx)?, &r2)?),
+                g(neg(&true_div(&mul(gz, y)?, &r2)?)),
+            ]
+        }
+        // hypot(a, b) = sqrt(a² + b²): da = a / z, db = b / z (NaN at the origin,
+        // where it has no derivative).
+        Hypot => vec![
+            g(true_div(&mul(gz, &x[0])?, z)?),
+            g(true_div(&mul(gz, &x[1])?, z)?),
+        ],
+        // copysign(a, b) = ±a: da = copysign(1, a) * copysign(1, b), db = 0.
+        CopySign => {
+            let sa = elemwise(CopySign, &[&k(1.0), &x[0]])?;
+            let sb = elemwise(CopySign, &[&k(1.0), &x[1]])?;
+            vec![g(mul(gz, &mul(&sa, &sb)?)?), zero()]
+        }
+        // fmod(a, b) = a - b * trunc(a / b).
+        Fmod => vec![
+            g(gz.clone()),
+            g(neg(&mul(
+                &elemwise(Trunc, &[&true_div(&x[0], &x[1])?])?,
+                gz,
+            )?)),
+        ],
         Sqr => vec![g(mul(&mul(gz, &x[0])?, &k(2.0))?)],
         Maximum | Minimum => {
             // A tie goes to the first argument (PyTensor: gx = eq(z, x) * gz,
@@ -519,7 +548,8 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
         // second(a, b) only takes a's shape: a's values are unused.
         Second => vec![InputGrad::Disconnected, g(gz.clone())],
         Identity | Cast(_) => vec![g(gz.clone())],
-        Lt | Le | Gt | Ge | Eq | Neq | And | Or | Xor | Invert => {
+        Lt | Le | Gt | Ge | Eq | Neq | And | Or | Xor | Invert | LeftShift | RightShift | IsNan
+        | IsInf | IsFinite => {
             unreachable!("{op} has a boolean or integer output, handled above")
         }
     };

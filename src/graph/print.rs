@@ -251,6 +251,8 @@ fn infix(op: ScalarOp) -> Option<&'static str> {
         And => "&",
         Or => "|",
         Xor => "^",
+        LeftShift => "<<",
+        RightShift => ">>",
         _ => return None,
     })
 }

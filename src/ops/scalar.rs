@@ -74,6 +74,16 @@ pub enum ScalarOp {
     Floor,
     Ceil,
     Round,
+    Trunc,
+    // Two-argument float functions (C99 / numpy).
+    ArcTan2,
+    Hypot,
+    CopySign,
+    Fmod,
+    // Classification (bool results).
+    IsNan,
+    IsInf,
+    IsFinite,
     // Comparisons.
     Lt,
     Le,
@@ -86,6 +96,8 @@ pub enum ScalarOp {
     Or,
     Xor,
     Invert,
+    LeftShift,
+    RightShift,
     // Structural.
     Switch,
     Second,
@@ -110,7 +122,8 @@ impl ScalarOp {
             Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum,
             Minimum, Clip, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus,
             Log1mexp, Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh,
-            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert,
+            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Trunc, ArcTan2, Hypot, CopySign, Fmod, IsNan,
+            IsInf, IsFinite, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert, LeftShift, RightShift,
             Switch, Second, Identity,
         ];
         v.extend(DType::ALL.iter().map(|&d| Cast(d)));
@@ -164,6 +177,14 @@ impl ScalarOp {
             Floor => "floor",
             Ceil => "ceil",
             Round => "round",
+            Trunc => "trunc",
+            ArcTan2 => "arctan2",
+            Hypot => "hypot",
+            CopySign => "copysign",
+            Fmod => "fmod",
+            IsNan => "isnan",
+            IsInf => "isinf",
+            IsFinite => "isfinite",
             Lt => "lt",
             Le => "le",
             Gt => "gt",
@@ -174,6 +195,8 @@ impl ScalarOp {
             Or => "or",
             Xor => "xor",
             Invert => "invert",
+            LeftShift => "left_shift",
+            RightShift => "right_shift",
             Switch => "switch",
             Second => "second",
             Identity => "identity",
@@ -193,7 +216,8 @@ impl ScalarOp {
         match self {
             Add | Mul => Arity::Variadic,
             Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq
-            | Neq | And | Or | Xor | Second => Arity::Fixed(2),
+            | Neq | And | Or | Xor | Second | ArcTan2 | Hypot | CopySign | Fmod | LeftShift
+            | RightShift => Arity::Fixed(2),
             Clip | Switch => Arity::Fixed(3),
             _ => Arity::Fixed(1),
         }
@@ -204,7 +228,7 @@ impl ScalarOp {
         use ScalarOp::*;
         matches!(
             self,
-            Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor
+            Add | Mul | Maximum | Minimum | Eq | Neq | And | Or | Xor | Hypot
         )
     }
 
@@ -261,6 +285,9 @@ impl ScalarOp {
                 | Floor
                 | Ceil
                 | Round
+                | ArcTan2
+                | Hypot
+                | CopySign
         )
     }
 
@@ -276,7 +303,11 @@ impl ScalarOp {
         !self.is_float_function()
             || matches!(
                 self,
-                ScalarOp::Sqrt | ScalarOp::Floor | ScalarOp::Ceil | ScalarOp::Round
+                ScalarOp::Sqrt
+                    | ScalarOp::Floor
+                    | ScalarOp::Ceil
+                    | ScalarOp::Round
+                    | ScalarOp::CopySign
             )
     }
 
@@ -306,10 +337,20 @@ impl ScalarOp {
             }
             Sub | Neg | Sign => up,
             // numpy computes these on booleans in int8.
-            IntDiv | Mod | Pow | Sqr if up == DType::Bool => DType::I8,
-            IntDiv | Mod | Pow | Sqr => up,
+            IntDiv | Mod | Fmod | Pow | Sqr if up == DType::Bool => DType::I8,
+            LeftShift | RightShift if up.is_float() => {
+                return Err(err(format!(
+                    "is defined for bool and integer inputs only, got {}",
+                    dtype_list(inputs)
+                )))
+            }
+            LeftShift | RightShift if up == DType::Bool => DType::I8,
+            IntDiv | Mod | Fmod | Pow | Sqr | LeftShift | RightShift => up,
             // Rounding an integer is exact: numpy keeps its dtype.
             Floor | Ceil | Round if up.is_int() => up,
+            // numpy's trunc keeps every non-float dtype, bool included.
+            Trunc => up,
+            IsNan | IsInf | IsFinite => DType::Bool,
             Maximum | Minimum | Clip | Identity => up,
             TrueDiv => {
                 if up.is_float() {
@@ -410,6 +451,19 @@ impl ScalarOp {
             Floor => a.floor(),
             Ceil => a.ceil(),
             Round => a.round_ties_even(),
+            Trunc => a.trunc(),
+            ArcTan2 => a.atan2(b()),
+            Hypot => a.hypot(b()),
+            CopySign => a.copysign(b()),
+            // Rust's `%` on floats is C's `fmod` (exact, sign of the dividend).
+            Fmod => a % b(),
+            IsNan => bool_f(a.is_nan()),
+            IsInf => bool_f(a.is_infinite()),
+            IsFinite => bool_f(a.is_finite()),
+            // Shifts are integer-only; a float argument here can only come
+            // from an integer, so shift its integer value.
+            LeftShift => left_shift(a as i64, b() as i64) as f64,
+            RightShift => right_shift(a as i64, b() as i64) as f64,
             Lt => bool_f(a < b()),
             Le => bool_f(a <= b()),
             Gt => bool_f(a > b()),
@@ -468,7 +522,13 @@ impl ScalarOp {
             Xor => a ^ b(),
             Invert if out == DType::Bool => bi(a == 0),
             Invert => !a,
-            Floor | Ceil | Round => a,
+            Floor | Ceil | Round | Trunc => a,
+            Fmod => int_fmod(a, b()),
+            LeftShift => left_shift(a, b()),
+            RightShift => right_shift(a, b()),
+            // Integers are never NaN or infinite.
+            IsNan | IsInf => 0,
+            IsFinite => 1,
             Switch => {
                 if a != 0 {
                     args[1]
@@ -581,6 +641,40 @@ pub fn int_mod(a: i64, b: i64) -> i64 {
     }
 }
 
+/// C `fmod` on integers (numpy `fmod`): the truncating remainder, with the
+/// sign of the dividend; `x fmod 0` is 0 (numpy's value, which it also warns
+/// about) and `MIN fmod -1` is 0.
+pub fn int_fmod(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        0
+    } else {
+        a.wrapping_rem(b)
+    }
+}
+
+/// numpy `left_shift` in the `i64` domain: a count outside `0..64` (a
+/// negative count included, which numpy reads as a huge unsigned count)
+/// shifts every bit out and gives 0. Narrower dtypes compute here and wrap
+/// to their width, which gives numpy's 0 for any count at least their width.
+pub fn left_shift(a: i64, count: i64) -> i64 {
+    if (0..64).contains(&count) {
+        a << count
+    } else {
+        0
+    }
+}
+
+/// numpy `right_shift` in the `i64` domain (arithmetic: the sign fills in):
+/// a count outside `0..64` (a negative count included) gives 0 for `a >= 0`
+/// and -1 for `a < 0`, as numpy does.
+pub fn right_shift(a: i64, count: i64) -> i64 {
+    if (0..64).contains(&count) {
+        a >> count
+    } else {
+        a >> 63
+    }
+}
+
 /// Integer power by squaring with wrapping; a negative exponent gives
 /// `1 / a**-b` truncated toward zero (1 for a = 1, ±1 for a = -1, else 0; 0 for a = 0).
 pub fn int_pow(a: i64, b: i64) -> i64 {
@@ -669,6 +763,38 @@ mod tests {
         assert_eq!(Switch.output_dtype(&[Bool, I32, F32]).unwrap(), F64);
         assert_eq!(Second.output_dtype(&[F64, I8]).unwrap(), I8);
         assert_eq!(Cast(I8).output_dtype(&[F64]).unwrap(), I8);
+        assert_eq!(IsNan.output_dtype(&[F32]).unwrap(), Bool);
+        assert_eq!(IsFinite.output_dtype(&[I64]).unwrap(), Bool);
+        assert_eq!(Trunc.output_dtype(&[I8]).unwrap(), I8);
+        assert_eq!(Trunc.output_dtype(&[F32]).unwrap(), F32);
+        assert_eq!(ArcTan2.output_dtype(&[I16, I16]).unwrap(), F32);
+        assert_eq!(CopySign.output_dtype(&[I64, F32]).unwrap(), F64);
+        assert_eq!(Fmod.output_dtype(&[F32, F32]).unwrap(), F32);
+        assert_eq!(Fmod.output_dtype(&[Bool, Bool]).unwrap(), I8);
+        assert_eq!(LeftShift.output_dtype(&[U8, I8]).unwrap(), I16);
+        assert_eq!(RightShift.output_dtype(&[Bool, Bool]).unwrap(), I8);
+        let e = LeftShift.output_dtype(&[F64, I64]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "type error in left_shift: is defined for bool and integer inputs only, got f64, i64"
+        );
+    }
+
+    #[test]
+    fn shifts_and_fmod_never_overflow() {
+        assert_eq!(left_shift(1, 63), i64::MIN);
+        assert_eq!(left_shift(1, 64), 0);
+        assert_eq!(left_shift(1, -1), 0);
+        assert_eq!(right_shift(-8, 2), -2);
+        assert_eq!(right_shift(-8, 64), -1);
+        assert_eq!(right_shift(8, i64::MIN), 0);
+        assert_eq!(int_fmod(-7, 2), -1);
+        assert_eq!(int_fmod(7, 0), 0);
+        assert_eq!(int_fmod(i64::MIN, -1), 0);
+        assert!(Fmod.eval_f64(&[1.0, 0.0]).is_nan());
+        assert_eq!(Fmod.eval_f64(&[-0.0, 3.0]).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(IsFinite.eval_i64(&[5], Bool), 1);
+        assert_eq!(IsNan.eval_i64(&[5], Bool), 0);
     }
 
     #[test]

@@ -426,7 +426,8 @@ fn distribute_greedy(
 /// `switch(c, x, x)`, `switch` on a constant condition, comparisons of an
 /// integer tensor with itself (`x == x` is all true) and strict ones of any
 /// tensor (`x < x` is false, NaN included; a float `x == x` is NaN's test
-/// and stays).
+/// and stays), `isnan` / `isinf` (false) and `isfinite` (true) of an integer
+/// or bool tensor, and `trunc` / `floor` / `ceil` / `round` of one (itself).
 pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     use ScalarOp::*;
     let Some(op) = scalar_of(fg, n) else {
@@ -455,6 +456,12 @@ pub fn local_useless_elemwise(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
             let f = scalar_const(fg, DType::Bool, 0.0);
             return match_type(fg, f, &out_ty, &ins).map(Some);
         }
+        // Integers and bools are never NaN or infinite, and rounding them is exact.
+        IsNan | IsInf | IsFinite if !fg.ty(ins[0]).dtype.is_float() => {
+            let t = scalar_const(fg, DType::Bool, if op == IsFinite { 1.0 } else { 0.0 });
+            return match_type(fg, t, &out_ty, &ins).map(Some);
+        }
+        Trunc | Floor | Ceil | Round if !fg.ty(ins[0]).dtype.is_float() => ins[0],
         Switch if ins[1] == ins[2] => ins[1],
         Switch => match unique_constant(fg, ins[0]) {
             Some(c) if !c.is_nan() => {

@@ -148,6 +148,20 @@ binary_fns! {
     or => Or;
     /// Logical or bitwise xor.
     xor => Xor;
+    /// `a << b` on integers (numpy `left_shift`; a count outside `0..64` gives 0).
+    left_shift => LeftShift;
+    /// `a >> b` on integers, arithmetic (numpy `right_shift`; a count outside
+    /// `0..64` gives 0 or -1).
+    right_shift => RightShift;
+    /// `atan2(a, b)`: the angle of the point `(b, a)`, in `[-pi, pi]`.
+    arctan2 => ArcTan2;
+    /// `sqrt(a² + b²)` without undue overflow or underflow.
+    hypot => Hypot;
+    /// `|a|` with the sign (bit) of `b`.
+    copysign => CopySign;
+    /// C `fmod`: the remainder with the sign of the dividend `a` (numpy `fmod`;
+    /// integers: the truncating remainder, 0 for a zero divisor).
+    fmod => Fmod;
     /// `b` broadcast to the shape of `a` (PyTensor's `second` / `fill`).
     second => Second;
 }
@@ -199,7 +213,8 @@ unary_methods! {
     sigmoid => Sigmoid, softplus => Softplus, log1mexp => Log1mexp, sin => Sin, cos => Cos, tan => Tan,
     arcsin => ArcSin, arccos => ArcCos, arctan => ArcTan, sinh => Sinh, cosh => Cosh, tanh => Tanh,
     arcsinh => ArcSinh, arccosh => ArcCosh, arctanh => ArcTanh, erf => Erf, erfc => Erfc, floor => Floor,
-    ceil => Ceil, round => Round, identity => Identity,
+    ceil => Ceil, round => Round, trunc => Trunc, isnan => IsNan, isinf => IsInf,
+    isfinite => IsFinite, identity => Identity,
 }
 
 impl Tensor {

@@ -173,6 +173,9 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                 BinaryOp::Ne => build::neq,
                 BinaryOp::And => build::and,
                 BinaryOp::Or => build::or,
+                BinaryOp::Xor => build::xor,
+                BinaryOp::LeftShift => build::left_shift,
+                BinaryOp::RightShift => build::right_shift,
             };
             Built::Tensor(f(&a, &b).map_err(|e| at(pos, e))?)
         }
@@ -417,6 +420,14 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Floor => unary(ScalarOp::Floor),
         Func::Ceil => unary(ScalarOp::Ceil),
         Func::Round => unary(ScalarOp::Round),
+        Func::Trunc => unary(ScalarOp::Trunc),
+        Func::Isnan => unary(ScalarOp::IsNan),
+        Func::Isinf => unary(ScalarOp::IsInf),
+        Func::Isfinite => unary(ScalarOp::IsFinite),
+        Func::Arctan2 => build::arctan2(&a[0], &a[1]),
+        Func::Hypot => build::hypot(&a[0], &a[1]),
+        Func::Copysign => build::copysign(&a[0], &a[1]),
+        Func::Fmod => build::fmod(&a[0], &a[1]),
         Func::Maximum => build::maximum(&a[0], &a[1]),
         Func::Minimum => build::minimum(&a[0], &a[1]),
         Func::Where => build::switch(&a[0], &a[1], &a[2]),

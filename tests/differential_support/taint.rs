@@ -25,6 +25,10 @@
 //!   `floor_div` whose dividend is more than 1e4 times its divisor or whose
 //!   quotient is within rounding of an integer, `sin`, `cos`, `tan` of a
 //!   rounded argument beyond 1e4 or near a pole of `tan`.
+//! - **Signs not settled** (licensed by whatever licenses the rounding of
+//!   the operand, or always for a computed NaN, whose sign IEEE leaves
+//!   unspecified): `copysign(a, b)` at a rounded `b` near zero or a computed
+//!   NaN `b`, `arctan2(y, x)` at a rounded operand near its branch cut.
 //! - **Ill-conditioned sums** (the linker's reduction contract, and any
 //!   rewrite that rounds a summand differently): a float `Sum` or `Dot`
 //!   element, or an element-wise `add` / `sub` when a reassociating rewrite
@@ -307,6 +311,10 @@ pub fn taint(fg: &FunctionGraph, inputs: &[Value], lic: &Licenses) -> Option<Vec
             if let Some(ill) = ill_conditioned_periodic(&node.op, &args, &ins_rounded) {
                 t.zip_mut_with(&ill, |a, &b| *a |= b);
             }
+            if let Some(ill) = sign_sensitive(&node.op, &args, &ins_rounded, &computed, val.shape())
+            {
+                t.zip_mut_with(&ill, |a, &b| *a |= b);
+            }
             let of_family: Vec<bool> = node
                 .inputs
                 .iter()
@@ -521,7 +529,7 @@ fn propagate(
     })
 }
 
-/// For a float `mod` or `floor_div` of `a` by `b`: the elements where an
+/// For a float `mod`, `fmod` or `floor_div` of `a` by `b`: the elements where an
 /// operand carries rounding that the compiled code may do differently
 /// (`rounded`: reassociable or [`approximated`] arithmetic) and
 /// either `|a| > 1e4 |b|` or `a / b` lies within a relative 1e-6 of an
@@ -538,9 +546,9 @@ fn ill_conditioned_remainder(
     rounded: &[&ArrayD<bool>],
     shape: &[usize],
 ) -> Option<ArrayD<bool>> {
-    use kiln::ScalarOp::{IntDiv, Mod};
+    use kiln::ScalarOp::{Fmod, IntDiv, Mod};
     let Op::Elemwise {
-        scalar: Mod | IntDiv,
+        scalar: Mod | Fmod | IntDiv,
         ..
     } = op
     else {
@@ -564,29 +572,43 @@ fn ill_conditioned_remainder(
 /// of `b`: the elements where `b` is a zero computed by the graph. Rule 5
 /// does not keep the sign of a zero (`x * 0 -> 0`), hence neither that of
 /// an infinity obtained by dividing by it (`exp(k // (x * 0))`: reference
-/// `exp(-inf) = 0` for a negative `x`, FAST_RUN `exp(+inf)`). A zero read
-/// from an input or a constant keeps its sign, so it is compared. `None`
-/// for any other op.
+/// `exp(-inf) = 0` for a negative `x`, FAST_RUN `exp(+inf)`). Likewise
+/// `copysign(a, b)` takes the sign of a zero `b`, and `arctan2(y, x)` that
+/// of a zero `y` or `x` (`arctan2(0, -0) = pi`, `arctan2(0, 0) = 0`). A
+/// zero read from an input or a constant keeps its sign, so it is compared.
+/// `None` for any other op.
 fn division_by_computed_zero(
     op: &Op,
     args: &[&Value],
     computed: &[bool],
     shape: &[usize],
 ) -> Option<ArrayD<bool>> {
-    use kiln::ScalarOp::{IntDiv, Mod, Reciprocal, TrueDiv};
+    use kiln::ScalarOp::{ArcTan2, CopySign, IntDiv, Mod, Reciprocal, TrueDiv};
     let Op::Elemwise { scalar, .. } = op else {
         return None;
     };
-    let k = match scalar {
-        TrueDiv | IntDiv | Mod => 1,
-        Reciprocal => 0,
+    let ks: &[usize] = match scalar {
+        TrueDiv | IntDiv | Mod | CopySign => &[1],
+        Reciprocal => &[0],
+        ArcTan2 => &[0, 1],
         _ => return None,
     };
-    if !computed[k] || !args[k].dtype().is_float() {
-        return None;
+    let mut out: Option<ArrayD<bool>> = None;
+    for &k in ks {
+        if !computed[k] || !args[k].dtype().is_float() {
+            continue;
+        }
+        let b = args[k].to_f64_array();
+        let z = b.broadcast(IxDyn(shape))?.mapv(|x| x == 0.0);
+        out = Some(match out {
+            Some(mut o) => {
+                o.zip_mut_with(&z, |a, &b| *a |= b);
+                o
+            }
+            None => z,
+        });
     }
-    let b = args[k].to_f64_array();
-    Some(b.broadcast(IxDyn(shape))?.mapv(|x| x == 0.0))
+    out
 }
 
 /// For a float `sin`, `cos` or `tan` of `a`: the elements where `a`
@@ -617,6 +639,58 @@ fn ill_conditioned_periodic(
         *t = *t && (x.abs() > 1e4 || (tan && x.cos().abs() < 1e-4));
     }
     Some(ill)
+}
+
+/// For a float `copysign(a, b)` or `arctan2(y, x)`: the elements whose
+/// result jumps with the sign of an operand that is not settled. For
+/// `copysign`, where `b` carries rounding the compiled code may do
+/// differently (`rounded`) and `|b| <= 1e-3` (within the comparison's
+/// widest tolerance of zero: `copysign(1, cumsum(v))` gave -1 compiled, 1
+/// in the reference, for a sum of opposite terms summed in another order),
+/// or where `b` is a NaN computed by the graph (IEEE leaves the sign of a
+/// computed NaN unspecified, and the comparison treats all NaNs alike).
+/// For `arctan2`, where an operand carries rounding and `|y| <= 1e-3` with
+/// `x <= 1e-3` (the branch cut along the negative `x` axis, where the
+/// result jumps from `pi` to `-pi`, and the origin). `None` for other ops.
+fn sign_sensitive(
+    op: &Op,
+    args: &[&Value],
+    rounded: &[&ArrayD<bool>],
+    computed: &[bool],
+    shape: &[usize],
+) -> Option<ArrayD<bool>> {
+    use kiln::ScalarOp::{ArcTan2, CopySign};
+    let Op::Elemwise {
+        scalar: scalar @ (CopySign | ArcTan2),
+        ..
+    } = op
+    else {
+        return None;
+    };
+    if !args.iter().all(|a| a.dtype().is_float()) {
+        return None;
+    }
+    // First and second operands: (a, b) of copysign, (y, x) of arctan2.
+    let (p, q) = (args[0].to_f64_array(), args[1].to_f64_array());
+    let (p, q) = (p.broadcast(IxDyn(shape))?, q.broadcast(IxDyn(shape))?);
+    let (rp, rq) = (
+        rounded[0].broadcast(IxDyn(shape))?,
+        rounded[1].broadcast(IxDyn(shape))?,
+    );
+    let mut out = ArrayD::from_elem(IxDyn(shape), false);
+    ndarray::Zip::from(&mut out)
+        .and(&p)
+        .and(&q)
+        .and(&rp)
+        .and(&rq)
+        .for_each(|o, &p, &q, &rp, &rq| {
+            *o = if *scalar == CopySign {
+                (rq && q.abs() <= 1e-3) || (computed[1] && q.is_nan())
+            } else {
+                (rp || rq) && p.abs() <= 1e-3 && q <= 1e-3
+            };
+        });
+    Some(out)
 }
 
 /// For a float `pow`: the elements whose base is `-inf` and exponent ±0.5. C99 gives `+inf`

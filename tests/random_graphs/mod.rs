@@ -33,6 +33,10 @@ pub const UNARY: &[ScalarOp] = &[
     ScalarOp::Sign,
     ScalarOp::Reciprocal,
     ScalarOp::Erf,
+    ScalarOp::Trunc,
+    ScalarOp::IsNan,
+    ScalarOp::IsInf,
+    ScalarOp::IsFinite,
 ];
 /// Binary ops drawn from.
 pub const BINARY: &[ScalarOp] = &[
@@ -47,6 +51,13 @@ pub const BINARY: &[ScalarOp] = &[
     ScalarOp::Pow,
     ScalarOp::Lt,
     ScalarOp::Eq,
+    ScalarOp::ArcTan2,
+    ScalarOp::Hypot,
+    ScalarOp::CopySign,
+    ScalarOp::Fmod,
+    ScalarOp::LeftShift,
+    ScalarOp::RightShift,
+    ScalarOp::Xor,
 ];
 /// Constants combined with pool tensors.
 pub const CONSTS: &[f64] = &[0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -2.5];

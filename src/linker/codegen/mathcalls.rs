@@ -74,6 +74,18 @@ extern "C" fn kiln_ref_fmod(x: f64, y: f64) -> f64 {
     float_mod(x, y)
 }
 
+extern "C" fn kiln_ref_c_fmod(x: f64, y: f64) -> f64 {
+    ScalarOp::Fmod.eval_f64(&[x, y])
+}
+
+extern "C" fn kiln_ref_arctan2(y: f64, x: f64) -> f64 {
+    ScalarOp::ArcTan2.eval_f64(&[y, x])
+}
+
+extern "C" fn kiln_ref_hypot(x: f64, y: f64) -> f64 {
+    ScalarOp::Hypot.eval_f64(&[x, y])
+}
+
 extern "C" fn kiln_ref_floor_div(x: f64, y: f64) -> f64 {
     float_floor_div(x, y)
 }
@@ -100,6 +112,9 @@ pub fn scalar_symbol(op: ScalarOp) -> Option<(&'static str, ScalarSig)> {
         ScalarOp::Pow => Some(("kiln_ref_pow", ScalarSig::F2)),
         ScalarOp::Mod => Some(("kiln_ref_fmod", ScalarSig::F2)),
         ScalarOp::IntDiv => Some(("kiln_ref_floor_div", ScalarSig::F2)),
+        ScalarOp::Fmod => Some(("kiln_ref_c_fmod", ScalarSig::F2)),
+        ScalarOp::ArcTan2 => Some(("kiln_ref_arctan2", ScalarSig::F2)),
+        ScalarOp::Hypot => Some(("kiln_ref_hypot", ScalarSig::F2)),
         _ => unary_table()
             .into_iter()
             .find(|(o, _, _)| *o == op)
@@ -173,6 +188,9 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("kiln_ref_pow", kiln_ref_pow as *const u8));
     v.push(("kiln_ref_fmod", kiln_ref_fmod as *const u8));
     v.push(("kiln_ref_floor_div", kiln_ref_floor_div as *const u8));
+    v.push(("kiln_ref_c_fmod", kiln_ref_c_fmod as *const u8));
+    v.push(("kiln_ref_arctan2", kiln_ref_arctan2 as *const u8));
+    v.push(("kiln_ref_hypot", kiln_ref_hypot as *const u8));
     v.push(("kiln_ref_int_pow", kiln_ref_int_pow as *const u8));
     v.extend(kiln_runtime::symbols());
     v

@@ -302,6 +302,10 @@ fn float_op(
         let c = b.ins().fcmp(cc, a[0], a[1]);
         FRes::B(bool_i64(b, c))
     };
+    let cmp1 = |b: &mut FunctionBuilder<'_>, cc: FloatCC, x: Value, y: Value| {
+        let c = b.ins().fcmp(cc, x, y);
+        FRes::B(bool_i64(b, c))
+    };
     let nz = |b: &mut FunctionBuilder<'_>, v: Value| {
         let z = b.ins().f64const(0.0);
         b.ins().fcmp(FloatCC::NotEqual, v, z)
@@ -329,6 +333,20 @@ fn float_op(
         Floor => b.ins().floor(a[0]),
         Ceil => b.ins().ceil(a[0]),
         Round => b.ins().nearest(a[0]),
+        Trunc => b.ins().trunc(a[0]),
+        CopySign => b.ins().fcopysign(a[0], a[1]),
+        IsNan => return Ok(cmp1(b, FloatCC::Unordered, a[0], a[0])),
+        IsInf | IsFinite => {
+            let m = b.ins().fabs(a[0]);
+            let inf = b.ins().f64const(f64::INFINITY);
+            // An ordered comparison: NaN is neither infinite nor finite.
+            let cc = if op == IsInf {
+                FloatCC::Equal
+            } else {
+                FloatCC::LessThan
+            };
+            return Ok(cmp1(b, cc, m, inf));
+        }
         Lt => return Ok(cmp(b, FloatCC::LessThan)),
         Le => return Ok(cmp(b, FloatCC::LessThanOrEqual)),
         Gt => return Ok(cmp(b, FloatCC::GreaterThan)),
@@ -400,6 +418,10 @@ fn int_op(
         Mul => a[1..].iter().fold(a[0], |s, &x| b.ins().imul(s, x)),
         Sub => b.ins().isub(a[0], a[1]),
         IntDiv | Mod => int_divmod(b, a[0], a[1], op == IntDiv),
+        Fmod => int_fmod(b, a[0], a[1]),
+        LeftShift | RightShift => shift(b, a[0], a[1], op == LeftShift),
+        IsNan | IsInf => b.ins().iconst(types::I64, 0),
+        IsFinite => b.ins().iconst(types::I64, 1),
         Pow => call(b, callees, mathcalls::INT_POW.0, a)?,
         Neg => b.ins().ineg(a[0]),
         Abs => b.ins().iabs(a[0]),
@@ -449,7 +471,7 @@ fn int_op(
         }
         Second => a[1],
         // Rounding an integer is the identity.
-        Identity | Cast(_) | Floor | Ceil | Round => a[0],
+        Identity | Cast(_) | Floor | Ceil | Round | Trunc => a[0],
         op => {
             return Err(Error::Compile(format!(
                 "{op} has no integer-domain lowering"
@@ -490,6 +512,38 @@ fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Val
     }
 }
 
+/// C `fmod` on i64 without traps (`ops::scalar::int_fmod`): `x fmod 0 == 0`,
+/// `MIN fmod -1 == 0`.
+fn int_fmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value) -> Value {
+    let is0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+    let ism1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
+    let bad = b.ins().bor(is0, ism1);
+    let one = b.ins().iconst(types::I64, 1);
+    let zero = b.ins().iconst(types::I64, 0);
+    let safe = b.ins().select(bad, one, d);
+    let r = b.ins().srem(a, safe);
+    b.ins().select(bad, zero, r)
+}
+
+/// numpy shifts on i64 (`ops::scalar::left_shift` / `right_shift`):
+/// Cranelift's shifts take the count modulo 64, so a count outside `0..64`
+/// (negative counts are huge as unsigned) is handled explicitly: `<<` gives
+/// 0 and `>>` shifts by 63 (0 or -1).
+fn shift(b: &mut FunctionBuilder<'_>, a: Value, count: Value, left: bool) -> Value {
+    let out = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, count, 64);
+    if left {
+        let v = b.ins().ishl(a, count);
+        let zero = b.ins().iconst(types::I64, 0);
+        b.ins().select(out, zero, v)
+    } else {
+        let max = b.ins().iconst(types::I64, 63);
+        let c = b.ins().select(out, max, count);
+        b.ins().sshr(a, c)
+    }
+}
+
 /// True when `op` with `nargs` arguments has a vector lowering on lanes of
 /// `dtype` that equals the scalar reference bit for bit (for `f32`, only ops
 /// whose single rounding in `f32` equals the reference's `f64` evaluation
@@ -498,8 +552,8 @@ pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
     use ScalarOp::*;
     match op {
         Add | Mul => dtype == DType::F64 || nargs == 2,
-        Sub | TrueDiv | Neg | Reciprocal | Abs | Sqr | Sqrt | Floor | Ceil | Round | Maximum
-        | Minimum | Clip | Sign | Switch | Second | Identity => true,
+        Sub | TrueDiv | Neg | Reciprocal | Abs | Sqr | Sqrt | Floor | Ceil | Round | Trunc
+        | Maximum | Minimum | Clip | Sign | Switch | Second | Identity => true,
         Cast(d) => d == dtype,
         _ => false,
     }
@@ -529,6 +583,7 @@ pub fn emit_vector(
         Floor => b.ins().floor(a[0]),
         Ceil => b.ins().ceil(a[0]),
         Round => b.ins().nearest(a[0]),
+        Trunc => b.ins().trunc(a[0]),
         Maximum => nan_minmax(b, a[0], a[1], true, ty),
         Minimum => nan_minmax(b, a[0], a[1], false, ty),
         Clip => {
