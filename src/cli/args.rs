@@ -83,6 +83,14 @@ pub struct EvalArgs {
     /// Evaluate the gradient of the (scalar) expression with respect to this input instead.
     #[arg(long, value_name = "NAME")]
     pub grad: Option<String>,
+    /// Stream out of core: memory-map the inputs (and --out) and evaluate chunk by
+    /// chunk. Element-wise expressions (inputs of one shape, or of one element) and
+    /// full sum/prod/max/min reductions of them only.
+    #[arg(long)]
+    pub stream: bool,
+    /// Elements per chunk with --stream (default 4 Mi).
+    #[arg(long, value_name = "N", requires = "stream")]
+    pub chunk_elements: Option<usize>,
 }
 
 /// How `kiln rewrite` prints graphs.

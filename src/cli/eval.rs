@@ -3,6 +3,7 @@
 //! runs it once, and writes the result as `.npy` (dtype kept) or prints its
 //! shape, dtype and a numpy-like summary. With `--grad x`, the value
 //! computed is the gradient of the (scalar) expression with respect to `x`.
+//! With `--stream`, [`stream`](super::stream) evaluates out of core.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,6 +32,25 @@ pub fn parse_input(s: &str) -> CliResult<(String, PathBuf)> {
 
 /// Runs `kiln eval`.
 pub fn run(a: &EvalArgs, out: &mut dyn Write) -> CliResult {
+    if a.stream {
+        let (value, note) = super::stream::run(a)?;
+        match value {
+            Some(v) => match &a.out {
+                Some(path) => {
+                    npy::write(path, &v)?;
+                    writeln!(
+                        out,
+                        "wrote {} scalar to {} ({note})",
+                        v.dtype(),
+                        path.display()
+                    )?;
+                }
+                None => out.write_all(summary(&v).as_bytes())?,
+            },
+            None => writeln!(out, "{note}")?,
+        }
+        return Ok(());
+    }
     let mode = parse_mode(&a.mode)?;
     let mut decls = Vec::new();
     let mut values = Vec::new();

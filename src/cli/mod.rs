@@ -5,6 +5,7 @@
 //! | subcommand | module | what it does |
 //! |---|---|---|
 //! | `kiln eval EXPR --in x=x.npy` | [`eval`] | compiles and runs an expression on `.npy` inputs |
+//! | `kiln eval EXPR --stream --in x=big.npy --out y.npy` | [`stream`] | the same, out of core: memory-mapped inputs and output, chunk by chunk |
 //! | `kiln rewrite EXPR --var x=f64[:]` | [`rewrite`] | prints the graph before and after rewriting |
 //! | `kiln bench --suite` | [`bench`](mod@bench) | compile and run times, node counts, peak buffer bytes |
 //! | `kiln dot EXPR --var ...` | [`rewrite`] | Graphviz of the graph |
@@ -28,6 +29,7 @@ pub mod eval;
 pub mod grad;
 pub mod npy;
 pub mod rewrite;
+pub mod stream;
 
 use std::collections::HashMap;
 use std::fmt;
