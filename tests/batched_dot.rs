@@ -407,7 +407,7 @@ fn expression_language() {
             .iter()
             .map(|n| vars[*n].clone())
             .collect();
-        let fg = FunctionGraph::new(&ins, &[t.clone()]).unwrap();
+        let fg = FunctionGraph::new(&ins, std::slice::from_ref(&t)).unwrap();
         (kiln::graph::print::pprint_outputs(&fg), t)
     };
     let (p, t) = show("A @ B");
