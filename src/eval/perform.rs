@@ -39,6 +39,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::Softmax { axis, log } => Ok(vec![softmax(&name, *axis, *log, inputs[0])?]),
         Op::CumReduce { op: r, axis } => Ok(vec![cumulative(&name, *r, *axis, inputs[0])?]),
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
+        Op::BatchedDot => Ok(vec![batched_dot(&name, inputs, types)?]),
         Op::Gemm { .. } => Ok(vec![gemm(&name, inputs)?]),
         Op::Alloc => Ok(vec![alloc(&name, inputs)?]),
         Op::Reshape { ndim } => Ok(vec![reshape(&name, *ndim, inputs[0], inputs[1])?]),
@@ -680,6 +681,84 @@ fn dot(name: &str, a: &Value, b: &Value) -> Result<Value> {
                 .expect("same size"),
         ))
     }
+}
+
+/// numpy `matmul` of stacks of matrices (`Op::BatchedDot`): each product
+/// as `dot` computes it (floats summed in f64 and rounded to the dtype,
+/// integers wrapping in i64), batch dimensions broadcast by the static rule.
+fn batched_dot(name: &str, inputs: &[&Value], types: &[&TensorType]) -> Result<Value> {
+    let ([a, b], [ta, tb]) = (inputs, types) else {
+        return Err(Error::eval(
+            name,
+            format!("expects 2 inputs, got {}", inputs.len()),
+        ));
+    };
+    let bc = |t: &TensorType| {
+        (0..t.ndim())
+            .map(|d| t.is_broadcastable(d))
+            .collect::<Vec<_>>()
+    };
+    let sh = crate::ops::batched_dot_shape(a.shape(), b.shape(), &bc(ta), &bc(tb))
+        .map_err(|m| Error::eval(name, m))?;
+    let mut dtype = DType::upcast(a.dtype(), b.dtype());
+    if dtype == DType::Bool {
+        dtype = DType::I64;
+    }
+    let mut out_shape = sh.batch.clone();
+    out_shape.extend([sh.m, sh.n]);
+    let count: usize = sh.batch.iter().product();
+    let (sa, sb) = (
+        matrix_stack(name, a, &sh.batch, count, sh.m, sh.k)?,
+        matrix_stack(name, b, &sh.batch, count, sh.k, sh.n)?,
+    );
+    let products = sa
+        .iter()
+        .zip(&sb)
+        .map(|(x, y)| dot(name, x, y))
+        .collect::<Result<Vec<_>>>()?;
+    if dtype.is_float() {
+        let mut data = output_vec::<f64>(name, &out_shape)?;
+        products
+            .iter()
+            .for_each(|p| data.extend(p.to_f64_array().iter().copied()));
+        let out = ArrayD::from_shape_vec(IxDyn(&out_shape), data).expect("sized");
+        Ok(Value::from_f64_array(dtype, out))
+    } else {
+        let mut data = output_vec::<i64>(name, &out_shape)?;
+        products
+            .iter()
+            .for_each(|p| data.extend(p.to_i64_array().iter().copied()));
+        let out = ArrayD::from_shape_vec(IxDyn(&out_shape), data).expect("sized");
+        Ok(Value::from_i64_array(dtype, out))
+    }
+}
+
+/// `x` broadcast to `batch + [rows, cols]` and cut into its `count`
+/// matrices, each a value of `x`'s dtype.
+fn matrix_stack(
+    name: &str,
+    x: &Value,
+    batch: &[usize],
+    count: usize,
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<Value>> {
+    let mut full = batch.to_vec();
+    full.extend([rows, cols]);
+    crate::with_value!(x, arr => {
+        let view = arr.broadcast(IxDyn(&full)).ok_or_else(|| {
+            Error::eval(name, format!("cannot broadcast {:?} to {full:?}", x.shape()))
+        })?;
+        let stacked = view
+            .as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&[count, rows, cols]))
+            .map_err(|e| Error::eval(name, e.to_string()))?;
+        Ok(stacked
+            .outer_iter()
+            .map(|m| Value::from(m.to_owned()))
+            .collect())
+    })
 }
 
 /// `beta * z + alpha * dot(x, y)` for inputs `(z, alpha, x, y, beta)`:

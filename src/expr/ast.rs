@@ -641,6 +641,9 @@ pub enum Signature {
     /// `split(x, sizes, axis=k, output=j)`: `sizes` a list of integer
     /// literals or an integer vector expression; output `j` of the split.
     Split,
+    /// `tensordot(a, b, axes=2)` or `tensordot(a, b, axes=([1, 0], [0, 1]))`:
+    /// two tensors plus an optional `axes=` (default 2).
+    Tensordot,
 }
 
 macro_rules! funcs {
@@ -734,6 +737,8 @@ funcs! {
     Cumsum => "cumsum", Reduction;
     Cumprod => "cumprod", Reduction;
     Dot => "dot", Fixed(2);
+    Matmul => "matmul", Fixed(2);
+    Tensordot => "tensordot", Tensordot;
     Transpose => "transpose", Fixed(1);
     Cast => "cast", Cast;
     SetSubtensor => "set_subtensor", Update;
@@ -768,7 +773,7 @@ impl Func {
             Signature::Cast | Signature::Update => 2,
             Signature::Axis(n) => n,
             Signature::Join => 1,
-            Signature::Split => 2,
+            Signature::Split | Signature::Tensordot => 2,
         }
     }
 }

@@ -71,8 +71,8 @@ pub use ast::{
 pub use decl::{parse_decl, Decl, DTYPES};
 pub use lexer::{tokenize, Token, TokenKind};
 pub use parser::{
-    axis_args, cast_dtype, check, int_list, parse_syntax, reduce_args, AxisArgs, ReduceArgs,
-    MAX_DEPTH,
+    axis_args, cast_dtype, check, int_list, parse_syntax, reduce_args, tensordot_args, AxisArgs,
+    ReduceArgs, TensordotAxes, MAX_DEPTH,
 };
 
 /// Parses and checks an expression: the syntax ([`parse_syntax`]) then the function names,
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 68);
+        assert_eq!(Func::ALL.len(), 70);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

@@ -623,6 +623,10 @@ fn check_call<'a>(
             }
             Ok(items.iter().collect())
         }
+        Signature::Tensordot => {
+            tensordot_args(kwargs)?;
+            Ok(args.iter().collect())
+        }
         Signature::Split => {
             let a = axis_args(func, kwargs)?;
             if a.output.is_none() {
@@ -719,6 +723,52 @@ pub fn axis_args(func: Func, kwargs: &[Keyword]) -> Result<AxisArgs, ParseError>
                 return Err(ParseError::new(pos, msg));
             }
         }
+    }
+    Ok(out)
+}
+
+/// The `axes=` of `tensordot`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TensordotAxes {
+    /// `axes=n`: the last `n` axes of `a` with the first `n` of `b`.
+    Count(i64),
+    /// `axes=([..], [..])`: the paired axes of `a` and `b`.
+    Pairs(Vec<i64>, Vec<i64>),
+}
+
+/// Reads and validates the keyword arguments of `tensordot`: at most one
+/// `axes=`, a non-negative integer or a pair of integer lists (default 2).
+pub fn tensordot_args(kwargs: &[Keyword]) -> Result<TensordotAxes, ParseError> {
+    let shape = "axes= must be a non-negative integer or a pair of integer lists, \
+                 e.g. axes=2 or axes=([1, 0], [0, 1])";
+    let mut out = TensordotAxes::Count(2);
+    for (i, k) in kwargs.iter().enumerate() {
+        if k.name != "axes" {
+            let msg = format!(
+                "tensordot() got an unexpected keyword argument '{}'; expected axes=",
+                k.name
+            );
+            return Err(ParseError::new(k.name_span.start, msg));
+        }
+        if i > 0 {
+            let msg = "tensordot() got keyword argument 'axes' twice";
+            return Err(ParseError::new(k.name_span.start, msg));
+        }
+        let bad = || ParseError::new(k.value.span.start, shape);
+        out = match &k.value.kind {
+            ExprKind::Number(Number::Int(n)) if *n >= 0 => TensordotAxes::Count(*n),
+            ExprKind::Tuple(items) | ExprKind::List(items) if items.len() == 2 => {
+                let list = |e: &Expr| -> Result<Vec<i64>, ParseError> {
+                    match &e.kind {
+                        ExprKind::List(l) if l.is_empty() => Ok(Vec::new()),
+                        ExprKind::List(_) => Ok(int_list(e)?.expect("a list")),
+                        _ => Err(bad()),
+                    }
+                };
+                TensordotAxes::Pairs(list(&items[0])?, list(&items[1])?)
+            }
+            _ => return Err(bad()),
+        };
     }
     Ok(out)
 }

@@ -100,6 +100,7 @@ pub fn l_op(
         )?)]),
         Op::CAReduce { op: r, axes } => reduce_l_op(*r, axes.as_deref(), &inputs[0], z, gz),
         Op::Dot => dot_l_op(&inputs[0], &inputs[1], gz),
+        Op::BatchedDot => batched_dot_l_op(&inputs[0], &inputs[1], gz),
         Op::Alloc => {
             let value = &inputs[0];
             // Sum over the leading dimensions Alloc added; the driver sums
@@ -679,6 +680,37 @@ fn reduce_l_op(
 }
 
 /// The pullback of numpy `dot` on 1-d and 2-d operands.
+/// `BatchedDot`: `gx = gz @ yᵀ`, `gy = xᵀ @ gz` per batch (transposing the
+/// last two axes), each summed over the leading batch dimensions its input
+/// lacks (the driver sums the broadcast size-1 ones).
+fn batched_dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
+    let swap = |t: &Tensor| -> Result<Tensor> {
+        let nd = t.ndim();
+        let mut order: Vec<Option<usize>> = (0..nd - 2).map(Some).collect();
+        order.extend([Some(nd - 1), Some(nd - 2)]);
+        t.dimshuffle(&order)
+    };
+    let fit_rank = |g: Tensor, t: &Tensor| -> Result<Tensor> {
+        let extra = g.ndim() - t.ndim();
+        if extra == 0 {
+            return Ok(g);
+        }
+        let axes: Vec<isize> = (0..extra as isize).collect();
+        g.reduce(ReduceOp::Sum, Some(&axes), false)
+    };
+    let apply = |a: &Tensor, b: &Tensor| Tensor::apply(Op::BatchedDot, &[a, b]);
+    let gx = fit_rank(apply(gz, &swap(y)?)?, x)?;
+    let gy = fit_rank(apply(&swap(x)?, gz)?, y)?;
+    let wrap = |t: &Tensor, g: Tensor| {
+        if t.dtype().is_float() {
+            InputGrad::Grad(g)
+        } else {
+            InputGrad::Zero
+        }
+    };
+    Ok(vec![wrap(x, gx), wrap(y, gy)])
+}
+
 fn dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
     let dot = crate::tensor::dot;
     let outer = |a: &Tensor, b: &Tensor| -> Result<Tensor> {

@@ -273,7 +273,7 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
                 s => format!("{}({})", s.name(), args.join(", ")),
             }
         }
-        Op::Dot => format!("({} @ {})", args[0], args[1]),
+        Op::Dot | Op::BatchedDot => format!("({} @ {})", args[0], args[1]),
         Op::DimShuffle {
             input_ndim,
             new_order,

@@ -234,6 +234,12 @@ pub enum Op {
     },
     /// numpy `dot` of 1-d and 2-d operands.
     Dot,
+    /// numpy `matmul` of stacks of matrices: `a` is `(..., m, k)`, `b` is
+    /// `(..., k, n)` (both at least 2-d), the output `(..., m, n)`. The batch
+    /// dimensions (all but the last two) are aligned from the right and
+    /// broadcast as in element-wise ops: a missing or statically size-1
+    /// dimension stretches, other sizes must agree. Dtype as `Dot`.
+    BatchedDot,
     /// BLAS GEMM (PyTensor's `gemm_no_inplace` / `gemm_inplace`): inputs
     /// `(z, alpha, x, y, beta)`, output `beta * z + alpha * dot(x, y)`.
     /// `z`, `x`, `y` are floating-point of one dtype, `alpha` and `beta`
@@ -379,6 +385,7 @@ impl Op {
             Op::Softmax { .. } => OpKind::Softmax,
             Op::CumReduce { .. } => OpKind::CumReduce,
             Op::Dot => OpKind::Dot,
+            Op::BatchedDot => OpKind::BatchedDot,
             Op::Gemm { .. } => OpKind::Gemm,
             Op::Alloc => OpKind::Alloc,
             Op::Reshape { .. } => OpKind::Reshape,
@@ -445,6 +452,7 @@ impl Op {
                 format!("Cum{}{{axis={axis}}}", op.name())
             }
             Op::Dot => "dot".to_string(),
+            Op::BatchedDot => "BatchedDot".to_string(),
             Op::Gemm { inplace: false } => "Gemm{no_inplace}".to_string(),
             Op::Gemm { inplace: true } => "Gemm{inplace}".to_string(),
             Op::Alloc => "Alloc".to_string(),
@@ -605,6 +613,7 @@ impl Op {
                 }
             }
             Op::Dot => Ok(vec![dot_type(inputs).map_err(err)?]),
+            Op::BatchedDot => Ok(vec![batched_dot_type(inputs).map_err(err)?]),
             Op::Gemm { .. } => Ok(vec![gemm_type(inputs).map_err(err)?]),
             Op::Alloc => Ok(vec![alloc_type(inputs).map_err(err)?]),
             Op::Reshape { ndim } => {
@@ -761,6 +770,131 @@ fn dot_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String>
         dtype = DType::I64;
     }
     Ok(TensorType::new(dtype, shape))
+}
+
+/// The output type of `BatchedDot(a, b)`, or the message of a type error:
+/// both operands at least 2-d, `a`'s last dimension `b`'s second to last,
+/// batch dimensions broadcastable (see [`Op::BatchedDot`]).
+fn batched_dot_type(inputs: &[InputInfo<'_>]) -> std::result::Result<TensorType, String> {
+    let [a, b] = inputs else {
+        return Err(format!("expects 2 inputs, got {}", inputs.len()));
+    };
+    let (na, nb) = (a.ty.ndim(), b.ty.ndim());
+    if na < 2 || nb < 2 {
+        return Err(format!(
+            "expects operands of at least 2 dimensions, got {} and {}",
+            a.ty, b.ty
+        ));
+    }
+    if let (Some(x), Some(y)) = (a.ty.shape[na - 1], b.ty.shape[nb - 2]) {
+        if x != y {
+            return Err(format!(
+                "inner dimensions differ: {x} ({}) and {y} ({})",
+                a.ty, b.ty
+            ));
+        }
+    }
+    let batch = na.max(nb) - 2;
+    let mut shape = Vec::with_capacity(batch + 2);
+    for d in 0..batch {
+        // Dimension d of the output's batch, from the right-aligned operands.
+        let da = (d + na >= batch + 2).then(|| a.ty.shape[d + na - 2 - batch]);
+        let db = (d + nb >= batch + 2).then(|| b.ty.shape[d + nb - 2 - batch]);
+        let size = match (da, db) {
+            (None | Some(Some(1)), Some(s)) | (Some(s), None | Some(Some(1))) => s,
+            (None, None) => unreachable!("the longer operand has every batch dimension"),
+            (Some(Some(x)), Some(Some(y))) if x != y => {
+                return Err(format!(
+                    "batch dimensions differ: {x} and {y} ({} and {})",
+                    a.ty, b.ty
+                ));
+            }
+            (Some(x), Some(y)) => x.or(y),
+        };
+        shape.push(size);
+    }
+    shape.push(a.ty.shape[na - 2]);
+    shape.push(b.ty.shape[nb - 1]);
+    let mut dtype = DType::upcast(a.ty.dtype, b.ty.dtype);
+    if dtype == DType::Bool {
+        dtype = DType::I64;
+    }
+    Ok(TensorType::new(dtype, shape))
+}
+
+/// The run-time sizes of a `BatchedDot`: the broadcast batch shape and the
+/// matrix sizes `m`, `k`, `n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchedDotShape {
+    /// The output's batch dimensions (all but its last two).
+    pub batch: Vec<usize>,
+    /// Rows of each product.
+    pub m: usize,
+    /// The inner (summed) dimension.
+    pub k: usize,
+    /// Columns of each product.
+    pub n: usize,
+}
+
+/// Checks the run-time shapes of `BatchedDot`'s operands (at least 2-d,
+/// with their static types' broadcastable flags `a_bc` / `b_bc`) and
+/// computes the output's sizes, or the message of the error: the inner
+/// dimensions agree, a statically broadcastable batch dimension has size 1,
+/// the others agree. The reference `perform` and the linker share it.
+pub fn batched_dot_shape(
+    a: &[usize],
+    b: &[usize],
+    a_bc: &[bool],
+    b_bc: &[bool],
+) -> std::result::Result<BatchedDotShape, String> {
+    let (na, nb) = (a.len(), b.len());
+    if na < 2 || nb < 2 || a_bc.len() != na || b_bc.len() != nb {
+        return Err(format!(
+            "expects operands of at least 2 dimensions, got shapes {a:?} and {b:?}"
+        ));
+    }
+    let (k, kb) = (a[na - 1], b[nb - 2]);
+    if k != kb {
+        return Err(format!(
+            "shapes {a:?} and {b:?} are not aligned: {k} (dim {}) != {kb} (dim {})",
+            na - 1,
+            nb - 2
+        ));
+    }
+    let nbatch = na.max(nb) - 2;
+    let mut batch = Vec::with_capacity(nbatch);
+    for d in 0..nbatch {
+        let mut size = None;
+        for (name, shape, bc) in [("a", a, a_bc), ("b", b, b_bc)] {
+            let Some(i) = (d + shape.len()).checked_sub(nbatch + 2) else {
+                continue;
+            };
+            let s = shape[i];
+            if bc[i] {
+                if s != 1 {
+                    return Err(format!(
+                        "{name} is broadcastable in dimension {i} but has size {s}"
+                    ));
+                }
+                continue;
+            }
+            match size {
+                Some(prev) if prev != s => {
+                    return Err(format!(
+                        "batch dimensions differ: shapes {a:?} and {b:?} ({prev} != {s})"
+                    ));
+                }
+                _ => size = Some(s),
+            }
+        }
+        batch.push(size.unwrap_or(1));
+    }
+    Ok(BatchedDotShape {
+        batch,
+        m: a[na - 2],
+        k,
+        n: b[nb - 1],
+    })
 }
 
 /// The output type of `Alloc(value, *dims)`, or the message of a type error:
@@ -952,6 +1086,7 @@ pub enum OpKind {
     Softmax,
     CumReduce,
     Dot,
+    BatchedDot,
     Gemm,
     Alloc,
     Reshape,
@@ -1116,7 +1251,10 @@ impl PartialEq for Op {
             (Op::CumReduce { op: a, axis: x }, Op::CumReduce { op: b, axis: y }) => {
                 a == b && x == y
             }
-            (Op::Dot, Op::Dot) | (Op::Alloc, Op::Alloc) | (Op::Shape, Op::Shape) => true,
+            (Op::Dot, Op::Dot)
+            | (Op::BatchedDot, Op::BatchedDot)
+            | (Op::Alloc, Op::Alloc)
+            | (Op::Shape, Op::Shape) => true,
             (Op::Gemm { inplace: a }, Op::Gemm { inplace: b }) => a == b,
             (Op::Reshape { ndim: a }, Op::Reshape { ndim: b }) => a == b,
             (Op::ShapeI(a), Op::ShapeI(b)) => a == b,
@@ -1216,7 +1354,7 @@ impl Hash for Op {
                 c.name().hash(state);
                 c.params().hash(state);
             }
-            Op::Dot | Op::Alloc | Op::Shape | Op::BooleanMask => {}
+            Op::Dot | Op::BatchedDot | Op::Alloc | Op::Shape | Op::BooleanMask => {}
         }
     }
 }

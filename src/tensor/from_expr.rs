@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use super::build::{self, weak_constant};
 use super::index::{inc_subtensor, set_subtensor, Idx, IdxBound};
 use super::indexing;
+use super::matmul;
 use super::Tensor;
 use crate::error::{Error, Result};
 use crate::expr::{
@@ -164,7 +165,7 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                 BinaryOp::FloorDiv => build::int_div,
                 BinaryOp::Mod => build::modulo,
                 BinaryOp::Pow => build::pow,
-                BinaryOp::MatMul => build::dot,
+                BinaryOp::MatMul => matmul::matmul,
                 BinaryOp::Lt => build::lt,
                 BinaryOp::Le => build::le,
                 BinaryOp::Gt => build::gt,
@@ -207,6 +208,19 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                 pos: e.pos,
                 msg: e.message,
             };
+            if func == Func::Tensordot {
+                let a = tensor_of(built.next().expect("arity checked"), pos)?;
+                let b = tensor_of(built.next().expect("arity checked"), pos)?;
+                let t = match expr::tensordot_args(kwargs).map_err(parse_err)? {
+                    expr::TensordotAxes::Count(n) => matmul::tensordot(&a, &b, n as usize),
+                    expr::TensordotAxes::Pairs(x, y) => {
+                        let cv =
+                            |v: Vec<i64>| v.into_iter().map(|d| d as isize).collect::<Vec<_>>();
+                        matmul::tensordot_axes(&a, &b, &cv(x), &cv(y))
+                    }
+                };
+                return Ok(Built::Tensor(t.map_err(|e| at(pos, e))?));
+            }
             if func == Func::Cast {
                 let x = tensor_of(built.next().expect("arity checked"), pos)?;
                 let dtype = DType::parse(expr::cast_dtype(&args[1]).map_err(parse_err)?)?;
@@ -433,6 +447,7 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Where => build::switch(&a[0], &a[1], &a[2]),
         Func::Clip => build::clip(&a[0], &a[1], &a[2]),
         Func::Dot => build::dot(&a[0], &a[1]),
+        Func::Matmul => matmul::matmul(&a[0], &a[1]),
         Func::Transpose => Ok(a[0].t()),
         Func::BooleanMask => indexing::boolean_mask(&a[0], &a[1]),
         Func::Take
@@ -441,6 +456,7 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Concatenate
         | Func::Stack
         | Func::Split
+        | Func::Tensordot
         | Func::Cast
         | Func::Sum
         | Func::Prod

@@ -17,6 +17,7 @@ mod build;
 mod from_expr;
 mod index;
 mod indexing;
+mod matmul;
 mod ops_overload;
 
 use std::fmt;
@@ -29,6 +30,7 @@ pub use indexing::{
     advanced_inc_subtensor1, advanced_set_subtensor1, advanced_subtensor1, boolean_mask,
     concatenate, split, split_by, stack, take,
 };
+pub use matmul::{matmul, tensordot, tensordot_axes};
 
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};

@@ -1,10 +1,15 @@
-//! Execution of the matrix-product family (`Dot`, `Gemm`): operand casts,
-//! the alignment check of the inner dimensions, the runtime GEMM for
-//! floats (writing into a fresh array, the caller's registered array, or
-//! `z` itself for an inplace `Gemm`) and a wrapping native product for
-//! integers.
+//! Execution of the matrix-product family (`Dot`, `BatchedDot`, `Gemm`):
+//! operand casts, the alignment check of the inner dimensions, the runtime
+//! GEMM for floats (writing into a fresh array, the caller's registered
+//! array, or `z` itself for an inplace `Gemm`) and a wrapping native
+//! product for integers. `BatchedDot` addresses every batch's matrices
+//! through the operands' strides (no copies): one GEMM over all batches
+//! when `b` is shared by all of them and `a`'s batches are the rows of one
+//! strided matrix, else one GEMM per batch, batches spread over threads
+//! when each product is too small for the GEMM's own threading.
 //!
-//! Invariants: the inner dimensions agree (`MatMul::new`); an inplace
+//! Invariants: the inner dimensions agree (`MatMul::new`,
+//! `ops::batched_dot_shape`, which also checks the batch shapes); an inplace
 //! `Gemm` overwrites `z` only when it has `dot(x, y)`'s shape and is not a
 //! broadcast view; the output overlaps neither operand.
 
@@ -14,7 +19,7 @@ use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::{DType, Value};
 use crate::linker::buffer::{Arr, Buffer};
-use crate::linker::plan::step::{DotStep, GemmStep};
+use crate::linker::plan::step::{BatchedDotStep, DotStep, GemmStep};
 use crate::linker::plan::Slot;
 
 impl Exec<'_> {
@@ -36,6 +41,39 @@ impl Exec<'_> {
             b = self.cast(name, &b, c, *dtype)?;
         }
         let res = self.dot(name, &a, &b, *dtype, *output)?;
+        self.slots[*output] = Some(res);
+        Ok(())
+    }
+
+    /// Runs a `BatchedDot` step.
+    pub(super) fn batched_dot_step(&mut self, name: &str, step: &BatchedDotStep) -> Result<()> {
+        let BatchedDotStep {
+            a,
+            b,
+            casts,
+            output,
+            dtype,
+            broadcastable: [a_bc, b_bc],
+        } = step;
+        let mut a = self.get(*a);
+        let mut b = self.get(*b);
+        if let Some(c) = casts[0] {
+            a = self.cast(name, &a, c, *dtype)?;
+        }
+        if let Some(c) = casts[1] {
+            b = self.cast(name, &b, c, *dtype)?;
+        }
+        let sh = crate::ops::batched_dot_shape(&a.shape, &b.shape, a_bc, b_bc)
+            .map_err(|m| err(name, m))?;
+        let mut out_shape = sh.batch.clone();
+        out_shape.extend([sh.m, sh.n]);
+        let res = if dtype.is_float() {
+            let c = self.alloc_slot(name, *output, *dtype, &out_shape)?;
+            batched_gemm(&sh, &a, &b, &c, self.par.threshold > 0);
+            c
+        } else {
+            batched_int_product(name, &sh, &a, &b, *dtype)?
+        };
         self.slots[*output] = Some(res);
         Ok(())
     }
@@ -344,4 +382,195 @@ impl MatMul {
             out_shape,
         })
     }
+}
+
+/// The strides (in elements) of `x`'s batch dimensions aligned to the
+/// output's batch shape `batch`: 0 for a missing or size-1 (broadcast)
+/// dimension.
+fn batch_strides(x: &Arr, batch: &[usize]) -> Vec<isize> {
+    let lead = x.shape.len() - 2;
+    (0..batch.len())
+        .map(|d| match (d + lead).checked_sub(batch.len()) {
+            Some(i) if x.shape[i] != 1 => x.strides[i],
+            _ => 0,
+        })
+        .collect()
+}
+
+/// The element offset of each batch (in C order of `batch`) given the
+/// batch strides.
+fn batch_offsets(batch: &[usize], strides: &[isize]) -> Vec<isize> {
+    let mut offs = vec![0isize];
+    for (&size, &stride) in batch.iter().zip(strides) {
+        offs = offs
+            .iter()
+            .flat_map(|&o| (0..size).map(move |i| o + i as isize * stride))
+            .collect();
+    }
+    offs
+}
+
+/// The row stride of the single matrix whose rows are the `m` rows of every
+/// batch in order (batch dimensions of `sizes` with `strides`, then the
+/// matrix rows with `row_stride`), if there is one.
+fn rows_as_one_matrix(
+    sizes: &[usize],
+    strides: &[isize],
+    m: usize,
+    row_stride: isize,
+) -> Option<isize> {
+    let mut expected = row_stride.checked_mul(m as isize)?;
+    for (&size, &stride) in sizes.iter().zip(strides).rev() {
+        if size != 1 && stride != expected {
+            return None;
+        }
+        expected = expected.checked_mul(size as isize)?;
+    }
+    Some(row_stride)
+}
+
+/// Multiply-adds per batch from which a product is left to the GEMM's own
+/// threading instead of spreading batches over threads.
+const BATCH_SPLIT_MAX_FLOPS: usize = kiln_runtime::gemm::PARALLEL_FLOPS;
+/// Multiply-adds from which batches are spread over threads.
+const BATCH_SPLIT_MIN_FLOPS: usize = 1 << 20;
+
+/// `c[i] = a[i] · b[i]` for every batch `i` of `sh` by the runtime GEMM
+/// (f32 or f64, the dtype of all three arrays; `c` fresh or the caller's
+/// output array, overlapping neither operand). `parallel`: batches may be
+/// spread over threads.
+fn batched_gemm(sh: &crate::ops::BatchedDotShape, a: &Arr, b: &Arr, c: &Arr, parallel: bool) {
+    let (na, nb, nc) = (a.shape.len(), b.shape.len(), c.shape.len());
+    let (rsa, csa) = (a.strides[na - 2], a.strides[na - 1]);
+    let (rsb, csb) = (b.strides[nb - 2], b.strides[nb - 1]);
+    let (rsc, csc) = (c.strides[nc - 2], c.strides[nc - 1]);
+    let (sa, sb, sc) = (
+        batch_strides(a, &sh.batch),
+        batch_strides(b, &sh.batch),
+        batch_strides(c, &sh.batch),
+    );
+    let count: usize = sh.batch.iter().product();
+    if count == 0 || sh.m == 0 || sh.n == 0 {
+        return;
+    }
+    // Addresses as integers, so the closure can cross into the pool.
+    let (pa, pb, pc, dtype) = (a.ptr as usize, b.ptr as usize, c.ptr as usize, a.dtype);
+    let gemm = |m: usize, oa: isize, ob: isize, oc: isize, rsa: isize, rsc: isize| match dtype {
+        // SAFETY: a's batch at offset `oa` is an m×k matrix with strides
+        // (rsa, csa) inside a (offsets and strides come from a's shape, and
+        // rows of consecutive batches are merged only when a's strides make
+        // them one matrix), likewise b's k×n batch at `ob`; c's m×n batch at
+        // `oc` with strides (rsc, csc) holds distinct elements of the fresh
+        // or caller's output array, which overlaps neither operand; batches
+        // running on different threads write disjoint parts of c.
+        DType::F64 => unsafe {
+            kiln_runtime::gemm::kiln_gemm_f64(
+                m,
+                sh.k,
+                sh.n,
+                1.0,
+                (pa as *const f64).offset(oa),
+                rsa,
+                csa,
+                (pb as *const f64).offset(ob),
+                rsb,
+                csb,
+                0.0,
+                (pc as *mut f64).offset(oc),
+                rsc,
+                csc,
+            )
+        },
+        // SAFETY: as above.
+        _ => unsafe {
+            kiln_runtime::gemm::kiln_gemm_f32(
+                m,
+                sh.k,
+                sh.n,
+                1.0,
+                (pa as *const f32).offset(oa),
+                rsa,
+                csa,
+                (pb as *const f32).offset(ob),
+                rsb,
+                csb,
+                0.0,
+                (pc as *mut f32).offset(oc),
+                rsc,
+                csc,
+            )
+        },
+    };
+    // b shared by every batch: one GEMM of all of a's rows when they form
+    // one strided matrix (and so do c's).
+    if count > 1 && sb.iter().all(|&s| s == 0) {
+        if let (Some(ra), Some(rc)) = (
+            rows_as_one_matrix(&sh.batch, &sa, sh.m, rsa),
+            rows_as_one_matrix(&sh.batch, &sc, sh.m, rsc),
+        ) {
+            gemm(count * sh.m, 0, 0, 0, ra, rc);
+            return;
+        }
+    }
+    let (oa, ob, oc) = (
+        batch_offsets(&sh.batch, &sa),
+        batch_offsets(&sh.batch, &sb),
+        batch_offsets(&sh.batch, &sc),
+    );
+    let run = |s: usize, e: usize| {
+        for i in s..e {
+            gemm(sh.m, oa[i], ob[i], oc[i], rsa, rsc);
+        }
+    };
+    let flops = sh.m.saturating_mul(sh.k).saturating_mul(sh.n).max(1);
+    let total = flops.saturating_mul(count);
+    if parallel && count > 1 && flops < BATCH_SPLIT_MAX_FLOPS && total >= BATCH_SPLIT_MIN_FLOPS {
+        let grain = (BATCH_SPLIT_MIN_FLOPS / 8 / flops).max(1);
+        kiln_runtime::parallel::parallel_for(count, grain, &run);
+    } else {
+        run(0, count);
+    }
+}
+
+/// The integer `BatchedDot`: every product accumulated in wrapping `i64`
+/// and stored in `dtype` (wrapping), as the reference computes it.
+fn batched_int_product(
+    name: &str,
+    sh: &crate::ops::BatchedDotShape,
+    a: &Arr,
+    b: &Arr,
+    dtype: DType,
+) -> Result<Arr> {
+    let (na, nb) = (a.shape.len(), b.shape.len());
+    let (rsa, csa) = (a.strides[na - 2], a.strides[na - 1]);
+    let (rsb, csb) = (b.strides[nb - 2], b.strides[nb - 1]);
+    let oa = batch_offsets(&sh.batch, &batch_strides(a, &sh.batch));
+    let ob = batch_offsets(&sh.batch, &batch_strides(b, &sh.batch));
+    let mut out_shape = sh.batch.clone();
+    out_shape.extend([sh.m, sh.n]);
+    let bytes = crate::eval::array_bytes(name, DType::I64, &out_shape)?;
+    let len = oa.len() * sh.m * sh.n;
+    let mut acc = Vec::new();
+    acc.try_reserve_exact(len)
+        .map_err(|_| crate::eval::out_of_memory(name, bytes, DType::I64, &out_shape))?;
+    acc.resize(len, 0i64);
+    for (t, (&pa, &pb)) in oa.iter().zip(&ob).enumerate() {
+        let out = &mut acc[t * sh.m * sh.n..(t + 1) * sh.m * sh.n];
+        for i in 0..sh.m {
+            for l in 0..sh.k {
+                // SAFETY: (i, l) is within batch t's m×k matrix of a.
+                let x = unsafe { a.read_i64(pa + i as isize * rsa + l as isize * csa) };
+                for j in 0..sh.n {
+                    // SAFETY: (l, j) is within batch t's k×n matrix of b.
+                    let y = unsafe { b.read_i64(pb + l as isize * rsb + j as isize * csb) };
+                    out[i * sh.n + j] = out[i * sh.n + j].wrapping_add(x.wrapping_mul(y));
+                }
+            }
+        }
+    }
+    let v = Value::from_i64_array(
+        dtype,
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&out_shape), acc).expect("sized"),
+    );
+    Ok(Arr::from_buffer(Buffer::from_value(v), &out_shape))
 }

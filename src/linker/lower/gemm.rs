@@ -1,19 +1,59 @@
-//! Lowering of the matrix-product family (`Dot`, `Gemm`): a call of the
-//! runtime GEMM for floats (native Rust for an integer `Dot`), with cast
-//! kernels bringing `Dot`'s operands to the output dtype.
+//! Lowering of the matrix-product family (`Dot`, `BatchedDot`, `Gemm`): a
+//! call of the runtime GEMM for floats (native Rust for integers), with
+//! cast kernels bringing `Dot`'s and `BatchedDot`'s operands to the output
+//! dtype.
 //!
 //! Invariant: an inplace `Gemm` never overwrites memory it reads: a view of
 //! `z` among `x` and `y` is a compile error.
 
 use super::ctx::{LowerCx, NodeSlots};
 use crate::error::{Error, Result};
-use crate::graph::{Apply, DestroyHandler};
+use crate::graph::{Apply, DType, DestroyHandler};
 use crate::linker::plan::step::Step;
-use crate::linker::plan::step::{DotStep, GemmStep};
+use crate::linker::plan::step::{BatchedDotStep, DotStep, GemmStep};
 use crate::linker::plan::Lowering;
 
 /// Lowers a `Dot` node.
 pub fn lower_dot(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step, Lowering)> {
+    let (casts, dtype, l) = product_casts(cx, node)?;
+    let step = DotStep {
+        a: io.ins[0],
+        b: io.ins[1],
+        casts,
+        output: io.outs[0],
+        dtype,
+    };
+    Ok((Step::Dot(step), l))
+}
+
+/// Lowers a `BatchedDot` node.
+pub fn lower_batched_dot(
+    cx: &mut LowerCx<'_>,
+    node: &Apply,
+    io: &NodeSlots,
+) -> Result<(Step, Lowering)> {
+    let (casts, dtype, l) = product_casts(cx, node)?;
+    let broadcastable = [0, 1].map(|k| {
+        let t = cx.fg.ty(node.inputs[k]);
+        (0..t.ndim()).map(|d| t.is_broadcastable(d)).collect()
+    });
+    let step = BatchedDotStep {
+        a: io.ins[0],
+        b: io.ins[1],
+        casts,
+        output: io.outs[0],
+        dtype,
+        broadcastable,
+    };
+    Ok((Step::BatchedDot(step), l))
+}
+
+/// The cast kernels bringing a product's two operands to its output dtype,
+/// that dtype, and how it runs (the runtime GEMM for floats).
+fn product_casts(
+    cx: &mut LowerCx<'_>,
+    node: &Apply,
+) -> Result<([Option<usize>; 2], DType, Lowering)> {
     let fg = cx.fg;
     let dtype = fg.ty(node.outputs[0]).dtype;
     let mut casts = [None, None];
@@ -28,14 +68,7 @@ pub fn lower_dot(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(
     } else {
         Lowering::Native
     };
-    let step = DotStep {
-        a: io.ins[0],
-        b: io.ins[1],
-        casts,
-        output: io.outs[0],
-        dtype,
-    };
-    Ok((Step::Dot(step), l))
+    Ok((casts, dtype, l))
 }
 
 /// Lowers a `Gemm` node (`inplace`: it overwrites `z`).

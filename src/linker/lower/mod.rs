@@ -53,6 +53,7 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
         Op::Softmax { axis, log } => Ok(softmax::lower_softmax(io, *axis, *log)),
         Op::CumReduce { op, axis } => Ok(cumulative::lower_cumulative(cx, node, io, *op, *axis)),
         Op::Dot => gemm::lower_dot(cx, node, io),
+        Op::BatchedDot => gemm::lower_batched_dot(cx, node, io),
         Op::Gemm { inplace } => gemm::lower_gemm(cx, node, io, *inplace),
         Op::Subtensor { idx } => Ok(subtensor::lower_subtensor(cx, node, io, idx)),
         Op::IncSubtensor { idx, set, inplace } => {

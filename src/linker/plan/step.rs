@@ -40,6 +40,8 @@ pub enum Step {
     CumReduce(CumReduceStep),
     /// Matrix product.
     Dot(DotStep),
+    /// Stacks of matrix products (`Op::BatchedDot`).
+    BatchedDot(BatchedDotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
     Gemm(GemmStep),
     /// The shape vector.
@@ -227,6 +229,25 @@ pub struct DotStep {
     pub output: Slot,
     /// Output dtype.
     pub dtype: DType,
+}
+
+/// Stacks of matrix products (`Op::BatchedDot`): one GEMM per batch (or
+/// one over all of them when `b` is shared and `a`'s batches are rows of
+/// one matrix), operands addressed through their strides.
+#[derive(Debug, Clone)]
+pub struct BatchedDotStep {
+    /// Operand slots.
+    pub a: Slot,
+    /// Operand slots.
+    pub b: Slot,
+    /// Cast kernels bringing each operand to the output dtype, if needed.
+    pub casts: [Option<usize>; 2],
+    /// Output slot.
+    pub output: Slot,
+    /// Output dtype.
+    pub dtype: DType,
+    /// The static broadcastable flags of `a`'s and `b`'s dimensions.
+    pub broadcastable: [Vec<bool>; 2],
 }
 
 /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
