@@ -30,27 +30,8 @@ pub fn parse_input(s: &str) -> CliResult<(String, PathBuf)> {
     Ok((name.to_string(), PathBuf::from(path)))
 }
 
-/// Runs `kiln eval`.
+/// Runs `kiln eval` (in memory; `--stream` is [`super::stream::report`]).
 pub fn run(a: &EvalArgs, out: &mut dyn Write) -> CliResult {
-    if a.stream {
-        let (value, note) = super::stream::run(a)?;
-        match value {
-            Some(v) => match &a.out {
-                Some(path) => {
-                    npy::write(path, &v)?;
-                    writeln!(
-                        out,
-                        "wrote {} scalar to {} ({note})",
-                        v.dtype(),
-                        path.display()
-                    )?;
-                }
-                None => out.write_all(summary(&v).as_bytes())?,
-            },
-            None => writeln!(out, "{note}")?,
-        }
-        return Ok(());
-    }
     let mode = parse_mode(&a.mode)?;
     let mut decls = Vec::new();
     let mut values = Vec::new();

@@ -113,6 +113,7 @@ pub fn main() -> i32 {
 /// Runs a parsed command line, writing its report to `out`.
 pub fn run(cli: Cli, out: &mut dyn Write) -> CliResult {
     match cli.command {
+        Command::Eval(a) if a.stream => stream::report(&a, out),
         Command::Eval(a) => eval::run(&a, out),
         Command::Rewrite(a) => rewrite::run(&a, out),
         Command::Bench(a) => bench::run(&a, out),

@@ -36,7 +36,7 @@ use memmap2::{Mmap, MmapMut};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use rustc_hash::FxHashSet;
 
-use super::eval::{parse_input, shape_text};
+use super::eval::{parse_input, shape_text, summary};
 use super::{build, npy, parse_mode, CliError, CliResult, Declared, EvalArgs};
 use crate::function::function;
 use crate::graph::{DType, Value};
@@ -394,6 +394,28 @@ fn combine(op: ReduceOp, dtype: DType, partials: &[Value]) -> Value {
     // Integer results are reduced in their own dtype (wrapping): narrowing the
     // i64 combination reproduces that.
     Value::scalar_i64(dtype, v)
+}
+
+/// Runs `kiln eval --stream`, writing its report to `out`: what was
+/// written, or a reduction's value (to `--out` or summarised).
+pub fn report(a: &EvalArgs, out: &mut dyn std::io::Write) -> CliResult {
+    let (value, note) = run(a)?;
+    match value {
+        Some(v) => match &a.out {
+            Some(path) => {
+                npy::write(path, &v)?;
+                writeln!(
+                    out,
+                    "wrote {} scalar to {} ({note})",
+                    v.dtype(),
+                    path.display()
+                )?;
+            }
+            None => out.write_all(summary(&v).as_bytes())?,
+        },
+        None => writeln!(out, "{note}")?,
+    }
+    Ok(())
 }
 
 /// Runs `kiln eval --stream`; returns the result when it is not written to `--out`.
