@@ -53,7 +53,14 @@ pub fn ulp_bound(op: ScalarOp, dtype: DType) -> Option<u64> {
     use ScalarOp::*;
     let f64_bound = match op {
         Exp | Expm1 | Log | Log1p | Sin | Cos | Pow | Exp2 => 1,
-        Log2 | Log10 | Tanh | Sigmoid | Softplus | ArcTan | Sinh | Cosh | ArcSinh => 2,
+        Log2 | Log10 | Tanh | ArcTan | Sinh | Cosh | ArcSinh => 2,
+        // ACCURACY.md measures these against compositions of std functions
+        // ("from std"), which are the reference evaluator's too and carry
+        // their own ~1 ULP: at points its 1,000,000-point sample misses, the
+        // kernel's 2 ULP and the reference's rounding add up to 3
+        // (softplus(-2.06): compiled 0.11962501545338439, reference
+        // 0.11962501545338443; found by the 100,000-case run, seed 8888).
+        Sigmoid | Softplus => 3,
         Log1mexp | Tan | ArcSin | ArcCos | ArcTanh | ArcCosh | Erf => 3,
         Erfc => 6,
         _ => return None,
