@@ -701,14 +701,17 @@ fn batched_dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad
     let apply = |a: &Tensor, b: &Tensor| Tensor::apply(Op::BatchedDot, &[a, b]);
     let gx = fit_rank(apply(gz, &swap(y)?)?, x)?;
     let gy = fit_rank(apply(&swap(x)?, gz)?, y)?;
-    let wrap = |t: &Tensor, g: Tensor| {
-        if t.dtype().is_float() {
-            InputGrad::Grad(g)
-        } else {
-            InputGrad::Zero
-        }
-    };
-    Ok(vec![wrap(x, gx), wrap(y, gy)])
+    Ok(vec![float_grad(x, gx), float_grad(y, gy)])
+}
+
+/// A product's gradient `g` for its operand `t`: zero for an integer or
+/// boolean operand (PyTensor's convention for discrete inputs).
+fn float_grad(t: &Tensor, g: Tensor) -> InputGrad {
+    if t.dtype().is_float() {
+        InputGrad::Grad(g)
+    } else {
+        InputGrad::Zero
+    }
 }
 
 fn dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
@@ -725,12 +728,5 @@ fn dot_l_op(x: &Tensor, y: &Tensor, gz: &Tensor) -> Result<Vec<InputGrad>> {
         (1, 2) => (dot(y, gz)?, outer(x, gz)?),
         _ => (mul(gz, y)?, mul(gz, x)?),
     };
-    let wrap = |t: &Tensor, g: Tensor| {
-        if t.dtype().is_float() {
-            InputGrad::Grad(g)
-        } else {
-            InputGrad::Zero
-        }
-    };
-    Ok(vec![wrap(x, gx), wrap(y, gy)])
+    Ok(vec![float_grad(x, gx), float_grad(y, gy)])
 }
