@@ -751,7 +751,8 @@ fn sign_sensitive(
     else {
         return None;
     };
-    if !args.iter().all(|a| a.dtype().is_float()) {
+    // A float operand makes it a float op (an integer one is cast).
+    if !args.iter().any(|a| a.dtype().is_float()) {
         return None;
     }
     // First and second operands: (a, b) of copysign, (y, x) of arctan2.
