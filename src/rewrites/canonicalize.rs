@@ -17,7 +17,6 @@ use super::canonizer::AlgebraicCanonizer;
 use super::rule::Rule;
 use super::shared::{
     local_dimshuffle_lift, local_fill_shape_source, local_fill_sink, local_func_inv,
-    local_shape_i_lift, local_sum_of_fill, local_sum_prod_of_mul_or_div,
 };
 use super::util::{
     elemwise, is_constant_equal, match_type, owner_if, scalar_const, single_client, unique_constant,
@@ -108,7 +107,7 @@ fn algebra_rules() -> Vec<Rule> {
 /// The rules on the structure around arithmetic: DimShuffles, fills, casts
 /// of constants, inverse pairs, reductions, switches and shapes.
 fn structure_rules() -> Vec<Rule> {
-    vec![
+    let mut rules = vec![
         Rule {
             name: "local_dimshuffle_lift",
             tracks: &[OpKind::DimShuffle],
@@ -163,28 +162,10 @@ fn structure_rules() -> Vec<Rule> {
             apply: local_sum_prod_all_to_none,
             fast_compile: true,
         },
-        // Also in specialize. Here too, so that a factor it moves out of a sum
-        // (`sum(-1 * x) -> -1 * sum(x)`) joins the enclosing mul cluster in
-        // this database: found only in specialize, it would give a product
-        // the next canonicalize pass flattens (FAST_RUN not at a fixed point).
-        Rule {
-            name: "local_sum_prod_of_mul_or_div",
-            tracks: &[OpKind::CAReduce],
-            apply: local_sum_prod_of_mul_or_div,
-            fast_compile: false,
-        },
-        Rule {
-            name: "local_sum_of_fill",
-            tracks: &[OpKind::CAReduce],
-            apply: local_sum_of_fill,
-            fast_compile: false,
-        },
-        Rule {
-            name: "local_shape_i_lift",
-            tracks: &[OpKind::ShapeI],
-            apply: local_shape_i_lift,
-            fast_compile: false,
-        },
+    ];
+    // Also in specialize (see `sum_rules`).
+    rules.extend(super::shared::sum_rules());
+    rules.extend([
         Rule {
             name: "local_useless_reduce",
             tracks: &[OpKind::CAReduce],
@@ -215,7 +196,8 @@ fn structure_rules() -> Vec<Rule> {
             apply: local_shape_i_static,
             fast_compile: true,
         },
-    ]
+    ]);
+    rules
 }
 
 /// The final rule of canonicalize: a node whose inputs are all constants is

@@ -12,11 +12,42 @@
 
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
-use crate::ops::{Op, ReduceOp, ScalarOp};
+use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
+use super::rule::Rule;
 use super::util::{
     dimshuffle, elemwise, finish, input, owner_if, scalar_const, single_client, unique_constant,
 };
+
+/// The sum rules both databases register, in this order:
+/// `local_sum_prod_of_mul_or_div`, `local_sum_of_fill` and the
+/// `local_shape_i_lift` that asks for the counts it needs. In canonicalize
+/// too, so that a factor moved out of a sum (`sum(-1 * x) -> -1 * sum(x)`)
+/// joins the enclosing mul cluster there: found only in specialize, it
+/// would give a product the next canonicalize pass flattens (FAST_RUN not
+/// at a fixed point).
+pub fn sum_rules() -> [Rule; 3] {
+    [
+        Rule {
+            name: "local_sum_prod_of_mul_or_div",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_prod_of_mul_or_div,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_sum_of_fill",
+            tracks: &[OpKind::CAReduce],
+            apply: local_sum_of_fill,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_shape_i_lift",
+            tracks: &[OpKind::ShapeI],
+            apply: local_shape_i_lift,
+            fast_compile: false,
+        },
+    ]
+}
 
 /// Merges nested DimShuffles, removes identity ones, and lifts DimShuffles
 /// through single-client element-wise ops, as `local_dimshuffle_lift` does

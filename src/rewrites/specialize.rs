@@ -10,7 +10,6 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 use super::rule::Rule;
 use super::shared::{
     local_dimshuffle_merge, local_fill_shape_source, local_fill_sink, local_func_inv,
-    local_shape_i_lift, local_sum_of_fill, local_sum_prod_of_mul_or_div,
 };
 use super::util::{
     elemwise, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
@@ -27,7 +26,7 @@ pub fn rules() -> Vec<Rule> {
     macro_rules! kinds {
         ($($s:ident),*) => { &[$(OpKind::Elemwise($s)),*] };
     }
-    vec![
+    let mut rules = vec![
         Rule {
             name: "local_max_and_argmax",
             tracks: &[OpKind::ArgReduce, OpKind::CAReduce],
@@ -124,24 +123,9 @@ pub fn rules() -> Vec<Rule> {
             apply: local_div_exp_to_mul_exp,
             fast_compile: false,
         },
-        Rule {
-            name: "local_sum_prod_of_mul_or_div",
-            tracks: &[OpKind::CAReduce],
-            apply: local_sum_prod_of_mul_or_div,
-            fast_compile: false,
-        },
-        Rule {
-            name: "local_sum_of_fill",
-            tracks: &[OpKind::CAReduce],
-            apply: local_sum_of_fill,
-            fast_compile: false,
-        },
-        Rule {
-            name: "local_shape_i_lift",
-            tracks: &[OpKind::ShapeI],
-            apply: local_shape_i_lift,
-            fast_compile: false,
-        },
+    ];
+    rules.extend(super::shared::sum_rules());
+    rules.extend([
         Rule {
             name: "local_sum_of_neg_to_neg_of_sum",
             tracks: &[OpKind::CAReduce],
@@ -179,7 +163,8 @@ pub fn rules() -> Vec<Rule> {
             apply: local_dimshuffle_merge,
             fast_compile: false,
         },
-    ]
+    ]);
+    rules
 }
 
 /// `x ** e` for `e` in {2, 1, 0, 0.5, -0.5, -1, -2}: `sqr`, `x`, `1`,
