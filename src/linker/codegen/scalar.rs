@@ -480,15 +480,22 @@ fn int_op(
     })
 }
 
-/// numpy floor division / modulo on i64 without traps: `x // 0 == x % 0 == 0`,
-/// `MIN // -1` wraps to `MIN`.
-fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
+/// The divisor flags and a trap-free divisor of an i64 division by `d`:
+/// `(d == 0, d == -1, d == 0 || d == -1, 0, d or 1 where d is 0 or -1)`.
+fn safe_divisor(b: &mut FunctionBuilder<'_>, d: Value) -> (Value, Value, Value, Value, Value) {
     let is0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
     let ism1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
     let bad = b.ins().bor(is0, ism1);
     let one = b.ins().iconst(types::I64, 1);
     let zero = b.ins().iconst(types::I64, 0);
     let safe = b.ins().select(bad, one, d);
+    (is0, ism1, bad, zero, safe)
+}
+
+/// numpy floor division / modulo on i64 without traps: `x // 0 == x % 0 == 0`,
+/// `MIN // -1` wraps to `MIN`.
+fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
+    let (is0, ism1, _, zero, safe) = safe_divisor(b, d);
     let q0 = b.ins().sdiv(a, safe);
     let r0 = b.ins().srem(a, safe);
     let na = b.ins().ineg(a);
@@ -515,12 +522,7 @@ fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Val
 /// C `fmod` on i64 without traps (`ops::scalar::int_fmod`): `x fmod 0 == 0`,
 /// `MIN fmod -1 == 0`.
 fn int_fmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value) -> Value {
-    let is0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
-    let ism1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
-    let bad = b.ins().bor(is0, ism1);
-    let one = b.ins().iconst(types::I64, 1);
-    let zero = b.ins().iconst(types::I64, 0);
-    let safe = b.ins().select(bad, one, d);
+    let (_, _, bad, zero, safe) = safe_divisor(b, d);
     let r = b.ins().srem(a, safe);
     b.ins().select(bad, zero, r)
 }
