@@ -136,7 +136,22 @@ fn pprint_of_every_op_form() {
     );
     assert_eq!(p(&x.expand_dims(0).unwrap()), "x[None, :]");
     assert_eq!(p(&m.expand_dims(-1).unwrap()), "M[:, :, None]");
-    assert_eq!(p(&k.dimshuffle(&[Some(1)]).unwrap()), "DimShuffle{1}(K)");
+    // Dropped size-1 dimensions print as `[0]` indices (which parse back).
+    assert_eq!(p(&k.dimshuffle(&[Some(1)]).unwrap()), "K[0, :]");
+    assert_eq!(
+        p(&k.dimshuffle(&[Some(1), None]).unwrap()),
+        "K[0, :][:, None]"
+    );
+    let vars = std::collections::HashMap::from([("K".to_string(), k.clone())]);
+    for order in [
+        vec![Some(1)],
+        vec![Some(1), None],
+        vec![None, Some(1), None],
+    ] {
+        let d = k.dimshuffle(&order).unwrap();
+        let back = kiln::tensor::build_expression(&p(&d), &vars).unwrap();
+        assert_eq!(back.ty(), d.ty(), "{}", p(&d));
+    }
     assert_eq!(p(&(&m + &x)), "(M + x[None, :])");
     assert_eq!(p(&m.sum_all()), "sum(M)");
     assert_eq!(p(&m.max(&[1]).unwrap()), "max(M, axis=1)");

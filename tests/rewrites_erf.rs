@@ -110,3 +110,84 @@ fn log_erfc_is_finite_where_erfc_underflows() {
     assert!(edge[2].is_nan());
     assert_eq!(edge[3], std::f64::consts::LN_2);
 }
+
+#[test]
+fn grad_log_erfc_neg() {
+    let name = "local_grad_log_erfc_neg";
+    // The forms a gradient of log(erfc(x)) takes: with and without a factor.
+    for (src, before) in [
+        ("exp(-sqr(x)) / erfc(x)", "(exp((-sqr(x))) / erfc(x))"),
+        (
+            "(y * exp(-(x * x))) / erfc(x)",
+            "((y * exp((-(x * x)))) / erfc(x))",
+        ),
+        (
+            "(exp(-1 * x ** 2) * y) / erfc(x)",
+            "((exp((-1.0 * (x ** 2.0))) * y) / erfc(x))",
+        ),
+    ] {
+        let fg = g(src);
+        assert_eq!(show(&fg), before);
+        let mut new = fg.clone();
+        assert_eq!(apply_rule(&mut new, name), 1, "{src}");
+        let shown = show(&new);
+        assert!(shown.contains("where((x < 26.0), ("), "{shown}");
+        let mut again = new.clone();
+        assert_eq!(apply_rule(&mut again, name), 0, "a fixed point: {src}");
+        assert_preserves(&fg, &new, src);
+    }
+    check_no_fire(name, g("exp(-sqr(y)) / erfc(x)"));
+    check_no_fire(name, g("exp(sqr(x)) / erfc(x)"));
+    check_no_fire(name, g("exp(-sqr(x)) / erf(x)"));
+    check_no_fire(name, g("(y + exp(-sqr(x))) / erfc(x)"));
+    check_no_fire(name, graph("i=i64[:]", "exp(-sqr(i)) / erfc(i)"));
+}
+
+#[test]
+fn grad_of_log_erfc_is_finite_where_erfc_underflows() {
+    // d/dx log(erfc(x)) = -2 exp(-x²) / (√π erfc(x)), 40-digit arithmetic (mpmath).
+    let cases = [
+        (-3.0, -6.962_729_502_414_981e-5),
+        (0.5, -1.832_705_641_298_698_4),
+        (3.0, -6.303_753_689_003_234),
+        (10.0, -20.099_024_116_734_604),
+        (25.9, -51.838_552_694_603_026),
+        (26.1, -52.238_258_137_249_99),
+        (27.0, -54.036_986_405_124_36),
+        (30.0, -60.033_296_398_756_23),
+        (100.0, -200.009_999_000_249_9),
+        (1e5, -200_000.000_01),
+    ];
+    let x = vector("x", DType::F64);
+    let cost = x.erfc().log().sum(&[0]).unwrap();
+    let dx = kiln::gradient::grad(&cost, std::slice::from_ref(&x))
+        .unwrap()
+        .remove(0);
+    let f = function(std::slice::from_ref(&x), &[dx]).compile().unwrap();
+    let xs: Vec<f64> = cases.iter().map(|c| c.0).collect();
+    let v = Value::F64(ndarray::arr1(&xs).into_dyn());
+    let got = f.call(&[(&v).into()]).unwrap().remove(0).to_f64_array();
+    for ((x, want), got) in cases.iter().zip(got.iter()) {
+        assert!(
+            rel(*got, *want) < 1e-13,
+            "d/dx log(erfc({x})) = {got}, want {want}"
+        );
+    }
+    // The original gradient graph is 0 / 0 there (what the rule fixes).
+    let plain = function(
+        std::slice::from_ref(&x),
+        &[kiln::gradient::grad(&cost, std::slice::from_ref(&x))
+            .unwrap()
+            .remove(0)],
+    )
+    .mode(kiln::rewriting::Mode::none())
+    .compile()
+    .unwrap();
+    let v30 = Value::F64(ndarray::arr1(&[30.0]).into_dyn());
+    let orig = plain
+        .call(&[(&v30).into()])
+        .unwrap()
+        .remove(0)
+        .to_f64_array();
+    assert!(orig[0].is_nan(), "{orig:?}");
+}

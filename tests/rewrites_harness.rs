@@ -223,6 +223,15 @@ fn templates() -> Vec<Template> {
             Matrices,
             |[a, b, _], _| dot(a, b).unwrap().dimshuffle(&[Some(1), Some(0)]).unwrap(),
         ),
+        t("local_dot_to_mul", Matrices, |[a, b, _], _| {
+            let col = a
+                .slice(&[Idx::from(..), Idx::from(0)])
+                .unwrap()
+                .expand_dims(1)
+                .unwrap();
+            let row = b.slice(&[Idx::from(0)]).unwrap().expand_dims(0).unwrap();
+            dot(&col, &row).unwrap()
+        }),
         t("local_reduce_chain", Matrices, |[a, ..], _| {
             a.sum(&[1]).unwrap().sum(&[0]).unwrap()
         }),
@@ -248,6 +257,11 @@ fn templates() -> Vec<Template> {
         t("local_shape_i_static", Vectors, |[a, ..], _| {
             let s = tensor("s", DType::F64, &[Some(3)]);
             a + &(&s.shape_i(0).unwrap().cast(DType::F64) * &s.sum_all())
+        }),
+        t("local_reduce_join", Vectors, |[a, b, z], _| {
+            let r = |v: &Tensor| v.expand_dims(0).unwrap();
+            &concatenate(&[&r(a), &r(b)], 0).unwrap().max(&[0]).unwrap()
+                + &stack(&[a, b, z], 0).unwrap().sum(&[0]).unwrap()
         }),
         t("local_join_1", Vectors, |[a, ..], _| {
             concatenate(&[&(a * 2.0)], 0).unwrap()
@@ -332,6 +346,9 @@ fn templates() -> Vec<Template> {
             &a.erfc() - &c(1.0)
         }),
         t("local_log_erfc", Vectors, |[a, ..], _| a.erfc().log()),
+        t("local_grad_log_erfc_neg", Vectors, |[a, b, _], _| {
+            &(b * &(-&a.sqr()).exp()) / &a.erfc()
+        }),
         t("local_log_sum_exp", Matrices, |[a, ..], _| {
             a.exp().sum(&[1]).unwrap().log()
         }),
@@ -362,6 +379,16 @@ fn templates() -> Vec<Template> {
         },
         t("logmexpm1_to_log1mexp", Vectors, |[a, ..], _| {
             (-&a.expm1()).log()
+        }),
+        t("logdiffexp_to_log1mexpdiff", Vectors, |[a, b, _], _| {
+            (&a.exp() - &b.exp()).log()
+        }),
+        t("local_odds_sigmoid", Vectors, |[a, ..], _| {
+            &a.sigmoid() / &(1.0 - a.sigmoid())
+        }),
+        // The form canonicalize makes of (1 - sigmoid(a)) / sigmoid(a).
+        t("local_inv_odds_sigmoid", Vectors, |[a, ..], _| {
+            &(1.0 / a.sigmoid()) - 1.0
         }),
         t("local_exp_over_1_plus_exp", Vectors, |[a, ..], _| {
             &a.exp() / &(1.0 + a.exp())
@@ -423,6 +450,17 @@ fn templates() -> Vec<Template> {
         t("local_log_softmax", Matrices, |[a, ..], _| {
             a.softmax(Some(1)).unwrap().log()
         }),
+        t("local_exp_log_softmax", Matrices, |[a, ..], _| {
+            a.log_softmax(Some(1)).unwrap().exp()
+        }),
+        t(
+            "local_log_softmax_from_logsumexp",
+            Matrices,
+            |[a, ..], _| {
+                let s = a.exp().reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
+                a - &s.log()
+            },
+        ),
         t("local_softmax_recognize", Matrices, |[a, ..], _| {
             let e = a.exp();
             &e / &e.reduce(ReduceOp::Sum, Some(&[0]), true).unwrap()

@@ -196,3 +196,36 @@ fn lift_transpose_through_dot() {
     check_rule(name, graph(m, "dot(A.T, B).T"), "(A.T @ B).T", "(B.T @ A)");
     check_no_fire(name, graph("A=f64[:, :]; v=f64[:]", "dot(A, v)"));
 }
+
+#[test]
+fn dot_with_one_term_is_a_product() {
+    let name = "local_dot_to_mul";
+    check_rule(
+        name,
+        graph("A=f64[:, 1]; B=f64[1, :]", "dot(A, B)"),
+        "(A @ B)",
+        "(A * B)",
+    );
+    check_rule(
+        name,
+        graph("a=f64[1]; B=f64[1, :]", "dot(a, B)"),
+        "(a @ B)",
+        "(a * B[0, :])",
+    );
+    check_rule(
+        name,
+        graph("A=f64[:, 1]; b=f64[1]", "dot(A, b)"),
+        "(A @ b)",
+        "(A[:, 0] * b)",
+    );
+    check_rule(
+        name,
+        graph("a=f64[1]; b=f64[1]", "dot(a, b)"),
+        "(a @ b)",
+        "(a[0] * b[0])",
+    );
+    // The inner size must be static 1 on both sides (else the dot's
+    // run-time check of it would be lost).
+    check_no_fire(name, graph("A=f64[:, 1]; B=f64[:, :]", "dot(A, B)"));
+    check_no_fire(name, graph("A=f64[:, :]; B=f64[:, :]", "dot(A, B)"));
+}

@@ -118,3 +118,80 @@ fn fast_run_keeps_gathers_and_joins_and_removes_useless_ones() {
     fast_run_nofusion(&mut fg);
     assert_eq!(show(&fg), "(2.0 * take(x, i))");
 }
+
+#[test]
+fn reduction_along_a_join_of_size_one_inputs_is_element_wise() {
+    let name = "local_reduce_join";
+    check_rule(
+        name,
+        graph("x=f64[:]; y=f64[:]", "max(stack([x, y]), axis=0)"),
+        "max(concatenate([x[None, :], y[None, :]], axis=0), axis=0)",
+        "maximum(x, y)",
+    );
+    check_rule(
+        name,
+        graph(
+            "x=f64[:]; y=f64[:]; z=f64[:]",
+            "sum(stack([x, y, z]), axis=0)",
+        ),
+        "sum(concatenate([x[None, :], y[None, :], z[None, :]], axis=0), axis=0)",
+        "(x + y + z)",
+    );
+    check_rule(
+        name,
+        graph(
+            "x=f64[:]; y=f64[:]; z=f64[:]",
+            "min(stack([x, y, z]), axis=0)",
+        ),
+        "min(concatenate([x[None, :], y[None, :], z[None, :]], axis=0), axis=0)",
+        "minimum(minimum(x, y), z)",
+    );
+    check_rule(
+        name,
+        graph(
+            "A=f64[:, 1]; B=f64[:, 1]",
+            "prod(concatenate([A, B], axis=1), axis=1)",
+        ),
+        "prod(concatenate([A, B], axis=1), axis=1)",
+        "(A[:, 0] * B[:, 0])",
+    );
+    check_rule(
+        name,
+        graph("a=f64[1]; b=f64[1]", "sum(concatenate([a, b]))"),
+        "sum(concatenate([a, b], axis=0))",
+        "(a[0] + b[0])",
+    );
+    check_rule(
+        name,
+        graph("p=bool[:]; q=bool[:]", "any(stack([p, q]), axis=0)"),
+        "any(concatenate([p[None, :], q[None, :]], axis=0), axis=0)",
+        "(p | q)",
+    );
+    // Inputs of more than one element along the axis, another axis.
+    check_no_fire(
+        name,
+        graph("x=f64[:]; y=f64[:]", "sum(concatenate([x, y]))"),
+    );
+    check_no_fire(
+        name,
+        graph("x=f64[:]; y=f64[:]", "sum(stack([x, y]), axis=1)"),
+    );
+    // A sum of i32 accumulates in i64; `all` of numbers is not a bitwise and.
+    check_no_fire(
+        name,
+        graph("i=i32[:]; j=i32[:]", "sum(stack([i, j]), axis=0)"),
+    );
+    check_no_fire(
+        name,
+        graph("i=i64[:]; j=i64[:]", "all(stack([i, j]), axis=0)"),
+    );
+    // The join checks that A's second size equals B's; an element-wise op
+    // would broadcast A's static 1 instead.
+    check_no_fire(
+        name,
+        graph(
+            "A=f64[1, 1]; B=f64[1, :]",
+            "sum(concatenate([A, B]), axis=0)",
+        ),
+    );
+}

@@ -66,9 +66,20 @@ fn log_sum_exp() {
         "log(sum(exp(X), axis=1))",
         &format!("(log(sum(exp((X - {m}[:, None])), axis=1)) + {m})"),
     );
+    // keepdims=True: the DimShuffle between log and sum is kept outside.
+    check_rule(
+        "local_log_sum_exp",
+        graph("X=f64[:, :]", "log(sum(exp(X), axis=1, keepdims=True))"),
+        "log(sum(exp(X), axis=1)[:, None])",
+        &format!("(log(sum(exp((X - {m}[:, None])), axis=1)) + {m})[:, None]"),
+    );
     check_no_fire(
         "local_log_sum_exp",
         graph("X=f64[:, :]", "log(max(exp(X), axis=1))"),
+    );
+    check_no_fire(
+        "local_log_sum_exp",
+        graph("X=f64[:, :]", "log(max(exp(X), axis=1, keepdims=True))"),
     );
 }
 
@@ -469,7 +480,20 @@ fn log_one_plus_tiny_is_more_accurate() {
 
 #[test]
 fn log_sum_exp_rows_near_1000_and_infinite() {
-    let fg = graph("X=f64[:, :]", "log(sum(exp(X), axis=1))");
+    // Directly, through keepdims (a DimShuffle between log and sum, also
+    // when canonicalize moves a later indexing there) and through a transpose.
+    for src in [
+        "log(sum(exp(X), axis=1))",
+        "log(sum(exp(X), axis=1, keepdims=True))[:, 0]",
+        "log(sum(exp(X), axis=1))[:, None][:, 0]",
+        "log(sum(exp(X.T), axis=0))",
+    ] {
+        log_sum_exp_rows(src);
+    }
+}
+
+fn log_sum_exp_rows(src: &str) {
+    let fg = graph("X=f64[:, :]", src);
     let mut new = fg.clone();
     rewrite_graph(&mut new, &Mode::fast_run()).unwrap();
     let inf = f64::INFINITY;
@@ -501,12 +525,16 @@ fn log_sum_exp_rows_near_1000_and_infinite() {
     let after = evaluate(&new, &[v]).unwrap().remove(0);
     let before: Vec<f64> = before.to_f64_array().iter().copied().collect();
     let after: Vec<f64> = after.to_f64_array().iter().copied().collect();
-    assert_eq!(before[0], inf, "the original overflows");
-    assert_eq!(before[2], f64::NEG_INFINITY, "the original underflows");
+    assert_eq!(before[0], inf, "{src}: the original overflows");
+    assert_eq!(
+        before[2],
+        f64::NEG_INFINITY,
+        "{src}: the original underflows"
+    );
     for (k, (&got, &w)) in after.iter().zip(&want).enumerate() {
         assert!(
             got == w || (got - w).abs() <= 1e-15 * w.abs(),
-            "row {k} {:?}: got {got}, want {w}",
+            "{src}: row {k} {:?}: got {got}, want {w}",
             rows[k]
         );
     }
@@ -562,5 +590,155 @@ fn stabilize_fires_after_canonicalize_on_the_workloads() {
         let mut new = fg.clone();
         fast_run_nofusion(&mut new);
         assert_eq!(show(&new), want, "{src}");
+    }
+}
+
+#[test]
+fn logdiffexp_to_log1mexpdiff() {
+    let name = "logdiffexp_to_log1mexpdiff";
+    let after = "where((y == -inf), x, (x + log1mexp((y - x))))";
+    // Where y > x by less than rounding (x = -1e-100, y = 1e-100), both
+    // exponentials round to 1 and the original is log(0) = -inf; the true
+    // value, the log of a negative number, is NaN, as the rewrite gives.
+    let rounded_to_zero = |ins: &[f64], before: f64, after: f64| {
+        ins[1] > ins[0] && before == f64::NEG_INFINITY && after.is_nan()
+    };
+    check_rule_allowing(
+        name,
+        g("log(exp(x) - exp(y))"),
+        "log((exp(x) - exp(y)))",
+        after,
+        &rounded_to_zero,
+    );
+    check_rule_allowing(
+        name,
+        g("log(-exp(y) + exp(x))"),
+        "log(((-exp(y)) + exp(x)))",
+        after,
+        &rounded_to_zero,
+    );
+    check_no_fire(name, g("log(exp(x) + exp(y))"));
+    check_no_fire(name, g("log(exp(x) - y)"));
+    check_no_fire(name, graph("i=i64[:]; j=i64[:]", "log(exp(i) - exp(j))"));
+}
+
+#[test]
+fn log_of_a_difference_of_exponentials_is_accurate_in_the_tails() {
+    // x + log(1 - exp(y - x)) with 40-digit arithmetic (mpmath).
+    let cases = [
+        (800.0, 799.0, 799.541_324_854_612_9),
+        (-800.0, -801.0, -800.458_675_145_387_1),
+        (1000.0, 0.0, 1000.0),
+        (-1000.0, -1000.5, -1_000.932_752_129_567_2),
+        (0.5, 0.25, -1.008_691_549_446_032),
+        (3.0, -50.0, 3.0),
+    ];
+    let inf = f64::INFINITY;
+    let edges = [
+        (0.0, -inf, 0.0),
+        (-inf, -inf, -inf),
+        (1.0, 1.0, -inf),
+        (inf, 3.0, inf),
+    ];
+    let fg = graph("x=f64[:]; y=f64[:]", "log(exp(x) - exp(y))");
+    let mut new = fg.clone();
+    rewrite_graph(&mut new, &Mode::fast_run()).unwrap();
+    let all: Vec<(f64, f64, f64)> = cases.iter().chain(&edges).copied().collect();
+    let col = |k: usize| -> Value {
+        let v: Vec<f64> = all.iter().map(|c| [c.0, c.1][k]).collect();
+        Value::F64(ndarray::arr1(&v).into_dyn())
+    };
+    let got = evaluate(&new, &[col(0), col(1)]).unwrap().remove(0);
+    let before = evaluate(&fg, &[col(0), col(1)]).unwrap().remove(0);
+    let before = before.to_f64_array();
+    assert!(before[0].is_nan(), "the original is inf - inf at x = 800");
+    assert_eq!(before[1], -inf, "the original underflows at x = -800");
+    for (k, (&got, &(x, y, want))) in got.to_f64_array().iter().zip(&all).enumerate() {
+        assert!(
+            rel_err(got, want) <= 1e-15 || got == want,
+            "case {k}: log(exp({x}) - exp({y})) = {got}, want {want}"
+        );
+    }
+    // y > x: the log of a negative number stays NaN.
+    let (_, after, _) = before_after("log(exp(x) - exp(x + 1))", &[0.0, 5.0]);
+    assert!(after.iter().all(|v| v.is_nan()), "{after:?}");
+}
+
+#[test]
+fn odds_of_a_sigmoid() {
+    let name = "local_odds_sigmoid";
+    check_rule(
+        name,
+        g("sigmoid(x) / (1 - sigmoid(x))"),
+        "(sigmoid(x) / (1.0 - sigmoid(x)))",
+        "exp(x)",
+    );
+    check_rule(
+        name,
+        g("sigmoid(x) / sigmoid(-x)"),
+        "(sigmoid(x) / sigmoid((-x)))",
+        "exp(x)",
+    );
+    check_rule(
+        name,
+        g("sigmoid(-x) / sigmoid(x)"),
+        "(sigmoid((-x)) / sigmoid(x))",
+        "exp((-x))",
+    );
+    check_no_fire(name, g("sigmoid(x) / sigmoid(y)"));
+    check_no_fire(name, g("sigmoid(x) / (2 - sigmoid(x))"));
+    check_no_fire(name, g("sigmoid(x) / (1 - sigmoid(y))"));
+}
+
+#[test]
+fn inverse_odds_of_a_sigmoid() {
+    let name = "local_inv_odds_sigmoid";
+    for src in [
+        "1 / sigmoid(x) - 1",
+        "-1 + 1 / sigmoid(x)",
+        "sigmoid(x) ** -1 - 1",
+    ] {
+        let fg = g(src);
+        let mut new = fg.clone();
+        assert_eq!(apply_rule(&mut new, name), 1, "{src}");
+        assert_eq!(show(&new), "exp((-x))", "{src}");
+        assert_preserves(&fg, &new, src);
+    }
+    check_no_fire(name, g("1 / sigmoid(x) - 2"));
+    check_no_fire(name, g("1 / tanh(x) - 1"));
+}
+
+#[test]
+fn odds_of_a_sigmoid_are_exact_after_fast_run() {
+    // exp(∓x) with 40-digit arithmetic (mpmath): the original's 1 - sigmoid(x)
+    // cancels to 0 past x = 37.
+    let xs = [40.0, 100.0, 700.0, -3.0, 0.5];
+    let exp_minus = [
+        4.248_354_255_291_589e-18,
+        3.720_075_976_020_836e-44,
+        9.859_676_543_759_77e-305,
+        20.085_536_923_187_668,
+        0.606_530_659_712_633_4,
+    ];
+    let (before, after, text) = before_after("(1 - sigmoid(x)) / sigmoid(x)", &xs);
+    assert_eq!(text, "Composite{exp(neg(i0))}(x)");
+    assert_eq!(before[0], 0.0, "the original cancels");
+    for (k, &want) in exp_minus.iter().enumerate() {
+        assert!(
+            rel_err(after[k], want) <= 1e-15,
+            "x = {}: {}",
+            xs[k],
+            after[k]
+        );
+    }
+    let (_, after, text) = before_after("sigmoid(-x) / (1 - sigmoid(-x))", &xs);
+    assert_eq!(text, "Composite{exp(neg(i0))}(x)");
+    for (k, &want) in exp_minus.iter().enumerate() {
+        assert!(
+            rel_err(after[k], want) <= 1e-15,
+            "x = {}: {}",
+            xs[k],
+            after[k]
+        );
     }
 }

@@ -315,3 +315,76 @@ fn rewrite_softmax_recognize() {
         "hand-written log_softmax",
     );
 }
+
+#[test]
+fn rewrite_exp_log_softmax() {
+    check_rule(
+        "local_exp_log_softmax",
+        graph("X=f64[:, :]", "exp(log_softmax(X, axis=0))"),
+        "exp(log_softmax(X, axis=0))",
+        "softmax(X, axis=0)",
+    );
+    check_no_fire(
+        "local_exp_log_softmax",
+        graph("X=f64[:, :]", "exp(softmax(X))"),
+    );
+}
+
+#[test]
+fn rewrite_log_softmax_from_logsumexp() {
+    let name = "local_log_softmax_from_logsumexp";
+    check_rule(
+        name,
+        merged("X=f64[:, :]", "X - log(sum(exp(X), axis=1, keepdims=True))"),
+        "(X - log(sum(exp(X), axis=1)[:, None]))",
+        "log_softmax(X, axis=1)",
+    );
+    check_rule(
+        name,
+        merged("x=f64[:]", "x - log(sum(exp(x), keepdims=True))"),
+        "(x - log(sum(exp(x))[None]))",
+        "log_softmax(x, axis=0)",
+    );
+    // Another tensor, another axis, or no keepdims: left alone.
+    check_no_fire(
+        name,
+        merged(
+            "X=f64[:, :]; Y=f64[:, :]",
+            "Y - log(sum(exp(X), axis=1, keepdims=True))",
+        ),
+    );
+    check_no_fire(
+        name,
+        merged(
+            "X=f64[:, :]",
+            "X - log(sum(exp(X), axis=0, keepdims=True)).T",
+        ),
+    );
+    check_no_fire(
+        name,
+        merged("x=f64[:]", "x - log(max(exp(x), keepdims=True))"),
+    );
+    // FAST_RUN at ±1e3: the original is inf - inf; the rewrite is exact.
+    let x = matrix("X", DType::F64);
+    let s = x.exp().reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
+    let hand = &x - &s.log();
+    let v = f64s(
+        &[2, 3],
+        vec![1000.0, 999.0, 998.0, -1000.0, -1001.0, -1e300],
+    );
+    let reference = eval1(&x, &hand, &v);
+    assert!(reference[..3].iter().all(|r| r.is_nan()), "{reference:?}");
+    let got = jit1(&x, &hand, &v, "fast_run");
+    // log(1 + e^-1 + e^-2) = 0.40760596444437...
+    let l = (1.0 + (-1f64).exp() + (-2f64).exp()).ln();
+    let want = [
+        -l,
+        -1.0 - l,
+        -2.0 - l,
+        -(1.0 + (-1f64).exp()).ln(),
+        -1.0 - (1.0 + (-1f64).exp()).ln(),
+        f64::NEG_INFINITY,
+    ];
+    assert_near(&got[..5], &want[..5], 1e-15, "log_softmax from logsumexp");
+    assert!(got[5] < -1e299, "{got:?}");
+}

@@ -285,18 +285,28 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
                     .rev()
                     .enumerate()
                     .all(|(k, d)| *d == Some(k));
-            let only_inserts = {
-                let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
-                kept.len() == *input_ndim && kept.windows(2).all(|w| w[0] < w[1])
-            };
+            let kept: Vec<usize> = new_order.iter().flatten().copied().collect();
+            let in_order = kept.windows(2).all(|w| w[0] < w[1]);
             if is_transpose {
                 format!("{}.T", args[0])
-            } else if only_inserts {
-                let idx: Vec<&str> = new_order
-                    .iter()
-                    .map(|d| if d.is_some() { ":" } else { "None" })
-                    .collect();
-                format!("{}[{}]", args[0], idx.join(", "))
+            } else if in_order {
+                // Dropped (size-1) dimensions as `[0]` indices, then the
+                // inserted ones as `None`: `a[:, 0][None, :]`.
+                let mut text = args[0].to_string();
+                if kept.len() < *input_ndim {
+                    let drops: Vec<&str> = (0..*input_ndim)
+                        .map(|d| if kept.contains(&d) { ":" } else { "0" })
+                        .collect();
+                    text = format!("{text}[{}]", drops.join(", "));
+                }
+                if new_order.iter().any(Option::is_none) {
+                    let idx: Vec<&str> = new_order
+                        .iter()
+                        .map(|d| if d.is_some() { ":" } else { "None" })
+                        .collect();
+                    text = format!("{text}[{}]", idx.join(", "));
+                }
+                text
             } else {
                 format!("{}({})", op.name(), args[0])
             }

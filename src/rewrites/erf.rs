@@ -1,7 +1,8 @@
 //! Stabilize rules for the error function: complements computed directly
 //! (`1 - erf(x)` -> `erfc(x)`, which keeps every digit where `erf(x)` is
-//! within rounding of 1) and `log(erfc(x))` continued by its asymptotic
-//! series where `erfc(x)` underflows.
+//! within rounding of 1), and `log(erfc(x))` and its gradient's
+//! `exp(-x²) / erfc(x)` continued by the asymptotic series of `erfc` where
+//! `erfc(x)` underflows.
 //!
 //! Only float arguments are rewritten: the complements negate `x`, which
 //! wraps for integers. Every rewrite is at least as accurate as what it
@@ -13,7 +14,8 @@ use crate::ops::{OpKind, ScalarOp};
 
 use super::rule::Rule;
 use super::util::{
-    elemwise, finish, input, is_neg, neg, owner_if, scalar_const, unary, unique_constant,
+    elemwise, finish, input, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary,
+    unique_constant,
 };
 
 /// Every rule of this file, in registration order (stabilize).
@@ -32,6 +34,12 @@ pub fn rules() -> Vec<Rule> {
             name: "local_log_erfc",
             tracks: &[OpKind::Elemwise(ScalarOp::Log)],
             apply: local_log_erfc,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_grad_log_erfc_neg",
+            tracks: &[OpKind::Elemwise(ScalarOp::TrueDiv)],
+            apply: local_grad_log_erfc_neg,
             fast_compile: false,
         },
     ]
@@ -133,8 +141,30 @@ fn already_guarded(fg: &FunctionGraph, v: VarId, x: VarId) -> bool {
     })
 }
 
+/// The asymptotic series of `erfc` for large `x`:
+/// `erfc(x) = exp(-x²) / (x √π) · (1 + s)` with
+/// `s = Σ (-1)^k (2k-1)!! / (2x²)^k, k = 1..6`, evaluated as
+/// `u (-1 + u (3 + u (-15 + u (105 + u (-945 + u 10395)))))`, `u = 1 / (2x²)`.
+/// Returns `(x², s)`. Past the threshold of [`log_erfc_threshold`] the first
+/// omitted term is below the dtype's rounding.
+fn erfc_series(fg: &mut FunctionGraph, x: VarId, dtype: DType) -> Result<(VarId, VarId)> {
+    let c = |fg: &mut FunctionGraph, v: f64| scalar_const(fg, dtype, v);
+    let x2 = unary(fg, ScalarOp::Sqr, x)?;
+    let two = c(fg, 2.0);
+    let twice = elemwise(fg, ScalarOp::Mul, &[two, x2])?;
+    let u = unary(fg, ScalarOp::Reciprocal, twice)?;
+    let mut s = c(fg, 10395.0);
+    for k in [-945.0, 105.0, -15.0, 3.0, -1.0] {
+        let t = elemwise(fg, ScalarOp::Mul, &[u, s])?;
+        let ck = c(fg, k);
+        s = elemwise(fg, ScalarOp::Add, &[ck, t])?;
+    }
+    s = elemwise(fg, ScalarOp::Mul, &[u, s])?;
+    Ok((x2, s))
+}
+
 /// `log(erfc(x))` -> `switch(x < T, log(erfc(x)), -x² - log(x) - log(π)/2
-/// + log1p(Σ (-1)^k (2k-1)!! / (2x²)^k, k = 1..6))` (PyTensor's
+/// + log1p(s))` with the series `s` of [`erfc_series`] (PyTensor's
 /// `local_log_erfc`, with a threshold `T` and series length chosen so that
 /// the series is exact to rounding wherever it is used): finite where
 /// `erfc(x)` underflows to 0 (`x` = 30 gives -904.34, not -inf).
@@ -150,18 +180,7 @@ pub fn local_log_erfc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>
         return Ok(None);
     }
     let c = |fg: &mut FunctionGraph, v: f64| scalar_const(fg, dtype, v);
-    // u = 1 / (2 x²); series s = u (-1 + u (3 + u (-15 + u (105 + u (-945 + u 10395)))))
-    let x2 = unary(fg, ScalarOp::Sqr, x)?;
-    let two = c(fg, 2.0);
-    let twice = elemwise(fg, ScalarOp::Mul, &[two, x2])?;
-    let u = unary(fg, ScalarOp::Reciprocal, twice)?;
-    let mut s = c(fg, 10395.0);
-    for k in [-945.0, 105.0, -15.0, 3.0, -1.0] {
-        let t = elemwise(fg, ScalarOp::Mul, &[u, s])?;
-        let ck = c(fg, k);
-        s = elemwise(fg, ScalarOp::Add, &[ck, t])?;
-    }
-    s = elemwise(fg, ScalarOp::Mul, &[u, s])?;
+    let (x2, s) = erfc_series(fg, x, dtype)?;
     let tail = unary(fg, ScalarOp::Log1p, s)?;
     let log_x = unary(fg, ScalarOp::Log, x)?;
     let minus_x2 = neg(fg, x2)?;
@@ -177,5 +196,84 @@ pub fn local_log_erfc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>
     let erfc = unary(fg, ScalarOp::Erfc, x)?;
     let direct = unary(fg, ScalarOp::Log, erfc)?;
     let new = elemwise(fg, ScalarOp::Switch, &[below, direct, series])?;
+    finish(fg, n, new)
+}
+
+/// `x` when `v` is `-x²`: `-sqr(x)`, `-(x * x)` or `-(x ** 2)`, the
+/// negation as `neg` or as a product with -1 (canonicalize's form).
+fn minus_square_of(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let sq = is_neg(fg, v)?;
+    let node = fg.node(fg.owner(sq)?);
+    let (a, b) = match node.inputs.len() {
+        1 => (node.inputs[0], None),
+        2 => (node.inputs[0], Some(node.inputs[1])),
+        _ => return None,
+    };
+    match (node.op.scalar_op()?, b) {
+        (ScalarOp::Sqr, None) => Some(a),
+        (ScalarOp::Mul, Some(b)) if a == b => Some(a),
+        (ScalarOp::Pow, Some(b)) if is_constant_equal(fg, b, 2.0) => Some(a),
+        _ => None,
+    }
+}
+
+/// `[y *] exp(-x²) / erfc(x)` (the gradient of `log(erfc(x))`, up to the
+/// factor `-2/√π`) -> `[y *] switch(x < T, exp(-x²) / erfc(x), x √π / (1 + s))`
+/// with the series `s` of [`erfc_series`] and the threshold of
+/// [`log_erfc_threshold`] (PyTensor's `local_grad_log_erfc_neg`): the
+/// original is `0 / 0 = NaN` where both underflow (`x` past 26.5 in f64);
+/// the series is exact to rounding past `T`.
+pub fn local_grad_log_erfc_neg(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let (num, den) = (input(fg, n, 0), input(fg, n, 1));
+    let Some(e) = owner_if(fg, den, ScalarOp::Erfc) else {
+        return Ok(None);
+    };
+    let x = input(fg, e, 0);
+    let dtype = fg.ty(x).dtype;
+    let out = fg.node(n).outputs[0];
+    if !dtype.is_float() || fg.ty(out).dtype != dtype || already_guarded(fg, out, x) {
+        return Ok(None);
+    }
+    let is_gauss = |v: VarId| {
+        owner_if(fg, v, ScalarOp::Exp).is_some_and(|g| {
+            fg.ty(v).dtype == dtype && minus_square_of(fg, input(fg, g, 0)) == Some(x)
+        })
+    };
+    // The numerator: exp(-x²) itself, or a product with it as a factor.
+    let (gauss, others) = if is_gauss(num) {
+        (num, Vec::new())
+    } else {
+        let Some(m) = owner_if(fg, num, ScalarOp::Mul) else {
+            return Ok(None);
+        };
+        let factors = fg.node(m).inputs.to_vec();
+        let Some(k) = factors.iter().position(|&f| is_gauss(f)) else {
+            return Ok(None);
+        };
+        let others: Vec<VarId> = (0..factors.len())
+            .filter(|&j| j != k)
+            .map(|j| factors[j])
+            .collect();
+        (factors[k], others)
+    };
+    let c = |fg: &mut FunctionGraph, v: f64| scalar_const(fg, dtype, v);
+    let (_, s) = erfc_series(fg, x, dtype)?;
+    let one = c(fg, 1.0);
+    let one_plus_s = elemwise(fg, ScalarOp::Add, &[one, s])?;
+    let sqrt_pi = c(fg, std::f64::consts::PI.sqrt());
+    let x_sqrt_pi = elemwise(fg, ScalarOp::Mul, &[x, sqrt_pi])?;
+    let series = elemwise(fg, ScalarOp::TrueDiv, &[x_sqrt_pi, one_plus_s])?;
+    let threshold = c(fg, log_erfc_threshold(dtype));
+    let below = elemwise(fg, ScalarOp::Lt, &[x, threshold])?;
+    let erfc = unary(fg, ScalarOp::Erfc, x)?;
+    let direct = elemwise(fg, ScalarOp::TrueDiv, &[gauss, erfc])?;
+    let ratio = elemwise(fg, ScalarOp::Switch, &[below, direct, series])?;
+    let new = if others.is_empty() {
+        ratio
+    } else {
+        let mut factors = others;
+        factors.push(ratio);
+        elemwise(fg, ScalarOp::Mul, &factors)?
+    };
     finish(fg, n, new)
 }

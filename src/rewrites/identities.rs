@@ -2,8 +2,8 @@
 //! outright: comparisons of a size with zero, `x / |x|` as a sign,
 //! zero numerators and unit bases, zero branches of a `switch` sunk through
 //! the product or quotient that consumes them, negated extrema, the
-//! logarithm of a square root, and transposes of a matrix product lifted
-//! onto its operands.
+//! logarithm of a square root, transposes of a matrix product lifted
+//! onto its operands, and matrix products with one term as products.
 //!
 //! Each rule is exact on every input except where README rule 5 allows:
 //! a NaN that comes only from cancellation (`0 / 0`, `0 * inf`, `inf / inf`)
@@ -81,6 +81,12 @@ pub fn rules() -> Vec<Rule> {
             name: "local_lift_transpose_through_dot",
             tracks: &[OpKind::DimShuffle],
             apply: local_lift_transpose_through_dot,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_dot_to_mul",
+            tracks: &[OpKind::Dot],
+            apply: local_dot_to_mul,
             fast_compile: false,
         },
     ]
@@ -347,4 +353,43 @@ pub fn local_lift_transpose_through_dot(
     let at = super::util::dimshuffle(fg, a, 2, &transpose)?;
     let new = fg.apply1(Op::Dot, &[bt, at])?;
     finish(fg, n, new)
+}
+
+/// `dot(a, b)` with an inner dimension of static size 1 on both operands
+/// -> the broadcast product `a * b` (PyTensor's `local_dot_to_mul`): the sum
+/// has one term, so the product is the whole dot, and it fuses with the
+/// element-wise work around it. The matrix operand of a matrix-vector
+/// product loses its size-1 axis: `(1,) . (1, n)` is `a * b[0, :]`,
+/// `(m, 1) . (1,)` is `a[:, 0] * b`, `(1,) . (1,)` is `a[0] * b[0]`.
+/// Unlike PyTensor, outer products (`(m, 1) . (1, n)`) are rewritten too:
+/// kiln has no GER for them to wait for. Fires only when the product has the
+/// dot's type (the dtype rules of the two agree).
+pub fn local_dot_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    if !matches!(fg.node(n).op, Op::Dot) {
+        return Ok(None);
+    }
+    let (a, b) = (input(fg, n, 0), input(fg, n, 1));
+    let (ta, tb) = (fg.ty(a).clone(), fg.ty(b).clone());
+    let (na, nb) = (ta.ndim(), tb.ndim());
+    if ta.shape.last() != Some(&Some(1)) || tb.shape.first() != Some(&Some(1)) {
+        return Ok(None);
+    }
+    let drop_last: Vec<Option<usize>> = (0..na - 1).map(Some).collect();
+    let drop_first: Vec<Option<usize>> = (1..nb).map(Some).collect();
+    // A matrix operand keeps its size-1 axis when the other is a matrix
+    // ((m, 1) * (1, n) is (m, n)); a vector operand keeps it when the other
+    // is a matrix ((1,) * (n,) is (n,)); two vectors give a scalar.
+    let a2 = if nb == 1 {
+        super::util::dimshuffle(fg, a, na, &drop_last)?
+    } else {
+        a
+    };
+    let b2 = if na == 1 {
+        super::util::dimshuffle(fg, b, nb, &drop_first)?
+    } else {
+        b
+    };
+    let new = elemwise(fg, ScalarOp::Mul, &[a2, b2])?;
+    let out = fg.node(n).outputs[0];
+    Ok((fg.ty(new) == fg.ty(out)).then_some(new))
 }

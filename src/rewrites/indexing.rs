@@ -1,14 +1,17 @@
 //! Canonicalize rules for advanced indexing and joins (registered in the
 //! canonicalize database): a join of one input is that input, inputs
 //! statically empty along the join axis are dropped, a split into one part
-//! is its input, and a gather (or a full overwrite) through a constant
-//! `arange`-like index covering the whole axis is the identity (or `y`).
+//! is its input, a reduction along the join axis of inputs of size 1 there
+//! is an element-wise op, and a gather (or a full overwrite) through a
+//! constant `arange`-like index covering the whole axis is the identity
+//! (or `y`).
 //!
 //! Invariant: a rule never drops a run-time check that could fail: each
 //! fires only when the sizes the removed op would check are static (and
 //! were therefore checked by type inference), and the replacement has the
 //! node's type exactly (these ops never cast). PyTensor's counterparts are
-//! `local_join_1`, `local_join_empty`, `local_useless_split` and
+//! `local_join_1`, `local_join_empty`, `local_useless_split`,
+//! `local_reduce_join` and
 //! `local_useless_subtensor` / `local_useless_inc_subtensor` for advanced
 //! indices; the rules deliberately skipped are listed in
 //! `src/rewrites/README.md`.
@@ -17,7 +20,9 @@ use super::rule::Rule;
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::indexing::normalize_index;
-use crate::ops::{Op, OpKind};
+use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
+
+use super::util::{dimshuffle, elemwise};
 
 /// The rules of this file.
 pub fn rules() -> Vec<Rule> {
@@ -39,6 +44,12 @@ pub fn rules() -> Vec<Rule> {
             tracks: &[OpKind::Split],
             apply: local_useless_split,
             fast_compile: true,
+        },
+        Rule {
+            name: "local_reduce_join",
+            tracks: &[OpKind::CAReduce],
+            apply: local_reduce_join,
+            fast_compile: false,
         },
         Rule {
             name: "local_useless_advanced_subtensor1",
@@ -94,6 +105,64 @@ pub fn local_join_empty(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     let new = fg.apply1(Op::Join { axis }, &kept)?;
     // Only when the kept inputs still determine every static size (so the
     // run-time checks of the new join are those of the old one).
+    let out = fg.node(n).outputs[0];
+    Ok((fg.ty(new) == fg.ty(out)).then_some(new))
+}
+
+/// `CAReduce{op, axis k}(Join{axis k}(a, b, ...))` -> `op(a', b', ...)`
+/// element-wise, `a'` being `a` without its axis `k`, when every joined
+/// input has static size 1 along `k` (PyTensor's `local_reduce_join`:
+/// `max(stack([x, y]), axis=0)` is `maximum(x, y)`): reducing one element
+/// of each input is applying the op across the inputs. The inputs must have
+/// the same pattern of static-1 dimensions (so the element-wise op checks
+/// exactly the sizes the join checked: it would broadcast a size-1 one the
+/// join rejects), and the result the reduction's type (a sum of `i32`
+/// accumulates in `i64`; `all` of numbers is not their bitwise `and`).
+pub fn local_reduce_join(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Op::CAReduce { op, axes } = fg.node(n).op.clone() else {
+        return Ok(None);
+    };
+    let joined = fg.node(n).inputs[0];
+    let Some(j) = fg.owner(joined) else {
+        return Ok(None);
+    };
+    let Op::Join { axis } = fg.node(j).op else {
+        return Ok(None);
+    };
+    let ins = fg.node(j).inputs.to_vec();
+    let nd = fg.ty(joined).ndim();
+    let over_join_axis = match &axes {
+        None => nd == 1,
+        Some(a) => a.as_slice() == [axis],
+    };
+    let ones = |v: VarId| -> Vec<bool> { fg.ty(v).shape.iter().map(|s| *s == Some(1)).collect() };
+    let pattern = ones(ins[0]);
+    if ins.len() < 2 || !over_join_axis || !pattern[axis] || ins.iter().any(|&v| ones(v) != pattern)
+    {
+        return Ok(None);
+    }
+    let scalar = match op {
+        ReduceOp::Sum => ScalarOp::Add,
+        ReduceOp::Prod => ScalarOp::Mul,
+        ReduceOp::Max => ScalarOp::Maximum,
+        ReduceOp::Min => ScalarOp::Minimum,
+        ReduceOp::All => ScalarOp::And,
+        ReduceOp::Any => ScalarOp::Or,
+    };
+    let order: Vec<Option<usize>> = (0..nd).filter(|&d| d != axis).map(Some).collect();
+    let squeezed = ins
+        .iter()
+        .map(|&v| dimshuffle(fg, v, nd, &order))
+        .collect::<Result<Vec<_>>>()?;
+    let new = if matches!(scalar, ScalarOp::Add | ScalarOp::Mul) {
+        elemwise(fg, scalar, &squeezed)?
+    } else {
+        let mut acc = squeezed[0];
+        for &v in &squeezed[1..] {
+            acc = elemwise(fg, scalar, &[acc, v])?;
+        }
+        acc
+    };
     let out = fg.node(n).outputs[0];
     Ok((fg.ty(new) == fg.ty(out)).then_some(new))
 }

@@ -23,7 +23,7 @@ use crate::rewriting::{
 use super::rule::Rule;
 use super::{
     blas, canonicalize, erf, fusion, identities, indexing, inplace, reduce_fusion, sibling_fusion,
-    specialize, stabilize, subtensor,
+    softmax, specialize, stabilize, subtensor,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
@@ -53,6 +53,7 @@ pub fn database_rules(db: &str) -> Vec<Rule> {
             rules.extend(identities::rules());
             rules.extend(subtensor::rules());
             rules.extend(indexing::rules());
+            rules.extend(softmax::canonicalize_rules());
             rules
         }
         "stabilize" => {

@@ -13,12 +13,32 @@
 //!   `a = 1e3`; the op shifts by the maximum and stays finite and correct.
 //!   Float `a` of the output's dtype only; the reduction and the keepdims
 //!   DimShuffle must cover the same axis (or all axes).
+//! - `local_exp_log_softmax`: `exp(log_softmax(x))` -> `softmax(x)`.
+//! - `local_log_softmax_from_logsumexp` (registered in canonicalize, through
+//!   [`canonicalize_rules`]): `x - log(sum(exp(x), axis, keepdims))` ->
+//!   `log_softmax(x, axis)`. PyTensor has it in stabilize, after its
+//!   `LogSumExp` op; kiln has no such op, and stabilize's max-shift of the
+//!   log-sum-exp (`local_log_sum_exp`) would hide the pattern, so it runs
+//!   before, in canonicalize. The original is `inf - inf = NaN` at `x = 1e3`.
 
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, ReduceOp, ScalarOp};
 
+use super::rule::Rule;
 use super::util::{finish, owner_if};
+use crate::ops::OpKind;
+
+/// The rule of this file that canonicalize registers (the others are listed
+/// by the stabilize database, `stabilize::rules`).
+pub fn canonicalize_rules() -> Vec<Rule> {
+    vec![Rule {
+        name: "local_log_softmax_from_logsumexp",
+        tracks: &[OpKind::Elemwise(ScalarOp::Sub)],
+        apply: local_log_softmax_from_logsumexp,
+        fast_compile: false,
+    }]
+}
 
 /// `log(softmax(x))` -> `log_softmax(x)`.
 pub fn local_log_softmax(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
@@ -110,5 +130,54 @@ pub fn local_softmax_recognize(fg: &mut FunctionGraph, n: NodeId) -> Result<Opti
         .map_or(a, |(x, _)| x);
     let axis = if ndim == 1 { Some(0) } else { axis };
     let new = fg.apply1(Op::Softmax { axis, log: false }, &[x])?;
+    finish(fg, n, new)
+}
+
+/// `exp(log_softmax(x, axis))` -> `softmax(x, axis)`.
+pub fn local_exp_log_softmax(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let Some(l) = fg.owner(fg.node(n).inputs[0]) else {
+        return Ok(None);
+    };
+    let Op::Softmax { axis, log: true } = fg.node(l).op else {
+        return Ok(None);
+    };
+    if !fg.node(n).op.is_elemwise(ScalarOp::Exp) {
+        return Ok(None);
+    }
+    let x = fg.node(l).inputs[0];
+    let new = fg.apply1(Op::Softmax { axis, log: false }, &[x])?;
+    finish(fg, n, new)
+}
+
+/// `x - log(sum(exp(x), axis, keepdims))` -> `log_softmax(x, axis)` (see
+/// the module docs for why in canonicalize). Float `x` of the output's type
+/// only; the reduction and the keepdims DimShuffle must cover the same axis
+/// (or all axes).
+pub fn local_log_softmax_from_logsumexp(
+    fg: &mut FunctionGraph,
+    n: NodeId,
+) -> Result<Option<VarId>> {
+    let node = fg.node(n);
+    if !node.op.is_elemwise(ScalarOp::Sub) {
+        return Ok(None);
+    }
+    let (x, l) = (node.inputs[0], node.inputs[1]);
+    let out_ty = fg.ty(node.outputs[0]).clone();
+    if fg.ty(x) != &out_ty || !out_ty.dtype.is_float() {
+        return Ok(None);
+    }
+    let Some(log) = owner_if(fg, l, ScalarOp::Log) else {
+        return Ok(None);
+    };
+    let ndim = out_ty.ndim();
+    let Some((e, axis)) = keepdims_reduction(fg, fg.node(log).inputs[0], ReduceOp::Sum, ndim)
+    else {
+        return Ok(None);
+    };
+    if owner_if(fg, e, ScalarOp::Exp).is_none_or(|ex| fg.node(ex).inputs[0] != x) {
+        return Ok(None);
+    }
+    let axis = if ndim == 1 { Some(0) } else { axis };
+    let new = fg.apply1(Op::Softmax { axis, log: true }, &[x])?;
     finish(fg, n, new)
 }

@@ -13,7 +13,7 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 use super::mul_tree::{compute_mul, parse_mul_tree, perform_sigm_times_exp, simplify_mul};
 use super::rule::Rule;
 use super::util::{
-    elemwise, is_1pexp, is_constant_equal, is_neg, neg, owner_if, scalar_const, unary,
+    elemwise, is_1pexp, is_constant_equal, is_exp, is_neg, neg, owner_if, scalar_const, unary,
     unique_constant,
 };
 use super::util::{finish, input};
@@ -29,6 +29,12 @@ pub fn rules() -> Vec<Rule> {
             name: "local_log_softmax",
             tracks: kinds!(Log),
             apply: super::softmax::local_log_softmax,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_exp_log_softmax",
+            tracks: kinds!(Exp),
+            apply: super::softmax::local_exp_log_softmax,
             fast_compile: false,
         },
         Rule {
@@ -113,6 +119,24 @@ pub fn rules() -> Vec<Rule> {
             name: "local_1msigmoid",
             tracks: kinds!(Sub),
             apply: local_1msigmoid,
+            fast_compile: false,
+        },
+        Rule {
+            name: "logdiffexp_to_log1mexpdiff",
+            tracks: kinds!(Log),
+            apply: logdiffexp_to_log1mexpdiff,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_odds_sigmoid",
+            tracks: kinds!(TrueDiv),
+            apply: local_odds_sigmoid,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_inv_odds_sigmoid",
+            tracks: kinds!(Sub, Add),
+            apply: local_inv_odds_sigmoid,
             fast_compile: false,
         },
         Rule {
@@ -255,8 +279,18 @@ pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 
 /// `log(sum(exp(X), axes)) -> log(sum(exp(X - m), axes)) + m` with
 /// `m = max(X, axes)`, where an infinite `m` is replaced by 0 in the shift.
+/// A DimShuffle between the `log` and the `sum` (`keepdims=True`, or a
+/// transpose lifted there by canonicalize) is kept around the result: `log`
+/// is element-wise, so `log(D(s)) = D(log(s))` for any DimShuffle `D`.
 pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let arg = input(fg, n, 0);
+    let mut arg = input(fg, n, 0);
+    let mut dimshuffle = None;
+    if let Some(d) = fg.owner(arg) {
+        if let op @ Op::DimShuffle { .. } = &fg.node(d).op {
+            dimshuffle = Some(op.clone());
+            arg = input(fg, d, 0);
+        }
+    }
     let Some(s) = fg.owner(arg) else {
         return Ok(None);
     };
@@ -286,7 +320,10 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
         &[ex],
     )?;
     let l = unary(fg, ScalarOp::Log, sum)?;
-    let new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    let mut new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    if let Some(d) = dimshuffle {
+        new = fg.apply1(d, &[new])?;
+    }
     finish(fg, n, new)
 }
 
@@ -579,5 +616,119 @@ pub fn local_sigm_times_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     }
     let dtype = fg.ty(out).dtype;
     let new = compute_mul(fg, &simplify_mul(tree), dtype)?;
+    finish(fg, n, new)
+}
+
+/// `log(exp(x) - exp(y))` -> `switch(y == -inf, x, x + log1mexp(y - x))`
+/// (PyTensor's `logdiffexp_to_log1mexpdiff`), also from the canonical
+/// `add(exp(x), -exp(y))`: the difference of exponentials overflows past
+/// 709 and underflows below -745 where the result is representable; the
+/// switch keeps `x = y = -inf` (`-inf`, where `x + log1mexp(nan)` would be
+/// NaN) and `y = -inf` exact (`x`).
+pub fn logdiffexp_to_log1mexpdiff(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let arg = input(fg, n, 0);
+    let Some(d) = fg.owner(arg) else {
+        return Ok(None);
+    };
+    let ins = fg.node(d).inputs.to_vec();
+    let pair = match (fg.node(d).op.scalar_op(), ins.len()) {
+        (Some(ScalarOp::Sub), 2) => match (is_exp(fg, ins[0]), is_exp(fg, ins[1])) {
+            (Some((false, x)), Some((false, y))) => Some((x, y)),
+            _ => None,
+        },
+        (Some(ScalarOp::Add), 2) => match (is_exp(fg, ins[0]), is_exp(fg, ins[1])) {
+            (Some((false, x)), Some((true, y))) | (Some((true, y)), Some((false, x))) => {
+                Some((x, y))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((x, y)) = pair else {
+        return Ok(None);
+    };
+    let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    if !dtype.is_float() || fg.ty(x).dtype != dtype || fg.ty(y).dtype != dtype {
+        return Ok(None);
+    }
+    let minus_inf = scalar_const(fg, dtype, f64::NEG_INFINITY);
+    let y_is_minus_inf = elemwise(fg, ScalarOp::Eq, &[y, minus_inf])?;
+    let diff = elemwise(fg, ScalarOp::Sub, &[y, x])?;
+    let l = unary(fg, ScalarOp::Log1mexp, diff)?;
+    let sum = elemwise(fg, ScalarOp::Add, &[x, l])?;
+    let new = elemwise(fg, ScalarOp::Switch, &[y_is_minus_inf, x, sum])?;
+    finish(fg, n, new)
+}
+
+/// `sigmoid(a) / sigmoid(-a)` -> `exp(a)` (PyTensor's `local_odds_sigmoid`
+/// and `local_inv_odds_sigmoid` in the form stabilize sees, after
+/// `local_1msigmoid` made `1 - sigmoid(a)` into `sigmoid(-a)`; the
+/// unconverted `sigmoid(a) / (1 - sigmoid(a))` too): exact, since
+/// `(1 + exp(a)) / (1 + exp(-a)) = exp(a)`, where the quotient of sigmoids
+/// is `inf` or 0 once one of them rounds to 1 or underflows (`a` = ±750).
+pub fn local_odds_sigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let (num, den) = (input(fg, n, 0), input(fg, n, 1));
+    let Some(sn) = owner_if(fg, num, ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
+    let a = input(fg, sn, 0);
+    let dtype = fg.ty(a).dtype;
+    let out = fg.node(n).outputs[0];
+    if !dtype.is_float() || fg.ty(out).dtype != dtype {
+        return Ok(None);
+    }
+    let opposite = if let Some(sd) = owner_if(fg, den, ScalarOp::Sigmoid) {
+        let b = input(fg, sd, 0);
+        is_neg(fg, b) == Some(a) || is_neg(fg, a) == Some(b)
+    } else if let Some(d) = owner_if(fg, den, ScalarOp::Sub) {
+        is_constant_equal(fg, input(fg, d, 0), 1.0)
+            && owner_if(fg, input(fg, d, 1), ScalarOp::Sigmoid)
+                .is_some_and(|t| input(fg, t, 0) == a)
+    } else {
+        false
+    };
+    if !opposite {
+        return Ok(None);
+    }
+    let new = unary(fg, ScalarOp::Exp, a)?;
+    finish(fg, n, new)
+}
+
+/// `1 / sigmoid(a) - 1` -> `exp(-a)`: the form canonicalize gives
+/// `(1 - sigmoid(a)) / sigmoid(a)` (PyTensor's `local_inv_odds_sigmoid`),
+/// also as `add(-1, 1 / sigmoid(a))`, the reciprocal as `reciprocal`,
+/// `1 / s` or `s ** -1`. Exact (`1 / sigmoid(a) = 1 + exp(-a)`), where the
+/// original cancels to 0 for `a` past 37 instead of `exp(-a)`.
+pub fn local_inv_odds_sigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let ins = fg.node(n).inputs.to_vec();
+    if ins.len() != 2 {
+        return Ok(None);
+    }
+    let recip = match fg.node(n).op.scalar_op() {
+        Some(ScalarOp::Sub) if is_constant_equal(fg, ins[1], 1.0) => ins[0],
+        Some(ScalarOp::Add) if is_constant_equal(fg, ins[0], -1.0) => ins[1],
+        Some(ScalarOp::Add) if is_constant_equal(fg, ins[1], -1.0) => ins[0],
+        _ => return Ok(None),
+    };
+    let Some(r) = fg.owner(recip) else {
+        return Ok(None);
+    };
+    let rn = fg.node(r);
+    let s = match (rn.op.scalar_op(), rn.inputs.len()) {
+        (Some(ScalarOp::Reciprocal), 1) => rn.inputs[0],
+        (Some(ScalarOp::TrueDiv), 2) if is_constant_equal(fg, rn.inputs[0], 1.0) => rn.inputs[1],
+        (Some(ScalarOp::Pow), 2) if is_constant_equal(fg, rn.inputs[1], -1.0) => rn.inputs[0],
+        _ => return Ok(None),
+    };
+    let Some(sg) = owner_if(fg, s, ScalarOp::Sigmoid) else {
+        return Ok(None);
+    };
+    let a = input(fg, sg, 0);
+    let dtype = fg.ty(a).dtype;
+    if !dtype.is_float() || fg.ty(fg.node(n).outputs[0]).dtype != dtype {
+        return Ok(None);
+    }
+    let na = neg(fg, a)?;
+    let new = unary(fg, ScalarOp::Exp, na)?;
     finish(fg, n, new)
 }
