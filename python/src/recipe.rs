@@ -163,12 +163,17 @@ impl Step {
                 wrt,
                 disconnected,
             } => {
-                let (cost, rest) = ops.split_at(usize::from(*has_cost));
-                if rest.len() < *wrt || (rest.len() - wrt) % 2 != 0 {
+                let costs = usize::from(*has_cost);
+                // `wrt` comes from a payload: compared without overflow.
+                if ops.len() < costs
+                    || ops.len() - costs < *wrt
+                    || (ops.len() - costs - wrt) % 2 != 0
+                {
                     return Err(PyValueError::new_err(
                         "a grad recipe has malformed operands",
                     ));
                 }
+                let (cost, rest) = ops.split_at(costs);
                 let (wrt, known) = rest.split_at(*wrt);
                 let options = GradOptions {
                     disconnected_inputs: *disconnected,

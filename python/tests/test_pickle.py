@@ -116,6 +116,21 @@ def test_malformed_payloads_are_value_errors():
         kiln._unpickle_variable(payload)  # a function's payload is not a variable's
 
 
+def test_every_single_byte_corruption_is_an_exception_never_a_panic():
+    x = kiln.vector("x")
+    c = kiln.constant(np.array([1.0, 2.0]))
+    f = kiln.function([x], [kiln.sum(kiln.exp(x) * c, axis=0),
+                            kiln.grad(kiln.sum(x * c, axis=0), x)])
+    payload = f.fn.__reduce__()[1][0]
+    for i in range(len(payload)):
+        damaged = bytearray(payload)
+        damaged[i] ^= 0xFF
+        try:
+            kiln._unpickle_function(bytes(damaged))
+        except (ValueError, TypeError):
+            pass  # a PanicException (a BaseException) would fail the test
+
+
 def test_round_trip_through_spawned_worker_processes_compiles_once_per_worker():
     f, args = rich_function()
     want = f(*args)
