@@ -167,7 +167,7 @@ impl Step {
                 // `wrt` comes from a payload: compared without overflow.
                 if ops.len() < costs
                     || ops.len() - costs < *wrt
-                    || (ops.len() - costs - wrt) % 2 != 0
+                    || !(ops.len() - costs - wrt).is_multiple_of(2)
                 {
                     return Err(PyValueError::new_err(
                         "a grad recipe has malformed operands",
