@@ -18,7 +18,7 @@ fn root() -> &'static Path {
 fn benchmarks_md_results_match_the_committed_raw_data() {
     let raw = tables::load(&root().join("benches/results")).unwrap();
     let doc = std::fs::read_to_string(root().join("BENCHMARKS.md")).unwrap();
-    let regenerated = tables::splice(&doc, &tables::render(&raw).unwrap()).unwrap();
+    let regenerated = tables::regenerate(&doc, &raw).unwrap();
     assert!(
         regenerated == doc,
         "BENCHMARKS.md's results section is not what benches/results renders to; regenerate it with\n  \
@@ -44,6 +44,24 @@ fn every_table_states_where_and_when_it_was_measured() {
             "{field} `{value}` missing from {prov}"
         );
     }
+}
+
+#[test]
+fn the_in_process_table_has_one_row_per_workload_and_size_and_states_its_provenance() {
+    let raw = tables::load(&root().join("benches/results")).unwrap();
+    let (meta, rows) = raw
+        .inprocess
+        .as_ref()
+        .expect("benches/results holds inprocess.jsonl and inprocess_meta.json");
+    let section = tables::render_inprocess(meta, rows).unwrap();
+    assert!(section.contains(&tables::provenance(meta).unwrap()));
+    let body = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| workload"))
+        .count();
+    // Three systems per (workload, size).
+    assert_eq!(body * 3, rows.len());
+    assert!(!section.contains("n/a"), "{section}");
 }
 
 #[test]

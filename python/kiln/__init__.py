@@ -28,6 +28,7 @@ from ._kiln import Function, FunctionProfile, Variable
 __all__ = [
     "evaluate", "scalar", "vector", "matrix", "tensor", "constant", "function",
     "rewrite", "dprint", "pprint", "eq", "neq", "switch", "cast",
+    "grad", "jacobian", "hessian",
     "Variable", "Function", "FunctionProfile",
 ] + list(_kiln.function_names())
 
@@ -155,6 +156,11 @@ class _Compiled:
         res = self.fn(*args)
         return res[0] if self._single else res
 
+    def __reduce__(self):
+        # The compiled half pickles as its graph and mode (and recompiles,
+        # once per process, when unpickled).
+        return (_Compiled, (self.fn, self._single))
+
     @property
     def profile(self):
         """Compile and call times and node counts (``print(f.profile)``)."""
@@ -172,6 +178,24 @@ class _Compiled:
     def pprint(self):
         """The compiled graph in infix form."""
         return self.fn.pprint()
+
+
+def _unpickle_variable(payload):
+    """Rebuilds a pickled ``Variable`` (its recipe: how it was built)."""
+    return _kiln.load_variable(payload)
+
+
+def _unpickle_function(payload):
+    """Rebuilds and compiles a pickled ``Function``, or returns the one this
+    process already compiled from the same payload."""
+    return _kiln.load_function(payload)
+
+
+def _cache_info():
+    """The caches' counters: ``evaluate`` (expressions parsed, functions
+    held, compilations) and ``unpickle`` (functions held, compilations, and
+    hits: unpickled functions that reused an earlier compilation)."""
+    return {"evaluate": _kiln.cache_info(), "unpickle": _kiln.pickle_cache_info()}
 
 
 def _out(text, file):
@@ -224,6 +248,51 @@ def neq(a, b):
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (any numpy spelling)."""
     return _kiln.apply("cast", (x, _KILN_NAME[_dtype_name(dtype)]))
+
+
+def _wrt_list(wrt):
+    """``wrt`` as a list, and whether it was a single variable."""
+    if isinstance(wrt, Variable):
+        return [wrt], True
+    return list(wrt), False
+
+
+def _as_variable(g):
+    return g if isinstance(g, Variable) else constant(g)
+
+
+def grad(cost, wrt, known_grads=None, disconnected_inputs="raise"):
+    """The gradient of the 0-d ``cost`` with respect to ``wrt`` (a variable,
+    or a list of them: the result has the same form), as PyTensor's
+    ``grad``: reverse mode, built as an ordinary graph for
+    ``kiln.function``. ``known_grads`` maps variables to their given
+    gradients (variables or arrays; ``cost`` may then be ``None``).
+    ``disconnected_inputs``: ``"raise"`` (a ``ValueError`` when the cost
+    does not depend on a ``wrt``), ``"warn"`` (zeros, and kiln's warning on
+    standard error) or ``"ignore"`` (zeros)."""
+    ws, single = _wrt_list(wrt)
+    known = [(v, _as_variable(g)) for v, g in (known_grads or {}).items()]
+    gs = _kiln.grad(cost, ws, known, disconnected_inputs)
+    return gs[0] if single else gs
+
+
+def jacobian(expression, wrt):
+    """The Jacobian of ``expression`` (0-d, or 1-d of static length) with
+    respect to ``wrt`` (a variable or a list): row ``i`` is the gradient of
+    ``expression[i]``, of shape ``(n, *wrt.shape)``. A ``wrt`` the
+    expression does not depend on gets zeros."""
+    ws, single = _wrt_list(wrt)
+    js = _kiln.jacobian(expression, ws)
+    return js[0] if single else js
+
+
+def hessian(cost, wrt):
+    """The Hessian of the 0-d ``cost`` with respect to ``wrt`` (a variable
+    or a list, each 0-d or 1-d of static length): the Jacobian of its
+    gradient."""
+    ws, single = _wrt_list(wrt)
+    hs = _kiln.hessian(cost, ws)
+    return hs[0] if single else hs
 
 
 def _make_function(name):

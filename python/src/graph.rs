@@ -15,21 +15,21 @@
 //! it and user names never start with `_`), and a `Variable` only ever wraps
 //! a well-typed tensor.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kiln::expr::Func;
 use kiln::graph::print;
 use kiln::linker::{Arg, ArgMut};
-use kiln::tensor::{build_expression, weak_constant_next_to};
-use kiln::{free_inputs, function, tensor, DType, Error, FunctionGraph, Tensor, Value};
+use kiln::{free_inputs, function, DType, FunctionGraph, Tensor, Value};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PySlice, PyString, PyTuple};
 
 use crate::arrays::{dtype_from_name, numpy_name, to_numpy, Borrowed, Writable};
 use crate::errors::{cli_to_py, to_py};
+use crate::pickle;
+use crate::recipe::{Kind, Query, Recipe, Step};
 
 /// A symbolic tensor: a graph input, a constant or an op's output.
 #[pyclass(frozen, from_py_object, module = "kiln", name = "Variable")]
@@ -37,12 +37,19 @@ use crate::errors::{cli_to_py, to_py};
 pub struct Variable {
     /// The kiln tensor.
     pub tensor: Tensor,
+    /// How it was built (what it pickles as).
+    pub recipe: Recipe,
+}
+
+/// A constant variable holding `v`.
+fn constant_variable(v: Value) -> PyResult<Variable> {
+    Step::new(Kind::Constant(v), vec![]).build_one()
 }
 
 /// One operand of a rendered op call.
 enum Operand {
-    /// A tensor, bound to a placeholder name.
-    Var(Tensor),
+    /// A variable, bound to a name.
+    Var(Variable),
     /// A Python number rendered as a literal (weak, as in expressions).
     Lit(String),
     /// A non-finite Python float, bound as a weak constant.
@@ -51,12 +58,12 @@ enum Operand {
 
 fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
     if let Ok(v) = obj.cast::<Variable>() {
-        return Ok(Operand::Var(v.get().tensor.clone()));
+        return Ok(Operand::Var(v.get().clone()));
     }
     if obj.is_instance_of::<PyBool>() {
         let b: bool = obj.extract()?;
         let a = ndarray::arr0(b).into_dyn();
-        return Ok(Operand::Var(Tensor::constant(Value::Bool(a))));
+        return constant_variable(Value::Bool(a)).map(Operand::Var);
     }
     if obj.is_instance_of::<PyInt>() {
         if let Ok(i) = obj.extract::<i64>() {
@@ -82,7 +89,7 @@ fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
     }
     // numpy arrays and scalars, nested lists: a (strong) constant.
     let b = Borrowed::new(obj, &|| "an operand".to_string())?;
-    Ok(Operand::Var(Tensor::constant(value_of(&b))))
+    constant_variable(value_of(&b)).map(Operand::Var)
 }
 
 /// An owned copy of a borrowed array, as a constant's value.
@@ -99,62 +106,73 @@ fn value_of(b: &Borrowed<'_>) -> Value {
     }
 }
 
-/// Placeholder names and texts of operands: tensors are bound to `_k`.
+/// Placeholder names and texts of operands: variables are bound to `_k`.
+#[derive(Default)]
 struct Binder {
-    vars: HashMap<String, Tensor>,
+    /// The names bound, in order.
+    names: Vec<String>,
+    /// The variable bound to each name.
+    operands: Vec<Variable>,
 }
 
 impl Binder {
-    /// Binds `t` under its own name when that reads as a plain variable of
+    /// Binds `v` under its own name when that reads as a plain variable of
     /// the language and is still free (so error carets show the user's
     /// names), else under the placeholder `_k`.
-    fn bind(&mut self, t: Tensor) -> String {
-        let own = t.name().filter(|n| {
+    fn bind(&mut self, v: Variable) -> String {
+        let own = v.tensor.name().filter(|n| {
             let mut chars = n.chars();
             chars.next().is_some_and(|c| c.is_ascii_alphabetic())
                 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !matches!(*n, "True" | "False" | "None" | "T")
                 && Func::from_name(n).is_none()
         });
-        let name = match own {
-            Some(n) if self.vars.get(n).is_none_or(|b| b.same(&t)) => n.to_string(),
-            _ => format!("_{}", self.vars.len()),
-        };
-        self.vars.insert(name.clone(), t);
+        if let Some(n) = own.map(str::to_string) {
+            match self.names.iter().position(|b| *b == n) {
+                Some(k) if self.operands[k].tensor.same(&v.tensor) => return n,
+                Some(_) => {}
+                None => {
+                    self.names.push(n.clone());
+                    self.operands.push(v);
+                    return n;
+                }
+            }
+        }
+        let name = format!("_{}", self.names.len());
+        self.names.push(name.clone());
+        self.operands.push(v);
         name
     }
 
-    fn texts(&mut self, ops: Vec<Operand>) -> Vec<String> {
+    fn texts(&mut self, ops: Vec<Operand>) -> PyResult<Vec<String>> {
         let like = ops
             .iter()
             .find_map(|o| match o {
-                Operand::Var(t) => Some(t.dtype()),
+                Operand::Var(v) => Some(v.tensor.dtype()),
                 _ => None,
             })
             .unwrap_or(DType::F64);
         ops.into_iter()
-            .map(|o| match o {
-                Operand::Var(t) => self.bind(t),
-                Operand::Lit(s) => s,
-                Operand::NonFinite(f) => self.bind(weak_constant_next_to(like, f, true)),
+            .map(|o| {
+                Ok(match o {
+                    Operand::Var(v) => self.bind(v),
+                    Operand::Lit(s) => s,
+                    Operand::NonFinite(value) => {
+                        let kind = Kind::WeakConstant { like, value };
+                        self.bind(Step::new(kind, vec![]).build_one()?)
+                    }
+                })
             })
             .collect()
     }
 
-    /// Builds `text`. A type error loses the builder's "(at position N)":
-    /// the position is in the rendered text, not in anything the user wrote.
-    fn build(self, text: &str) -> PyResult<Variable> {
-        build_expression(text, &self.vars)
-            .map(|tensor| Variable { tensor })
-            .map_err(|e| match e {
-                Error::Type { op, mut msg } => {
-                    if let Some(i) = msg.rfind(" (at position ") {
-                        msg.truncate(i);
-                    }
-                    to_py(Error::Type { op, msg }, None)
-                }
-                other => to_py(other, Some(text)),
-            })
+    /// Builds `text` over the bound variables.
+    fn build(self, text: String) -> PyResult<Variable> {
+        let kind = Kind::Expression {
+            text,
+            names: self.names,
+        };
+        Step::new(kind, self.operands).build_one()
     }
 }
 
@@ -205,36 +223,30 @@ pub fn apply(
         .iter()
         .map(|a| operand(&a))
         .collect::<PyResult<Vec<_>>>()?;
-    let mut b = Binder {
-        vars: HashMap::new(),
-    };
-    let mut parts = b.texts(ops);
+    let mut b = Binder::default();
+    let mut parts = b.texts(ops)?;
     if let Some(kw) = kwargs {
         for (k, v) in kw.iter() {
             parts.push(format!("{}={}", k.extract::<String>()?, keyword_text(&v)?));
         }
     }
-    b.build(&format!("{name}({})", parts.join(", ")))
+    b.build(format!("{name}({})", parts.join(", ")))
 }
 
 /// Applies an infix operator of the language (`+`, `@`, `<`, `==`, ...):
 /// `infix("==", a, b)`.
 #[pyfunction]
 pub fn infix(op: &str, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Variable> {
-    let mut bind = Binder {
-        vars: HashMap::new(),
-    };
-    let texts = bind.texts(vec![operand(a)?, operand(b)?]);
-    bind.build(&format!("{} {op} {}", texts[0], texts[1]))
+    let mut bind = Binder::default();
+    let texts = bind.texts(vec![operand(a)?, operand(b)?])?;
+    bind.build(format!("{} {op} {}", texts[0], texts[1]))
 }
 
 /// Applies a prefix operator of the language (`-`, `~`).
 fn prefix(op: &str, a: &Bound<'_, PyAny>) -> PyResult<Variable> {
-    let mut bind = Binder {
-        vars: HashMap::new(),
-    };
-    let texts = bind.texts(vec![operand(a)?]);
-    bind.build(&format!("{op}{}", texts[0]))
+    let mut bind = Binder::default();
+    let texts = bind.texts(vec![operand(a)?])?;
+    bind.build(format!("{op}{}", texts[0]))
 }
 
 /// `apply(name, (slf, *args), kwargs)`.
@@ -259,18 +271,19 @@ pub fn function_names() -> Vec<&'static str> {
 /// size of 1 makes the dimension broadcastable.
 #[pyfunction]
 pub fn tensor_input(name: &str, dtype: &str, shape: Vec<Option<usize>>) -> PyResult<Variable> {
-    Ok(Variable {
-        tensor: tensor(name, dtype_from_name(dtype)?, &shape),
-    })
+    let kind = Kind::Input {
+        name: name.to_string(),
+        dtype: dtype_from_name(dtype)?,
+        shape,
+    };
+    Step::new(kind, vec![]).build_one()
 }
 
 /// A constant holding a copy of `value` (any array-like).
 #[pyfunction]
 pub fn constant(value: &Bound<'_, PyAny>) -> PyResult<Variable> {
     let b = Borrowed::new(value, &|| "the constant".to_string())?;
-    Ok(Variable {
-        tensor: Tensor::constant(value_of(&b)),
-    })
+    constant_variable(value_of(&b))
 }
 
 #[pymethods]
@@ -317,18 +330,14 @@ impl Variable {
     }
 
     /// The same variable under another name.
-    fn named(&self, name: &str) -> Variable {
-        Variable {
-            tensor: self.tensor.named(name),
-        }
+    fn named(&self, name: &str) -> PyResult<Variable> {
+        Step::new(Kind::Named(name.to_string()), vec![self.clone()]).build_one()
     }
 
     /// Transposed (dimensions reversed).
     #[getter(T)]
-    fn transposed(&self) -> Variable {
-        Variable {
-            tensor: self.tensor.t(),
-        }
+    fn transposed(&self) -> PyResult<Variable> {
+        Step::new(Kind::Transposed, vec![self.clone()]).build_one()
     }
 
     /// Reorders dimensions and inserts broadcastable ones (`'x'`), as PyTensor's.
@@ -353,18 +362,12 @@ impl Variable {
                 ))),
             })
             .collect::<PyResult<Vec<_>>>()?;
-        self.tensor
-            .dimshuffle(&order)
-            .map(|tensor| Variable { tensor })
-            .map_err(|e| to_py(e, None))
+        Step::new(Kind::Dimshuffle(order), vec![self.clone()]).build_one()
     }
 
     /// Reshapes to `shape` (one entry may be -1).
     fn reshape(&self, shape: Vec<i64>) -> PyResult<Variable> {
-        self.tensor
-            .reshape(&shape)
-            .map(|tensor| Variable { tensor })
-            .map_err(|e| to_py(e, None))
+        Step::new(Kind::Reshape(shape), vec![self.clone()]).build_one()
     }
 
     /// Indexing in the expression language's syntax (`x[:, None]` today).
@@ -401,11 +404,9 @@ impl Variable {
                 )));
             }
         }
-        let mut b = Binder {
-            vars: HashMap::new(),
-        };
-        let x = b.bind(self.tensor.clone());
-        b.build(&format!("{x}[{}]", parts.join(", ")))
+        let mut b = Binder::default();
+        let x = b.bind(self.clone());
+        b.build(format!("{x}[{}]", parts.join(", ")))
     }
 
     /// `self + other`.
@@ -602,6 +603,14 @@ impl Variable {
         call_method("dot", slf, &PyTuple::new(slf.py(), [other])?, None)
     }
 
+    /// Pickles as its recipe (see `pickle.rs`).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        pickle::reduce(py, "variable", &pickle::variable_payload(self)?)
+    }
+
     fn __repr__(&self) -> String {
         match self.tensor.name() {
             Some(n) => n.to_string(),
@@ -616,11 +625,9 @@ impl Variable {
     }
 }
 
-/// Graph inputs and outputs as a FunctionGraph (inputs: the free inputs of `outputs`).
-fn graph_of(outputs: &[Tensor]) -> PyResult<(Vec<Tensor>, FunctionGraph)> {
-    let inputs = free_inputs(outputs);
-    let fg = FunctionGraph::new(&inputs, outputs).map_err(|e| to_py(e, None))?;
-    Ok((inputs, fg))
+/// The FunctionGraph of `outputs` over their free inputs.
+fn graph_of(outputs: &[Tensor]) -> PyResult<FunctionGraph> {
+    FunctionGraph::new(&free_inputs(outputs), outputs).map_err(|e| to_py(e, None))
 }
 
 fn tensors(vars: &[Variable]) -> Vec<Tensor> {
@@ -639,23 +646,25 @@ pub fn rewrite(
     require: Vec<String>,
     exclude: Vec<String>,
 ) -> PyResult<Vec<Variable>> {
-    let q = kiln::cli::rewrite::query(mode, &include, &require, &exclude).map_err(cli_to_py)?;
-    let (inputs, mut fg) = graph_of(&tensors(&outputs))?;
-    kiln::rewrites::rewrite_graph(&mut fg, &q).map_err(|e| to_py(e, None))?;
-    let outs = fg.output_tensors(&inputs).map_err(|e| to_py(e, None))?;
-    Ok(outs.into_iter().map(|tensor| Variable { tensor }).collect())
+    let query = Query {
+        mode: mode.map(str::to_string),
+        include,
+        require,
+        exclude,
+    };
+    Step::new(Kind::Rewrite(query), outputs).build()
 }
 
 /// The debug tree of `outputs` (PyTensor's `debugprint`).
 #[pyfunction]
 pub fn dprint(outputs: Vec<Variable>) -> PyResult<String> {
-    Ok(print::dprint(&graph_of(&tensors(&outputs))?.1))
+    Ok(print::dprint(&graph_of(&tensors(&outputs))?))
 }
 
 /// The infix rendering of `outputs`, one per line (PyTensor's `pprint`).
 #[pyfunction]
 pub fn pprint(outputs: Vec<Variable>) -> PyResult<String> {
-    Ok(print::pprint_outputs(&graph_of(&tensors(&outputs))?.1))
+    Ok(print::pprint_outputs(&graph_of(&tensors(&outputs))?))
 }
 
 /// A compiled function: call it with one array per input.
@@ -666,7 +675,10 @@ pub fn pprint(outputs: Vec<Variable>) -> PyResult<String> {
 #[pyclass(frozen, module = "kiln", name = "Function")]
 pub struct Function {
     f: kiln::linker::Function,
-    inputs: Vec<Tensor>,
+    inputs: Vec<Variable>,
+    /// The outputs and the mode as given: what the function pickles as.
+    outputs: Vec<Variable>,
+    mode: String,
     mutable: Vec<usize>,
     profile: kiln::rewriting::FunctionProfile,
     nodes_before: usize,
@@ -689,29 +701,44 @@ pub fn compile(
     mode: &str,
     mutable: Vec<usize>,
 ) -> PyResult<Function> {
-    let mode = kiln::cli::parse_mode(mode).map_err(cli_to_py)?;
-    let (ins, outs) = (tensors(&inputs), tensors(&outputs));
-    let f = py
-        .detach(|| {
-            function(&ins, &outs)
-                .mode(mode)
-                .mutable_inputs(&mutable)
-                .message("kiln.function")
-                .compile()
+    Function::compile(py, inputs, outputs, mode, mutable)
+}
+
+impl Function {
+    /// See [`compile`].
+    pub fn compile(
+        py: Python<'_>,
+        inputs: Vec<Variable>,
+        outputs: Vec<Variable>,
+        mode_name: &str,
+        mutable: Vec<usize>,
+    ) -> PyResult<Function> {
+        let mode = kiln::cli::parse_mode(mode_name).map_err(cli_to_py)?;
+        let (ins, outs) = (tensors(&inputs), tensors(&outputs));
+        let f = py
+            .detach(|| {
+                function(&ins, &outs)
+                    .mode(mode)
+                    .mutable_inputs(&mutable)
+                    .message("kiln.function")
+                    .compile()
+            })
+            .map_err(|e| to_py(e, None))?;
+        Ok(Function {
+            f: f.linked().clone(),
+            inputs,
+            outputs,
+            mode: mode_name.to_string(),
+            mutable,
+            profile: f.profile(),
+            nodes_before: f.nodes_before(),
+            rewrite_profile: f.rewrite_profile().to_string(),
+            dprint: print::dprint(f.graph()),
+            pprint: print::pprint_outputs(f.graph()),
+            calls: AtomicU64::new(0),
+            call_nanos: AtomicU64::new(0),
         })
-        .map_err(|e| to_py(e, None))?;
-    Ok(Function {
-        f: f.linked().clone(),
-        inputs: ins,
-        mutable,
-        profile: f.profile(),
-        nodes_before: f.nodes_before(),
-        rewrite_profile: f.rewrite_profile().to_string(),
-        dprint: print::dprint(f.graph()),
-        pprint: print::pprint_outputs(f.graph()),
-        calls: AtomicU64::new(0),
-        call_nanos: AtomicU64::new(0),
-    })
+    }
 }
 
 /// The function profile (PyTensor's `f.profile`): compile and call times, node counts.
@@ -786,7 +813,8 @@ impl Function {
             )));
         }
         let mut lent: Vec<Lent<'py>> = Vec::with_capacity(args.len());
-        for (k, (a, t)) in args.iter().zip(&self.inputs).enumerate() {
+        for (k, (a, v)) in args.iter().zip(&self.inputs).enumerate() {
+            let t = &v.tensor;
             let writable = if self.mutable.contains(&k) {
                 Writable::try_new(&a, t.dtype())
             } else {
@@ -848,6 +876,17 @@ impl Function {
     /// The compiled graph in infix form.
     fn pprint(&self) -> &str {
         &self.pprint
+    }
+
+    /// Pickles as the recipes of the inputs and outputs, the mode and the
+    /// mutable inputs; unpickling recompiles (once per process).
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let payload =
+            pickle::function_payload(&self.inputs, &self.outputs, &self.mode, &self.mutable)?;
+        pickle::reduce(py, "function", &payload)
     }
 
     /// The dtypes of the outputs (numpy names).

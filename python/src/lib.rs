@@ -6,14 +6,18 @@
 //! without a copy), `errors` (kiln errors as `ValueError`/`TypeError`
 //! with the command line's messages), `evaluate` (numexpr's `evaluate`
 //! and its caches), `graph` (symbolic variables, op application,
-//! compiled functions, rewriting, printers). The GIL is released whenever
+//! compiled functions, rewriting, printers), `gradient` (`grad`,
+//! `jacobian`, `hessian`). The GIL is released whenever
 //! compiled code or the compiler runs; every object here is `Send + Sync`,
 //! so one function may be called from several threads at once.
 
 mod arrays;
 mod errors;
 mod evaluate;
+mod gradient;
 mod graph;
+mod pickle;
+mod recipe;
 
 use pyo3::prelude::*;
 
@@ -31,6 +35,12 @@ fn _kiln(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(graph::dprint, m)?)?;
     m.add_function(wrap_pyfunction!(graph::pprint, m)?)?;
     m.add_function(wrap_pyfunction!(graph::compile, m)?)?;
+    m.add_function(wrap_pyfunction!(gradient::grad, m)?)?;
+    m.add_function(wrap_pyfunction!(gradient::jacobian, m)?)?;
+    m.add_function(wrap_pyfunction!(gradient::hessian, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle::load_variable, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle::load_function, m)?)?;
+    m.add_function(wrap_pyfunction!(pickle::pickle_cache_info, m)?)?;
     m.add_class::<graph::Variable>()?;
     m.add_class::<graph::Function>()?;
     m.add_class::<graph::Profile>()?;

@@ -174,10 +174,9 @@ fn main() -> Res<()> {
     };
     let (dir, doc_path) = (Path::new(dir), Path::new(doc_path));
     let raw = tables::load(dir)?;
-    let section = tables::render(&raw)?;
     let doc = std::fs::read_to_string(doc_path)
         .map_err(|e| format!("cannot read {}: {e}", doc_path.display()))?;
-    let regenerated = tables::splice(&doc, &section)?;
+    let regenerated = tables::regenerate(&doc, &raw)?;
     match action.as_str() {
         "--check" => {
             if regenerated != doc {
@@ -202,7 +201,7 @@ fn main() -> Res<()> {
             let table = tables::collect(&raw)?;
             plot_run_time(&dir.join("run_time.png"), &table, &tables::workloads(&raw))?;
             plot_rewrite_time(&dir.join("rewrite_time.png"), &raw.chain, &raw.python)?;
-            print!("{section}");
+            print!("{}", tables::render(&raw)?);
             println!(
                 "\nwrote the results section of {} and {}/run_time.png, rewrite_time.png",
                 doc_path.display(),
