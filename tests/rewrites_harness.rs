@@ -223,6 +223,11 @@ fn templates() -> Vec<Template> {
             Matrices,
             |[a, b, _], _| dot(a, b).unwrap().dimshuffle(&[Some(1), Some(0)]).unwrap(),
         ),
+        t("local_batched_dot_to_dot", Matrices, |[a, b, _], _| {
+            let a3 = a.expand_dims(0).unwrap();
+            let b3 = b.t().expand_dims(0).unwrap();
+            matmul(&a3, &b3).unwrap()
+        }),
         t("local_reduce_chain", Matrices, |[a, ..], _| {
             a.sum(&[1]).unwrap().sum(&[0]).unwrap()
         }),
