@@ -226,7 +226,10 @@ fn batched_matmul_of_3d_npy_inputs() {
             let got = matmul_of(&a, &b, mode);
             assert_eq!(got.shape(), want.shape(), "{sa:?} @ {sb:?} in {mode}");
             for (g, w) in got.iter().zip(want.iter()) {
-                assert!((g - w).abs() <= 1e-12, "{sa:?} @ {sb:?} in {mode}: {g} vs {w}");
+                assert!(
+                    (g - w).abs() <= 1e-12,
+                    "{sa:?} @ {sb:?} in {mode}: {g} vs {w}"
+                );
             }
         }
     }

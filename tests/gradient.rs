@@ -1027,22 +1027,38 @@ fn batched_dot_matches_finite_differences() {
     };
     let cases: &[(&str, &[usize], &[usize], &[usize])] = &[
         ("equal batches", &[2, 3, 4], &[2, 4, 2], &[2, 3, 2]),
-        ("b shared (static size 1)", &[3, 2, 4], &[1, 4, 3], &[3, 2, 3]),
-        ("a shared (static size 1)", &[1, 2, 4], &[3, 4, 3], &[3, 2, 3]),
+        (
+            "b shared (static size 1)",
+            &[3, 2, 4],
+            &[1, 4, 3],
+            &[3, 2, 3],
+        ),
+        (
+            "a shared (static size 1)",
+            &[1, 2, 4],
+            &[3, 4, 3],
+            &[3, 2, 3],
+        ),
         ("b shared (a matrix)", &[3, 2, 4], &[4, 3], &[3, 2, 3]),
         ("a shared (a matrix)", &[2, 4], &[3, 4, 3], &[3, 2, 3]),
-        ("4-d and 3-d broadcast", &[2, 1, 3, 4], &[3, 4, 2], &[2, 3, 3, 2]),
+        (
+            "4-d and 3-d broadcast",
+            &[2, 1, 3, 4],
+            &[3, 4, 2],
+            &[2, 3, 3, 2],
+        ),
         ("row vector", &[4], &[3, 4, 2], &[3, 2]),
         ("column vector", &[3, 2, 4], &[4], &[3, 2]),
     ];
     for &(what, sa, sb, out) in cases {
         let (a, b) = (t("a", sa), t("b", sb));
         let prod = kiln::matmul(&a, &b).unwrap();
-        assert_eq!(prod.ty().shape, out.iter().map(|&d| Some(d)).collect::<Vec<_>>());
+        assert_eq!(
+            prod.ty().shape,
+            out.iter().map(|&d| Some(d)).collect::<Vec<_>>()
+        );
         if sa.len() > 2 || sb.len() > 2 {
-            let core = prod
-                .owner_op()
-                .is_some_and(|op| *op == Op::BatchedDot)
+            let core = prod.owner_op().is_some_and(|op| *op == Op::BatchedDot)
                 || prod
                     .owner_inputs()
                     .iter()

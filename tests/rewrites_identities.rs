@@ -237,9 +237,7 @@ fn batched_dot_to_dot() {
     let (p, q) = (matrix("P", DType::I32), matrix("Q", DType::Bool));
     let plain = Tensor::apply(Op::BatchedDot, &[&p, &q]).unwrap();
     let after = check_rule(name, graph_of(&[p, q], &plain), "(P @ Q)", "(P @ Q)");
-    assert!(after
-        .node_ids()
-        .all(|k| after.node(k).op != Op::BatchedDot));
+    assert!(after.node_ids().all(|k| after.node(k).op != Op::BatchedDot));
     // A batch of unknown or known size larger than 1 is a real stack.
     check_no_fire(name, graph("A=f64[:, :, :]; B=f64[1, :, :]", "A @ B"));
     check_no_fire(name, graph("A=f64[2, :, :]; B=f64[:, :]", "A @ B"));

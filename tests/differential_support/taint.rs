@@ -984,9 +984,7 @@ fn rounds(op: &Op, lic: &Licenses) -> bool {
         | Op::FusedReduce { .. }
         | Op::Dot
         | Op::BatchedDot
-        | Op::Gemm { .. } => {
-            reassociable(op)
-        }
+        | Op::Gemm { .. } => reassociable(op),
         _ => lic.reassociation && reassociable(op),
     }
 }
