@@ -1007,6 +1007,9 @@ fn cumprod_gradient_is_exact_with_zeros() {
     assert_eq!(g[[1, 3]], 0.0);
 }
 
+/// A `BatchedDot` gradient case: its name and the shapes of `a`, `b` and `a @ b`.
+type Case<'a> = (&'a str, &'a [usize], &'a [usize], &'a [usize]);
+
 /// `BatchedDot`'s pullback (numpy `matmul` of stacks) against finite
 /// differences: equal batches, an operand shared by every batch (a static
 /// size-1 batch dimension, or no batch dimension at all: its gradient is
@@ -1025,7 +1028,8 @@ fn batched_dot_matches_finite_differences() {
             .collect();
         Value::F64(ArrayD::from_shape_vec(IxDyn(shape), d).unwrap())
     };
-    let cases: &[(&str, &[usize], &[usize], &[usize])] = &[
+    // (what, a's shape, b's shape, the product's shape)
+    let cases: &[Case] = &[
         ("equal batches", &[2, 3, 4], &[2, 4, 2], &[2, 3, 2]),
         (
             "b shared (static size 1)",
