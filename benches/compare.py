@@ -1,5 +1,6 @@
 """The Python side of benches/compare.sh: the workloads of
-workloads.md plus issue 14's softmax, cumsum, stencil and gather, and
+workloads.md plus issue 14's softmax, cumsum, stencil, gather and
+batched_matmul, and
 issue 15's gradient workloads (same expressions, same sizes), timed with
 numpy, numexpr (2 threads), PyTensor (C and numba backends) and JAX (jit,
 CPU), plus PyTensor's FAST_RUN rewrite time on the chain graph.
@@ -52,6 +53,8 @@ WORKLOADS = [
     ("stencil", "x[2:] - 2*x[1:-1] + x[:-2]", [("x", (N,), "normal")]),
     # issue 14: X[idx], one million random int64 rows of width 16.
     ("gather", "take(X, idx, axis=0)", [("X", (1_000_000, 16), "normal"), ("idx", (1_000_000,), ("index", 1_000_000))]),
+    # issue 14: A @ B of 64 stacked 128x128 matrices (numpy's matmul, jnp.matmul under jit, pt.matmul).
+    ("batched_matmul", "A @ B", [("A", (64, 128, 128), "normal"), ("B", (64, 128, 128), "normal")]),
 ]
 # Issue 15's gradient workloads (src/workloads.rs, gradient_suite): the
 # gradient of a scalar cost with respect to one input.

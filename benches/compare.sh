@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of kiln against numpy, numexpr, PyTensor (C and
-# numba backends) and JAX on the workloads of workloads.md (and issue 14's softmax, cumsum, stencil and gather), in one run
+# numba backends) and JAX on the workloads of workloads.md (and issue 14's softmax, cumsum, stencil, gather and batched_matmul), in one run
 # on one machine, plus kiln's and PyTensor's rewrite time on the chain graph.
 # Writes the raw data into benches/results/ and regenerates BENCHMARKS.md's
 # results section and the plots from it.

@@ -1,5 +1,5 @@
 //! The benchmark workloads of `workloads.md`, shared by the CLI, the benches
-//! and the tests: the twelve run-time workloads ([`suite`]) with their
+//! and the tests: the thirteen run-time workloads ([`suite`]) with their
 //! expressions, input declarations and deterministic input generators, the
 //! gradient workloads of issue 15 ([`gradient_suite`]: the gradient graph of
 //! a scalar cost, built by [`crate::gradient::grad`]), and the compile-time
@@ -181,7 +181,8 @@ impl Workload {
 /// (float64), with issue 14's softmax and cumsum after logsumexp, then
 /// the finite-difference stencil over three views of one vector, then
 /// `gather` (`X[idx]`, one million random rows of width 16, as
-/// `take(X, idx, axis=0)` with `int64` indices).
+/// `take(X, idx, axis=0)` with `int64` indices), then `batched_matmul`
+/// (`A @ B` of 64 stacked 128×128 matrices, one `BatchedDot`).
 pub fn suite() -> Vec<Workload> {
     const N: usize = 10_000_000;
     let f = DType::F64;
@@ -274,6 +275,14 @@ pub fn suite() -> Vec<Workload> {
                     shape: vec![1_000_000],
                     dist: Dist::Index(1_000_000),
                 },
+            ],
+        },
+        Workload {
+            name: "batched_matmul",
+            expr: "A @ B",
+            inputs: vec![
+                input("A", &[64, 128, 128], Dist::Normal),
+                input("B", &[64, 128, 128], Dist::Normal),
             ],
         },
     ]
@@ -436,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn suite_is_the_twelve_workloads_and_generators_are_deterministic() {
+    fn suite_is_the_thirteen_workloads_and_generators_are_deterministic() {
         let s = suite();
         let names: Vec<&str> = s.iter().map(|w| w.name).collect();
         assert_eq!(
@@ -453,7 +462,8 @@ mod tests {
                 "mlp",
                 "canon",
                 "stencil",
-                "gather"
+                "gather",
+                "batched_matmul"
             ]
         );
         for w in &s {
@@ -465,6 +475,7 @@ mod tests {
             crate::eval::evaluate(&fg, &a).unwrap();
         }
         assert_eq!(s[4].decls(), ["X=f64[:, :]"]);
+        assert_eq!(s[12].decls(), ["A=f64[:, :, :]", "B=f64[:, :, :]"]);
         // The distributions: mean ~0 / variance ~1, uniform range, 0/1.
         let mut r = Rng::new(1);
         let xs: Vec<f64> = (0..20000).map(|_| r.normal()).collect();

@@ -119,6 +119,7 @@ fn suite_reports_every_workload() {
             "canon",
             "stencil",
             "gather",
+            "batched_matmul",
             "grad_sigmoid_xent",
             "grad_mlp",
             "grad_logsumexp"

@@ -1,5 +1,5 @@
 //! `kiln eval`: .npy round trips for several dtypes, the summary, the
-//! stabilised softplus at ±800, profiles.
+//! stabilised softplus at ±800, profiles, `A @ B` of 3-d operands.
 mod cli_support;
 
 use cli_support::*;
@@ -150,4 +150,100 @@ fn summary_without_out() {
     );
     assert!(text.contains("Rewriter Profile"), "{text}");
     assert!(text.contains("Run profile (one call)"), "{text}");
+}
+
+/// Evaluates `a @ b` from two .npy files under `mode`.
+fn matmul_of(a: &ArrayD<f64>, b: &ArrayD<f64>, mode: &str) -> ArrayD<f64> {
+    let dir = tempfile::tempdir().unwrap();
+    let (ap, bp) = (save(dir.path(), "A", a), save(dir.path(), "B", b));
+    let out = dir.path().join("o.npy");
+    let text = stdout_of(
+        kiln()
+            .args(["eval", "A @ B", "--mode", mode, "--in"])
+            .arg(input("A", &ap))
+            .arg("--in")
+            .arg(input("B", &bp))
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(text.starts_with("wrote "), "{text}");
+    load(&out)
+}
+
+/// numpy's `matmul` of stacks, written out: `a` is `(..., m, k)`, `b` is
+/// `(..., k, n)` with batch dimensions of equal size or size 1.
+fn matmul_by_hand(a: &ArrayD<f64>, b: &ArrayD<f64>) -> ArrayD<f64> {
+    let (na, nb) = (a.ndim(), b.ndim());
+    let nd = na.max(nb);
+    let pad = |s: &[usize]| {
+        let mut p = vec![1; nd - s.len()];
+        p.extend_from_slice(s);
+        p
+    };
+    let (sa, sb) = (pad(a.shape()), pad(b.shape()));
+    let a = a.view().into_shape_with_order(IxDyn(&sa)).unwrap();
+    let b = b.view().into_shape_with_order(IxDyn(&sb)).unwrap();
+    let mut shape: Vec<usize> = (0..nd - 2).map(|d| sa[d].max(sb[d])).collect();
+    let (m, k, n) = (sa[nd - 2], sa[nd - 1], sb[nd - 1]);
+    shape.extend([m, n]);
+    ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+        let pick = |s: &[usize], d: usize| if s[d] == 1 { 0 } else { ix[d] };
+        (0..k)
+            .map(|l| {
+                let mut ia: Vec<usize> = (0..nd - 2).map(|d| pick(&sa, d)).collect();
+                let mut ib: Vec<usize> = (0..nd - 2).map(|d| pick(&sb, d)).collect();
+                ia.extend([ix[nd - 2], l]);
+                ib.extend([l, ix[nd - 1]]);
+                a[IxDyn(&ia)] * b[IxDyn(&ib)]
+            })
+            .sum()
+    })
+}
+
+/// `kiln eval "A @ B"` with 3-d .npy operands (issue 14): stacks of equal
+/// batches, a matrix shared by every batch, a batch of size 1 broadcast
+/// (the .npy's static shape makes it broadcastable), operands of 4 and 3
+/// dimensions; batch dimensions that differ are a clear error.
+#[test]
+fn batched_matmul_of_3d_npy_inputs() {
+    let t = |shape: &[usize], seed: f64| {
+        let k: usize = shape.iter().product();
+        let d: Vec<f64> = (0..k).map(|i| ((i as f64 + seed) * 0.37).sin()).collect();
+        ArrayD::from_shape_vec(IxDyn(shape), d).unwrap()
+    };
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[3, 2, 4], &[3, 4, 5]),
+        (&[3, 2, 4], &[4, 5]),
+        (&[2, 4], &[3, 4, 5]),
+        (&[3, 2, 4], &[1, 4, 5]),
+        (&[1, 2, 4], &[1, 4, 5]),
+        (&[2, 1, 2, 4], &[3, 4, 2]),
+    ];
+    for &(sa, sb) in cases {
+        let (a, b) = (t(sa, 0.5), t(sb, 2.0));
+        let want = matmul_by_hand(&a, &b);
+        for mode in ["none", "fast_run"] {
+            let got = matmul_of(&a, &b, mode);
+            assert_eq!(got.shape(), want.shape(), "{sa:?} @ {sb:?} in {mode}");
+            for (g, w) in got.iter().zip(want.iter()) {
+                assert!(
+                    (g - w).abs() <= 1e-12,
+                    "{sa:?} @ {sb:?} in {mode}: {g} vs {w}"
+                );
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = save(dir.path(), "A", &t(&[2, 2, 4], 0.0));
+    let b = save(dir.path(), "B", &t(&[3, 4, 2], 0.0));
+    let out = kiln()
+        .args(["eval", "A @ B", "--in"])
+        .arg(input("A", &a))
+        .arg("--in")
+        .arg(input("B", &b))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("batch dimensions differ: 2 and 3"), "{err}");
 }

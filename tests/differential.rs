@@ -37,7 +37,8 @@ use ndarray::{ArrayD, IxDyn};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use random_graphs::{
-    build, build_from, indexing_step, inputs_every_dtype, step, values, values_for, Step,
+    build, build_from, indexing_step, inputs_every_dtype, matmul_step, step, values, values_for,
+    Step,
 };
 
 fn run_case(
@@ -198,6 +199,46 @@ fn indexing_and_joins_match_the_reference() {
         stats.skipped_fraction() < 0.05,
         "the exemptions skip too much: {stats}"
     );
+}
+
+/// The differential property on graphs with batched matrix products
+/// ([`random_graphs::matmul_step`]: stacks of a pool tensor's rows and
+/// columns with equal, broadcast, missing and all-size-1 batch dimensions,
+/// of every dtype), in every layout and call form: 500 cases in CI.
+#[test]
+fn batched_matmul_matches_the_reference() {
+    let stats = run_property(matmul_step().boxed(), 500);
+    println!("differential (batched matmul): {stats}");
+    assert!(
+        stats.skipped_fraction() < 0.05,
+        "the exemptions skip too much: {stats}"
+    );
+}
+
+/// Every pattern of [`random_graphs::batched_dot_step`] builds a
+/// `BatchedDot` over the inputs' matrix (pattern 5 with a vector, 6 with a
+/// matrix), and the stack it makes is a valid operand again.
+#[test]
+fn every_batched_dot_pattern_builds() {
+    let m = matrix("M", DType::F64);
+    let (x, k) = (vector("x", DType::F64), matrix("K", DType::I32));
+    let has_batched_dot = |t: &Tensor| {
+        t.owner_op() == Some(&Op::BatchedDot)
+            || t.owner_inputs()
+                .iter()
+                .any(|i| i.owner_op() == Some(&Op::BatchedDot))
+    };
+    for kind in 0..7 {
+        let v = if kind == 5 { &x } else { &k };
+        let t = random_graphs::batched_dot_step(kind, &m, v).unwrap();
+        assert!(has_batched_dot(&t), "pattern {kind}");
+        if t.ndim() >= 3 {
+            let again = random_graphs::batched_dot_step(0, &t, v).unwrap();
+            assert!(has_batched_dot(&again), "pattern {kind} of a stack");
+        }
+    }
+    assert!(random_graphs::batched_dot_step(5, &m, &k).is_err());
+    assert!(random_graphs::batched_dot_step(0, &x, &x).is_err());
 }
 
 proptest! {
@@ -1277,6 +1318,38 @@ fn tier_one_ulp_bound_and_exact_ops() {
     assert!(check_node(&exp, &[&x], &f64s(&[up(e, 2)]), &f64s(&[e]), &mut stats).is_err());
     let z = f64s(&[0.0]);
     assert!(check_node(&neg, &[&z], &f64s(&[0.0]), &f64s(&[-0.0]), &mut stats).is_err());
+}
+
+/// Tier 1 lets a float `max` / `min` reduction give either zero when
+/// zeros of both signs tie (the linker's reduction contract: the vector
+/// fold's order decides), and nothing else: a wrong value, a zero for a
+/// NaN or a negative for a zero are caught. Found by the 20,000-case run
+/// of `batched_matmul_matches_the_reference`, seed 4242: the max of a
+/// `cumprod` holding `0.0` and `-0.0`, compiled `0.0`, reference `-0.0`.
+#[test]
+fn tier_one_max_of_tied_zeros_may_have_either_sign() {
+    use differential_support::exact::check_node;
+    let scalar = |v: f64| Value::F64(ndarray::arr0(v).into_dyn());
+    let mut stats = Stats::default();
+    let x = f64s(&[-0.0, -1.0, 0.0, -2.0]);
+    for op in [ReduceOp::Max, ReduceOp::Min] {
+        let op = Op::CAReduce { op, axes: None };
+        let z = f64s(&[0.0, -0.0]);
+        check_node(&op, &[&z], &scalar(0.0), &scalar(-0.0), &mut stats).unwrap();
+        check_node(&op, &[&z], &scalar(-0.0), &scalar(0.0), &mut stats).unwrap();
+        let nan = f64s(&[0.0, f64::NAN]);
+        let want = scalar(f64::NAN);
+        assert!(check_node(&op, &[&nan], &scalar(0.0), &want, &mut stats).is_err());
+        check_node(&op, &[&nan], &scalar(f64::NAN), &want, &mut stats).unwrap();
+    }
+    let max = Op::CAReduce {
+        op: ReduceOp::Max,
+        axes: None,
+    };
+    check_node(&max, &[&x], &scalar(0.0), &scalar(-0.0), &mut stats).unwrap();
+    assert!(check_node(&max, &[&x], &scalar(-1.0), &scalar(0.0), &mut stats).is_err());
+    assert!(check_node(&max, &[&x], &scalar(1e-300), &scalar(0.0), &mut stats).is_err());
+    assert_eq!(stats.skipped_total(), 0);
 }
 
 /// The inverse-pair license (`log(exp(x)) -> x`) covers an infinity made

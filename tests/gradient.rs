@@ -1006,3 +1006,72 @@ fn cumprod_gradient_is_exact_with_zeros() {
     assert_eq!(g[[0, 2]], 0.0);
     assert_eq!(g[[1, 3]], 0.0);
 }
+
+/// A `BatchedDot` gradient case: its name and the shapes of `a`, `b` and `a @ b`.
+type Case<'a> = (&'a str, &'a [usize], &'a [usize], &'a [usize]);
+
+/// `BatchedDot`'s pullback (numpy `matmul` of stacks) against finite
+/// differences: equal batches, an operand shared by every batch (a static
+/// size-1 batch dimension, or no batch dimension at all: its gradient is
+/// the sum over the batch), batch dimensions broadcast across operands of
+/// different ranks, and 1-d operands promoted to a row or a column.
+#[test]
+fn batched_dot_matches_finite_differences() {
+    let t = |name: &str, shape: &[usize]| {
+        let s: Vec<Option<usize>> = shape.iter().map(|&d| Some(d)).collect();
+        tensor(name, DType::F64, &s)
+    };
+    let val = |shape: &[usize], seed: f64| {
+        let k: usize = shape.iter().product();
+        let d: Vec<f64> = (0..k)
+            .map(|i| ((i as f64 + seed) * 0.9).sin() * 1.3 - 0.2)
+            .collect();
+        Value::F64(ArrayD::from_shape_vec(IxDyn(shape), d).unwrap())
+    };
+    // (what, a's shape, b's shape, the product's shape)
+    let cases: &[Case] = &[
+        ("equal batches", &[2, 3, 4], &[2, 4, 2], &[2, 3, 2]),
+        (
+            "b shared (static size 1)",
+            &[3, 2, 4],
+            &[1, 4, 3],
+            &[3, 2, 3],
+        ),
+        (
+            "a shared (static size 1)",
+            &[1, 2, 4],
+            &[3, 4, 3],
+            &[3, 2, 3],
+        ),
+        ("b shared (a matrix)", &[3, 2, 4], &[4, 3], &[3, 2, 3]),
+        ("a shared (a matrix)", &[2, 4], &[3, 4, 3], &[3, 2, 3]),
+        (
+            "4-d and 3-d broadcast",
+            &[2, 1, 3, 4],
+            &[3, 4, 2],
+            &[2, 3, 3, 2],
+        ),
+        ("row vector", &[4], &[3, 4, 2], &[3, 2]),
+        ("column vector", &[3, 2, 4], &[4], &[3, 2]),
+    ];
+    for &(what, sa, sb, out) in cases {
+        let (a, b) = (t("a", sa), t("b", sb));
+        let prod = kiln::matmul(&a, &b).unwrap();
+        assert_eq!(
+            prod.ty().shape,
+            out.iter().map(|&d| Some(d)).collect::<Vec<_>>()
+        );
+        if sa.len() > 2 || sb.len() > 2 {
+            let core = prod.owner_op().is_some_and(|op| *op == Op::BatchedDot)
+                || prod
+                    .owner_inputs()
+                    .iter()
+                    .any(|i| i.owner_op() == Some(&Op::BatchedDot));
+            assert!(core, "{what}: not a BatchedDot");
+        }
+        let cost = weighted_sum(&prod.tanh(), out);
+        let ins = [a, b];
+        let vals = [val(sa, 0.4), val(sb, 1.7)];
+        check(what, &ins, &cost, &vals, &[0, 1]);
+    }
+}

@@ -232,6 +232,11 @@ fn templates() -> Vec<Template> {
             let row = b.slice(&[Idx::from(0)]).unwrap().expand_dims(0).unwrap();
             dot(&col, &row).unwrap()
         }),
+        t("local_batched_dot_to_dot", Matrices, |[a, b, _], _| {
+            let a3 = a.expand_dims(0).unwrap();
+            let b3 = b.t().expand_dims(0).unwrap();
+            matmul(&a3, &b3).unwrap()
+        }),
         t("local_reduce_chain", Matrices, |[a, ..], _| {
             a.sum(&[1]).unwrap().sum(&[0]).unwrap()
         }),

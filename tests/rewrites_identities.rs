@@ -229,3 +229,50 @@ fn dot_with_one_term_is_a_product() {
     check_no_fire(name, graph("A=f64[:, 1]; B=f64[:, :]", "dot(A, B)"));
     check_no_fire(name, graph("A=f64[:, :]; B=f64[:, :]", "dot(A, B)"));
 }
+
+/// `BatchedDot` with no batch dimension of a size other than a static 1
+/// becomes `Dot` of the operands' matrices (the size-1 dimensions dropped,
+/// then put back on the product); a real or unknown batch is left alone.
+#[test]
+fn batched_dot_to_dot() {
+    let name = "local_batched_dot_to_dot";
+    let one = "A=f64[1, :, :]; B=f64[1, :, :]";
+    check_rule(
+        name,
+        graph(one, "A @ B"),
+        "(A @ B)",
+        "(A[0, :, :] @ B[0, :, :])[None, :, :]",
+    );
+    // One operand without batch dimensions, the other with two of size 1.
+    let mixed = "A=f64[1, 1, :, 3]; W=f64[3, :]";
+    check_rule(
+        name,
+        graph(mixed, "A @ W"),
+        "(A @ W)",
+        "(A[0, 0, :, :] @ W)[None, None, :, :]",
+    );
+    // An operand already expanded from a matrix: the DimShuffles compose
+    // away, leaving the matrix itself.
+    let m = matrix("M", DType::F64);
+    let n = matrix("N", DType::F64);
+    let bd = Tensor::apply(
+        Op::BatchedDot,
+        &[&m.expand_dims(0).unwrap(), &n.t().expand_dims(0).unwrap()],
+    )
+    .unwrap();
+    check_rule(
+        name,
+        graph_of(&[m, n], &bd),
+        "(M[None, :, :] @ N.T[None, :, :])",
+        "(M @ N.T)[None, :, :]",
+    );
+    // Two 2-d operands built directly: no batch at all.
+    let (p, q) = (matrix("P", DType::I32), matrix("Q", DType::Bool));
+    let plain = Tensor::apply(Op::BatchedDot, &[&p, &q]).unwrap();
+    let after = check_rule(name, graph_of(&[p, q], &plain), "(P @ Q)", "(P @ Q)");
+    assert!(after.node_ids().all(|k| after.node(k).op != Op::BatchedDot));
+    // A batch of unknown or known size larger than 1 is a real stack.
+    check_no_fire(name, graph("A=f64[:, :, :]; B=f64[1, :, :]", "A @ B"));
+    check_no_fire(name, graph("A=f64[2, :, :]; B=f64[:, :]", "A @ B"));
+    check_no_fire(name, graph("A=f64[1, :, :]; B=f64[:, :, :]", "A @ B"));
+}

@@ -3,7 +3,8 @@
 //! zero numerators and unit bases, zero branches of a `switch` sunk through
 //! the product or quotient that consumes them, negated extrema, the
 //! logarithm of a square root, transposes of a matrix product lifted
-//! onto its operands, and matrix products with one term as products.
+//! onto its operands, matrix products with one term as products, and
+//! stacks of one matrix product made a plain `dot`.
 //!
 //! Each rule is exact on every input except where README rule 5 allows:
 //! a NaN that comes only from cancellation (`0 / 0`, `0 * inf`, `inf / inf`)
@@ -87,6 +88,12 @@ pub fn rules() -> Vec<Rule> {
             name: "local_dot_to_mul",
             tracks: &[OpKind::Dot],
             apply: local_dot_to_mul,
+            fast_compile: false,
+        },
+        Rule {
+            name: "local_batched_dot_to_dot",
+            tracks: &[OpKind::BatchedDot],
+            apply: local_batched_dot_to_dot,
             fast_compile: false,
         },
     ]
@@ -392,4 +399,29 @@ pub fn local_dot_to_mul(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarI
     let new = elemwise(fg, ScalarOp::Mul, &[a2, b2])?;
     let out = fg.node(n).outputs[0];
     Ok((fg.ty(new) == fg.ty(out)).then_some(new))
+}
+
+/// `BatchedDot(a, b)` whose batch dimensions are all statically of size 1
+/// (or that has none) -> `dot` of the operands' matrices, with the size-1
+/// batch dimensions put back (PyTensor's
+/// `local_batched_matmul_to_core_matmul`, for the case of one product):
+/// the `Dot` then meets the transpose lifting and BlasOpt's GEMM rules.
+/// Exact: one product computed by the same kernel either way; dropping an
+/// operand's size-1 dimensions keeps the run-time check that they are 1.
+pub fn local_batched_dot_to_dot(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let out_ty = fg.ty(fg.node(n).outputs[0]).clone();
+    let batch = out_ty.ndim() - 2;
+    if (0..batch).any(|d| out_ty.shape[d] != Some(1)) {
+        return Ok(None);
+    }
+    let mut core = [input(fg, n, 0), input(fg, n, 1)];
+    for v in &mut core {
+        let nd = fg.ty(*v).ndim();
+        *v = super::util::dimshuffle(fg, *v, nd, &[Some(nd - 2), Some(nd - 1)])?;
+    }
+    let dot = fg.apply1(Op::Dot, &core)?;
+    let mut order = vec![None; batch];
+    order.extend([Some(0), Some(1)]);
+    let new = super::util::dimshuffle(fg, dot, 2, &order)?;
+    finish(fg, n, new)
 }

@@ -7,13 +7,16 @@
 //! inputs, and its compiled output must agree:
 //!
 //! - bit for bit (any NaN equals any NaN; the sign of a zero counts) for
-//!   every op except the three below;
+//!   every op except those below;
+//! - for a float `Max` or `Min` reduction, bit for bit except that a zero
+//!   matches a zero of either sign (which wins a tie may differ: the
+//!   linker's reduction contract);
 //! - within the documented ULP bound (`runtime/ACCURACY.md`, f64 column;
 //!   1 ULP for f32, whose runtime variants are exact against the rounded
 //!   f64 reference while the reference's f32 functions carry std's 1 ULP)
 //!   for the runtime's transcendental functions and `pow`; an infinite or
 //!   NaN result must match exactly;
-//! - for a float `Sum` and `Dot`, within the error bound of summation in
+//! - for a float `Sum`, `Dot` and `BatchedDot`, within the error bound of summation in
 //!   any order, `2 γ(n) Σ|terms|` with `γ(n) = n u / (1 - n u)`, plus half
 //!   an ULP of the result; infinities and NaN must match exactly when the
 //!   finite terms cannot overflow in any order. Where they can (`Σ|finite
@@ -231,6 +234,23 @@ pub fn check_node(
             None => exact(),
         },
         Op::CAReduce {
+            op: ReduceOp::Max | ReduceOp::Min,
+            ..
+        } => {
+            // Order-independent except for which of -0.0 / +0.0 wins a tie
+            // (the linker's contract, `src/linker/codegen/reduce.rs`): a
+            // zero matches a zero of either sign, all else bit for bit.
+            for (k, (&a, &b)) in g.iter().zip(w.iter()).enumerate() {
+                let ok = a.to_bits() == b.to_bits()
+                    || (a.is_nan() && b.is_nan())
+                    || (a == 0.0 && b == 0.0);
+                if !ok {
+                    return Err(format!("element {k}: compiled {a:e}, reference {b:e}"));
+                }
+            }
+            Ok(())
+        }
+        Op::CAReduce {
             op: ReduceOp::Sum,
             axes,
         } => {
@@ -313,9 +333,13 @@ pub fn check_node(
                 stats,
             )
         }
-        Op::Dot => {
+        Op::Dot | Op::BatchedDot => {
             let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
-            let (finite_abs, n) = dot_abs(&a, &b, w.shape())?;
+            let (finite_abs, n) = if *op == Op::Dot {
+                dot_abs(&a, &b, w.shape())?
+            } else {
+                batched_dot_abs(&a, &b, w.shape())?
+            };
             let bounds = finite_abs.mapv(|s| 2.0 * gamma(n + 1, unit(dtype)) * s);
             within(
                 &g,
@@ -420,6 +444,45 @@ pub fn dot_abs(
     }
     let s = ArrayD::from_shape_vec(IxDyn(shape), s).map_err(|e| e.to_string())?;
     Ok((s, n))
+}
+
+/// [`dot_abs`] for every matrix product of a `BatchedDot` with output
+/// shape `shape` (`a` and `b` broadcast over its batch dimensions as
+/// numpy's `matmul` does), and the length of the summed axis.
+pub fn batched_dot_abs(
+    a: &ArrayD<f64>,
+    b: &ArrayD<f64>,
+    shape: &[usize],
+) -> Result<(ArrayD<f64>, usize), String> {
+    let nd = shape.len();
+    if nd < 2 || a.ndim() < 2 || b.ndim() < 2 {
+        return Err("a batched product of fewer than 2 dimensions".into());
+    }
+    let (m, n, k) = (shape[nd - 2], shape[nd - 1], a.shape()[a.ndim() - 1]);
+    let batch = &shape[..nd - 2];
+    let count: usize = batch.iter().product();
+    let stack = |x: &ArrayD<f64>, rows: usize, cols: usize| {
+        let mut full = batch.to_vec();
+        full.extend([rows, cols]);
+        let view = x
+            .broadcast(IxDyn(&full))
+            .ok_or_else(|| format!("cannot broadcast {:?} to {full:?}", x.shape()))?;
+        view.as_standard_layout()
+            .into_owned()
+            .into_shape_with_order(IxDyn(&[count, rows, cols]))
+            .map_err(|e| e.to_string())
+    };
+    let (sa, sb) = (stack(a, m, k)?, stack(b, k, n)?);
+    let mut out = Vec::with_capacity(count * m * n);
+    for t in 0..count {
+        let (x, y) = (
+            sa.index_axis(ndarray::Axis(0), t).to_owned(),
+            sb.index_axis(ndarray::Axis(0), t).to_owned(),
+        );
+        out.extend(dot_abs(&x, &y, &[m, n])?.0.iter().copied());
+    }
+    let s = ArrayD::from_shape_vec(IxDyn(shape), out).map_err(|e| e.to_string())?;
+    Ok((s, k))
 }
 
 /// The reference reduction `op` of `a` over `axes` (`None`: all), in f64.

@@ -32,8 +32,8 @@
 //!   unspecified): `copysign(a, b)` at a rounded `b` near zero or a computed
 //!   NaN `b`, `arctan2(y, x)` at a rounded operand near its branch cut.
 //! - **Ill-conditioned sums** (the linker's reduction contract, and any
-//!   rewrite that rounds a summand differently): a float `Sum` or `Dot`
-//!   element, or an element-wise `add` / `sub` when a reassociating rewrite
+//!   rewrite that rounds a summand differently): a float `Sum`, `Dot` or
+//!   `BatchedDot` element, or an element-wise `add` / `sub` when a reassociating rewrite
 //!   was applied (`(k - x) + (k' - x')` regrouped as `(k + k') - (x + x')`
 //!   at `x' = -x = 1e20`), whose `Σ|terms|` is so much larger than its value that a few
 //!   ULPs of rounding in the terms, or a different summation order, can
@@ -65,10 +65,10 @@
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
 //! Reshape, reductions, arg-reductions and softmax (per lane), cumulative
-//! ops (per lane prefix) and Dot; any other op taints its whole output when an
+//! ops (per lane prefix), Dot and BatchedDot; any other op taints its whole output when an
 //! input is tainted.
 
-use super::exact::{dot_abs, gamma, reduce, unit};
+use super::exact::{batched_dot_abs, dot_abs, gamma, reduce, unit};
 use kiln::eval::perform;
 use kiln::ops::{InplacePattern, Op};
 use kiln::{DType, FunctionGraph, ReduceOp, TensorType, Value};
@@ -434,7 +434,7 @@ fn propagate(
             tys.extend(&types[1..]);
             as_bool(perform(op, &refs, &tys).ok()?.remove(0))
         }
-        Op::Dot => {
+        Op::Dot | Op::BatchedDot => {
             // An element is tainted when any term of its sum has a tainted
             // factor: a tainted row of `a` or a tainted column of `b`
             // (not only where both are, which a dot of the flags would give).
@@ -853,7 +853,7 @@ fn created_non_finite(op: &Op, args: &[&Value], val: &Value) -> Option<ArrayD<bo
     Some(created)
 }
 
-/// For a float `Sum` (plain or fused, or running: `cumsum`) or `Dot` with value `val`: the
+/// For a float `Sum` (plain or fused, or running: `cumsum`), `Dot` or `BatchedDot` with value `val`: the
 /// elements where the bound `8 γ(n + 2) Σ|finite terms|` (a few ULPs of
 /// rounding in each of the `n` terms, and the summation order's error
 /// bound) exceeds the comparison's tolerance at the value
@@ -929,6 +929,10 @@ fn ill_conditioned_sum(
             let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
             dot_abs(&a, &b, val.shape()).ok()?
         }
+        Op::BatchedDot => {
+            let (a, b) = (args[0].to_f64_array(), args[1].to_f64_array());
+            batched_dot_abs(&a, &b, val.shape()).ok()?
+        }
         Op::CumReduce {
             op: ReduceOp::Sum,
             axis,
@@ -976,9 +980,11 @@ fn approximated(op: &Op) -> bool {
 /// other [`reassociable`] ops when a reassociating rewrite was applied.
 fn rounds(op: &Op, lic: &Licenses) -> bool {
     match op {
-        Op::CAReduce { .. } | Op::FusedReduce { .. } | Op::Dot | Op::Gemm { .. } => {
-            reassociable(op)
-        }
+        Op::CAReduce { .. }
+        | Op::FusedReduce { .. }
+        | Op::Dot
+        | Op::BatchedDot
+        | Op::Gemm { .. } => reassociable(op),
         _ => lic.reassociation && reassociable(op),
     }
 }
@@ -993,7 +999,7 @@ fn reassociable(op: &Op) -> bool {
         Op::CAReduce { op, .. } | Op::FusedReduce { op, .. } => {
             matches!(op, ReduceOp::Sum | ReduceOp::Prod)
         }
-        Op::Dot | Op::Composite { .. } => true,
+        Op::Dot | Op::BatchedDot | Op::Composite { .. } => true,
         _ => false,
     }
 }

@@ -2,6 +2,7 @@
 //! over a pool of tensors (element-wise ops with and without constants,
 //! reductions, arg-reductions (and a `max` beside an `argmax`), softmax and
 //! log-softmax, cumulative sums and products, transposes, outer sums, dot,
+//! batched matrix products (`BatchedDot`, broadcast batch dimensions),
 //! `z + c * dot(u, v)` (the Gemm pattern), switch, casts, basic indexing
 //! and slice updates, gathers and indexed updates with indices in range
 //! (negative ones too, computed from an integer pool tensor modulo the axis
@@ -116,6 +117,48 @@ pub enum Step {
     /// `cumsum` (or with the flag `cumprod`) of a pool tensor; the axis
     /// choice (0: `None`, flattened).
     Cumulative(usize, usize, bool),
+    /// A batched matrix product (`matmul` of stacks, [`batched_dot_step`]):
+    /// the pattern, the tensor the stacks are made of (among the pool's
+    /// tensors of 2 or more dimensions) and a second one.
+    BatchedDot(usize, usize, usize),
+}
+
+/// Pattern `kind` of [`Step::BatchedDot`] over `u` (`v` a second pool
+/// tensor): stacks made of `u`'s rows and columns by `DimShuffle`s, so that
+/// the run-time sizes agree whatever `u`'s shape, with batch dimensions
+/// equal (`u[:, None, :] @ u[:, :, None]`, row-wise products), broadcast
+/// from a static size 1 (`u[:, None, :] @ u.T[None]`), missing on one side
+/// (`u[:, None, :] @ u.T`, one matrix shared by every batch), all of static
+/// size 1 (`u[None] @ u.T[None]`), over operands of 4 and 3 dimensions, by
+/// a vector (`u[:, None, :] @ v`, a 1-d `v`), row-wise products of `u` and
+/// a matrix `v`, and `t @ t.T` (last two axes) for a stack `t` of 3 or
+/// more dimensions.
+pub fn batched_dot_step(kind: usize, u: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let skip = || Err(Error::Graph("no batched product of these operands".into()));
+    let d = |t: &Tensor, order: &[Option<usize>]| t.dimshuffle(order);
+    if u.ndim() >= 3 {
+        let nd = u.ndim();
+        let mut order: Vec<Option<usize>> = (0..nd - 2).map(Some).collect();
+        order.extend([Some(nd - 1), Some(nd - 2)]);
+        return matmul(u, &u.dimshuffle(&order)?);
+    }
+    if u.ndim() != 2 {
+        return skip();
+    }
+    let (rows, cols) = (Some(0), Some(1));
+    match kind {
+        0 => matmul(&d(u, &[rows, None, cols])?, &d(u, &[rows, cols, None])?),
+        1 => matmul(&d(u, &[rows, None, cols])?, &d(u, &[None, cols, rows])?),
+        2 => matmul(&d(u, &[rows, None, cols])?, &u.t()),
+        3 => matmul(&d(u, &[None, rows, cols])?, &d(u, &[None, cols, rows])?),
+        4 => matmul(
+            &d(u, &[None, rows, None, cols])?,
+            &d(u, &[rows, cols, None])?,
+        ),
+        5 if v.ndim() == 1 => matmul(&d(u, &[rows, None, cols])?, v),
+        6 if v.ndim() == 2 => matmul(&d(u, &[rows, None, cols])?, &d(v, &[rows, cols, None])?),
+        _ => skip(),
+    }
 }
 
 /// A constant slice as `(start, stop, step)`.
@@ -216,6 +259,17 @@ pub fn indexing_step() -> impl Strategy<Value = Step> {
         1 => (i(), i(), 0..2usize, any::<bool>()).prop_map(|(a, b, ax, st)| Step::Join(a, b, ax, st)),
         1 => (i(), any::<bool>()).prop_map(|(a, p)| Step::Split(a, p)),
         1 => (i(), i()).prop_map(|(a, b)| Step::Mask(a, b)),
+    ]
+}
+
+/// A random step of [`step`] or (one time in four) a batched matrix
+/// product ([`Step::BatchedDot`]); a strategy of its own for the same
+/// reason as [`indexing_step`].
+pub fn matmul_step() -> impl Strategy<Value = Step> {
+    let i = || 0..64usize;
+    prop_oneof![
+        9 => step(),
+        3 => (0..7usize, i(), i()).prop_map(|(k, a, b)| Step::BatchedDot(k, a, b)),
     ]
 }
 
@@ -420,6 +474,12 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                 }
                 let op = if prod { ReduceOp::Prod } else { ReduceOp::Sum };
                 x.cumulative(op, axis)
+            }
+            Step::BatchedDot(k, a, b) => {
+                // The stacks are made of a pool tensor of 2 or more
+                // dimensions (the inputs hold a matrix).
+                let mats: Vec<&Tensor> = pool.iter().filter(|t| t.ndim() >= 2).collect();
+                batched_dot_step(k, mats[a % mats.len()], p(b))
             }
             Step::Softmax(a, ax, log) => {
                 let x = p(a);
