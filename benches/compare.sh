@@ -19,11 +19,14 @@
 #   PY_SYSTEMS   subset of numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain
 #   VENV         the Python virtual environment (default target/bench-venv)
 #   KILN         a kiln binary to measure instead of building target/release/kiln
+#   PYVENV       the environment with the kiln Python package (default
+#                target/python-venv, which the README's test command builds)
 #
 # Raw data written to OUT: meta.json (commit, date, CPU model, cores, vector
 # ISA, load average at the start and at the end, package versions, runs,
 # scale), kiln.jsonl (`kiln bench --suite --json`), kiln_chain.jsonl
-# (`kiln bench --chain K --json`), python.jsonl (benches/compare.py), and the
+# (`kiln bench --chain K --json`), python.jsonl (benches/compare.py),
+# inprocess.jsonl and inprocess_meta.json (python/benches/inprocess.py), and the
 # plots drawn from them. The report tool (benches/report) renders every
 # table of the results section from these files only; kiln's test
 # tests/bench_tables.rs checks that BENCHMARKS.md matches benches/results.
@@ -101,6 +104,15 @@ echo "== Python systems =="
 # OMP/MKL threads for numpy and JAX are left at their defaults (all cores); numexpr is set to 2 threads.
 "$VENV/bin/python" "$ROOT/benches/compare.py" --runs "$RUNS" --scale-down "$SCALE" \
     --chain "$PY_CHAIN" --systems "$PY_SYSTEMS" --out "$OUT/python.jsonl" || exit 1
+echo "== kiln in-process (Python package) =="
+# kiln.evaluate against numexpr and numpy in one process (python/benches/inprocess.py),
+# in the virtual environment the README's test command builds with the package.
+PYVENV="${PYVENV:-$ROOT/target/python-venv}"
+if "$PYVENV/bin/python" -c "import kiln, numexpr" 2>/dev/null; then
+    "$PYVENV/bin/python" "$ROOT/python/benches/inprocess.py" --out "$OUT" ${QUICK:+--quick} || exit 1
+else
+    echo "skipped: $PYVENV has no kiln package (run the README's test command first)"
+fi
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # meta.json, written with Python's json module (proper escaping).
