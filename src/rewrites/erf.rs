@@ -129,6 +129,17 @@ fn log_erfc_threshold(dtype: DType) -> f64 {
     }
 }
 
+/// `(x, dtype)` when `v` is `erfc(x)` of a float `x` whose dtype node `n`'s
+/// output keeps, and `n` is not already the guarded branch its rule built
+/// (see [`already_guarded`]).
+fn unguarded_erfc_argument(fg: &FunctionGraph, n: NodeId, v: VarId) -> Option<(VarId, DType)> {
+    let x = input(fg, owner_if(fg, v, ScalarOp::Erfc)?, 0);
+    let dtype = fg.ty(x).dtype;
+    let out = fg.node(n).outputs[0];
+    (dtype.is_float() && fg.ty(out).dtype == dtype && !already_guarded(fg, out, x))
+        .then_some((x, dtype))
+}
+
 /// True when `v` (a `log(erfc(x))`) is the kept branch of a `switch` on
 /// `x < ...`, as [`local_log_erfc`] builds it (so that the rule reaches a
 /// fixed point: README rule 1).
@@ -169,16 +180,9 @@ fn erfc_series(fg: &mut FunctionGraph, x: VarId, dtype: DType) -> Result<(VarId,
 /// the series is exact to rounding wherever it is used): finite where
 /// `erfc(x)` underflows to 0 (`x` = 30 gives -904.34, not -inf).
 pub fn local_log_erfc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let arg = input(fg, n, 0);
-    let Some(e) = owner_if(fg, arg, ScalarOp::Erfc) else {
+    let Some((x, dtype)) = unguarded_erfc_argument(fg, n, input(fg, n, 0)) else {
         return Ok(None);
     };
-    let x = input(fg, e, 0);
-    let dtype = fg.ty(x).dtype;
-    let out = fg.node(n).outputs[0];
-    if !dtype.is_float() || fg.ty(out).dtype != dtype || already_guarded(fg, out, x) {
-        return Ok(None);
-    }
     let c = |fg: &mut FunctionGraph, v: f64| scalar_const(fg, dtype, v);
     let (x2, s) = erfc_series(fg, x, dtype)?;
     let tail = unary(fg, ScalarOp::Log1p, s)?;
@@ -225,15 +229,9 @@ fn minus_square_of(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
 /// the series is exact to rounding past `T`.
 pub fn local_grad_log_erfc_neg(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let (num, den) = (input(fg, n, 0), input(fg, n, 1));
-    let Some(e) = owner_if(fg, den, ScalarOp::Erfc) else {
+    let Some((x, dtype)) = unguarded_erfc_argument(fg, n, den) else {
         return Ok(None);
     };
-    let x = input(fg, e, 0);
-    let dtype = fg.ty(x).dtype;
-    let out = fg.node(n).outputs[0];
-    if !dtype.is_float() || fg.ty(out).dtype != dtype || already_guarded(fg, out, x) {
-        return Ok(None);
-    }
     let is_gauss = |v: VarId| {
         owner_if(fg, v, ScalarOp::Exp).is_some_and(|g| {
             fg.ty(v).dtype == dtype && minus_square_of(fg, input(fg, g, 0)) == Some(x)

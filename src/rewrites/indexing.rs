@@ -20,7 +20,7 @@ use super::rule::Rule;
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::indexing::normalize_index;
-use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
+use crate::ops::{Op, OpKind, ScalarOp};
 
 use super::util::{dimshuffle, elemwise};
 
@@ -141,14 +141,7 @@ pub fn local_reduce_join(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     {
         return Ok(None);
     }
-    let scalar = match op {
-        ReduceOp::Sum => ScalarOp::Add,
-        ReduceOp::Prod => ScalarOp::Mul,
-        ReduceOp::Max => ScalarOp::Maximum,
-        ReduceOp::Min => ScalarOp::Minimum,
-        ReduceOp::All => ScalarOp::And,
-        ReduceOp::Any => ScalarOp::Or,
-    };
+    let scalar = op.scalar_op();
     let order: Vec<Option<usize>> = (0..nd).filter(|&d| d != axis).map(Some).collect();
     let squeezed = ins
         .iter()
