@@ -502,7 +502,7 @@ fn disconnected_and_integer_conventions() {
     let e = grad(&cost, std::slice::from_ref(&y)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "gradient error: the cost does not depend on wrt[0] (y: f64(?,)): it is not part of the cost's graph, or only through an op whose output ignores its value (pass DisconnectedInputs::Ignore to get zeros)"
+        "gradient error: the cost does not depend on wrt[0] (y: f64(?,)): it is not part of the cost's graph, or only through an op whose output ignores its value (set disconnected_inputs to \"ignore\" to get zeros)"
     );
     // Ignore and Warn give zeros of y's shape.
     for policy in [DisconnectedInputs::Ignore, DisconnectedInputs::Warn] {

@@ -113,7 +113,7 @@ pub fn grad_with(
                     Ok(zeros_like(w))
                 }
                 DisconnectedInputs::Raise => Err(Error::Gradient(format!(
-                    "{} (pass DisconnectedInputs::Ignore to get zeros)",
+                    "{} (set disconnected_inputs to \"ignore\" to get zeros)",
                     disconnected_message(i, w)
                 ))),
             },
