@@ -175,7 +175,7 @@ fn erfc_series(fg: &mut FunctionGraph, x: VarId, dtype: DType) -> Result<(VarId,
 }
 
 /// `log(erfc(x))` -> `switch(x < T, log(erfc(x)), -x² - log(x) - log(π)/2
-/// + log1p(s))` with the series `s` of [`erfc_series`] (PyTensor's
+/// + log1p(s))` with the series `s` of `erfc_series` (PyTensor's
 /// `local_log_erfc`, with a threshold `T` and series length chosen so that
 /// the series is exact to rounding wherever it is used): finite where
 /// `erfc(x)` underflows to 0 (`x` = 30 gives -904.34, not -inf).
@@ -223,8 +223,8 @@ fn minus_square_of(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
 
 /// `[y *] exp(-x²) / erfc(x)` (the gradient of `log(erfc(x))`, up to the
 /// factor `-2/√π`) -> `[y *] switch(x < T, exp(-x²) / erfc(x), x √π / (1 + s))`
-/// with the series `s` of [`erfc_series`] and the threshold of
-/// [`log_erfc_threshold`] (PyTensor's `local_grad_log_erfc_neg`): the
+/// with the series `s` of `erfc_series` and the threshold of
+/// `log_erfc_threshold` (PyTensor's `local_grad_log_erfc_neg`): the
 /// original is `0 / 0 = NaN` where both underflow (`x` past 26.5 in f64);
 /// the series is exact to rounding past `T`.
 pub fn local_grad_log_erfc_neg(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
