@@ -393,3 +393,27 @@ fn rewrite_log_softmax_from_logsumexp() {
     assert_near(&got[..5], &want[..5], 1e-15, "log_softmax from logsumexp");
     assert!(got[5] < -1e299, "{got:?}");
 }
+
+#[test]
+fn large_arrays_split_over_threads_match_the_reference() {
+    // 300 x 2000 elements: the lanes are spread over threads (both the
+    // in-place rows of axis 1 and the gathered columns of axis 0).
+    let (r, c) = (300, 2000);
+    let data: Vec<f64> = (0..r * c)
+        .map(|i| ((i * 7919 % 10007) as f64 / 10007.0 - 0.5) * 60.0)
+        .collect();
+    let v = f64s(&[r, c], data);
+    let x = matrix("X", DType::F64);
+    for axis in [Some(1), Some(0), None] {
+        for log in [false, true] {
+            let y = if log {
+                x.log_softmax(axis).unwrap()
+            } else {
+                x.softmax(axis).unwrap()
+            };
+            let want = eval1(&x, &y, &v);
+            let got = jit1(&x, &y, &v, "fast_run");
+            assert_near(&got, &want, 1e-12, &format!("axis {axis:?} log {log}"));
+        }
+    }
+}

@@ -3,13 +3,15 @@
 //! of `n` values is normalised with two passes of kiln-runtime's
 //! vectorised row functions: its maximum `m` (NaN-propagating), then
 //! - softmax: `e = exp(x - m)` written into the output (block exp), its
-//!   sum `s`, and `e / s`;
+//!   sum `s`, and `e · (1 / s)`;
 //! - log-softmax: `s = Σ exp(x - m)` in one fused pass (no exp stored),
 //!   and `(x - m) - ln(s)`.
 //!
 //! Lanes along the innermost axis are read in place; other lanes are
 //! gathered into a scratch row first and scattered back. `f32` lanes are
-//! computed in `f64` and rounded once, as the reference does.
+//! computed in `f64` and rounded once, as the reference does. Lanes are
+//! spread over kiln's threads (`parallel_for`) once they hold
+//! `PAR_ELEMENTS` elements in all.
 //!
 //! Invariants: every lane is finite and correct whatever its magnitude
 //! (the shift by the maximum: ±1e3 inputs give no overflow); a NaN in a
@@ -47,12 +49,34 @@ fn lane(x: &[f64], out: &mut [f64], log: bool) {
         // SAFETY: `out` holds `out.len()` values, read and written in
         // place (the runtime allows `out == x`).
         unsafe { kiln_exp_f64(out.as_ptr(), out.as_mut_ptr(), out.len()) };
-        let s: f64 = out.iter().sum();
+        // One division, then products: within 1.5 ULP of `e / s`, inside
+        // the softmax's accuracy contract, and several times cheaper.
+        let r = 1.0 / sum(out);
         for o in out.iter_mut() {
-            *o /= s;
+            *o *= r;
         }
     }
 }
+
+/// `Σ v` with eight independent accumulators (one addition chain each, so
+/// the loop vectorises and is not bound by the latency of one chain); the
+/// order differs from a left-to-right sum, which the softmax's accuracy
+/// contract allows (`tests/differential_support/exact.rs`).
+fn sum(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, &x) in acc.iter_mut().zip(c) {
+            *a += x;
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().sum();
+    acc.iter().sum::<f64>() + tail
+}
+
+/// Lanes of at least this many elements in all go to one thread: below,
+/// the launch costs more than it saves.
+const PAR_ELEMENTS: usize = 32 * 1024;
 
 impl Exec<'_> {
     /// Runs a softmax step.
@@ -76,81 +100,61 @@ impl Exec<'_> {
             ),
         };
         let out = self.alloc_slot(name, *output, x.dtype, &shape)?;
-        if total > 0 {
-            let mut xs = vec![0.0f64; n];
-            let mut os = vec![0.0f64; n];
-            // SAFETY: `x` and `out` are standard-layout arrays of `total`
-            // elements of the (float) dtype; `out` is fresh (or the
-            // caller's destination) and never aliases `x`.
-            unsafe {
-                match x.dtype {
-                    DType::F64 => {
-                        let xv = std::slice::from_raw_parts(x.ptr as *const f64, total);
-                        let ov = std::slice::from_raw_parts_mut(out.ptr as *mut f64, total);
-                        if inner == 1 {
-                            for (xl, ol) in xv.chunks_exact(n).zip(ov.chunks_exact_mut(n)) {
-                                lane(xl, ol, *log);
-                            }
-                        } else {
-                            strided(
-                                outer,
-                                n,
-                                inner,
-                                |i| xv[i],
-                                |i, v| ov[i] = v,
-                                &mut xs,
-                                &mut os,
-                                *log,
-                            );
+        let lanes = outer * inner;
+        let dtype = x.dtype;
+        // Addresses as integers, so the closure can cross into the pool.
+        let (px, po) = (x.ptr as usize, out.ptr as usize);
+        let log = *log;
+        // Lanes [s, e): lane l is (o, i) = (l / inner, l % inner), its
+        // elements at o·n·inner + i + k·inner for k < n.
+        let run = |s: usize, e: usize| {
+            let mut scratch =
+                (dtype != DType::F64 || inner != 1).then(|| (vec![0.0f64; n], vec![0.0f64; n]));
+            for l in s..e {
+                let base = (l / inner) * n * inner + l % inner;
+                // SAFETY: `x` and `out` are standard-layout arrays of `total`
+                // elements of the (float) dtype; `out` is fresh (or the
+                // caller's destination) and never aliases `x`. Lane `l` reads
+                // and writes only the `n` elements at `base + k·inner`
+                // (k < n), all below `total`; distinct lanes (running on
+                // different threads) write disjoint elements of `out`.
+                unsafe {
+                    match (dtype, &mut scratch) {
+                        (DType::F64, None) => {
+                            let xl = std::slice::from_raw_parts((px as *const f64).add(base), n);
+                            let ol = std::slice::from_raw_parts_mut((po as *mut f64).add(base), n);
+                            lane(xl, ol, log);
                         }
+                        (DType::F64, Some((xs, os))) => {
+                            let (xp, op) = (px as *const f64, po as *mut f64);
+                            for (k, v) in xs.iter_mut().enumerate() {
+                                *v = *xp.add(base + k * inner);
+                            }
+                            lane(xs, os, log);
+                            for (k, &v) in os.iter().enumerate() {
+                                *op.add(base + k * inner) = v;
+                            }
+                        }
+                        (DType::F32, Some((xs, os))) => {
+                            let (xp, op) = (px as *const f32, po as *mut f32);
+                            for (k, v) in xs.iter_mut().enumerate() {
+                                *v = f64::from(*xp.add(base + k * inner));
+                            }
+                            lane(xs, os, log);
+                            for (k, &v) in os.iter().enumerate() {
+                                *op.add(base + k * inner) = v as f32;
+                            }
+                        }
+                        (d, _) => unreachable!("softmax of {d}: type inference admits floats only"),
                     }
-                    DType::F32 => {
-                        let xv = std::slice::from_raw_parts(x.ptr as *const f32, total);
-                        let ov = std::slice::from_raw_parts_mut(out.ptr as *mut f32, total);
-                        strided(
-                            outer,
-                            n,
-                            inner,
-                            |i| f64::from(xv[i]),
-                            |i, v| ov[i] = v as f32,
-                            &mut xs,
-                            &mut os,
-                            *log,
-                        );
-                    }
-                    d => unreachable!("softmax of {d}: type inference admits floats only"),
                 }
             }
+        };
+        if total > 0 {
+            let grain = (PAR_ELEMENTS / n.max(1)).max(1);
+            kiln_runtime::parallel::parallel_for(lanes, grain, &run);
         }
         self.slots[*output] = Some(out);
         Ok(())
-    }
-}
-
-/// Normalises every lane of an `(outer, n, inner)` array read by `get` and
-/// written by `set` (flat indices), through the scratch rows `xs` and `os`
-/// (`n` long each).
-#[allow(clippy::too_many_arguments)]
-fn strided(
-    outer: usize,
-    n: usize,
-    inner: usize,
-    get: impl Fn(usize) -> f64,
-    mut set: impl FnMut(usize, f64),
-    xs: &mut [f64],
-    os: &mut [f64],
-    log: bool,
-) {
-    for o in 0..outer {
-        for i in 0..inner {
-            let base = o * n * inner + i;
-            for (k, v) in xs.iter_mut().enumerate() {
-                *v = get(base + k * inner);
-            }
-            lane(xs, os, log);
-            for (k, &v) in os.iter().enumerate() {
-                set(base + k * inner, v);
-            }
-        }
     }
 }
