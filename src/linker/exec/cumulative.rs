@@ -50,10 +50,40 @@ impl Acc for i64 {
     }
 }
 
-/// Scans `x` (`outer * n * inner` values, read through `get`) into `out`.
-fn scan<A: Acc>(prod: bool, (n, inner): (usize, usize), get: impl Fn(usize) -> A, out: &mut [A]) {
-    let f = if prod { A::mul } else { A::add };
+/// Scans `x` (`outer * n * inner` values, read through `get`) into `out`
+/// with `A`'s sum (`prod`: product). The combining function is passed to
+/// [`scan_with`] as a function item, so each is a loop of its own with the
+/// operation inlined (a function pointer would be an indirect call per
+/// element).
+fn scan<A: Acc>(prod: bool, dims: (usize, usize), get: impl Fn(usize) -> A, out: &mut [A]) {
+    if prod {
+        scan_with(A::mul, dims, get, out)
+    } else {
+        scan_with(A::add, dims, get, out)
+    }
+}
+
+/// [`scan`] with the combining function `f`.
+fn scan_with<A: Copy>(
+    f: impl Fn(A, A) -> A,
+    (n, inner): (usize, usize),
+    get: impl Fn(usize) -> A,
+    out: &mut [A],
+) {
     if n == 0 || inner == 0 {
+        return;
+    }
+    if inner == 1 {
+        // Along the innermost axis: one running value per line.
+        for (o, line) in out.chunks_exact_mut(n).enumerate() {
+            let base = o * n;
+            let mut acc = get(base);
+            line[0] = acc;
+            for (k, v) in line.iter_mut().enumerate().skip(1) {
+                acc = f(acc, get(base + k));
+                *v = acc;
+            }
+        }
         return;
     }
     for (o, block) in out.chunks_exact_mut(n * inner).enumerate() {
