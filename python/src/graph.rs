@@ -630,7 +630,8 @@ fn graph_of(outputs: &[Tensor]) -> PyResult<FunctionGraph> {
     FunctionGraph::new(&free_inputs(outputs), outputs).map_err(|e| to_py(e, None))
 }
 
-fn tensors(vars: &[Variable]) -> Vec<Tensor> {
+/// The kiln tensors of `vars`, in order.
+pub(crate) fn tensors(vars: &[Variable]) -> Vec<Tensor> {
     vars.iter().map(|v| v.tensor.clone()).collect()
 }
 

@@ -24,7 +24,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::PyResult;
 
 use crate::errors::{cli_to_py, to_py};
-use crate::graph::Variable;
+use crate::graph::{tensors, Variable};
 
 /// Which output of which step a variable is.
 #[derive(Clone)]
@@ -109,10 +109,6 @@ pub struct Query {
     pub require: Vec<String>,
     /// Tags to exclude.
     pub exclude: Vec<String>,
-}
-
-fn tensors(vars: &[Variable]) -> Vec<Tensor> {
-    vars.iter().map(|v| v.tensor.clone()).collect()
 }
 
 impl Step {

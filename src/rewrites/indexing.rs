@@ -156,8 +156,7 @@ pub fn local_reduce_join(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
         }
         acc
     };
-    let out = fg.node(n).outputs[0];
-    Ok((fg.ty(new) == fg.ty(out)).then_some(new))
+    Ok(replace_if_typed(fg, n, new))
 }
 
 /// `Split{axis, n=1}(x, sizes)` -> `x` when `x`'s axis size is static (the

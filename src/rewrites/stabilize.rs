@@ -13,8 +13,8 @@ use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 use super::mul_tree::{compute_mul, parse_mul_tree, perform_sigm_times_exp, simplify_mul};
 use super::rule::Rule;
 use super::util::{
-    elemwise, is_1pexp, is_constant_equal, is_exp, is_neg, neg, owner_if, scalar_const, unary,
-    unique_constant,
+    elemwise, is_1pexp, is_constant_equal, is_exp, is_neg, neg, owner_if, reciprocal_of,
+    scalar_const, unary,
 };
 use super::util::{finish, input};
 
@@ -562,17 +562,13 @@ pub fn local_exp_over_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Op
 /// (finite where `exp(x)` overflows only if `y` is: `y / inf` and
 /// `y * sigmoid(-inf)` are both 0 for finite `y`).
 pub fn local_reciprocal_1_plus_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let op = fg.node(n).op.scalar_op();
-    let (scale, denom) = match op {
-        Some(ScalarOp::Reciprocal) => (None, input(fg, n, 0)),
-        Some(ScalarOp::Pow) if unique_constant(fg, input(fg, n, 1)) == Some(-1.0) => {
-            (None, input(fg, n, 0))
-        }
-        Some(ScalarOp::TrueDiv) if is_constant_equal(fg, input(fg, n, 0), 1.0) => {
-            (None, input(fg, n, 1))
-        }
-        Some(ScalarOp::TrueDiv) => (Some(input(fg, n, 0)), input(fg, n, 1)),
-        _ => return Ok(None),
+    let out = fg.node(n).outputs[0];
+    let (scale, denom) = if let Some(d) = reciprocal_of(fg, out) {
+        (None, d)
+    } else if fg.node(n).op.is_elemwise(ScalarOp::TrueDiv) {
+        (Some(input(fg, n, 0)), input(fg, n, 1))
+    } else {
+        return Ok(None);
     };
     let Some(x) = is_1pexp(fg, denom).filter(|&x| fg.ty(x).dtype.is_float()) else {
         return Ok(None); // `-x` of an integer wraps; of a bool it is no op
@@ -710,17 +706,7 @@ pub fn local_inv_odds_sigmoid(fg: &mut FunctionGraph, n: NodeId) -> Result<Optio
         Some(ScalarOp::Add) if is_constant_equal(fg, ins[1], -1.0) => ins[0],
         _ => return Ok(None),
     };
-    let Some(r) = fg.owner(recip) else {
-        return Ok(None);
-    };
-    let rn = fg.node(r);
-    let s = match (rn.op.scalar_op(), rn.inputs.len()) {
-        (Some(ScalarOp::Reciprocal), 1) => rn.inputs[0],
-        (Some(ScalarOp::TrueDiv), 2) if is_constant_equal(fg, rn.inputs[0], 1.0) => rn.inputs[1],
-        (Some(ScalarOp::Pow), 2) if is_constant_equal(fg, rn.inputs[1], -1.0) => rn.inputs[0],
-        _ => return Ok(None),
-    };
-    let Some(sg) = owner_if(fg, s, ScalarOp::Sigmoid) else {
+    let Some(sg) = reciprocal_of(fg, recip).and_then(|s| owner_if(fg, s, ScalarOp::Sigmoid)) else {
         return Ok(None);
     };
     let a = input(fg, sg, 0);

@@ -162,6 +162,18 @@ pub fn is_neg(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
     }
 }
 
+/// `Some(x)` when `v` is a reciprocal of `x` in any of the forms the
+/// databases leave it: `reciprocal(x)`, `x ** -1` or `1 / x`.
+pub fn reciprocal_of(fg: &FunctionGraph, v: VarId) -> Option<VarId> {
+    let node = fg.node(fg.owner(v)?);
+    match (node.op.scalar_op()?, node.inputs.as_slice()) {
+        (ScalarOp::Reciprocal, &[x]) => Some(x),
+        (ScalarOp::Pow, &[x, e]) if unique_constant(fg, e) == Some(-1.0) => Some(x),
+        (ScalarOp::TrueDiv, &[one, x]) if is_constant_equal(fg, one, 1.0) => Some(x),
+        _ => None,
+    }
+}
+
 /// Seed 004's `is_exp`: `Some((false, x))` for `exp(x)`, `Some((true, x))` for `-exp(x)`.
 pub fn is_exp(fg: &FunctionGraph, v: VarId) -> Option<(bool, VarId)> {
     if let Some(n) = owner_if(fg, v, ScalarOp::Exp) {
