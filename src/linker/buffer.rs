@@ -1,8 +1,13 @@
 //! Run-time arrays of a call: owned buffers and strided array descriptors.
 //!
-//! A [`Buffer`] is a standard-layout `Value` whose data pointer was taken
+//! A [`Buffer`] is standard-layout storage whose data pointer was taken
 //! once at creation; kernels write through that pointer and nothing else
-//! touches the `Value` until the buffer is turned back into a result. An
+//! touches the storage until the buffer is turned back into a result. Its
+//! storage is a zero-filled or wrapped `Value`, or, for buffers that a
+//! kernel overwrites entirely, a plain allocation with unspecified contents
+//! ([`Buffer::uninit`], numpy's `empty`): the allocator then reuses blocks
+//! that earlier results freed without faulting or clearing them again. Such
+//! a buffer becomes a `Value` only once every element is written. An
 //! [`Arr`] describes one variable's array during a call: a data pointer to
 //! its first logical element, shape and strides (in elements, possibly zero
 //! or negative), and the buffer it lives in (`None` for caller inputs and
@@ -22,10 +27,51 @@ use crate::error::Result;
 use crate::graph::{DType, Value};
 
 /// An owned, standard-layout array that kernels write into.
+///
+/// Its storage is either a [`Value`] (zero-filled, or wrapping an existing
+/// array) or a raw allocation whose contents are not yet initialised
+/// ([`Buffer::uninit`]); the raw form becomes a `Value` only in
+/// [`Buffer::into_value`], after the kernels have written every element.
 #[derive(Debug)]
 pub struct Buffer {
-    value: Value,
+    storage: Storage,
     ptr: usize,
+    dtype: DType,
+    len: usize,
+}
+
+/// Where a [`Buffer`]'s elements live.
+#[derive(Debug)]
+enum Storage {
+    /// An ndarray value in standard layout.
+    Value(Value),
+    /// A global-allocator block with the layout of a `Vec` of `len`
+    /// elements of the dtype, possibly uninitialised.
+    Raw(RawAlloc),
+}
+
+/// A block from the global allocator, freed on drop unless handed over to a `Vec`.
+#[derive(Debug)]
+struct RawAlloc {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: a `RawAlloc` uniquely owns its block, exactly as a `Vec<u8>`
+// does (which is `Send` and `Sync`); it hands out no references, and
+// concurrent writes through the buffer's pointer are the kernels' business,
+// as for a `Value`-backed buffer.
+unsafe impl Send for RawAlloc {}
+// SAFETY: as for `Send`: `&RawAlloc` gives access to nothing but the layout.
+unsafe impl Sync for RawAlloc {}
+
+impl Drop for RawAlloc {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was returned by `std::alloc::alloc` with `layout`
+        // and has not been freed or handed over (`into_value` forgets the
+        // `RawAlloc` after giving the block to a `Vec`).
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
 }
 
 impl Buffer {
@@ -56,13 +102,50 @@ impl Buffer {
         let b = Buffer::from_value(value);
         // Fresh large buffers are untouched (calloc maps zero pages lazily):
         // ask for huge pages before the first write faults them in.
-        kiln_runtime::mem::advise_hugepages(b.ptr(), b.len() * dtype.size_of());
+        kiln_runtime::mem::advise_hugepages(b.ptr(), b.bytes());
         Ok(b)
+    }
+
+    /// A buffer of `shape` for op `op` whose contents are unspecified: the
+    /// caller writes every element before the buffer becomes a value
+    /// ([`Buffer::into_value`]). Unlike [`Buffer::zeros`] it asks the
+    /// allocator for plain memory, so a block freed by an earlier call (a
+    /// result the caller dropped) is reused as is: no page faults and no
+    /// clearing, as numpy's `empty`. An error naming `op` when the size
+    /// overflows or the allocator refuses it.
+    pub fn uninit(op: &str, dtype: DType, shape: &[usize]) -> Result<Buffer> {
+        let bytes = crate::eval::array_bytes(op, dtype, shape)?;
+        if bytes == 0 {
+            return Buffer::zeros(op, dtype, shape);
+        }
+        let oom = || crate::eval::out_of_memory(op, bytes, dtype, shape);
+        // The layout of a `Vec` of `bytes / size` elements of the dtype
+        // (every dtype's alignment is its size).
+        let layout =
+            std::alloc::Layout::from_size_align(bytes, dtype.size_of()).map_err(|_| oom())?;
+        // SAFETY: `layout` has a non-zero size (checked above).
+        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) }).ok_or_else(oom)?;
+        kiln_runtime::mem::advise_hugepages(ptr.as_ptr(), bytes);
+        if crate::graph::fgraph::verify_by_default() {
+            // Under verification (tests, debug builds) the unspecified
+            // contents are a poison pattern, so that a kernel that leaves an
+            // element unwritten shows up as a NaN / -1 / `true` mismatch
+            // against the reference instead of passing on fresh zero pages.
+            let byte = if dtype == DType::Bool { 1 } else { 0xFF };
+            // SAFETY: the block is `bytes` bytes long and owned here.
+            unsafe { std::ptr::write_bytes(ptr.as_ptr(), byte, bytes) };
+        }
+        Ok(Buffer {
+            storage: Storage::Raw(RawAlloc { ptr, layout }),
+            ptr: ptr.as_ptr() as usize,
+            dtype,
+            len: bytes / dtype.size_of(),
+        })
     }
 
     /// Size in bytes.
     pub fn bytes(&self) -> usize {
-        self.len() * self.dtype().size_of()
+        self.len * self.dtype.size_of()
     }
 
     /// Zeroes every element.
@@ -74,16 +157,26 @@ impl Buffer {
 
     /// The same storage with a new shape of the same number of elements.
     pub fn reshaped(self, shape: &[usize]) -> Buffer {
-        let ptr = self.ptr;
-        let value = self.into_value(shape);
-        Buffer { value, ptr }
+        debug_assert_eq!(shape.iter().product::<usize>(), self.len);
+        match self.storage {
+            Storage::Raw(_) => self,
+            Storage::Value(v) => {
+                let value = crate::map_value!(v, a => a.into_shape_with_order(IxDyn(shape)).expect("same number of elements"));
+                Buffer::from_value(value)
+            }
+        }
     }
 
     /// Wraps a value (converted to standard layout if needed).
     pub fn from_value(value: Value) -> Buffer {
         let mut value = crate::map_value!(value, a => if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned() });
         let ptr = crate::with_value!(&mut value, a => a.as_mut_ptr() as usize);
-        Buffer { value, ptr }
+        Buffer {
+            ptr,
+            dtype: value.dtype(),
+            len: value.len(),
+            storage: Storage::Value(value),
+        }
     }
 
     /// The data pointer.
@@ -93,25 +186,59 @@ impl Buffer {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.value.len()
+        self.len
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.value.is_empty()
+        self.len == 0
     }
 
     /// The dtype.
     pub fn dtype(&self) -> DType {
-        self.value.dtype()
+        self.dtype
     }
 
-    /// The buffer as a value of `shape` (same number of elements).
+    /// The buffer as a value of `shape` (same number of elements). A buffer
+    /// from [`Buffer::uninit`] must have had every element written.
     pub fn into_value(self, shape: &[usize]) -> Value {
-        if self.value.shape() == shape {
-            return self.value;
+        let n = self.len;
+        let sh = IxDyn(shape);
+        let raw = match self.storage {
+            Storage::Value(v) if v.shape() == shape => return v,
+            Storage::Value(v) => {
+                return crate::map_value!(v, a => a.into_shape_with_order(sh).expect("same number of elements"))
+            }
+            Storage::Raw(raw) => std::mem::ManuallyDrop::new(raw),
+        };
+        /// # Safety
+        /// `p` is a global-allocator block with the layout of `n` `T`s whose
+        /// elements are all initialised, and no one else owns it.
+        unsafe fn adopt<T>(sh: IxDyn, p: *mut u8, n: usize) -> ArrayD<T> {
+            // SAFETY: the caller's contract makes `p` a Vec's block of
+            // capacity and length `n`.
+            let v = unsafe { Vec::from_raw_parts(p as *mut T, n, n) };
+            ArrayD::from_shape_vec(sh, v).expect("same number of elements")
         }
-        crate::map_value!(self.value, a => a.into_shape_with_order(IxDyn(shape)).expect("same number of elements"))
+        let p = raw.ptr.as_ptr();
+        // SAFETY: `p` is a global-allocator block with the layout of `n`
+        // elements of the dtype (size n * size_of, alignment size_of, which is
+        // each element type's alignment), i.e. a Vec's block of capacity `n`;
+        // the kernels wrote all `n` elements (the contract of
+        // `Buffer::uninit`); and the `RawAlloc` that owned the block is
+        // never dropped (ManuallyDrop), so the Vec becomes its only owner.
+        unsafe {
+            match self.dtype {
+                DType::Bool => Value::Bool(adopt(sh, p, n)),
+                DType::U8 => Value::U8(adopt(sh, p, n)),
+                DType::I8 => Value::I8(adopt(sh, p, n)),
+                DType::I16 => Value::I16(adopt(sh, p, n)),
+                DType::I32 => Value::I32(adopt(sh, p, n)),
+                DType::I64 => Value::I64(adopt(sh, p, n)),
+                DType::F32 => Value::F32(adopt(sh, p, n)),
+                DType::F64 => Value::F64(adopt(sh, p, n)),
+            }
+        }
     }
 }
 
@@ -315,5 +442,54 @@ impl Arr {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `f(i)` into element `i` of an f64 buffer through its pointer.
+    fn fill_f64(b: &Buffer, f: impl Fn(usize) -> f64) {
+        for i in 0..b.len() {
+            // SAFETY: i < len, the buffer holds `len` aligned f64s.
+            unsafe { (b.ptr() as *mut f64).add(i).write(f(i)) };
+        }
+    }
+
+    #[test]
+    fn an_uninit_buffer_becomes_the_value_its_kernel_wrote() {
+        let b = Buffer::uninit("t", DType::F64, &[3, 4]).unwrap();
+        assert_eq!((b.len(), b.bytes(), b.dtype()), (12, 96, DType::F64));
+        fill_f64(&b, |i| i as f64 * 0.5);
+        let b = b.reshaped(&[4, 3]);
+        let v = b.into_value(&[2, 6]);
+        let Value::F64(a) = v else { panic!("dtype") };
+        assert_eq!(a.shape(), &[2, 6]);
+        assert_eq!(
+            a.iter().copied().collect::<Vec<_>>(),
+            (0..12).map(|i| i as f64 * 0.5).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn an_uninit_buffer_can_be_zeroed_dropped_or_empty() {
+        let mut b = Buffer::uninit("t", DType::I32, &[5]).unwrap();
+        b.zero();
+        assert_eq!(b.into_value(&[5]), Value::I32(ArrayD::zeros(IxDyn(&[5]))));
+        // Dropped without becoming a value: the block is freed (Miri-clean path).
+        drop(Buffer::uninit("t", DType::Bool, &[7]).unwrap());
+        let e = Buffer::uninit("t", DType::F32, &[0, 3]).unwrap();
+        assert!(e.is_empty());
+        assert_eq!(e.into_value(&[0, 3]).shape(), &[0, 3]);
+    }
+
+    #[test]
+    fn an_uninit_buffer_too_large_is_an_error_naming_the_op() {
+        let e = Buffer::uninit("myop", DType::F64, &[usize::MAX / 4, 8]).unwrap_err();
+        assert!(
+            e.to_string().contains("myop") && e.to_string().contains("too large"),
+            "{e}"
+        );
     }
 }

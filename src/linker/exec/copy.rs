@@ -64,9 +64,10 @@ unsafe extern "C" fn strided_copy<T: Copy>(ptrs: *const *mut u8, strides: *const
     }
 }
 
-/// Copies `x` into a fresh standard-layout buffer.
+/// Copies `x` into a fresh standard-layout buffer (every element is
+/// written, so the buffer need not be zeroed first).
 pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
-    let out = Arr::from_buffer(Buffer::zeros("copy", x.dtype, &x.shape)?, &x.shape);
+    let out = Arr::from_buffer(Buffer::uninit("copy", x.dtype, &x.shape)?, &x.shape);
     copy_into(par, x, &out);
     Ok(out)
 }

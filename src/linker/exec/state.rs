@@ -149,12 +149,14 @@ impl<'a> Exec<'a> {
     }
 
     /// A buffer for `shape` whose contents the caller overwrites entirely:
-    /// from the pool when one fits, else fresh (an error of node `name` when
-    /// it cannot be allocated).
+    /// from the pool when one fits, else a fresh one with unspecified
+    /// contents ([`Buffer::uninit`]; an error of node `name` when it cannot
+    /// be allocated). Every caller writes each element before the array is
+    /// read or returned.
     pub(super) fn alloc(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
         Ok(match self.pool.take(dtype, shape) {
             Some(b) => Arr::from_buffer(b, shape),
-            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
+            None => Arr::from_buffer(Buffer::uninit(name, dtype, shape)?, shape),
         })
     }
 
