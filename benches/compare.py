@@ -20,6 +20,9 @@ carry "rewrite_ms", "nodes_before" and "nodes_after" instead.
 --scale-down D divides every input dimension by D (as `kiln bench
 --scale-down`), for quick runs of the pipeline; --systems picks a subset of
 numpy, numexpr, pytensor_c, pytensor_numba, jax, pytensor_chain.
+--per-call-out FILE also writes the per-call time of poly on 10, 1,000 and
+100,000 elements (numpy, numexpr and JAX among the chosen systems; one
+line per system and size with "run_us"), beside `kiln bench --per-call`.
 """
 import argparse
 import json
@@ -210,6 +213,66 @@ def run_jax(out, inputs, runs):
         emit(out, "jax", name, r, first)
 
 
+# Per-call time (issue 16): poly at sizes where the call overhead dominates,
+# the same sizes as `kiln bench --per-call` (PER_CALL_SIZES in src/cli/bench.rs).
+PER_CALL_SIZES = [10, 1_000, 100_000]
+
+
+def per_call_us(f, target_s=0.02, repeat=7):
+    """Median over `repeat` rounds of the mean µs of one call of `f`, each
+    round as many back-to-back calls as take about `target_s` seconds."""
+    f()
+    n, t = 1, 0.0
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        t = time.perf_counter() - t0
+        if t >= target_s / 4 or n >= 1 << 20:
+            break
+        n *= 4
+    n = max(1, int(n * target_s / max(t, 1e-9)))
+    rounds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        rounds.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(rounds)
+
+
+def run_per_call(path, systems):
+    """poly at each of PER_CALL_SIZES with numpy, numexpr (2 threads) and
+    jax.jit: one JSON line per (system, size) with `run_us` into `path`."""
+    expr = "2*x**3 - 3*x**2 + x - 1"
+    rng = np.random.default_rng(2024)
+    with open(path, "w") as out:
+        for n in PER_CALL_SIZES:
+            x = rng.standard_normal(n)
+            w = f"poly@{n}"
+            calls = []
+            if "numpy" in systems:
+                calls.append(("numpy", lambda x=x: 2 * x**3 - 3 * x**2 + x - 1))
+            if "numexpr" in systems:
+                try:
+                    import numexpr as ne
+                    ne.set_num_threads(2)
+                    calls.append(("numexpr", lambda x=x: ne.evaluate(expr, local_dict={"x": x})))
+                except Exception as e:
+                    emit(out, "numexpr", w, error=f"{type(e).__name__}: {e}"[:300])
+            if "jax" in systems:
+                try:
+                    import jax
+                    jax.config.update("jax_enable_x64", True)
+                    f = jax.jit(lambda x: 2 * x**3 - 3 * x**2 + x - 1)
+                    xj = jax.device_put(x)
+                    calls.append(("jax", lambda f=f, xj=xj: f(xj).block_until_ready()))
+                except Exception as e:
+                    emit(out, "jax", w, error=f"{type(e).__name__}: {e}"[:300])
+            for system, f in calls:
+                emit(out, system, w, run_us=round(per_call_us(f), 3))
+
+
 def chain(pt, k):
     xs = [pt.vector(f"x{i}", dtype="float64") for i in range(8)]
     pool = list(xs)
@@ -261,6 +324,7 @@ def main():
     ap.add_argument("--chain", default="100,300,1000,3000")
     ap.add_argument("--scale-down", type=int, default=1)
     ap.add_argument("--systems", default="numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain")
+    ap.add_argument("--per-call-out", help="also measure the per-call time of poly (numpy, numexpr, jax) into this file")
     a = ap.parse_args()
     if a.scale_down < 1:
         ap.error("--scale-down must be at least 1")
@@ -288,6 +352,9 @@ def main():
             except Exception as e:  # e.g. the package did not install
                 traceback.print_exc(file=sys.stderr)
                 emit(out, system, "*", error=f"{type(e).__name__}: {e}"[:300])
+    if a.per_call_out:
+        print("-- per call", file=sys.stderr, flush=True)
+        run_per_call(a.per_call_out, chosen)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,8 @@ echo "$PACKAGES"
 echo "== kiln: suite =="
 "$KILN" bench --suite --modes none,fast_compile,fast_run,fast_run-inplace,fast_run-fusion,fast_run-fusion-inplace \
     --runs "$RUNS" --scale-down "$SCALE" --json > "$OUT/kiln.jsonl" || exit 1
+echo "== kiln: per-call time =="
+"$KILN" bench --per-call --modes fast_run --json > "$OUT/kiln_percall.jsonl" || exit 1
 echo "== kiln: chain rewrite time =="
 : > "$OUT/kiln_chain.jsonl"
 for K in $KILN_CHAIN; do
@@ -103,7 +105,8 @@ done
 echo "== Python systems =="
 # OMP/MKL threads for numpy and JAX are left at their defaults (all cores); numexpr is set to 2 threads.
 "$VENV/bin/python" "$ROOT/benches/compare.py" --runs "$RUNS" --scale-down "$SCALE" \
-    --chain "$PY_CHAIN" --systems "$PY_SYSTEMS" --out "$OUT/python.jsonl" || exit 1
+    --chain "$PY_CHAIN" --systems "$PY_SYSTEMS" --out "$OUT/python.jsonl" \
+    --per-call-out "$OUT/python_percall.jsonl" || exit 1
 echo "== kiln in-process (Python package) =="
 # kiln.evaluate against numexpr and numpy in one process (python/benches/inprocess.py),
 # in the virtual environment the README's test command builds with the package.

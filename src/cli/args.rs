@@ -157,6 +157,11 @@ pub struct BenchArgs {
     /// Build the chain graph of K operations.
     #[arg(long, value_name = "K", conflicts_with = "expr")]
     pub chain: Option<usize>,
+    /// Per-call time: the suite's `poly` on 10, 1,000 and 100,000 elements
+    /// (`poly@10`, ...), at least 201 timed calls each; read `run_us` and
+    /// `run_into_us` of `--json`.
+    #[arg(long, conflicts_with_all = ["expr", "chain", "suite"])]
+    pub per_call: bool,
     /// Measure the gradient of the (scalar) expression with respect to these inputs (comma-separated).
     #[arg(long, value_name = "NAME,..", requires = "expr")]
     pub grad: Vec<String>,

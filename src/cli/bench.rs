@@ -261,6 +261,39 @@ pub fn suite_cases(scale_down: usize, only: &[String]) -> CliResult<Vec<Case>> {
     plain.chain(gradients).collect()
 }
 
+/// Input sizes of the per-call cases (`kiln bench --per-call`): small
+/// enough that the call overhead dominates, up to where the kernel does.
+pub const PER_CALL_SIZES: [usize; 3] = [10, 1_000, 100_000];
+
+/// Timed calls per per-call case at least (a median of µs-long calls needs
+/// many samples on a noisy machine).
+pub const PER_CALL_RUNS: usize = 201;
+
+/// The per-call cases: the suite's `poly` with `x` of each of
+/// [`PER_CALL_SIZES`] elements, named `poly@<size>`.
+pub fn per_call_cases() -> CliResult<Vec<Case>> {
+    let suite = workloads::suite();
+    let poly = suite
+        .iter()
+        .find(|w| w.name == "poly")
+        .expect("the suite has poly");
+    let full = poly.inputs[0].shape[0];
+    PER_CALL_SIZES
+        .iter()
+        .map(|&n| {
+            let values = poly.generate_scaled(2024, full / n);
+            debug_assert_eq!(values[0].len(), n);
+            Ok(Case {
+                name: format!("poly@{n}"),
+                graph: poly
+                    .graph()
+                    .map_err(|e| CliError::from_kiln(e, poly.expr))?,
+                values,
+            })
+        })
+        .collect()
+}
+
 /// The chain graph of `k` operations on vectors of `size` elements.
 pub fn chain_case(k: usize, size: usize) -> CliResult<Case> {
     let graph = workloads::chain_graph(k).map_err(|e| CliError::usage(e.to_string()))?;
@@ -306,15 +339,19 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
     if let Some(t) = a.threads {
         linker::set_num_threads(t);
     }
+    let mut runs = a.runs;
     let cases = if a.suite {
         suite_cases(a.scale_down.max(1), &split_list(&a.only))?
+    } else if a.per_call {
+        runs = runs.max(PER_CALL_RUNS);
+        per_call_cases()?
     } else if let Some(k) = a.chain {
         vec![chain_case(k, a.chain_size)?]
     } else if let Some(e) = &a.expr {
         vec![expr_grad_case(e, &a.vars, &split_list(&a.grad))?]
     } else {
         return Err(CliError::usage(
-            "nothing to measure: give an expression with --var declarations, --suite, or --chain K",
+            "nothing to measure: give an expression with --var declarations, --suite, --per-call, or --chain K",
         ));
     };
     if !a.json {
@@ -328,7 +365,7 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
             if !a.quiet {
                 eprint!("[{done}/{total}] {} {name} ... ", case.name);
             }
-            let row = measure(case, name, mode, a.runs)?;
+            let row = measure(case, name, mode, runs)?;
             if !a.quiet {
                 eprintln!(
                     "compile {:.1} ms, run {:.3} ms, run_into {:.3} ms",
@@ -355,6 +392,17 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(vec![]).is_nan());
+    }
+
+    #[test]
+    fn the_per_call_cases_are_poly_at_each_size() {
+        let cases = per_call_cases().unwrap();
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["poly@10", "poly@1000", "poly@100000"]);
+        for (c, n) in cases.iter().zip(PER_CALL_SIZES) {
+            assert_eq!(c.values.len(), 1);
+            assert_eq!(c.values[0].shape(), &[n]);
+        }
     }
 
     #[test]

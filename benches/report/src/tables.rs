@@ -2,8 +2,10 @@
 //! `benches/compare.sh` writes into a results folder: `meta.json` (commit,
 //! date, machine, load average, package versions), `kiln.jsonl` (`kiln bench
 //! --suite --json`), `kiln_chain.jsonl` (`kiln bench --chain K --json`) and
-//! `python.jsonl` (`benches/compare.py`); and, when present, the
-//! in-process section from `inprocess_meta.json` and `inprocess.jsonl`
+//! `python.jsonl` (`benches/compare.py`); when present, the per-call table
+//! from `kiln_percall.jsonl` (`kiln bench --per-call --json`) and
+//! `python_percall.jsonl` (`compare.py --per-call-out`); and, when present,
+//! the in-process section from `inprocess_meta.json` and `inprocess.jsonl`
 //! (`python/benches/inprocess.py`).
 //!
 //! Every figure of the section comes from those files; each table is
@@ -77,6 +79,10 @@ pub struct RawData {
     /// `inprocess_meta.json` and `inprocess.jsonl` (one object per system,
     /// workload and size), when the folder has them.
     pub inprocess: Option<(Value, Vec<Value>)>,
+    /// `kiln_percall.jsonl` (`kiln bench --per-call --json`) and
+    /// `python_percall.jsonl` (`compare.py --per-call-out`), when the
+    /// folder has them.
+    pub per_call: Option<(Vec<Value>, Vec<Value>)>,
 }
 
 /// Reads the raw data of a results folder.
@@ -106,12 +112,18 @@ pub fn load(dir: &Path) -> Result<RawData, String> {
     } else {
         None
     };
+    let per_call = if dir.join("kiln_percall.jsonl").exists() {
+        Some((jsonl("kiln_percall.jsonl")?, jsonl("python_percall.jsonl")?))
+    } else {
+        None
+    };
     Ok(RawData {
         meta,
         kiln: jsonl("kiln.jsonl")?,
         chain: jsonl("kiln_chain.jsonl")?,
         python: jsonl("python.jsonl")?,
         inprocess,
+        per_call,
     })
 }
 
@@ -470,6 +482,10 @@ pub fn render(raw: &RawData) -> Result<String, String> {
         }
     }
 
+    if let Some((kiln, python)) = &raw.per_call {
+        render_per_call(&mut s, kiln, python, &prov)?;
+    }
+
     // The chain graph.
     let _ = writeln!(
         s,
@@ -505,6 +521,65 @@ pub fn render(raw: &RawData) -> Result<String, String> {
         "\n![run time per workload and system](benches/results/run_time.png)\n\n![FAST_RUN rewrite time against graph size](benches/results/rewrite_time.png)"
     );
     Ok(s)
+}
+
+/// The per-call table: kiln's `call` and `call_into` of `poly` at each size
+/// beside numpy, numexpr and JAX (µs per call), and kiln's `call` against
+/// the fastest of the others.
+fn render_per_call(
+    s: &mut String,
+    kiln: &[Value],
+    python: &[Value],
+    prov: &str,
+) -> Result<(), String> {
+    const OTHERS: [(&str, &str); 3] = [
+        ("numpy", "numpy"),
+        ("numexpr", "numexpr 2 threads"),
+        ("jax", "JAX jit"),
+    ];
+    let _ = writeln!(
+        s,
+        "\nPer-call time of `poly` (`2*x**3 - 3*x**2 + x - 1`), median µs per call: kiln FAST_RUN from Rust (`kiln bench --per-call`, `call` allocating its result and `call_into` writing into a reused array, at least 201 timed calls), the others from Python (`compare.py --per-call-out`: back-to-back calls, median of 7 rounds of about 20 ms). {prov}\n"
+    );
+    let titles: Vec<&str> = OTHERS.iter().map(|o| o.1).collect();
+    let _ = writeln!(
+        s,
+        "| elements | kiln call | kiln call_into | {} | kiln call / best other |",
+        titles.join(" | ")
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+    for r in kiln {
+        let w = text(r, "workload", "kiln_percall.jsonl")?;
+        let what = format!("kiln_percall.jsonl, {w}");
+        let n = w
+            .split_once('@')
+            .and_then(|(_, n)| n.parse::<u64>().ok())
+            .ok_or_else(|| format!("{what}: the workload is not `name@size`"))?;
+        let call = number(r, "run_us", &what)?;
+        let into = number(r, "run_into_us", &what)?;
+        let mut best: Option<f64> = None;
+        let mut cells = Vec::new();
+        for (key, _) in OTHERS {
+            let v = python
+                .iter()
+                .find(|p| p["system"] == key && p["workload"] == w)
+                .and_then(|p| p["run_us"].as_f64());
+            if let Some(v) = v {
+                best = Some(best.map_or(v, |b: f64| b.min(v)));
+            }
+            cells.push(v.map_or("n/a".to_string(), ms));
+        }
+        let ratio = best.map_or("n/a".to_string(), |b| format!("{:.2}", call / b));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {ratio} |",
+            grouped(n),
+            ms(call),
+            ms(into),
+            cells.join(" | ")
+        );
+    }
+    Ok(())
 }
 
 /// `doc` with the text between its [`BEGIN`] and [`END`] lines replaced by
