@@ -1,6 +1,8 @@
 //! Kernel drivers: the ABI every kernel shares ([`KernelFn`]), and the
 //! loops that run a kernel over a strided iteration space (dimension
-//! collapsing, the outer-dimension loop, parallel splitting).
+//! collapsing, the outer-dimension loop, parallel splitting, and for
+//! element-wise kernels the gathering of inputs that are strided along the
+//! innermost dimension into contiguous blocks).
 //!
 //! Invariants: every operand covers the iteration shape with its strides
 //! (the caller's guarantee); work handed to other threads writes disjoint
@@ -57,6 +59,77 @@ pub(super) fn drive(
     par: ParallelOptions,
     acc0: Option<Modes>,
 ) {
+    drive_impl(f, ptrs, strides, esz, shape, par, acc0, 0);
+}
+
+/// Elements of a strided input gathered per kernel call by
+/// [`drive_elemwise`] (a block that stays in L1 with its output).
+const GATHER: usize = 1024;
+
+/// [`drive`] for an element-wise kernel whose first `n_inputs` operands are
+/// inputs and the rest outputs: when every output is contiguous along the
+/// innermost dimension but some input is strided there (a transposed
+/// operand, a step-2 slice), each row is run in blocks of [`GATHER`]
+/// elements whose strided inputs are first copied to contiguous scratch,
+/// so the kernel takes its vector path (block-wise math) instead of one
+/// scalar call per element.
+pub(super) fn drive_elemwise(
+    f: KernelFn,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    n_inputs: usize,
+) {
+    drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs);
+}
+
+/// Copies `n` elements of `esz` bytes lying `stride` bytes apart from `src`
+/// to consecutive places from `dst`.
+///
+/// # Safety
+/// `src` addresses `n` readable elements at that stride; `dst` has room
+/// for `n * esz` bytes and overlaps none of them; `esz` is 1, 2, 4 or 8.
+unsafe fn gather(src: *const u8, stride: isize, esz: usize, dst: *mut u8, n: usize) {
+    /// # Safety
+    /// As for `gather`, with `T` of `esz` bytes.
+    unsafe fn go<T: Copy>(src: *const u8, stride: isize, dst: *mut u8, n: usize) {
+        for j in 0..n {
+            // SAFETY: element j of the source and slot j of `dst` exist
+            // (the caller's contract); the source is only element-aligned
+            // as seen from here, hence the unaligned read.
+            unsafe {
+                let v = (src.offset(j as isize * stride) as *const T).read_unaligned();
+                (dst as *mut T).add(j).write_unaligned(v);
+            }
+        }
+    }
+    // SAFETY: the caller's contract, with T of `esz` bytes.
+    unsafe {
+        match esz {
+            1 => go::<u8>(src, stride, dst, n),
+            2 => go::<u16>(src, stride, dst, n),
+            4 => go::<u32>(src, stride, dst, n),
+            8 => go::<u64>(src, stride, dst, n),
+            _ => unreachable!("element sizes are 1, 2, 4 or 8 bytes"),
+        }
+    }
+}
+
+/// The driver behind [`drive`] and [`drive_elemwise`] (`n_gather`: the
+/// number of leading operands that are element-wise inputs, 0 for none).
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
+fn drive_impl(
+    f: KernelFn,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    acc0: Option<Modes>,
+    n_gather: usize,
+) {
     if shape.contains(&0) {
         return;
     }
@@ -100,7 +173,60 @@ pub(super) fn drive(
     let rows: usize = outer.iter().map(|d| d.0).product();
     let total = rows * inner_n;
     let base: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+    // Inputs to gather: strided along the inner dimension, while every
+    // output is contiguous there (else the kernel's scalar path runs anyway).
+    let strided = |k: usize| inner_st[k] != 0 && inner_st[k] != esz[k] as isize;
+    let gathered: SmallVec<[usize; 6]> = if (n_gather..nops).all(|k| !strided(k)) && inner_n > 1 {
+        (0..n_gather.min(nops)).filter(|&k| strided(k)).collect()
+    } else {
+        SmallVec::new()
+    };
+    let run_gathered = |r0: usize, r1: usize, i0: usize, i1: usize| {
+        // One scratch block per gathered input (u64s: aligned for every dtype).
+        let mut scratch: Vec<Vec<u64>> = gathered.iter().map(|_| vec![0u64; GATHER]).collect();
+        let mut st: SmallVec<[isize; 6]> = inner_st.clone();
+        for &k in &gathered {
+            st[k] = esz[k] as isize;
+        }
+        let mut q: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+        for r in r0..r1 {
+            let mut rem = r;
+            let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            for (n, ost) in outer.iter().rev() {
+                let i = rem % n;
+                rem /= n;
+                for k in 0..nops {
+                    off[k] += i as isize * ost[k];
+                }
+            }
+            let mut i = i0;
+            while i < i1 {
+                let m = GATHER.min(i1 - i);
+                for k in 0..nops {
+                    q[k] = (base[k] as isize + off[k] + i as isize * inner_st[k]) as *mut u8;
+                }
+                for (g, &k) in gathered.iter().enumerate() {
+                    let dst = scratch[g].as_mut_ptr() as *mut u8;
+                    // SAFETY: elements i..i+m of this row of input k are in
+                    // bounds (every operand covers `shape`); the scratch block
+                    // holds GATHER >= m elements of at most 8 bytes and is
+                    // owned by this closure call.
+                    unsafe { gather(q[k], inner_st[k], esz[k], dst, m) };
+                    q[k] = dst;
+                }
+                // SAFETY: outputs and ungathered inputs address elements
+                // i..i+m of this row (in bounds, as above); gathered inputs
+                // address their m contiguous scratch elements; chunks handed
+                // to other threads write disjoint output elements.
+                unsafe { f(q.as_ptr(), st.as_ptr(), m) };
+                i += m;
+            }
+        }
+    };
     let run_rows = |r0: usize, r1: usize, i0: usize, i1: usize| {
+        if !gathered.is_empty() {
+            return run_gathered(r0, r1, i0, i1);
+        }
         let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
         for r in r0..r1 {
             let mut rem = r;

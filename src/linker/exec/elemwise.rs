@@ -11,7 +11,7 @@
 use smallvec::SmallVec;
 
 use super::broadcast::{broadcast_shape, broadcast_strides, is_broadcast_view};
-use super::drive::{drive, jit_fn};
+use super::drive::{drive_elemwise, jit_fn};
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::linker::buffer::Arr;
@@ -69,14 +69,14 @@ impl Exec<'_> {
         let mut esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
         esz.extend(outputs.iter().map(|o| o.1.size_of()));
         drop(ins);
-        drive(
+        drive_elemwise(
             jit_fn(self.code, *kernel),
             &ptrs,
             &strides,
             &esz,
             &shape,
             self.par,
-            None,
+            inputs.len(),
         );
         for ((s, _), a) in outputs.iter().zip(outs) {
             self.slots[*s] = Some(a);
