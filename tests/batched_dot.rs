@@ -306,6 +306,64 @@ fn jit_matches_the_reference_on_every_path() {
 }
 
 #[test]
+fn batches_split_over_threads_match_one_thread_bit_for_bit() {
+    // Whole batches per thread (many small products, odd counts, one
+    // batch, broadcast batches, large products sharing out evenly) and
+    // each large GEMM threaded on its own (3 large batches): the
+    // reference within rounding, and the same bits as with one thread.
+    let cases: [(&[usize], &[usize]); 7] = [
+        (&[64, 40, 40], &[64, 40, 40]),
+        (&[37, 40, 30], &[37, 30, 35]),
+        (&[1, 170, 160], &[1, 160, 170]),
+        (&[3, 1, 40, 30], &[5, 30, 60]),
+        (&[1, 40, 50], &[21, 50, 40]),
+        (&[4, 130, 180], &[4, 180, 190]),
+        (&[3, 130, 180], &[3, 180, 190]),
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        for (k, (sa, sb)) in cases.iter().enumerate() {
+            let bc = |s: &[usize]| s.iter().map(|&d| (d == 1).then_some(1)).collect::<Vec<_>>();
+            let a = tensor(
+                "a",
+                dtype,
+                &bc(&sa[..sa.len() - 2])
+                    .into_iter()
+                    .chain([None, None])
+                    .collect::<Vec<_>>(),
+            );
+            let b = tensor(
+                "b",
+                dtype,
+                &bc(&sb[..sb.len() - 2])
+                    .into_iter()
+                    .chain([None, None])
+                    .collect::<Vec<_>>(),
+            );
+            let vals = [
+                floats(dtype, sa, 100 + k as u64),
+                floats(dtype, sb, 200 + k as u64),
+            ];
+            let what = format!("{dtype} {sa:?} @ {sb:?}");
+            check_matmul(&a, &b, &vals[0], &vals[1], &what);
+            let out = matmul(&a, &b).unwrap();
+            let ins = [a.clone(), b.clone()];
+            let mut runs = Vec::new();
+            for threads in [1, 2, 3] {
+                kiln::linker::set_num_threads(threads);
+                runs.push(compiled(&ins, &out, &vals, Mode::fast_run()).unwrap());
+            }
+            kiln::linker::set_num_threads(0);
+            for (got, threads) in runs[1..].iter().zip([2, 3]) {
+                assert!(
+                    got.same_as(&runs[0]),
+                    "{what}: {threads} threads differ from one"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn jit_reads_strided_transposed_and_reversed_inputs() {
     let a = tensor("a", DType::F64, &[None, None, None]);
     let b = tensor("b", DType::F64, &[None, None, None]);

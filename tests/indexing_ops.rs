@@ -225,6 +225,43 @@ fn out_of_range_indices_are_errors_in_both_evaluators() {
 }
 
 #[test]
+fn long_i64_index_arrays_are_checked_in_place() {
+    // 300 000 i64 indices (checked in chunks over threads and read in
+    // place): rows of width 16 gathered with negative indices, and an
+    // out-of-range index anywhere is an error naming the first one.
+    let n = 300_000usize;
+    let xv = f64v(&[1000, 16], (0..16_000).map(|k| k as f64).collect());
+    let idx: Vec<i64> = (0..n as i64).map(|k| (k * 7919) % 2000 - 1000).collect();
+    let (x, i) = (input_of("x", &xv), tensor("i", DType::I64, &[None]));
+    let g = take(&x, &i, 0).unwrap();
+    let got = agree(
+        &[x.clone(), i.clone()],
+        &g,
+        &[xv.clone(), i64v(&[n], idx.clone())],
+        "long i64 gather",
+    );
+    assert_eq!(got.shape(), &[n, 16]);
+    for (at, bad, second) in [
+        (n - 1, 1000, -1001),
+        (7, -1001, 5000),
+        (150_001, 1 << 40, 1000),
+    ] {
+        let mut v = idx.clone();
+        v[at] = bad;
+        v[n - 2 - at % 3] = second;
+        let first = if at < n - 2 - at % 3 { bad } else { second };
+        let want = format!("index {first} is out of bounds for axis 0 with size 1000");
+        let vals = [xv.clone(), i64v(&[n], v)];
+        for e in [
+            reference(&[x.clone(), i.clone()], &g, &vals).unwrap_err(),
+            jit(&[x.clone(), i.clone()], &g, &vals).unwrap_err(),
+        ] {
+            assert!(e.to_string().contains(&want), "{e}");
+        }
+    }
+}
+
+#[test]
 fn updates_accumulate_duplicates_as_add_at() {
     // np.add.at(x, [0, 0, 2, -1], y) and x[[0, 0, 2]] = y (last wins).
     let xv = f64v(&[4, 2], vec![0.0; 8]);

@@ -4,7 +4,9 @@
 //! `benches/gemm.rs`, see BENCH_NOTES.md).
 //!
 //! Large products run with the crate's own `Parallelism::Rayon` inside the
-//! [`crate::parallel`] pool. Invariant: results do not depend on the thread
+//! [`crate::parallel`] pool, unless called on a worker of a rayon pool
+//! (the caller is then parallel already: they run single-threaded there).
+//! Invariant: results do not depend on the thread
 //! count — the crate splits the output into the same mr×nr tiles whatever
 //! the thread count (its cache blocking depends only on m, n, k and the
 //! cache sizes), hands whole tiles to threads, and accumulates every tile
@@ -117,7 +119,11 @@ unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
             )
         }
     };
-    if m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS {
+    // On a pool worker the caller already runs in parallel (e.g. batches
+    // of a batched product spread over threads): threading this product
+    // too would only oversubscribe the workers.
+    let on_worker = rayon::current_thread_index().is_some();
+    if m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS && !on_worker {
         crate::parallel::in_pool(&run);
     } else {
         run(1);

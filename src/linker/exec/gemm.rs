@@ -5,8 +5,10 @@
 //! product for integers. `BatchedDot` addresses every batch's matrices
 //! through the operands' strides (no copies): one GEMM over all batches
 //! when `b` is shared by all of them and `a`'s batches are the rows of one
-//! strided matrix, else one GEMM per batch, batches spread over threads
-//! when each product is too small for the GEMM's own threading.
+//! strided matrix, else one GEMM per batch: whole batches spread over
+//! threads (each GEMM single-threaded) when the products are small or the
+//! batches share out evenly, else each GEMM threaded on its own
+//! (`batch_split`).
 //!
 //! Invariants: the inner dimensions agree (`MatMul::new`,
 //! `ops::batched_dot_shape`, which also checks the batch shapes); an inplace
@@ -429,11 +431,44 @@ fn rows_as_one_matrix(
     Some(row_stride)
 }
 
-/// Multiply-adds per batch from which a product is left to the GEMM's own
-/// threading instead of spreading batches over threads.
-const BATCH_SPLIT_MAX_FLOPS: usize = kiln_runtime::gemm::PARALLEL_FLOPS;
 /// Multiply-adds from which batches are spread over threads.
 const BATCH_SPLIT_MIN_FLOPS: usize = 1 << 20;
+
+/// How [`batched_gemm`] runs its per-batch products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchSplit {
+    /// One after the other on the calling thread, each GEMM choosing its
+    /// own threading (large ones run on the pool).
+    Sequential,
+    /// Whole batches spread over threads, chunks of at least `grain`
+    /// batches; each GEMM runs single-threaded on its worker.
+    Batches {
+        /// Minimum batches per chunk.
+        grain: usize,
+    },
+}
+
+/// The split of `count` products of `flops` multiply-adds each over
+/// `threads` threads: many small products run whole batches per thread
+/// (a GEMM below `PARALLEL_FLOPS` is single-threaded anyway, and splitting
+/// one small product over threads synchronises per batch); large products
+/// are split by batches too when the batches share out evenly (a multiple
+/// of the thread count, or at least four per thread), else each keeps the
+/// GEMM's own threading (e.g. 3 large products on 2 threads).
+fn batch_split(count: usize, flops: usize, threads: usize) -> BatchSplit {
+    let total = flops.saturating_mul(count);
+    if threads <= 1 || count <= 1 || total < BATCH_SPLIT_MIN_FLOPS {
+        return BatchSplit::Sequential;
+    }
+    let small = flops < kiln_runtime::gemm::PARALLEL_FLOPS;
+    if small || count.is_multiple_of(threads) || count >= 4 * threads {
+        // Chunks of at least 1/8 of the split threshold's work.
+        let grain = (BATCH_SPLIT_MIN_FLOPS / 8 / flops.max(1)).max(1);
+        BatchSplit::Batches { grain }
+    } else {
+        BatchSplit::Sequential
+    }
+}
 
 /// `c[i] = a[i] · b[i]` for every batch `i` of `sh` by the runtime GEMM
 /// (f32 or f64, the dtype of all three arrays; `c` fresh or the caller's
@@ -523,12 +558,16 @@ fn batched_gemm(sh: &crate::ops::BatchedDotShape, a: &Arr, b: &Arr, c: &Arr, par
         }
     };
     let flops = sh.m.saturating_mul(sh.k).saturating_mul(sh.n).max(1);
-    let total = flops.saturating_mul(count);
-    if parallel && count > 1 && flops < BATCH_SPLIT_MAX_FLOPS && total >= BATCH_SPLIT_MIN_FLOPS {
-        let grain = (BATCH_SPLIT_MIN_FLOPS / 8 / flops).max(1);
-        kiln_runtime::parallel::parallel_for(count, grain, &run);
+    let threads = if parallel {
+        kiln_runtime::parallel::num_threads()
     } else {
-        run(0, count);
+        1
+    };
+    match batch_split(count, flops, threads) {
+        // A GEMM called on a pool worker runs single-threaded (see
+        // `kiln_runtime::gemm`), so each batch stays on its thread.
+        BatchSplit::Batches { grain } => kiln_runtime::parallel::parallel_for(count, grain, &run),
+        BatchSplit::Sequential => run(0, count),
     }
 }
 
@@ -573,4 +612,37 @@ fn batched_int_product(
         ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&out_shape), acc).expect("sized"),
     );
     Ok(Arr::from_buffer(Buffer::from_value(v), &out_shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{batch_split, BatchSplit};
+    use kiln_runtime::gemm::PARALLEL_FLOPS;
+
+    #[test]
+    fn batches_split_by_size_and_count() {
+        let small = 128 * 128 * 128;
+        // 64 products of 128³: whole batches per thread, one batch a chunk.
+        assert_eq!(batch_split(64, small, 2), BatchSplit::Batches { grain: 1 });
+        // Odd counts of small products split too; tiny ones in bigger chunks.
+        assert_eq!(batch_split(37, small, 2), BatchSplit::Batches { grain: 1 });
+        assert_eq!(
+            batch_split(5000, 1000, 3),
+            BatchSplit::Batches { grain: 131 }
+        );
+        // Too little work in all, one batch, or one thread: sequential.
+        assert_eq!(batch_split(3, 1000, 2), BatchSplit::Sequential);
+        assert_eq!(
+            batch_split(1, PARALLEL_FLOPS * 4, 2),
+            BatchSplit::Sequential
+        );
+        assert_eq!(batch_split(64, small, 1), BatchSplit::Sequential);
+        // Large products: by batches when they share out evenly, else
+        // each GEMM threaded on its own.
+        let large = PARALLEL_FLOPS * 2;
+        assert_eq!(batch_split(4, large, 2), BatchSplit::Batches { grain: 1 });
+        assert_eq!(batch_split(9, large, 2), BatchSplit::Batches { grain: 1 });
+        assert_eq!(batch_split(3, large, 2), BatchSplit::Sequential);
+        assert_eq!(batch_split(5, large, 3), BatchSplit::Sequential);
+    }
 }

@@ -62,11 +62,7 @@ fn contiguous(shape: &[usize], strides: &[isize]) -> bool {
 /// the integer array `idx` in row-major order, each checked.
 fn positions(name: &str, idx: &Arr, len: usize, axis: usize) -> Result<Vec<usize>> {
     let check = |i: i64| normalize_index(i, len, axis).map_err(|m| err(name, m));
-    if idx.dtype == DType::I64 && idx.is_standard() {
-        // SAFETY: a standard-layout array of `idx.len()` i64 elements
-        // starts at `ptr`, which is aligned for i64 (arrays are
-        // element-aligned); nothing writes it during the call's step.
-        let s = unsafe { std::slice::from_raw_parts(idx.ptr as *const i64, idx.len()) };
+    if let Some(s) = i64_elements(idx) {
         return s.iter().map(|&i| check(i)).collect();
     }
     offsets(&idx.shape, &idx.strides)
@@ -115,21 +111,22 @@ unsafe fn copy_block(
     );
 }
 
-/// Copies the contiguous rows `pos[j]` of `src` (row `p` starts at byte
-/// `p * row_stride`) to consecutive rows of `dst`, `row_bytes` each,
-/// prefetching the rows a few iterations ahead (random gathers are bound
-/// by memory latency) and copying the common small widths with fixed-size
-/// copies the compiler inlines.
+/// Copies the contiguous rows `at(j)` for `j` in `0..count` of `src` (row
+/// `p` starts at byte `p * row_stride`) to consecutive rows of `dst`,
+/// `row_bytes` each, prefetching the rows a few iterations ahead (random
+/// gathers are bound by memory latency) and copying the common small widths
+/// with fixed-size copies the compiler inlines.
 ///
 /// # Safety
-/// Every row `pos[j]` of `src` is readable, `dst` holds `pos.len()` rows,
-/// and the two do not overlap.
+/// Every row `at(j)` of `src` is readable, `dst` holds `count` rows, and
+/// the two do not overlap.
 unsafe fn gather_rows(
     src: *const u8,
     row_stride: isize,
     dst: *mut u8,
     row_bytes: usize,
-    pos: &[usize],
+    count: usize,
+    at: impl Fn(usize) -> usize,
 ) {
     const AHEAD: usize = 12;
     #[inline(always)]
@@ -137,17 +134,17 @@ unsafe fn gather_rows(
         // SAFETY: the caller's row of N bytes.
         unsafe { std::ptr::copy_nonoverlapping(s, d, N) };
     }
-    for (j, &p) in pos.iter().enumerate() {
-        if let Some(&q) = pos.get(j + AHEAD) {
+    for j in 0..count {
+        if j + AHEAD < count {
             // A hint: never faults, even past the end.
             kiln_runtime::mem::kiln_prefetch(
-                src.wrapping_offset(q as isize * row_stride),
+                src.wrapping_offset(at(j + AHEAD) as isize * row_stride),
                 row_bytes,
             );
         }
-        // SAFETY: row `p` of `src` and row `j` of `dst` (the contract).
+        // SAFETY: row `at(j)` of `src` and row `j` of `dst` (the contract).
         unsafe {
-            let s = src.offset(p as isize * row_stride);
+            let s = src.offset(at(j) as isize * row_stride);
             let d = dst.add(j * row_bytes);
             match row_bytes {
                 8 => fixed::<8>(s, d),
@@ -157,6 +154,135 @@ unsafe fn gather_rows(
                 128 => fixed::<128>(s, d),
                 256 => fixed::<256>(s, d),
                 n => std::ptr::copy_nonoverlapping(s, d, n),
+            }
+        }
+    }
+}
+
+/// The elements of `idx` as a slice when it is a standard-layout `i64`
+/// array (the common index array: read in place, no copy).
+fn i64_elements(idx: &Arr) -> Option<&[i64]> {
+    (idx.dtype == DType::I64 && idx.is_standard()).then(|| {
+        // SAFETY: a standard-layout array of `idx.len()` i64 elements
+        // starts at `ptr`, which is aligned for i64 (arrays are
+        // element-aligned); nothing writes it during the call's step, and
+        // the slice does not outlive the borrow of `idx`, which keeps the
+        // buffer alive.
+        unsafe { std::slice::from_raw_parts(idx.ptr as *const i64, idx.len()) }
+    })
+}
+
+/// Checks every index of `idx` against an axis of length `len` (negative
+/// ones count from the end), in chunks over threads for a long index
+/// array; the error names the first index out of range, as
+/// [`positions`] does.
+fn check_indices(
+    name: &str,
+    idx: &[i64],
+    len: usize,
+    axis: usize,
+    par: ParallelOptions,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // len <= isize::MAX (it is an array's size), so n and -n are exact.
+    let n = len as i64;
+    let first_bad = AtomicUsize::new(usize::MAX);
+    let scan = |s: usize, e: usize| {
+        let part = &idx[s..e];
+        // Branch-free over the chunk (vectorised); the position only on failure.
+        if part.iter().fold(true, |ok, &i| ok & (i >= -n) & (i < n)) {
+            return;
+        }
+        if let Some(k) = part.iter().position(|&i| i < -n || i >= n) {
+            first_bad.fetch_min(s + k, Ordering::Relaxed);
+        }
+    };
+    if par.threshold > 0 && idx.len() >= par.threshold {
+        kiln_runtime::parallel::parallel_for(idx.len(), par.grain, &scan);
+    } else {
+        scan(0, idx.len());
+    }
+    match first_bad.into_inner() {
+        usize::MAX => Ok(()),
+        j => normalize_index(idx[j], len, axis)
+            .map(|_| ())
+            .map_err(|m| err(name, m)),
+    }
+}
+
+/// The position that the checked index `i` names along an axis of length
+/// `len` (`i` in `-len..len`, see [`check_indices`]).
+#[inline(always)]
+fn wrap(i: i64, len: usize) -> usize {
+    if i < 0 {
+        (i + len as i64) as usize
+    } else {
+        i as usize
+    }
+}
+
+/// A gather's source and destination layout, shared by the threads that
+/// copy its rows.
+struct Gather<'a> {
+    src: Addr,
+    dst: Addr,
+    dtype: DType,
+    /// Bytes of one contiguous row of `x` after the axis, if it is one.
+    fast: Option<usize>,
+    /// Element offsets of `x`'s indices before the axis.
+    x_outer: &'a [isize],
+    /// Number of indices.
+    m: usize,
+    /// `x`'s element stride along the axis.
+    sa: isize,
+    inner_shape: &'a [usize],
+    inner_x: &'a [isize],
+    inner_out: &'a [isize],
+    inner_len: usize,
+}
+
+impl Gather<'_> {
+    /// Copies output rows `r0..r1` (row `r` is outer index `r / m` and
+    /// index `r % m`), index `j` naming position `at(j)`.
+    ///
+    /// # Safety
+    /// `at(j)` is in range of the axis for every `j < m`; `src` is `x` and
+    /// `dst` the fresh output of `x_outer.len() * m * inner_len` elements,
+    /// whose rows `r0..r1` no other thread writes.
+    unsafe fn rows(&self, r0: usize, r1: usize, at: impl Fn(usize) -> usize) {
+        let es = self.dtype.size_of();
+        if let (Some(bytes), [o]) = (self.fast, self.x_outer) {
+            // SAFETY: as below; one outer index, so row r is index r.
+            unsafe {
+                gather_rows(
+                    (self.src.0 as *const u8).offset(o * es as isize),
+                    self.sa * es as isize,
+                    (self.dst.0 as *mut u8).add(r0 * bytes),
+                    bytes,
+                    r1 - r0,
+                    |j| at(r0 + j),
+                )
+            };
+            return;
+        }
+        for r in r0..r1 {
+            let (o, j) = (r / self.m, r % self.m);
+            let off = self.x_outer[o] + at(j) as isize * self.sa;
+            // SAFETY: `at(j)` is in range of the axis and `o` ranges over
+            // x's outer indices, so the row starting at `off` is inside `x`;
+            // output row `r` is inside the fresh output of `rows *
+            // inner_len` elements; rows are disjoint and each is written by
+            // one thread.
+            unsafe {
+                copy_block(
+                    (self.src.0 as *const u8).offset(off * es as isize),
+                    self.inner_x,
+                    (self.dst.0 as *mut u8).add(r * self.inner_len * es),
+                    self.inner_out,
+                    self.inner_shape,
+                    self.dtype,
+                    self.fast,
+                );
             }
         }
     }
@@ -177,7 +303,17 @@ impl Exec<'_> {
             out_shape,
         } = step;
         let (x, idx, axis) = (self.get(*x), self.get(*idx), *axis);
-        let pos = positions(name, &idx, x.shape[axis], axis)?;
+        let len = x.shape[axis];
+        // A standard i64 index array is checked and read in place; any
+        // other is read once into checked positions.
+        let raw = i64_elements(&idx);
+        let pos = match raw {
+            Some(s) => {
+                check_indices(name, s, len, axis, self.par)?;
+                Vec::new()
+            }
+            None => positions(name, &idx, len, axis)?,
+        };
         let mut shape: Vec<usize> = x.shape[..axis].to_vec();
         shape.extend_from_slice(&idx.shape);
         shape.extend_from_slice(&x.shape[axis + 1..]);
@@ -188,46 +324,29 @@ impl Exec<'_> {
         let inner_x = &x.strides[axis + 1..];
         let inner_len: usize = inner_shape.iter().product();
         let inner_out = c_strides(inner_shape);
-        let fast = contiguous(inner_shape, inner_x).then_some(inner_len * es);
         let x_outer = offsets(&x.shape[..axis], &x.strides[..axis]);
-        let (m, sa) = (pos.len(), x.strides[axis]);
-        let rows = x_outer.len() * m;
-        let (src, dst) = (Addr(x.ptr as usize), Addr(out.ptr as usize));
-        let run = |r0: usize, r1: usize| {
-            let (src, dst) = (src, dst);
-            if let (Some(bytes), [o]) = (fast, x_outer.as_slice()) {
-                // SAFETY: as below; every position is checked in range.
-                unsafe {
-                    gather_rows(
-                        (src.0 as *const u8).offset(o * es as isize),
-                        sa * es as isize,
-                        (dst.0 as *mut u8).add(r0 * bytes),
-                        bytes,
-                        &pos[r0..r1],
-                    )
-                };
-                return;
-            }
-            for r in r0..r1 {
-                let (o, j) = (r / m, r % m);
-                let off = x_outer[o] + pos[j] as isize * sa;
-                // SAFETY: `pos[j]` is checked in range of the axis and `o`
-                // ranges over x's outer indices, so the row starting at
-                // `off` is inside `x`; output row `r` is inside the fresh
-                // output of `rows * inner_len` elements; rows are disjoint
-                // and each is written by one thread.
-                unsafe {
-                    copy_block(
-                        (src.0 as *const u8).offset(off * es as isize),
-                        inner_x,
-                        (dst.0 as *mut u8).add(r * inner_len * es),
-                        &inner_out,
-                        inner_shape,
-                        x.dtype,
-                        fast,
-                    );
-                }
-            }
+        let g = Gather {
+            src: Addr(x.ptr as usize),
+            dst: Addr(out.ptr as usize),
+            dtype: x.dtype,
+            fast: contiguous(inner_shape, inner_x).then_some(inner_len * es),
+            x_outer: &x_outer,
+            m: idx.len(),
+            sa: x.strides[axis],
+            inner_shape,
+            inner_x,
+            inner_out: &inner_out,
+            inner_len,
+        };
+        let rows = x_outer.len() * g.m;
+        let run = |r0: usize, r1: usize| match raw {
+            // SAFETY: every index was checked in range of the axis above
+            // (`check_indices`); `out` is the fresh output of `rows *
+            // inner_len` elements and each chunk of rows is written by one
+            // thread.
+            Some(s) => unsafe { g.rows(r0, r1, |j| wrap(s[j], len)) },
+            // SAFETY: as above (`positions` checked every index).
+            None => unsafe { g.rows(r0, r1, |j| pos[j]) },
         };
         let total = rows * inner_len;
         if inner_len > 0 && self.par.threshold > 0 && total >= self.par.threshold {
