@@ -783,3 +783,11 @@ fn sigmoid_stabilisations_are_accurate_at_800() {
     // local_log1p_plusminus_exp: log1p(inf) is inf at 800, the true value 800.
     assert_more_accurate("log1p(exp(x))", &xs, &[800.0], softplus_ref, 1e-12);
 }
+
+/// `logmexpm1_to_log1mexp` at extreme inputs: finite and within 1e-12 of
+/// the closed form from -800 to -1e-300.
+#[test]
+fn log_of_minus_expm1_is_accurate_at_extremes() {
+    let xs = [-800.0, -700.0, -40.0, -1.0, -1e-3, -1e-10, -1e-300];
+    assert_more_accurate("log(-expm1(x))", &xs, &[], log1mexp_ref, 1e-12);
+}
