@@ -164,7 +164,7 @@ fn rewritten_graphs_print_as_expressions_that_reparse() {
                     continue;
                 }
             };
-            let fg = FunctionGraph::new(&tensors, &[reparsed.clone()]).unwrap();
+            let fg = FunctionGraph::new(&tensors, std::slice::from_ref(&reparsed)).unwrap();
             // Compiled as written (mode none): the JIT runs the printed graph.
             let compiled = function(&tensors, &[reparsed])
                 .mode(Mode::none())
