@@ -140,9 +140,10 @@ fn the_stencil_is_one_fused_node_over_three_views() {
         "{text}"
     );
     let after = text.split("after (4 nodes):\n").nth(1).unwrap_or_default();
-    // One Composite reading the three Subtensor views of x.
+    // One Composite reading the three Subtensor views of x, printed inline
+    // in the expression language (so that the text re-parses).
     assert_eq!(after.lines().count(), 1, "{text}");
-    assert!(after.starts_with("Composite{"), "{text}");
+    assert!(!after.contains("Composite"), "{text}");
     for view in ["x[2:]", "x[1:-1]", "x[:-2]"] {
         assert!(after.contains(view), "{view}: {text}");
     }
@@ -157,9 +158,8 @@ fn set_subtensor_is_inplace_in_fast_run() {
         "x=f64[:]",
         "--var",
         "y=f64[2]",
+        "--format",
+        "dprint",
     ]));
-    assert!(
-        text.contains("set_subtensor{inplace}(exp(x)[1:3], y)"),
-        "{text}"
-    );
+    assert!(text.contains("SetSubtensor{1:3}{inplace}"), "{text}");
 }

@@ -758,7 +758,7 @@ fn sum_of_fill() {
         "local_sum_of_fill",
         graph_of(&[xm.clone(), x.clone()], &fill_all.sum(&[0]).unwrap()),
         "sum(second(X, sum(x)[None, None]), axis=0)",
-        "Alloc(where((Shape_i{0}(X) > 0)[None], (sum(x)[None] * cast(Shape_i{0}(X), \"f64\")[None]), 0.0), Shape_i{1}(X))",
+        "alloc(where((Shape_i{0}(X) > 0)[None], (sum(x)[None] * cast(Shape_i{0}(X), \"f64\")[None]), 0.0), Shape_i{1}(X))",
     );
     // Small integers sum in i64: the product is cast first.
     let b = tensor("b", DType::I8, &[None, None]);

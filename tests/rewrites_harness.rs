@@ -326,6 +326,38 @@ fn templates() -> Vec<Template> {
                 .slice(&[Idx::range(1, -1)])
                 .unwrap()
         }),
+        // Alloc (alloc.rs): sizes taken from the operands at run time.
+        t("local_useless_alloc", Vectors, |[a, ..], _| {
+            alloc(a, &[&a.shape_i(0).unwrap()]).unwrap()
+        }),
+        t("local_alloc_sink_dimshuffle", Vectors, |[a, ..], l| {
+            let one = Tensor::constant(Value::scalar_i64(DType::I64, 1));
+            alloc(a, &[&one, &l[0].shape_i(0).unwrap()]).unwrap()
+        }),
+        t("local_merge_alloc", Vectors, |[a, b, _], l| {
+            let n = l[1].shape_i(0).unwrap();
+            let inner = alloc(&a.sum_all(), &[&n]).unwrap();
+            &alloc(&inner, &[&l[0].shape_i(0).unwrap(), &n]).unwrap() * b
+        }),
+        t("local_dimshuffle_alloc", Vectors, |[a, ..], l| {
+            let n = l[0].shape_i(0).unwrap();
+            alloc(a, &[&n, &n]).unwrap().t()
+        }),
+        t("local_alloc_unary", Vectors, |[a, ..], l| {
+            let n = l[0].shape_i(0).unwrap();
+            alloc(&a.sum_all(), &[&n]).unwrap().tanh()
+        }),
+        t("local_elemwise_alloc", Matrices, |[a, b, _], _| {
+            let sizes = [b.shape_i(0).unwrap(), b.shape_i(1).unwrap()];
+            &alloc(&a.sum_all(), &[&sizes[0], &sizes[1]]).unwrap() * b
+        }),
+        t("local_join_of_alloc", Vectors, |[a, b, _], l| {
+            let n = l[0].shape_i(0).unwrap();
+            let two = Tensor::constant(Value::scalar_i64(DType::I64, 2));
+            let p = alloc(&a.sum_all(), &[&n, &two]).unwrap();
+            let q = alloc(&b.sum_all(), &[&n, &two]).unwrap();
+            concatenate(&[&p, &q], 1).unwrap()
+        }),
         t("local_useless_inc_subtensor", Vectors, |[a, b, _], _| {
             set_subtensor(a, &[Idx::FULL], b).unwrap()
         }),

@@ -493,8 +493,8 @@ fn subtensor_of_dimshuffle_and_alloc() {
     check_rule(
         "local_subtensor_of_alloc",
         fg,
-        "Alloc(v, n, 5)[:, 1:-1]",
-        "Alloc(v, n, 3)",
+        "alloc(v, n, 5)[:, 1:-1]",
+        "alloc(v, n, 3)",
     );
 }
 

@@ -644,6 +644,9 @@ pub enum Signature {
     /// `tensordot(a, b, axes=2)` or `tensordot(a, b, axes=([1, 0], [0, 1]))`:
     /// two tensors plus an optional `axes=` (default 2).
     Tensordot,
+    /// `alloc(x, n, m)`: one tensor followed by any number of 0-d integer
+    /// sizes (integer literals or expressions), one per output dimension.
+    Alloc,
 }
 
 macro_rules! funcs {
@@ -750,6 +753,9 @@ funcs! {
     Concatenate => "concatenate", Join;
     Stack => "stack", Join;
     Split => "split", Split;
+    Alloc => "alloc", Alloc;
+    Reciprocal => "reciprocal", Fixed(1);
+    Second => "second", Fixed(2);
 }
 
 impl Func {
@@ -765,14 +771,15 @@ impl Func {
         self.signature() == Signature::Reduction
     }
 
-    /// The number of positional arguments it takes.
+    /// The number of positional arguments it takes (for `alloc`, the
+    /// least number: the value; any number of sizes may follow).
     pub fn arity(self) -> usize {
         match self.signature() {
             Signature::Fixed(n) => n,
             Signature::Reduction => 1,
             Signature::Cast | Signature::Update => 2,
             Signature::Axis(n) => n,
-            Signature::Join => 1,
+            Signature::Join | Signature::Alloc => 1,
             Signature::Split | Signature::Tensordot => 2,
         }
     }

@@ -627,6 +627,13 @@ fn check_call<'a>(
             tensordot_args(kwargs)?;
             Ok(args.iter().collect())
         }
+        Signature::Alloc => {
+            if let Some(k) = kwargs.first() {
+                let msg = "alloc() takes no keyword arguments";
+                return Err(ParseError::new(k.name_span.start, msg));
+            }
+            Ok(args.iter().collect())
+        }
         Signature::Split => {
             let a = axis_args(func, kwargs)?;
             if a.output.is_none() {
@@ -776,7 +783,7 @@ pub fn tensordot_args(kwargs: &[Keyword]) -> Result<TensordotAxes, ParseError> {
 /// Checks the number of positional arguments of a call of `func`.
 fn check_arity(func: Func, call_span: Span, args: &[Expr]) -> Result<(), ParseError> {
     let expected = func.arity();
-    if args.len() == expected {
+    if args.len() == expected || (func.signature() == Signature::Alloc && args.len() > expected) {
         return Ok(());
     }
     let plural = if expected == 1 { "" } else { "s" };

@@ -4,6 +4,11 @@
 //! All printers walk the graph without recursion, so very deep graphs print
 //! without overflowing the stack (the text of a deep expression can still be
 //! large: shared sub-expressions are expanded at every use by `pprint`).
+//!
+//! `pprint` writes the expression language: what it prints re-parses
+//! (`kiln rewrite` shows it, `kiln eval` reads it), fused `Composite`s and
+//! reductions included, which it writes inline as the element-wise
+//! expressions they compute.
 
 use std::fmt::{self, Write};
 
@@ -11,7 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::fgraph::{Apply, FunctionGraph};
 use super::ids::VarId;
-use crate::ops::{Op, ReduceOp, ScalarOp};
+use crate::ops::{CRef, Composite, Op, ReduceOp, ScalarOp};
+use crate::types::value::format_element;
 
 impl FunctionGraph {
     /// How a leaf variable (input or constant) prints.
@@ -194,7 +200,31 @@ pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
             .zip(&lists)
             .map(|(i, l)| l.as_deref().unwrap_or(memo[i].as_str()))
             .collect();
-        let text = render_op(fg, &node.op, &args) + &fg.output_suffix(x);
+        let out_k = node.outputs.iter().position(|&o| o == x).unwrap_or(0);
+        let text = match &node.op {
+            // Inline, in the expression language, so that the text re-parses.
+            Op::Composite { composite, .. } => composite_text(fg, composite, out_k, &args),
+            Op::FusedReduce { op: r, axes, pre } => {
+                let inner = composite_text(fg, pre, 0, &args);
+                reduce_call(*r, axes, "", &[inner.as_str()])
+            }
+            Op::ArgReduce {
+                op: a,
+                axis,
+                with_value: true,
+            } => {
+                let f = if out_k == 0 {
+                    a.word().to_string()
+                } else {
+                    format!("arg{}", a.word())
+                };
+                match axis {
+                    None => format!("{f}({})", args[0]),
+                    Some(d) => format!("{f}({}, axis={d})", args[0]),
+                }
+            }
+            _ => render_op(fg, &node.op, &args) + &fg.output_suffix(x),
+        };
         memo.insert(x, text);
     }
     memo.remove(&v).unwrap_or_default()
@@ -207,6 +237,27 @@ pub fn pprint_outputs(fg: &FunctionGraph) -> String {
         .map(|&o| pprint(fg, o))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Output `k` of the scalar graph `c` applied to the operand texts `args`,
+/// each scalar op rendered as its element-wise op would be.
+fn composite_text(fg: &FunctionGraph, c: &Composite, k: usize, args: &[&str]) -> String {
+    let mut texts: Vec<String> = Vec::with_capacity(c.nodes.len());
+    let text_of = |r: &CRef, texts: &[String]| -> String {
+        match r {
+            CRef::Input(i) => args[*i as usize].to_string(),
+            CRef::Node(j) => texts[*j as usize].clone(),
+            CRef::Const(v) => format_element(v.as_f64(), v.dtype),
+        }
+    };
+    for node in &c.nodes {
+        let a: Vec<String> = node.args.iter().map(|r| text_of(r, &texts)).collect();
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        texts.push(render_op(fg, &Op::elemwise(node.op), &a));
+    }
+    c.outputs
+        .get(k)
+        .map_or_else(String::new, |r| text_of(r, &texts))
 }
 
 /// Per input of `node`: for the integer index of a gather or an update and
@@ -369,19 +420,17 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
                 crate::ops::subtensor::index_text(idx, &names)
             )
         }
-        Op::IncSubtensor {
-            idx, set, inplace, ..
-        } => {
+        Op::IncSubtensor { idx, set, .. } => {
             let names: Vec<String> = args[2..].iter().map(|a| a.to_string()).collect();
             format!(
-                "{}_subtensor{}({}[{}], {})",
+                "{}_subtensor({}[{}], {})",
                 if *set { "set" } else { "inc" },
-                if *inplace { "{inplace}" } else { "" },
                 args[0],
                 crate::ops::subtensor::index_text(idx, &names),
                 args[1]
             )
         }
+        Op::Alloc => format!("alloc({})", args.join(", ")),
         _ => format!("{}({})", op.name(), args.join(", ")),
     }
 }

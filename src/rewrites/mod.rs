@@ -4,6 +4,7 @@
 //! this library) and [`rewrite_graph`] rewrites a graph with it.
 //! See `README.md` in this folder for the rules for writing rules.
 
+pub mod alloc;
 pub mod argreduce;
 pub mod blas;
 pub mod canonicalize;

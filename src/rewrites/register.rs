@@ -22,8 +22,8 @@ use crate::rewriting::{
 
 use super::rule::Rule;
 use super::{
-    blas, canonicalize, erf, fusion, identities, indexing, inplace, reduce_fusion, sibling_fusion,
-    softmax, specialize, stabilize, subtensor,
+    alloc, blas, canonicalize, erf, fusion, identities, indexing, inplace, reduce_fusion,
+    sibling_fusion, softmax, specialize, stabilize, subtensor,
 };
 
 /// Position of `add_destroy_handler` (inplace rewrites must come after it).
@@ -54,14 +54,21 @@ pub fn database_rules(db: &str) -> Vec<Rule> {
             rules.extend(subtensor::rules());
             rules.extend(indexing::rules());
             rules.extend(softmax::canonicalize_rules());
+            rules.extend(alloc::rules());
             rules
         }
         "stabilize" => {
             let mut rules = stabilize::rules();
             rules.extend(erf::rules());
+            rules.extend(alloc::rules());
             rules
         }
-        "specialize" => specialize::rules(),
+        "specialize" => {
+            let mut rules = specialize::rules();
+            rules.extend(alloc::rules());
+            rules.extend(alloc::specialize_rules());
+            rules
+        }
         _ => Vec::new(),
     }
 }

@@ -133,10 +133,19 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
     let mut next = || kids.next().expect("fold passes one result per child");
     Ok(match &node.kind {
         ExprKind::Number(n) => Built::Number(*n),
-        ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::None | ExprKind::Tuple(_) => Built::Other,
+        // `True` / `False` as values are 0-d bool constants (as the printers show them).
+        ExprKind::Bool(b) => Built::Tensor(Tensor::scalar_constant(
+            DType::Bool,
+            f64::from(u8::from(*b)),
+        )),
+        ExprKind::Str(_) | ExprKind::None | ExprKind::Tuple(_) => Built::Other,
         ExprKind::List(items) => Built::List((0..items.len()).map(|_| next()).collect()),
         ExprKind::Name(name) => match vars.get(name) {
             Some(t) => Built::Tensor(t.clone()),
+            // The printers' names of non-finite constants (a declared
+            // variable of that name wins).
+            None if name == "inf" => Built::Number(Number::Float(f64::INFINITY)),
+            None if name == "nan" || name == "NaN" => Built::Number(Number::Float(f64::NAN)),
             None => {
                 return Err(Error::Parse {
                     pos,
@@ -322,6 +331,9 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                 let t = indexing_call(func, args, kwargs, built.collect(), pos)?;
                 return Ok(Built::Tensor(t));
             }
+            if func == Func::Alloc {
+                return Ok(Built::Tensor(alloc_call(built.collect(), pos)?));
+            }
             let ts = call_args(func, built.collect(), pos)?;
             Built::Tensor(call(func, &ts, pos)?)
         }
@@ -400,6 +412,19 @@ fn call_args(func: Func, args: Vec<Built>, pos: usize) -> Result<Vec<Tensor>> {
         .collect()
 }
 
+/// `alloc(x, n, m)`: the value, then one 0-d integer size per dimension
+/// (an integer literal is an `i64` constant; `Alloc`'s type inference
+/// rejects a size that is not a 0-d integer).
+fn alloc_call(args: Vec<Built>, pos: usize) -> Result<Tensor> {
+    let ts: Vec<Tensor> = args
+        .into_iter()
+        .map(|b| tensor_of(b, pos))
+        .collect::<Result<_>>()?;
+    let (value, sizes) = ts.split_first().expect("the parser checked the arity");
+    let sizes: Vec<&Tensor> = sizes.iter().collect();
+    build::alloc(value, &sizes).map_err(|e| at(pos, e))
+}
+
 fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
     let unary = |op: ScalarOp| build::elemwise(op, &[&a[0]]);
     let r = match func {
@@ -438,6 +463,8 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Isnan => unary(ScalarOp::IsNan),
         Func::Isinf => unary(ScalarOp::IsInf),
         Func::Isfinite => unary(ScalarOp::IsFinite),
+        Func::Reciprocal => unary(ScalarOp::Reciprocal),
+        Func::Second => build::elemwise(ScalarOp::Second, &[&a[0], &a[1]]),
         Func::Arctan2 => build::arctan2(&a[0], &a[1]),
         Func::Hypot => build::hypot(&a[0], &a[1]),
         Func::Copysign => build::copysign(&a[0], &a[1]),
@@ -472,7 +499,8 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Softmax
         | Func::LogSoftmax
         | Func::Cumsum
-        | Func::Cumprod => {
+        | Func::Cumprod
+        | Func::Alloc => {
             unreachable!("handled by the caller")
         }
     };
