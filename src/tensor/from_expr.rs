@@ -90,11 +90,11 @@ fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
     match (a, b) {
         (Built::Tensor(x), Built::Tensor(y)) => Ok((x, y)),
         (Built::Tensor(x), Built::Number(n)) => {
-            let c = weak_constant(&x, n.as_f64(), matches!(n, Number::Float(_)));
+            let c = weak_constant(&x, n.as_f64(), matches!(n, Number::Float(_)))?;
             Ok((x, c))
         }
         (Built::Number(n), Built::Tensor(y)) => {
-            let c = weak_constant(&y, n.as_f64(), matches!(n, Number::Float(_)));
+            let c = weak_constant(&y, n.as_f64(), matches!(n, Number::Float(_)))?;
             Ok((c, y))
         }
         (Built::Number(m), Built::Number(n)) => Ok((literal(m), literal(n))),
@@ -347,7 +347,7 @@ fn update_call(func: Func, kids: Vec<Built>, pos: usize) -> Result<Built> {
         }
     };
     let y = match kids.next().expect("arity checked") {
-        Built::Number(n) => weak_constant(&base, n.as_f64(), matches!(n, Number::Float(_))),
+        Built::Number(n) => weak_constant(&base, n.as_f64(), matches!(n, Number::Float(_)))?,
         b => tensor_of(b, pos)?,
     };
     let set = func == Func::SetSubtensor;
@@ -390,11 +390,9 @@ fn call_args(func: Func, args: Vec<Built>, pos: usize) -> Result<Vec<Tensor>> {
     args.into_iter()
         .enumerate()
         .map(|(i, b)| match (b, like) {
-            (Built::Number(n), Some(d)) if i >= first_value => Ok(build::weak_constant_next_to(
-                d,
-                n.as_f64(),
-                matches!(n, Number::Float(_)),
-            )),
+            (Built::Number(n), Some(d)) if i >= first_value => {
+                build::weak_constant_next_to(d, n.as_f64(), matches!(n, Number::Float(_)))
+            }
             (b, _) => tensor_of(b, pos),
         })
         .collect()
@@ -512,7 +510,7 @@ fn indexing_call(
                     x.dtype(),
                     n.as_f64(),
                     matches!(n, Number::Float(_)),
-                ),
+                )?,
                 b => tensor_of(b, pos)?,
             };
             if func == Func::AdvancedSetSubtensor {
