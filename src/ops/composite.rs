@@ -44,6 +44,20 @@ impl ScalarConst {
         };
         ScalarConst { dtype, bits }
     }
+    /// The single element of a one-element value, exactly (an integer's
+    /// bits are not carried through `f64`).
+    pub fn of_value(v: &crate::types::Value) -> Option<Self> {
+        if v.len() != 1 {
+            return None;
+        }
+        let dtype = v.dtype();
+        if dtype.is_float() {
+            return Some(ScalarConst::new(dtype, v.scalar_as_f64()?));
+        }
+        let bits = *v.to_i64_array().iter().next()? as u64;
+        Some(ScalarConst { dtype, bits })
+    }
+
     /// The value as `f64`.
     pub fn as_f64(self) -> f64 {
         if self.dtype.is_float() {

@@ -86,18 +86,21 @@ pub fn weak_constant_next_to(like: DType, v: f64, is_float: bool) -> Result<Tens
 /// that dtype can hold the value (a float dtype always can), else `i64`, so
 /// `x_i8 + 1000` is `i64` instead of saturating the constant to 127. The value
 /// is stored exactly (no round trip through `f64`). A negative integer next
-/// to an unsigned tensor is a type error, as numpy 2 raises `OverflowError`
-/// for `np.uint32(5) + (-1)` rather than wrapping the Python int.
+/// to a `u16`, `u32` or `u64` tensor is a type error, as numpy 2 raises
+/// `OverflowError` for `np.uint32(5) + (-1)` rather than wrapping the Python
+/// int; next to `u8` it keeps kiln's earlier rule (an `i64` constant).
 pub fn weak_int_constant(like: &Tensor, v: i64) -> Result<Tensor> {
     weak_int_constant_next_to(like.dtype(), v)
 }
 
-fn weak_int_constant_next_to(like: DType, v: i64) -> Result<Tensor> {
+/// [`weak_int_constant`] next to tensors of dtype `like` (an integer
+/// literal of the expression language, exactly).
+pub fn weak_int_constant_next_to(like: DType, v: i64) -> Result<Tensor> {
     let d = DType::weak_scalar(like, false);
     if d.is_float() {
         return Ok(Tensor::scalar_constant(d, v as f64));
     }
-    if d.is_unsigned() && v < 0 {
+    if d.is_unsigned() && d != DType::U8 && v < 0 {
         return Err(Error::ty(
             "constant",
             format!(

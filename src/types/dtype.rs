@@ -20,8 +20,10 @@
 //! A Rust number used as a constant is *weak* ([`DType::weak_scalar`]): it takes
 //! the tensor's dtype when that dtype can hold it, so `x_f32 * 2.0` stays `f32`
 //! and `x_i32 + 1` and `x_u32 + 1` stay `i32` and `u32`, while `x_i32 * 0.5`
-//! becomes `f64`. A negative integer next to an unsigned tensor is a type
-//! error, as numpy 2 raises for a Python int out of the unsigned range.
+//! becomes `f64`. A negative integer next to a `u16`, `u32` or `u64` tensor
+//! is a type error (`tensor::build`), as numpy 2 raises for a Python int
+//! out of the unsigned range (next to `u8` it is an `i64` constant, kiln's
+//! rule from before the wider unsigned dtypes).
 
 use std::fmt;
 
