@@ -59,6 +59,21 @@ fn round_trips_keep_the_dtype() {
 }
 
 #[test]
+fn unsigned_npy_round_trips_keep_u64_max_exactly() {
+    let m = u64::MAX;
+    for mode in ["none", "fast_run"] {
+        let r: ArrayD<u64> = eval_one("x", arr(vec![0u64, m, 1 << 63]), mode);
+        assert_eq!(r, arr(vec![0u64, m, 1 << 63]));
+        let r: ArrayD<u64> = eval_one("x // 3 + (x > 9223372036854775807)", arr(vec![m, 5]), mode);
+        assert_eq!(r, arr(vec![m / 3 + 1, 1]));
+        let r: ArrayD<u64> = eval_one("sum(x)", arr(vec![u32::MAX, u32::MAX]), mode);
+        assert_eq!(r, ndarray::arr0(2 * u32::MAX as u64).into_dyn());
+        let r: ArrayD<u16> = eval_one("x - 1", arr(vec![0u16, 7]), mode);
+        assert_eq!(r, arr(vec![u16::MAX, 6]));
+    }
+}
+
+#[test]
 fn scalar_functions_shifts_and_xor_from_the_command_line() {
     let x = arr(vec![1i64, -5, 6, 3]);
     let r: ArrayD<i64> = eval_one("x << 62", x.clone(), "fast_run");

@@ -82,7 +82,7 @@ fn every_scalar_op_infers_its_output_dtype_through_elemwise() {
     let ops = ScalarOp::all();
     assert_eq!(
         ops.len(),
-        66 + 8,
+        66 + 11,
         "every scalar op and a cast to each dtype"
     );
     for op in ops {
@@ -482,6 +482,9 @@ fn careduce_dtypes_for_each_reduction() {
         ReduceOp::Sum | ReduceOp::Prod => {
             if d.is_float() {
                 d
+            } else if d.is_unsigned() {
+                // numpy: sums of unsigned integers are `uint64`.
+                U64
             } else {
                 I64
             }
@@ -905,9 +908,12 @@ fn dtype_and_tensor_type_helpers() {
     assert_eq!(DType::parse("uint8").unwrap(), U8);
     assert_eq!(
         DType::parse("complex64").unwrap_err().to_string(),
-        "parse error at position 0: unknown dtype 'complex64' (expected one of bool, u8, i8, i16, i32, i64, f32, f64)"
+        "parse error at position 0: unknown dtype 'complex64' (expected one of bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)"
     );
-    assert_eq!(DType::ALL.map(|d| d.size_of()), [1, 1, 1, 2, 4, 8, 4, 8]);
+    assert_eq!(
+        DType::ALL.map(|d| d.size_of()),
+        [1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8]
+    );
     assert!(
         U8.is_unsigned() && U8.is_int() && !Bool.is_int() && !Bool.is_float() && F32.is_float()
     );

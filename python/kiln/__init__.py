@@ -65,7 +65,8 @@ def _dtype_name(dtype):
 
 
 _SHORT = {"f64": "float64", "f32": "float32", "i64": "int64", "i32": "int32",
-          "i16": "int16", "i8": "int8", "u8": "uint8", "bool": "bool"}
+          "i16": "int16", "i8": "int8", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+          "u64": "uint64", "bool": "bool"}
 _KILN_NAME = {v: k for k, v in _SHORT.items()}
 
 

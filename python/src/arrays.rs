@@ -27,7 +27,10 @@ pub fn numpy_name(d: DType) -> &'static str {
         DType::Bool => "bool",
         DType::U8 => "uint8",
         DType::I8 => "int8",
+        DType::U16 => "uint16",
         DType::I16 => "int16",
+        DType::U32 => "uint32",
+        DType::U64 => "uint64",
         DType::I32 => "int32",
         DType::I64 => "int64",
         DType::F32 => "float32",
@@ -63,6 +66,9 @@ fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
         (b'b', 1) => DType::Bool,
         (b'u', 1) => DType::U8,
         (b'i', 1) => DType::I8,
+        (b'u', 2) => DType::U16,
+        (b'u', 4) => DType::U32,
+        (b'u', 8) => DType::U64,
         (b'i', 2) => DType::I16,
         (b'i', 4) => DType::I32,
         (b'i', 8) => DType::I64,
@@ -129,7 +135,10 @@ macro_rules! each_dtype {
         $m!(Bool, bool);
         $m!(U8, u8);
         $m!(I8, i8);
+        $m!(U16, u16);
         $m!(I16, i16);
+        $m!(U32, u32);
+        $m!(U64, u64);
         $m!(I32, i32);
         $m!(I64, i64);
         $m!(F32, f32);
@@ -147,6 +156,9 @@ pub enum Borrowed<'py> {
     I8(PyReadonlyArrayDyn<'py, i8>),
     /// `int16`.
     I16(PyReadonlyArrayDyn<'py, i16>),
+    U16(PyReadonlyArrayDyn<'py, u16>),
+    U32(PyReadonlyArrayDyn<'py, u32>),
+    U64(PyReadonlyArrayDyn<'py, u64>),
     /// `int32`.
     I32(PyReadonlyArrayDyn<'py, i32>),
     /// `int64`.
@@ -183,6 +195,9 @@ impl<'py> Borrowed<'py> {
             Borrowed::U8(a) => Arg::U8(a.as_array()),
             Borrowed::I8(a) => Arg::I8(a.as_array()),
             Borrowed::I16(a) => Arg::I16(a.as_array()),
+            Borrowed::U16(a) => Arg::U16(a.as_array()),
+            Borrowed::U32(a) => Arg::U32(a.as_array()),
+            Borrowed::U64(a) => Arg::U64(a.as_array()),
             Borrowed::I32(a) => Arg::I32(a.as_array()),
             Borrowed::I64(a) => Arg::I64(a.as_array()),
             Borrowed::F32(a) => Arg::F32(a.as_array()),
@@ -204,7 +219,7 @@ impl<'py> Borrowed<'py> {
                 }
             };
         }
-        shape!(Bool, U8, I8, I16, I32, I64, F32, F64)
+        shape!(Bool, U8, I8, U16, I16, U32, I32, U64, I64, F32, F64)
     }
 }
 
@@ -218,6 +233,9 @@ pub enum Writable<'py> {
     I8(PyReadwriteArrayDyn<'py, i8>),
     /// `int16`.
     I16(PyReadwriteArrayDyn<'py, i16>),
+    U16(PyReadwriteArrayDyn<'py, u16>),
+    U32(PyReadwriteArrayDyn<'py, u32>),
+    U64(PyReadwriteArrayDyn<'py, u64>),
     /// `int32`.
     I32(PyReadwriteArrayDyn<'py, i32>),
     /// `int64`.
@@ -257,6 +275,9 @@ impl<'py> Writable<'py> {
             Writable::U8(a) => ArgMut::U8(a.as_array_mut()),
             Writable::I8(a) => ArgMut::I8(a.as_array_mut()),
             Writable::I16(a) => ArgMut::I16(a.as_array_mut()),
+            Writable::U16(a) => ArgMut::U16(a.as_array_mut()),
+            Writable::U32(a) => ArgMut::U32(a.as_array_mut()),
+            Writable::U64(a) => ArgMut::U64(a.as_array_mut()),
             Writable::I32(a) => ArgMut::I32(a.as_array_mut()),
             Writable::I64(a) => ArgMut::I64(a.as_array_mut()),
             Writable::F32(a) => ArgMut::F32(a.as_array_mut()),
@@ -273,6 +294,9 @@ pub fn to_numpy(py: Python<'_>, v: Value) -> Bound<'_, PyAny> {
         Value::U8(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
         Value::I8(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
         Value::I16(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
+        Value::U16(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
+        Value::U32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
+        Value::U64(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
         Value::I32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
         Value::I64(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
         Value::F32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),

@@ -130,9 +130,7 @@ impl Step {
         match &self.kind {
             Kind::Input { name, dtype, shape } => Ok(vec![tensor(name, *dtype, shape)]),
             Kind::Constant(v) => Ok(vec![Tensor::constant(v.clone())]),
-            Kind::WeakConstant { like, value } => {
-                Ok(vec![weak_constant_next_to(*like, *value, true)])
-            }
+            Kind::WeakConstant { like, value } => one(weak_constant_next_to(*like, *value, true)),
             Kind::Expression { text, names } => {
                 let vars = names.iter().cloned().zip(tensors(ops)).collect();
                 build_expression(text, &vars)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64"]
+DTYPES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+          "float32", "float64"]
 
 
 def sample(dtype, n=37, seed=0):
@@ -13,7 +14,7 @@ def sample(dtype, n=37, seed=0):
         return rng.random(n) < 0.5
     if dtype.startswith("float"):
         return rng.uniform(-3, 3, n).astype(dtype)
-    lo = 0 if dtype == "uint8" else -9
+    lo = 0 if dtype.startswith("uint") else -9
     return rng.integers(lo, 10, n).astype(dtype)
 
 

@@ -93,6 +93,18 @@ def test_mixed_dtype_promotion_follows_numpy():
     close(kiln.evaluate("u + s"), u + s, (u + s).dtype)
 
 
+def test_unsigned_dtypes_follow_numpy():
+    big = np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64)
+    close(kiln.evaluate("big // 2"), big // 2, "uint64")  # above 2**63: unsigned division
+    assert kiln.evaluate("big > 1").tolist() == (big > 1).tolist()
+    w, s = np.arange(6, dtype=np.uint32), np.arange(6, dtype=np.int16)
+    close(kiln.evaluate("w + s"), w + s, (w + s).dtype)  # int64, as numpy
+    h = np.array([0, 65535], dtype=np.uint16)
+    close(kiln.evaluate("h + 1"), h + np.uint16(1), "uint16")  # wraps
+    with pytest.raises(TypeError, match="out of range for a u16 tensor"):
+        kiln.evaluate("h + -1")
+
+
 def test_strided_negative_and_broadcast_inputs():
     base = np.arange(40.0).reshape(5, 8)
     strided = base[:, ::3]              # non-contiguous

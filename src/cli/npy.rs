@@ -1,4 +1,4 @@
-//! `.npy` files to and from [`Value`]s, for all eight dtypes, with
+//! `.npy` files to and from [`Value`]s, for all eleven dtypes, with
 //! `ndarray-npy`. The dtype is taken from the file's header: the file is
 //! read once into memory and parsed as each element type in turn until the
 //! descriptor matches (a mismatch is detected from the header, before the
@@ -12,7 +12,7 @@ use ndarray_npy::{ReadNpyError, ReadNpyExt, WriteNpyExt};
 use super::{CliError, CliResult};
 use crate::graph::Value;
 
-/// Reads a `.npy` file of any of kiln's dtypes (bool, u8, i8, i16, i32, i64, f32, f64).
+/// Reads a `.npy` file of any of kiln's dtypes (bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64).
 pub fn read(path: &Path) -> CliResult<Value> {
     let bytes = std::fs::read(path)
         .map_err(|e| CliError::usage(format!("cannot read '{}': {e}", path.display())))?;
@@ -39,9 +39,9 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Value, String> {
             })*
         };
     }
-    try_types!(f64, f32, i64, i32, i16, i8, u8, bool);
+    try_types!(f64, f32, i64, u64, i32, u32, i16, u16, i8, u8, bool);
     Err(format!(
-        "unsupported dtype {} (kiln reads bool, u8, i8, i16, i32, i64, f32, f64)",
+        "unsupported dtype {} (kiln reads bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)",
         descriptor(bytes).unwrap_or_else(|| "in the header".into())
     ))
 }
@@ -102,7 +102,11 @@ mod tests {
         ArrayD::from_elem(IxDyn(&[2]), 1u16)
             .write_npy(&mut buf)
             .unwrap();
+        assert_eq!(read_bytes(&buf).unwrap().dtype(), crate::graph::DType::U16);
+        // The same header as half precision, which kiln does not read.
+        let at = buf.windows(3).position(|w| w == b"<u2").unwrap();
+        buf[at..at + 3].copy_from_slice(b"<f2");
         let e = read_bytes(&buf).unwrap_err();
-        assert!(e.contains("unsupported dtype '<u2'"), "{e}");
+        assert!(e.contains("unsupported dtype '<f2'"), "{e}");
     }
 }

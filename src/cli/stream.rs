@@ -116,6 +116,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, String> {
         "b1" => DType::Bool,
         "u1" => DType::U8,
         "i1" => DType::I8,
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
         "i2" => DType::I16,
         "i4" => DType::I32,
         "i8" => DType::I64,
@@ -123,7 +126,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, String> {
         "f8" => DType::F64,
         _ => {
             return Err(format!(
-                "unsupported dtype '{descr}' (kiln reads bool, u8, i8, i16, i32, i64, f32, f64)"
+                "unsupported dtype '{descr}' (kiln reads bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)"
             ))
         }
     };
@@ -293,6 +296,9 @@ fn chunk_arg<'a>(
         DType::Bool => Arg::from(ArrayViewD::from_shape(shape, scratch).expect("1-D")),
         DType::U8 => view!(u8),
         DType::I8 => view!(i8),
+        DType::U16 => view!(u16),
+        DType::U32 => view!(u32),
+        DType::U64 => view!(u64),
         DType::I16 => view!(i16),
         DType::I32 => view!(i32),
         DType::I64 => view!(i64),
@@ -327,6 +333,9 @@ pub fn header_bytes(dtype: DType, shape: &[usize]) -> Vec<u8> {
         DType::Bool => "|b1",
         DType::U8 => "|u1",
         DType::I8 => "|i1",
+        DType::U16 => "<u2",
+        DType::U32 => "<u4",
+        DType::U64 => "<u8",
         DType::I16 => "<i2",
         DType::I32 => "<i4",
         DType::I64 => "<i8",
@@ -388,6 +397,17 @@ fn combine(op: ReduceOp, dtype: DType, partials: &[Value]) -> Value {
     let v = match op {
         ReduceOp::Sum => xs.iter().fold(0i64, |a, &b| a.wrapping_add(b)),
         ReduceOp::Prod => xs.iter().fold(1i64, |a, &b| a.wrapping_mul(b)),
+        // `u64` partials compare by their unsigned values.
+        ReduceOp::Max if dtype == DType::U64 => xs
+            .iter()
+            .map(|&x| x as u64)
+            .max()
+            .expect("at least one chunk") as i64,
+        ReduceOp::Min if dtype == DType::U64 => xs
+            .iter()
+            .map(|&x| x as u64)
+            .min()
+            .expect("at least one chunk") as i64,
         ReduceOp::Max => xs.iter().copied().max().expect("at least one chunk"),
         _ => xs.iter().copied().min().expect("at least one chunk"),
     };
@@ -605,6 +625,9 @@ pub fn run(a: &EvalArgs) -> CliResult<(Option<Value>, String)> {
                     }
                     DType::U8 => into!(u8),
                     DType::I8 => into!(i8),
+                    DType::U16 => into!(u16),
+                    DType::U32 => into!(u32),
+                    DType::U64 => into!(u64),
                     DType::I16 => into!(i16),
                     DType::I32 => into!(i32),
                     DType::I64 => into!(i64),

@@ -11,11 +11,19 @@
 use ndarray::{Axis, IxDyn, Slice};
 
 use crate::error::{Error, Result};
-use crate::ops::indexing::{normalize_index, split_sizes};
-use crate::types::{TensorType, Value};
+use crate::ops::indexing::{normalize_index, normalize_unsigned_index, split_sizes};
+use crate::types::{DType, TensorType, Value};
 
 /// The positions along an axis of length `len` named by the indices in `idx`.
 fn positions(name: &str, idx: &Value, len: usize, axis: usize) -> Result<Vec<usize>> {
+    if idx.dtype() == DType::U64 {
+        return idx
+            .to_u64_array()
+            .iter()
+            .map(|&i| normalize_unsigned_index(i, len, axis))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|m| Error::eval(name, m));
+    }
     idx.to_i64_array()
         .iter()
         .map(|&i| normalize_index(i, len, axis))
@@ -112,6 +120,9 @@ pub fn inc(
         (Value::U8(a), Value::U8(b)) => Value::U8(typed!(a, b, u8::wrapping_add)),
         (Value::I8(a), Value::I8(b)) => Value::I8(typed!(a, b, i8::wrapping_add)),
         (Value::I16(a), Value::I16(b)) => Value::I16(typed!(a, b, i16::wrapping_add)),
+        (Value::U16(a), Value::U16(b)) => Value::U16(typed!(a, b, u16::wrapping_add)),
+        (Value::U32(a), Value::U32(b)) => Value::U32(typed!(a, b, u32::wrapping_add)),
+        (Value::U64(a), Value::U64(b)) => Value::U64(typed!(a, b, u64::wrapping_add)),
         (Value::I32(a), Value::I32(b)) => Value::I32(typed!(a, b, i32::wrapping_add)),
         (Value::I64(a), Value::I64(b)) => Value::I64(typed!(a, b, i64::wrapping_add)),
         (Value::F32(a), Value::F32(b)) => Value::F32(typed!(a, b, |p: f32, q: f32| p + q)),
@@ -218,6 +229,9 @@ pub fn join(name: &str, axis: usize, inputs: &[&Value]) -> Result<Value> {
         Value::U8(_) => cat!(U8),
         Value::I8(_) => cat!(I8),
         Value::I16(_) => cat!(I16),
+        Value::U16(_) => cat!(U16),
+        Value::U32(_) => cat!(U32),
+        Value::U64(_) => cat!(U64),
         Value::I32(_) => cat!(I32),
         Value::I64(_) => cat!(I64),
         Value::F32(_) => cat!(F32),

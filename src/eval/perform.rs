@@ -159,6 +159,34 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
             out_dtype,
             ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
         ))
+    } else if op.computes_in_u64(&in_dtypes, out_dtype) {
+        let mut out: Vec<u64> = output_vec(name, &shape)?;
+        let n: usize = shape.iter().product(); // checked by output_vec
+        let arrays: Vec<ArrayD<u64>> = inputs
+            .iter()
+            .map(|v| {
+                if v.dtype().is_float() {
+                    v.cast(DType::Bool).to_u64_array()
+                } else {
+                    v.to_u64_array()
+                }
+            })
+            .collect();
+        let views: Vec<_> = arrays
+            .iter()
+            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
+            .collect();
+        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
+        let mut args: SmallVec<[u64; 3]> = SmallVec::new();
+        for _ in 0..n {
+            args.clear();
+            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
+            out.push(op.eval_u64(&args, out_dtype));
+        }
+        Ok(Value::from_u64_array(
+            out_dtype,
+            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
+        ))
     } else {
         let mut out: Vec<i64> = output_vec(name, &shape)?;
         let n: usize = shape.iter().product(); // checked by output_vec
@@ -442,6 +470,15 @@ fn reduce(name: &str, op: ReduceOp, axes: Option<&[usize]>, x: &Value) -> Result
             out_dtype,
             a.mapv(|v| round_to(v, out_dtype)),
         ))
+    } else if x.dtype() == DType::U64 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        let mut a = x.to_u64_array();
+        for &ax in axes.iter().rev() {
+            a = match op {
+                ReduceOp::Max => a.fold_axis(Axis(ax), 0, |s, &v| (*s).max(v)),
+                _ => a.fold_axis(Axis(ax), u64::MAX, |s, &v| (*s).min(v)),
+            };
+        }
+        Ok(Value::from_u64_array(out_dtype, a))
     } else {
         let mut a = x.to_i64_array();
         for &ax in axes.iter().rev() {

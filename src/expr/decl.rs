@@ -11,7 +11,9 @@ use super::ast::ParseError;
 use super::lexer::{tokenize, Token, TokenKind};
 
 /// The dtype names accepted in declarations and by `cast(x, "...")`.
-pub const DTYPES: &[&str] = &["bool", "i8", "i16", "i32", "i64", "u8", "f32", "f64"];
+pub const DTYPES: &[&str] = &[
+    "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64",
+];
 
 /// A declared input variable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -522,7 +522,7 @@ mod tests {
             (
                 "cast(x, \"f16\")",
                 8,
-                "unknown dtype 'f16'; expected one of bool, i8, i16, i32, i64, u8, f32, f64",
+                "unknown dtype 'f16'; expected one of bool, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64",
             ),
             (
                 "x + \"a\"",

@@ -4,23 +4,28 @@
 //! ([`fold_partials`]) and the accumulator modes a kernel handles
 //! ([`Modes`]).
 //!
-//! Invariant: accumulators are `f64` for float inputs and `i64` (wrapping)
-//! for integer and bool inputs and for `All` / `Any` (0 or 1), 8 bytes
-//! each, as in the reference evaluator.
+//! Invariant: accumulators are `f64` for float inputs, `u64` (wrapping,
+//! unsigned max / min) for `u64` inputs and `i64` (wrapping) for the other
+//! integer and bool inputs and for `All` / `Any` (0 or 1), 8 bytes each, as
+//! in the reference evaluator. Narrower unsigned inputs are exact in `i64`.
 
 use crate::graph::DType;
 use crate::ops::ReduceOp;
 
 /// The accumulator dtype of `op` on inputs of dtype `input`.
 pub fn acc_dtype(op: ReduceOp, input: DType) -> DType {
-    if matches!(op, ReduceOp::All | ReduceOp::Any) || !input.is_float() {
+    if matches!(op, ReduceOp::All | ReduceOp::Any) {
+        DType::I64
+    } else if input == DType::U64 {
+        DType::U64
+    } else if !input.is_float() {
         DType::I64
     } else {
         DType::F64
     }
 }
 
-/// The initial accumulator value (bits of an `f64` or an `i64`).
+/// The initial accumulator value (bits of an `f64`, an `i64` or a `u64`).
 pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
     let f = acc == DType::F64;
     match op {
@@ -35,6 +40,8 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
         ReduceOp::Max => {
             if f {
                 f64::NEG_INFINITY.to_bits()
+            } else if acc == DType::U64 {
+                0
             } else {
                 i64::MIN as u64
             }
@@ -42,6 +49,8 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
         ReduceOp::Min => {
             if f {
                 f64::INFINITY.to_bits()
+            } else if acc == DType::U64 {
+                u64::MAX
             } else {
                 i64::MAX as u64
             }
@@ -58,6 +67,7 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
 pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u64 {
     use crate::ops::scalar::{nan_max, nan_min};
     let f = acc == DType::F64;
+    let u = acc == DType::U64;
     let (ff, fi) = (f64::from_bits, |v: u64| v as i64);
     partials.iter().fold(init, |a, &x| match op {
         ReduceOp::Sum if f => (ff(a) + ff(x)).to_bits(),
@@ -65,6 +75,8 @@ pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u
         ReduceOp::Prod if f => (ff(a) * ff(x)).to_bits(),
         ReduceOp::Prod => fi(a).wrapping_mul(fi(x)) as u64,
         ReduceOp::Max if f => nan_max(ff(a), ff(x)).to_bits(),
+        ReduceOp::Max if u => a.max(x),
+        ReduceOp::Min if u => a.min(x),
         ReduceOp::Max => fi(a).max(fi(x)) as u64,
         ReduceOp::Min if f => nan_min(ff(a), ff(x)).to_bits(),
         ReduceOp::Min => fi(a).min(fi(x)) as u64,

@@ -92,6 +92,9 @@ impl Buffer {
                 DType::Bool => Value::Bool(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
                 DType::U8 => Value::U8(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
                 DType::I8 => Value::I8(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::U16 => Value::U16(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::U32 => Value::U32(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
+                DType::U64 => Value::U64(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
                 DType::I16 => Value::I16(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
                 DType::I32 => Value::I32(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
                 DType::I64 => Value::I64(wrap(sh, zeroed_vec(n).ok_or_else(oom)?)),
@@ -235,6 +238,9 @@ impl Buffer {
                 DType::I16 => Value::I16(adopt(sh, p, n)),
                 DType::I32 => Value::I32(adopt(sh, p, n)),
                 DType::I64 => Value::I64(adopt(sh, p, n)),
+                DType::U16 => Value::U16(adopt(sh, p, n)),
+                DType::U32 => Value::U32(adopt(sh, p, n)),
+                DType::U64 => Value::U64(adopt(sh, p, n)),
                 DType::F32 => Value::F32(adopt(sh, p, n)),
                 DType::F64 => Value::F64(adopt(sh, p, n)),
             }
@@ -386,7 +392,8 @@ impl Arr {
         }
     }
 
-    /// Reads element `offset` (in elements from `ptr`) as `i64` (floats truncate).
+    /// Reads element `offset` (in elements from `ptr`) as `i64` (floats
+    /// truncate, a `u64` gives its bit pattern).
     ///
     /// # Safety
     /// `offset` must address an element of this array.
@@ -397,6 +404,9 @@ impl Arr {
                 DType::Bool | DType::U8 => *self.ptr.offset(offset) as i64,
                 DType::I8 => *(self.ptr as *const i8).offset(offset) as i64,
                 DType::I16 => *(self.ptr as *const i16).offset(offset) as i64,
+                DType::U16 => *(self.ptr as *const u16).offset(offset) as i64,
+                DType::U32 => *(self.ptr as *const u32).offset(offset) as i64,
+                DType::U64 => *(self.ptr as *const u64).offset(offset) as i64,
                 DType::I32 => *(self.ptr as *const i32).offset(offset) as i64,
                 DType::I64 => *(self.ptr as *const i64).offset(offset),
                 DType::F32 => *(self.ptr as *const f32).offset(offset) as i64,

@@ -45,7 +45,10 @@ pub enum Arg<'a> {
     Bool(ArrayViewD<'a, bool>),
     U8(ArrayViewD<'a, u8>),
     I8(ArrayViewD<'a, i8>),
+    U16(ArrayViewD<'a, u16>),
     I16(ArrayViewD<'a, i16>),
+    U32(ArrayViewD<'a, u32>),
+    U64(ArrayViewD<'a, u64>),
     I32(ArrayViewD<'a, i32>),
     I64(ArrayViewD<'a, i64>),
     F32(ArrayViewD<'a, f32>),
@@ -74,7 +77,10 @@ macro_rules! arg_from {
 arg_from!(bool, Bool);
 arg_from!(u8, U8);
 arg_from!(i8, I8);
+arg_from!(u16, U16);
 arg_from!(i16, I16);
+arg_from!(u32, U32);
+arg_from!(u64, U64);
 arg_from!(i32, I32);
 arg_from!(i64, I64);
 arg_from!(f32, F32);
@@ -87,6 +93,9 @@ impl<'a> From<&'a Value> for Arg<'a> {
             Value::U8(a) => Arg::U8(a.view()),
             Value::I8(a) => Arg::I8(a.view()),
             Value::I16(a) => Arg::I16(a.view()),
+            Value::U64(a) => Arg::U64(a.view()),
+            Value::U32(a) => Arg::U32(a.view()),
+            Value::U16(a) => Arg::U16(a.view()),
             Value::I32(a) => Arg::I32(a.view()),
             Value::I64(a) => Arg::I64(a.view()),
             Value::F32(a) => Arg::F32(a.view()),
@@ -103,6 +112,9 @@ impl Arg<'_> {
             Arg::U8(_) => DType::U8,
             Arg::I8(_) => DType::I8,
             Arg::I16(_) => DType::I16,
+            Arg::U64(_) => DType::U64,
+            Arg::U32(_) => DType::U32,
+            Arg::U16(_) => DType::U16,
             Arg::I32(_) => DType::I32,
             Arg::I64(_) => DType::I64,
             Arg::F32(_) => DType::F32,
@@ -127,6 +139,9 @@ impl Arg<'_> {
             Arg::U8(a) => mk!(a),
             Arg::I8(a) => mk!(a),
             Arg::I16(a) => mk!(a),
+            Arg::U64(a) => mk!(a),
+            Arg::U32(a) => mk!(a),
+            Arg::U16(a) => mk!(a),
             Arg::I32(a) => mk!(a),
             Arg::I64(a) => mk!(a),
             Arg::F32(a) => mk!(a),
@@ -146,7 +161,10 @@ pub enum ArgMut<'a> {
     Bool(ArrayViewMutD<'a, bool>),
     U8(ArrayViewMutD<'a, u8>),
     I8(ArrayViewMutD<'a, i8>),
+    U16(ArrayViewMutD<'a, u16>),
     I16(ArrayViewMutD<'a, i16>),
+    U32(ArrayViewMutD<'a, u32>),
+    U64(ArrayViewMutD<'a, u64>),
     I32(ArrayViewMutD<'a, i32>),
     I64(ArrayViewMutD<'a, i64>),
     F32(ArrayViewMutD<'a, f32>),
@@ -175,7 +193,10 @@ macro_rules! arg_mut_from {
 arg_mut_from!(bool, Bool);
 arg_mut_from!(u8, U8);
 arg_mut_from!(i8, I8);
+arg_mut_from!(u16, U16);
 arg_mut_from!(i16, I16);
+arg_mut_from!(u32, U32);
+arg_mut_from!(u64, U64);
 arg_mut_from!(i32, I32);
 arg_mut_from!(i64, I64);
 arg_mut_from!(f32, F32);
@@ -200,6 +221,9 @@ impl<'a> From<&'a mut Value> for ArgMut<'a> {
             Value::U8(a) => ArgMut::U8(a.view_mut()),
             Value::I8(a) => ArgMut::I8(a.view_mut()),
             Value::I16(a) => ArgMut::I16(a.view_mut()),
+            Value::U64(a) => ArgMut::U64(a.view_mut()),
+            Value::U32(a) => ArgMut::U32(a.view_mut()),
+            Value::U16(a) => ArgMut::U16(a.view_mut()),
             Value::I32(a) => ArgMut::I32(a.view_mut()),
             Value::I64(a) => ArgMut::I64(a.view_mut()),
             Value::F32(a) => ArgMut::F32(a.view_mut()),
@@ -228,6 +252,9 @@ impl ArgMut<'_> {
             ArgMut::U8(a) => mk!(a, U8),
             ArgMut::I8(a) => mk!(a, I8),
             ArgMut::I16(a) => mk!(a, I16),
+            ArgMut::U64(a) => mk!(a, U64),
+            ArgMut::U32(a) => mk!(a, U32),
+            ArgMut::U16(a) => mk!(a, U16),
             ArgMut::I32(a) => mk!(a, I32),
             ArgMut::I64(a) => mk!(a, I64),
             ArgMut::F32(a) => mk!(a, F32),

@@ -44,10 +44,26 @@ impl ScalarConst {
         };
         ScalarConst { dtype, bits }
     }
+    /// The single element of a one-element value, exactly (an integer's
+    /// bits are not carried through `f64`).
+    pub fn of_value(v: &crate::types::Value) -> Option<Self> {
+        if v.len() != 1 {
+            return None;
+        }
+        let dtype = v.dtype();
+        if dtype.is_float() {
+            return Some(ScalarConst::new(dtype, v.scalar_as_f64()?));
+        }
+        let bits = *v.to_i64_array().iter().next()? as u64;
+        Some(ScalarConst { dtype, bits })
+    }
+
     /// The value as `f64`.
     pub fn as_f64(self) -> f64 {
         if self.dtype.is_float() {
             f64::from_bits(self.bits)
+        } else if self.dtype == DType::U64 {
+            self.bits as f64
         } else {
             self.bits as i64 as f64
         }
@@ -220,6 +236,25 @@ impl Composite {
 pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> f64 {
     if op.computes_in_float(dtypes, out) {
         round_to(op.eval_f64(args), out)
+    } else if op.computes_in_u64(dtypes, out) {
+        // Values beyond 2^53 are already inexact when carried as `f64`.
+        let ints: SmallVec<[u64; 3]> = args
+            .iter()
+            .zip(dtypes)
+            .map(|(&a, d)| {
+                if d.is_float() {
+                    u64::from(a != 0.0)
+                } else {
+                    a as u64
+                }
+            })
+            .collect();
+        let r = op.eval_u64(&ints, out);
+        if out.is_float() {
+            round_to(r as f64, out)
+        } else {
+            carried(wrap_i64(r as i64, out), out)
+        }
     } else {
         // A float argument in the integer domain (a `switch` condition) is its truth value.
         let ints: SmallVec<[i64; 3]> = args
@@ -233,7 +268,16 @@ pub fn eval_scalar(op: ScalarOp, args: &[f64], dtypes: &[DType], out: DType) -> 
                 }
             })
             .collect();
-        wrap_i64(op.eval_i64(&ints, out), out) as f64
+        carried(wrap_i64(op.eval_i64(&ints, out), out), out)
+    }
+}
+
+/// A wrapped integer-domain result carried as `f64`: a `u64` by its unsigned value.
+fn carried(v: i64, dtype: DType) -> f64 {
+    if dtype == DType::U64 {
+        v as u64 as f64
+    } else {
+        v as f64
     }
 }
 
@@ -248,6 +292,9 @@ pub fn round_to(v: f64, dtype: DType) -> f64 {
         DType::F32 => v as f32 as f64,
         DType::Bool => (v != 0.0) as i64 as f64,
         DType::U8 => (v as u8) as f64,
+        DType::U16 => (v as u16) as f64,
+        DType::U32 => (v as u32) as f64,
+        DType::U64 => (v as u64) as f64,
         DType::I8 => (v as i8) as f64,
         DType::I16 => (v as i16) as f64,
         DType::I32 => (v as i32) as f64,
@@ -261,6 +308,9 @@ pub fn wrap_i64(v: i64, dtype: DType) -> i64 {
     match dtype {
         DType::Bool => (v != 0) as i64,
         DType::U8 => v as u8 as i64,
+        DType::U16 => v as u16 as i64,
+        DType::U32 => v as u32 as i64,
+        DType::U64 => v,
         DType::I8 => v as i8 as i64,
         DType::I16 => v as i16 as i64,
         DType::I32 => v as i32 as i64,

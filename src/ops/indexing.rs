@@ -254,6 +254,21 @@ pub fn split_sizes(
     Ok(sizes.iter().map(|&s| s as usize).collect())
 }
 
+/// The position along an axis of length `len` that the unsigned index `i`
+/// names, or the message of the out-of-range error (as [`normalize_index`]).
+pub fn normalize_unsigned_index(
+    i: u64,
+    len: usize,
+    axis: usize,
+) -> std::result::Result<usize, String> {
+    match usize::try_from(i) {
+        Ok(j) if j < len => Ok(j),
+        _ => Err(format!(
+            "index {i} is out of bounds for axis {axis} with size {len}"
+        )),
+    }
+}
+
 /// The position along an axis of length `len` that index `i` names
 /// (negative indices count from the end, as numpy), or the message of the
 /// out-of-range error. Shared by `perform` and the linker.

@@ -70,13 +70,15 @@ impl ReduceOp {
         }
     }
     /// The output dtype for an input of dtype `d`: sums and products of
-    /// `bool` and integers accumulate in `i64`, max/min keep the dtype,
-    /// all/any give `bool`.
+    /// `bool` and signed integers accumulate in `i64`, of unsigned integers
+    /// in `u64` (numpy's rule), max/min keep the dtype, all/any give `bool`.
     pub fn output_dtype(self, d: DType) -> DType {
         match self {
             ReduceOp::Sum | ReduceOp::Prod => {
                 if d.is_float() {
                     d
+                } else if d.is_unsigned() {
+                    DType::U64
                 } else {
                     DType::I64
                 }

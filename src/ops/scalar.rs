@@ -4,9 +4,14 @@
 //! A [`ScalarOp`] knows its arity, its display name (`add`, `true_div`, ... as
 //! in the seed documents), its algebraic properties (commutative, associative,
 //! identity element), its output dtype for given input dtypes, and its
-//! reference semantics in two computation domains: `f64` for any op that
-//! touches a float, `i64` (wrapping, numpy floor semantics, no trap on division
-//! by zero) for integer and boolean ops. The JIT reproduces these semantics.
+//! reference semantics in three computation domains: `f64` for any op that
+//! touches a float (or mixes `u64` with a signed integer, whose upcast is
+//! `f64`), `u64` (wrapping, unsigned comparisons, division, shifts) for
+//! integer ops whose inputs upcast to `u64`, and `i64` (wrapping, numpy floor
+//! semantics, no trap on division by zero) for the other integer and boolean
+//! ops. Narrower unsigned values are exact in `i64`, where they compute as
+//! numpy does once the result wraps to their width. The JIT reproduces these
+//! semantics.
 //!
 //! Dtype rules (see `types::dtype` for promotion), numpy's: arithmetic ops
 //! give the upcast of their inputs; on all-`bool` inputs `add` and `mul` are
@@ -387,8 +392,28 @@ impl ScalarOp {
             ScalarOp::Switch => inputs[1].is_float() || inputs[2].is_float() || output.is_float(),
             ScalarOp::Second => inputs[1].is_float(),
             ScalarOp::Cast(_) => inputs[0].is_float(),
-            _ => output.is_float() || inputs.iter().any(|d| d.is_float()),
+            // `u64` with a signed integer upcasts to `f64`: comparisons of them
+            // compare in `f64` too.
+            _ => {
+                output.is_float()
+                    || DType::upcast_all(inputs.iter().copied()).is_some_and(DType::is_float)
+            }
         }
+    }
+
+    /// Whether `self` with these input dtypes and this output dtype is
+    /// evaluated in the `u64` integer domain ([`ScalarOp::eval_u64`]): not in
+    /// the float domain, and its value inputs upcast to `u64`.
+    pub fn computes_in_u64(self, inputs: &[DType], output: DType) -> bool {
+        if self.computes_in_float(inputs, output) {
+            return false;
+        }
+        let values = match self {
+            ScalarOp::Switch => &inputs[1..],
+            ScalarOp::Second => &inputs[1..],
+            _ => inputs,
+        };
+        DType::upcast_all(values.iter().copied()) == Some(DType::U64)
     }
 
     /// Reference semantics in the float domain. `args.len()` is the op's arity.
@@ -548,6 +573,59 @@ impl ScalarOp {
             op => op.eval_f64(&args.iter().map(|&x| x as f64).collect::<Vec<_>>()) as i64,
         }
     }
+}
+
+impl ScalarOp {
+    /// Reference semantics in the `u64` domain (see
+    /// [`ScalarOp::computes_in_u64`]): wrapping arithmetic, unsigned
+    /// comparisons, `min`/`max`, division and modulo (`x // 0 == x % 0 == 0`
+    /// as for signed integers), logical right shifts (a count of 64 or more
+    /// gives 0), `abs` the identity and `sign` 0 or 1. Ops whose result does
+    /// not depend on the reading (`+`, `*`, bitwise, logical, `switch`) share
+    /// [`ScalarOp::eval_i64`] on the bit patterns.
+    pub fn eval_u64(self, args: &[u64], out: DType) -> u64 {
+        use ScalarOp::*;
+        let a = args[0];
+        let b = || args[1];
+        let bu = |c: bool| c as u64;
+        match self {
+            IntDiv => a.checked_div(b()).unwrap_or(0),
+            Mod | Fmod => a.checked_rem(b()).unwrap_or(0),
+            Pow => uint_pow(a, b()),
+            Abs | Floor | Ceil | Round | Trunc => a,
+            Sign => bu(a != 0),
+            Maximum => a.max(b()),
+            Minimum => a.min(b()),
+            Clip => a.max(args[1]).min(args[2]),
+            Lt => bu(a < b()),
+            Le => bu(a <= b()),
+            Gt => bu(a > b()),
+            Ge => bu(a >= b()),
+            LeftShift => a
+                .checked_shl(u32::try_from(b()).unwrap_or(u32::MAX))
+                .unwrap_or(0),
+            RightShift => a
+                .checked_shr(u32::try_from(b()).unwrap_or(u32::MAX))
+                .unwrap_or(0),
+            op if op.is_float_function() => {
+                op.eval_f64(&args.iter().map(|&x| x as f64).collect::<Vec<_>>()) as u64
+            }
+            op => op.eval_i64(&args.iter().map(|&x| x as i64).collect::<Vec<_>>(), out) as u64,
+        }
+    }
+}
+
+/// Integer power by squaring in `u64`, wrapping (every exponent is non-negative).
+pub fn uint_pow(a: u64, b: u64) -> u64 {
+    let (mut base, mut e, mut acc) = (a, b, 1u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    acc
 }
 
 impl fmt::Display for ScalarOp {

@@ -71,7 +71,9 @@ pub fn is_exact_widening(from: DType, to: DType) -> bool {
     match (from, to) {
         _ if from == to => true,
         (Bool, _) => true,
-        (U8, I16 | I32 | I64 | F32 | F64) => true,
+        (U8, U16 | I16 | U32 | I32 | U64 | I64 | F32 | F64) => true,
+        (U16, U32 | I32 | U64 | I64 | F32 | F64) => true,
+        (U32, U64 | I64 | F64) => true,
         (I8, I16 | I32 | I64 | F32 | F64) => true,
         (I16, I32 | I64 | F32 | F64) => true,
         (I32, I64 | F64) => true,

@@ -740,11 +740,14 @@ pub fn lossless(from: DType, to: DType) -> bool {
         return true;
     }
     match to {
-        F64 => matches!(from, U8 | I8 | I16 | I32 | F32),
-        F32 => matches!(from, U8 | I8 | I16),
-        I64 => matches!(from, U8 | I8 | I16 | I32),
-        I32 => matches!(from, U8 | I8 | I16),
+        F64 => matches!(from, U8 | I8 | U16 | I16 | U32 | I32 | F32),
+        F32 => matches!(from, U8 | I8 | U16 | I16),
+        I64 => matches!(from, U8 | I8 | U16 | I16 | U32 | I32),
+        I32 => matches!(from, U8 | I8 | U16 | I16),
         I16 => matches!(from, U8 | I8),
+        U64 => matches!(from, U8 | U16 | U32),
+        U32 => matches!(from, U8 | U16),
+        U16 => matches!(from, U8),
         _ => false,
     }
 }

@@ -210,10 +210,9 @@ pub(super) fn build_composite(
                 Some(&r) => r,
                 None => {
                     let r = match fg.constant_value(i) {
-                        Some(v) if v.len() == 1 => CRef::Const(ScalarConst::new(
-                            v.dtype(),
-                            v.scalar_as_f64().expect("one element"),
-                        )),
+                        Some(v) if v.len() == 1 => {
+                            CRef::Const(ScalarConst::of_value(v).expect("one element"))
+                        }
                         _ => {
                             inputs.push(i);
                             c.inputs.push(fg.ty(i).dtype);

@@ -134,10 +134,9 @@ fn pre_map(fg: &FunctionGraph, op: &Op, args: &[VarId]) -> Result<Option<(Compos
             let mut refs = Vec::with_capacity(args.len());
             for &a in args {
                 match fg.constant_value(a) {
-                    Some(v) if v.len() == 1 => refs.push(CRef::Const(ScalarConst::new(
-                        v.dtype(),
-                        v.scalar_as_f64().expect("one element"),
-                    ))),
+                    Some(v) if v.len() == 1 => {
+                        refs.push(CRef::Const(ScalarConst::of_value(v).expect("one element")))
+                    }
                     _ => {
                         let k = match inputs.iter().position(|&i| i == a) {
                             Some(k) => k,

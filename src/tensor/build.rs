@@ -66,38 +66,55 @@ fn pad_left(t: &Tensor, ndim: usize) -> Result<Tensor> {
 
 /// A weak constant for a Rust number next to `like` (see `types::dtype`).
 /// An integer value (`is_float == false`) goes through [`weak_int_constant`].
-pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Tensor {
+pub fn weak_constant(like: &Tensor, v: f64, is_float: bool) -> Result<Tensor> {
     weak_constant_next_to(like.dtype(), v, is_float)
 }
 
 /// A weak constant for a number next to tensors of dtype `like` (the upcast
 /// of the tensors it is combined with), as [`weak_constant`].
-pub fn weak_constant_next_to(like: DType, v: f64, is_float: bool) -> Tensor {
+pub fn weak_constant_next_to(like: DType, v: f64, is_float: bool) -> Result<Tensor> {
     if !is_float && v == v.trunc() && v.abs() < 9.2e18 {
         return weak_int_constant_next_to(like, v as i64);
     }
-    Tensor::scalar_constant(DType::weak_scalar(like, is_float), v)
+    Ok(Tensor::scalar_constant(
+        DType::weak_scalar(like, is_float),
+        v,
+    ))
 }
 
 /// A weak constant for a Rust integer next to `like`: the tensor's dtype when
 /// that dtype can hold the value (a float dtype always can), else `i64`, so
 /// `x_i8 + 1000` is `i64` instead of saturating the constant to 127. The value
-/// is stored exactly (no round trip through `f64`).
-pub fn weak_int_constant(like: &Tensor, v: i64) -> Tensor {
+/// is stored exactly (no round trip through `f64`). A negative integer next
+/// to a `u16`, `u32` or `u64` tensor is a type error, as numpy 2 raises
+/// `OverflowError` for `np.uint32(5) + (-1)` rather than wrapping the Python
+/// int; next to `u8` it keeps kiln's earlier rule (an `i64` constant).
+pub fn weak_int_constant(like: &Tensor, v: i64) -> Result<Tensor> {
     weak_int_constant_next_to(like.dtype(), v)
 }
 
-fn weak_int_constant_next_to(like: DType, v: i64) -> Tensor {
+/// [`weak_int_constant`] next to tensors of dtype `like` (an integer
+/// literal of the expression language, exactly).
+pub fn weak_int_constant_next_to(like: DType, v: i64) -> Result<Tensor> {
     let d = DType::weak_scalar(like, false);
     if d.is_float() {
-        return Tensor::scalar_constant(d, v as f64);
+        return Ok(Tensor::scalar_constant(d, v as f64));
+    }
+    if d.is_unsigned() && d != DType::U8 && v < 0 {
+        return Err(Error::ty(
+            "constant",
+            format!(
+                "the integer {v} is out of range for a {d} tensor (numpy 2 raises OverflowError \
+                 here); write the unsigned value or cast one operand"
+            ),
+        ));
     }
     let c = Value::scalar_i64(d, v);
-    if c.to_i64_array().iter().next() == Some(&v) {
+    Ok(if c.to_i64_array().iter().next() == Some(&v) {
         Tensor::constant(c)
     } else {
         Tensor::constant(Value::scalar_i64(DType::I64, v))
-    }
+    })
 }
 
 macro_rules! binary_fns {
@@ -232,9 +249,14 @@ impl Tensor {
     }
 
     /// `self ** e` for a Rust exponent (a weak constant).
+    ///
+    /// # Panics
+    /// Like the operators, on a type error: a negative integral exponent of
+    /// an unsigned tensor (use `build::pow` with a typed constant instead).
     pub fn powf(&self, e: f64) -> Tensor {
-        let c = weak_constant(self, e, e.fract() != 0.0 || self.dtype().is_float());
-        pow(self, &c).expect("a 0-d exponent broadcasts")
+        weak_constant(self, e, e.fract() != 0.0 || self.dtype().is_float())
+            .and_then(|c| pow(self, &c))
+            .unwrap_or_else(|err| panic!("{err}"))
     }
 
     /// Permutes / drops broadcastable / inserts (`None`) dimensions.

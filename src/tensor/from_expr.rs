@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::build::{self, weak_constant};
+use super::build;
 use super::index::{inc_subtensor, set_subtensor, Idx, IdxBound};
 use super::indexing;
 use super::matmul;
@@ -85,16 +85,25 @@ fn at(pos: usize, e: Error) -> Error {
     }
 }
 
+/// A number literal as a weak constant next to tensors of dtype `like`
+/// (an integer literal exactly, not through `f64`).
+fn weak_number(like: DType, n: Number) -> Result<Tensor> {
+    match n {
+        Number::Int(i) => build::weak_int_constant_next_to(like, i),
+        Number::Float(x) => build::weak_constant_next_to(like, x, true),
+    }
+}
+
 /// Turns a pair of operands into tensors, making a literal weak next to a tensor.
 fn pair(a: Built, b: Built, pos: usize) -> Result<(Tensor, Tensor)> {
     match (a, b) {
         (Built::Tensor(x), Built::Tensor(y)) => Ok((x, y)),
         (Built::Tensor(x), Built::Number(n)) => {
-            let c = weak_constant(&x, n.as_f64(), matches!(n, Number::Float(_)));
+            let c = weak_number(x.dtype(), n)?;
             Ok((x, c))
         }
         (Built::Number(n), Built::Tensor(y)) => {
-            let c = weak_constant(&y, n.as_f64(), matches!(n, Number::Float(_)));
+            let c = weak_number(y.dtype(), n)?;
             Ok((c, y))
         }
         (Built::Number(m), Built::Number(n)) => Ok((literal(m), literal(n))),
@@ -359,7 +368,7 @@ fn update_call(func: Func, kids: Vec<Built>, pos: usize) -> Result<Built> {
         }
     };
     let y = match kids.next().expect("arity checked") {
-        Built::Number(n) => weak_constant(&base, n.as_f64(), matches!(n, Number::Float(_))),
+        Built::Number(n) => weak_number(base.dtype(), n)?,
         b => tensor_of(b, pos)?,
     };
     let set = func == Func::SetSubtensor;
@@ -402,11 +411,7 @@ fn call_args(func: Func, args: Vec<Built>, pos: usize) -> Result<Vec<Tensor>> {
     args.into_iter()
         .enumerate()
         .map(|(i, b)| match (b, like) {
-            (Built::Number(n), Some(d)) if i >= first_value => Ok(build::weak_constant_next_to(
-                d,
-                n.as_f64(),
-                matches!(n, Number::Float(_)),
-            )),
+            (Built::Number(n), Some(d)) if i >= first_value => weak_number(d, n),
             (b, _) => tensor_of(b, pos),
         })
         .collect()
@@ -536,11 +541,7 @@ fn indexing_call(
             let idx = index_of(&args[1], next(), pos)?;
             // A number literal is weak next to x, as numpy's Python scalars.
             let y = match next() {
-                Built::Number(n) => build::weak_constant_next_to(
-                    x.dtype(),
-                    n.as_f64(),
-                    matches!(n, Number::Float(_)),
-                ),
+                Built::Number(n) => weak_number(x.dtype(), n)?,
                 b => tensor_of(b, pos)?,
             };
             if func == Func::AdvancedSetSubtensor {

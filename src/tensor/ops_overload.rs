@@ -40,7 +40,7 @@ macro_rules! overload {
         impl $trait<$t> for &Tensor {
             type Output = Tensor;
             fn $method(self, rhs: $t) -> Tensor {
-                let c = ($weak)(self, rhs);
+                let c = ($weak)(self, rhs).unwrap_or_else(|e| panic!("{e}"));
                 $f(self, &c).unwrap_or_else(|e| panic!("{e}"))
             }
         }
@@ -53,7 +53,7 @@ macro_rules! overload {
         impl $trait<&Tensor> for $t {
             type Output = Tensor;
             fn $method(self, rhs: &Tensor) -> Tensor {
-                let c = ($weak)(rhs, self);
+                let c = ($weak)(rhs, self).unwrap_or_else(|e| panic!("{e}"));
                 $f(&c, rhs).unwrap_or_else(|e| panic!("{e}"))
             }
         }

@@ -7,15 +7,23 @@
 //! must agree at run time (a mismatch is an error, never a silent broadcast).
 //!
 //! # Dtype promotion
-//! [`DType::upcast`] follows numpy for tensors of different dtypes:
-//! `bool < u8 < i8 < i16 < i32 < i64 < f32 < f64` with the numpy exceptions
-//! (`u8` with `i8` gives `i16`; `i32` or `i64` with `f32` gives `f64`); a
-//! smaller integer with a float gives that float, `f32` with `f64` gives `f64`. Float-valued functions of integers
-//! ([`DType::upgrade_to_float`]) give `f32` for `bool`, `i8`, `u8`, `i16` and `f64`
-//! for `i32` and `i64` (PyTensor's rule); true division of integers gives `f64`.
+//! [`DType::upcast`] follows numpy's `result_type` for tensors of different
+//! dtypes: `bool` gives way to anything; two signed (or two unsigned)
+//! integers give the wider; an unsigned integer with a signed one gives the
+//! signed one when it is wider, else the signed type twice the unsigned
+//! width (`u8`+`i8` is `i16`, `u16`+`i16` is `i32`, `u32`+`i32` is `i64`), and
+//! `u64` with any signed integer gives `f64`; an integer of at most 16 bits
+//! with `f32` gives `f32`, a wider one `f64`; `f32` with `f64` gives `f64`.
+//! Float-valued functions of integers ([`DType::upgrade_to_float`]) give `f32`
+//! for `bool`, `i8`, `u8`, `i16`, `u16` and `f64` for `i32`, `u32`, `i64`, `u64`
+//! (PyTensor's rule); true division of integers gives `f64`.
 //! A Rust number used as a constant is *weak* ([`DType::weak_scalar`]): it takes
 //! the tensor's dtype when that dtype can hold it, so `x_f32 * 2.0` stays `f32`
-//! and `x_i32 + 1` stays `i32`, while `x_i32 * 0.5` becomes `f64`.
+//! and `x_i32 + 1` and `x_u32 + 1` stay `i32` and `u32`, while `x_i32 * 0.5`
+//! becomes `f64`. A negative integer next to a `u16`, `u32` or `u64` tensor
+//! is a type error (`tensor::build`), as numpy 2 raises for a Python int
+//! out of the unsigned range (next to `u8` it is an `i64` constant, kiln's
+//! rule from before the wider unsigned dtypes).
 
 use std::fmt;
 
@@ -30,10 +38,16 @@ pub enum DType {
     U8,
     /// Signed 8-bit integers.
     I8,
+    /// Unsigned 16-bit integers.
+    U16,
     /// Signed 16-bit integers.
     I16,
+    /// Unsigned 32-bit integers.
+    U32,
     /// Signed 32-bit integers.
     I32,
+    /// Unsigned 64-bit integers.
+    U64,
     /// Signed 64-bit integers.
     I64,
     /// IEEE single precision.
@@ -43,13 +57,17 @@ pub enum DType {
 }
 
 impl DType {
-    /// Every dtype, in promotion order.
-    pub const ALL: [DType; 8] = [
+    /// Every dtype, by kind and width (bool, the integers from the
+    /// narrowest, the unsigned one of each width first, then the floats).
+    pub const ALL: [DType; 11] = [
         DType::Bool,
         DType::U8,
         DType::I8,
+        DType::U16,
         DType::I16,
+        DType::U32,
         DType::I32,
+        DType::U64,
         DType::I64,
         DType::F32,
         DType::F64,
@@ -61,8 +79,11 @@ impl DType {
             DType::Bool => "bool",
             DType::U8 => "u8",
             DType::I8 => "i8",
+            DType::U16 => "u16",
             DType::I16 => "i16",
+            DType::U32 => "u32",
             DType::I32 => "i32",
+            DType::U64 => "u64",
             DType::I64 => "i64",
             DType::F32 => "f32",
             DType::F64 => "f64",
@@ -75,6 +96,9 @@ impl DType {
             "bool" => DType::Bool,
             "u8" | "uint8" => DType::U8,
             "i8" | "int8" => DType::I8,
+            "u16" | "uint16" => DType::U16,
+            "u32" | "uint32" => DType::U32,
+            "u64" | "uint64" => DType::U64,
             "i16" | "int16" => DType::I16,
             "i32" | "int32" => DType::I32,
             "i64" | "int64" => DType::I64,
@@ -84,7 +108,7 @@ impl DType {
                 return Err(Error::Parse {
                     pos: 0,
                     msg: format!(
-                    "unknown dtype '{s}' (expected one of bool, u8, i8, i16, i32, i64, f32, f64)"
+                    "unknown dtype '{s}' (expected one of bool, u8, i8, u16, i16, u32, i32, u64, i64, f32, f64)"
                 ),
                 })
             }
@@ -95,9 +119,9 @@ impl DType {
     pub fn size_of(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::I16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::I16 | DType::U16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
         }
     }
 
@@ -108,15 +132,22 @@ impl DType {
 
     /// True for the signed and unsigned integer dtypes (not `bool`).
     pub fn is_int(self) -> bool {
-        matches!(
-            self,
-            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64
-        )
+        !self.is_float() && self != DType::Bool
     }
 
-    /// True for `u8` (the only unsigned dtype).
+    /// True for the unsigned integer dtypes `u8`, `u16`, `u32`, `u64`.
     pub fn is_unsigned(self) -> bool {
-        self == DType::U8
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// True for the signed integer dtypes `i8` ... `i64`.
+    pub fn is_signed_int(self) -> bool {
+        self.is_int() && !self.is_unsigned()
+    }
+
+    /// The width in bits of an integer or float dtype (8 for `bool`).
+    pub fn bits(self) -> usize {
+        8 * self.size_of()
     }
 
     /// The numpy result dtype of combining two tensors of these dtypes.
@@ -125,13 +156,44 @@ impl DType {
         if a == b {
             return a;
         }
+        let signed_of_bits = |bits: usize| match bits {
+            8 => I8,
+            16 => I16,
+            32 => I32,
+            _ => I64,
+        };
         match (a, b) {
-            (U8, I8) | (I8, U8) => I16,
             (Bool, x) | (x, Bool) => x,
-            (U8, x) | (x, U8) => x,
-            // A 32- or 64-bit integer does not fit f32's mantissa: numpy gives f64.
-            (I32 | I64, F32) | (F32, I32 | I64) => F64,
-            _ => a.max(b),
+            (F32, F64) | (F64, F32) => F64,
+            // An integer wider than 16 bits does not fit f32's mantissa: numpy gives f64.
+            (f, i) | (i, f) if f.is_float() => {
+                if f == F32 && i.bits() <= 16 {
+                    F32
+                } else {
+                    F64
+                }
+            }
+            // Both signed or both unsigned: the wider.
+            _ if a.is_unsigned() == b.is_unsigned() => {
+                if a.bits() >= b.bits() {
+                    a
+                } else {
+                    b
+                }
+            }
+            // Unsigned with signed: the signed type when it is wider, else the
+            // signed type twice as wide as the unsigned one (`u64` with any
+            // signed integer has none: numpy gives `f64`).
+            _ => {
+                let (u, s) = if a.is_unsigned() { (a, b) } else { (b, a) };
+                if s.bits() > u.bits() {
+                    s
+                } else if u == U64 {
+                    F64
+                } else {
+                    signed_of_bits(2 * u.bits())
+                }
+            }
         }
     }
 
@@ -143,8 +205,10 @@ impl DType {
     /// The float dtype a float-valued function of this dtype returns.
     pub fn upgrade_to_float(self) -> DType {
         match self {
-            DType::Bool | DType::U8 | DType::I8 | DType::I16 | DType::F32 => DType::F32,
-            DType::I32 | DType::I64 | DType::F64 => DType::F64,
+            DType::Bool | DType::U8 | DType::I8 | DType::U16 | DType::I16 | DType::F32 => {
+                DType::F32
+            }
+            DType::U32 | DType::I32 | DType::U64 | DType::I64 | DType::F64 => DType::F64,
         }
     }
 

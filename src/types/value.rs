@@ -3,8 +3,13 @@
 //! [`Value`] is what constants hold, what the reference evaluator computes and
 //! what compiled functions return. Conversions to and from the `f64` / `i64`
 //! computation domains of the reference evaluator live here too; they follow
-//! Rust `as` casts (float to int truncates toward zero and saturates, NaN gives 0),
-//! which the JIT reproduces.
+//! Rust `as` casts (float to int truncates toward zero and saturates, NaN gives 0;
+//! so a negative float or NaN cast to an unsigned dtype gives 0 and a float
+//! above its range its maximum), which the JIT reproduces. A `u64` element is
+//! carried in the `i64` domain as its bit pattern (`u64::MAX` is `-1`):
+//! wrapping `+`, `-`, `*` and bitwise ops agree on both readings, and
+//! [`Value::to_u64_array`] / [`Value::from_u64_array`] give the unsigned
+//! reading where the value matters (comparisons, division, conversion to float).
 
 use std::hash::{Hash, Hasher};
 
@@ -21,10 +26,16 @@ pub enum Value {
     U8(ArrayD<u8>),
     /// `i8` elements.
     I8(ArrayD<i8>),
+    /// `u16` elements.
+    U16(ArrayD<u16>),
     /// `i16` elements.
     I16(ArrayD<i16>),
+    /// `u32` elements.
+    U32(ArrayD<u32>),
     /// `i32` elements.
     I32(ArrayD<i32>),
+    /// `u64` elements.
+    U64(ArrayD<u64>),
     /// `i64` elements.
     I64(ArrayD<i64>),
     /// `f32` elements.
@@ -41,8 +52,11 @@ macro_rules! with_value {
             $crate::types::Value::Bool($a) => $body,
             $crate::types::Value::U8($a) => $body,
             $crate::types::Value::I8($a) => $body,
+            $crate::types::Value::U16($a) => $body,
             $crate::types::Value::I16($a) => $body,
+            $crate::types::Value::U32($a) => $body,
             $crate::types::Value::I32($a) => $body,
+            $crate::types::Value::U64($a) => $body,
             $crate::types::Value::I64($a) => $body,
             $crate::types::Value::F32($a) => $body,
             $crate::types::Value::F64($a) => $body,
@@ -58,8 +72,11 @@ macro_rules! map_value {
             $crate::types::Value::Bool($a) => $crate::types::Value::Bool($body),
             $crate::types::Value::U8($a) => $crate::types::Value::U8($body),
             $crate::types::Value::I8($a) => $crate::types::Value::I8($body),
+            $crate::types::Value::U16($a) => $crate::types::Value::U16($body),
             $crate::types::Value::I16($a) => $crate::types::Value::I16($body),
+            $crate::types::Value::U32($a) => $crate::types::Value::U32($body),
             $crate::types::Value::I32($a) => $crate::types::Value::I32($body),
+            $crate::types::Value::U64($a) => $crate::types::Value::U64($body),
             $crate::types::Value::I64($a) => $crate::types::Value::I64($body),
             $crate::types::Value::F32($a) => $crate::types::Value::F32($body),
             $crate::types::Value::F64($a) => $crate::types::Value::F64($body),
@@ -73,7 +90,8 @@ pub trait Element: Copy + Send + Sync + 'static {
     const DTYPE: DType;
     /// The element as `f64`.
     fn to_f64(self) -> f64;
-    /// The element as `i64` (floats truncate and saturate; NaN gives 0).
+    /// The element as `i64` (floats truncate and saturate; NaN gives 0; a
+    /// `u64` gives its bit pattern).
     fn to_i64(self) -> i64;
     /// The element from an `f64` (Rust `as` semantics).
     fn from_f64(v: f64) -> Self;
@@ -107,7 +125,10 @@ macro_rules! impl_element {
 }
 impl_element!(u8, U8);
 impl_element!(i8, I8);
+impl_element!(u16, U16);
 impl_element!(i16, I16);
+impl_element!(u32, U32);
+impl_element!(u64, U64);
 impl_element!(i32, I32);
 impl_element!(i64, I64);
 impl_element!(f32, F32);
@@ -143,6 +164,9 @@ impl Value {
             Value::Bool(_) => DType::Bool,
             Value::U8(_) => DType::U8,
             Value::I8(_) => DType::I8,
+            Value::U16(_) => DType::U16,
+            Value::U32(_) => DType::U32,
+            Value::U64(_) => DType::U64,
             Value::I16(_) => DType::I16,
             Value::I32(_) => DType::I32,
             Value::I64(_) => DType::I64,
@@ -205,11 +229,30 @@ impl Value {
             DType::Bool => Value::Bool(a.mapv(bool::from_f64)),
             DType::U8 => Value::U8(a.mapv(u8::from_f64)),
             DType::I8 => Value::I8(a.mapv(i8::from_f64)),
+            DType::U16 => Value::U16(a.mapv(u16::from_f64)),
+            DType::U32 => Value::U32(a.mapv(u32::from_f64)),
+            DType::U64 => Value::U64(a.mapv(u64::from_f64)),
             DType::I16 => Value::I16(a.mapv(i16::from_f64)),
             DType::I32 => Value::I32(a.mapv(i32::from_f64)),
             DType::I64 => Value::I64(a.mapv(i64::from_f64)),
             DType::F32 => Value::F32(a.mapv(f32::from_f64)),
             DType::F64 => Value::F64(a),
+        }
+    }
+
+    /// All elements of an integer or bool value as `u64` (integers wrap: `-1`
+    /// is `u64::MAX`, as numpy's `astype`).
+    pub fn to_u64_array(&self) -> ArrayD<u64> {
+        self.to_i64_array().mapv(|v| v as u64)
+    }
+
+    /// Builds a value of dtype `dtype` from `u64` elements (integers wrap,
+    /// floats are the nearest value, bool is nonzero).
+    pub fn from_u64_array(dtype: DType, a: ArrayD<u64>) -> Value {
+        match dtype {
+            DType::F32 => Value::F32(a.mapv(|v| v as f32)),
+            DType::F64 => Value::F64(a.mapv(|v| v as f64)),
+            _ => Value::from_i64_array(dtype, a.mapv(|v| v as i64)),
         }
     }
 
@@ -219,6 +262,9 @@ impl Value {
             DType::Bool => Value::Bool(a.mapv(bool::from_i64)),
             DType::U8 => Value::U8(a.mapv(u8::from_i64)),
             DType::I8 => Value::I8(a.mapv(i8::from_i64)),
+            DType::U16 => Value::U16(a.mapv(u16::from_i64)),
+            DType::U32 => Value::U32(a.mapv(u32::from_i64)),
+            DType::U64 => Value::U64(a.mapv(u64::from_i64)),
             DType::I16 => Value::I16(a.mapv(i16::from_i64)),
             DType::I32 => Value::I32(a.mapv(i32::from_i64)),
             DType::I64 => Value::I64(a),
@@ -234,9 +280,25 @@ impl Value {
         }
         if self.dtype().is_float() {
             Value::from_f64_array(dtype, self.to_f64_array())
+        } else if self.dtype() == DType::U64 {
+            Value::from_u64_array(dtype, self.to_u64_array())
         } else {
             Value::from_i64_array(dtype, self.to_i64_array())
         }
+    }
+
+    /// The single element of a 0-d or one-element integer value, exactly
+    /// (`None` for floats, bool and values of another size).
+    pub fn scalar_as_i128(&self) -> Option<i128> {
+        if self.len() != 1 || !self.dtype().is_int() {
+            return None;
+        }
+        let v = self.to_i64_array().iter().next().copied()?;
+        Some(if self.dtype() == DType::U64 {
+            v as u64 as i128
+        } else {
+            v as i128
+        })
     }
 
     /// The single element of a 0-d or one-element value, as `f64`.
@@ -294,7 +356,9 @@ impl Value {
     /// A short rendering for printers: the number for a one-element value
     /// (0-d or broadcastable), else `TensorConstant{dtype[shape]}`.
     pub fn summary(&self) -> String {
-        if self.ndim() == 0 || self.len() == 1 {
+        if let Some(v) = self.scalar_as_i128() {
+            v.to_string()
+        } else if self.ndim() == 0 || self.len() == 1 {
             let s = with_value!(self, a => a.iter().next().map(|x| format_element(x.to_f64(), self.dtype())));
             s.unwrap_or_default()
         } else {
@@ -331,6 +395,9 @@ pub fn format_element(v: f64, dtype: DType) -> String {
             "False".into()
         };
     }
+    if dtype == DType::U64 {
+        return format!("{}", v as u64);
+    }
     if !dtype.is_float() {
         return format!("{}", v as i64);
     }
@@ -362,7 +429,10 @@ macro_rules! impl_from_array {
 impl_from_array!(bool);
 impl_from_array!(u8);
 impl_from_array!(i8);
+impl_from_array!(u16);
 impl_from_array!(i16);
+impl_from_array!(u32);
+impl_from_array!(u64);
 impl_from_array!(i32);
 impl_from_array!(i64);
 impl_from_array!(f32);

@@ -74,6 +74,9 @@ impl Layout {
             Value::U8(a) => rows!(a, U8),
             Value::I8(a) => rows!(a, I8),
             Value::I16(a) => rows!(a, I16),
+            Value::U16(a) => rows!(a, U16),
+            Value::U32(a) => rows!(a, U32),
+            Value::U64(a) => rows!(a, U64),
             Value::I32(a) => rows!(a, I32),
             Value::I64(a) => rows!(a, I64),
             Value::F32(a) => rows!(a, F32),
@@ -97,6 +100,15 @@ impl Sentinel for i8 {
 }
 impl Sentinel for i16 {
     const SENTINEL: Self = -7777;
+}
+impl Sentinel for u16 {
+    const SENTINEL: Self = 57_777;
+}
+impl Sentinel for u32 {
+    const SENTINEL: Self = 3_777_777_777;
+}
+impl Sentinel for u64 {
+    const SENTINEL: Self = 17_777_777_777_777_777_777;
 }
 impl Sentinel for i32 {
     const SENTINEL: Self = -777_777;
@@ -204,6 +216,9 @@ macro_rules! each_dtype {
             Value::U8($a) => Value::U8($e),
             Value::I8($a) => Value::I8($e),
             Value::I16($a) => Value::I16($e),
+            Value::U16($a) => Value::U16($e),
+            Value::U32($a) => Value::U32($e),
+            Value::U64($a) => Value::U64($e),
             Value::I32($a) => Value::I32($e),
             Value::I64($a) => Value::I64($e),
             Value::F32($a) => Value::F32($e),
@@ -237,6 +252,9 @@ impl Laid {
             Value::U8(b) => Arg::U8(view(b, l, s)),
             Value::I8(b) => Arg::I8(view(b, l, s)),
             Value::I16(b) => Arg::I16(view(b, l, s)),
+            Value::U16(b) => Arg::U16(view(b, l, s)),
+            Value::U32(b) => Arg::U32(view(b, l, s)),
+            Value::U64(b) => Arg::U64(view(b, l, s)),
             Value::I32(b) => Arg::I32(view(b, l, s)),
             Value::I64(b) => Arg::I64(view(b, l, s)),
             Value::F32(b) => Arg::F32(view(b, l, s)),
@@ -256,6 +274,9 @@ impl Laid {
             Value::U8(b) => ArgMut::U8(view_mut(b, l, &s).expect(none)),
             Value::I8(b) => ArgMut::I8(view_mut(b, l, &s).expect(none)),
             Value::I16(b) => ArgMut::I16(view_mut(b, l, &s).expect(none)),
+            Value::U16(b) => ArgMut::U16(view_mut(b, l, &s).expect(none)),
+            Value::U32(b) => ArgMut::U32(view_mut(b, l, &s).expect(none)),
+            Value::U64(b) => ArgMut::U64(view_mut(b, l, &s).expect(none)),
             Value::I32(b) => ArgMut::I32(view_mut(b, l, &s).expect(none)),
             Value::I64(b) => ArgMut::I64(view_mut(b, l, &s).expect(none)),
             Value::F32(b) => ArgMut::F32(view_mut(b, l, &s).expect(none)),

@@ -185,12 +185,14 @@ pub fn decode(data: &[u8]) -> Program {
                 let op = binary[r.byte() as usize % binary.len()];
                 let x = at(&mut r);
                 let v = CONSTS[r.byte() as usize % CONSTS.len()];
-                let k = weak_constant(&x, v, v.fract() != 0.0 || !v.is_finite());
-                if r.byte() & 1 == 1 {
-                    elemwise(op, &[&k, &x])
-                } else {
-                    elemwise(op, &[&x, &k])
-                }
+                let left = r.byte() & 1 == 1;
+                weak_constant(&x, v, v.fract() != 0.0 || !v.is_finite()).and_then(|k| {
+                    if left {
+                        elemwise(op, &[&k, &x])
+                    } else {
+                        elemwise(op, &[&x, &k])
+                    }
+                })
             }
             3 => {
                 let op = REDUCE[r.byte() as usize % REDUCE.len()];

@@ -72,6 +72,9 @@ pub const DTYPES: &[DType] = &[
     DType::I8,
     DType::I16,
     DType::I32,
+    DType::U16,
+    DType::U32,
+    DType::U64,
 ];
 
 /// One step of a random graph (indices pick from the pool modulo its size).
@@ -211,7 +214,7 @@ pub fn index_step(kind: usize, t: &Tensor, c: usize) -> Result<Tensor> {
         6 => set_subtensor(t, &[dst], &t.slice(&[src])?),
         7 => inc_subtensor(t, &[dst], &t.slice(&[src])?),
         8 => {
-            let k = weak_constant(t, CONSTS[c % CONSTS.len()], false);
+            let k = weak_constant(t, CONSTS[c % CONSTS.len()], false)?;
             if c.is_multiple_of(2) {
                 set_subtensor(t, &[dst], &k)
             } else {
@@ -286,7 +289,8 @@ pub fn inputs() -> Vec<Tensor> {
 }
 
 /// [`inputs`] and a vector of every other dtype: u: u8, c: i8, h: i16,
-/// w: i32 (so that the pool holds every dtype from the start).
+/// w: i32, p: u16, q: u32, r: u64 (so that the pool holds every dtype from
+/// the start).
 pub fn inputs_every_dtype() -> Vec<Tensor> {
     let mut ins = inputs();
     ins.extend([
@@ -294,6 +298,9 @@ pub fn inputs_every_dtype() -> Vec<Tensor> {
         vector("c", DType::I8),
         vector("h", DType::I16),
         vector("w", DType::I32),
+        vector("p", DType::U16),
+        vector("q", DType::U32),
+        vector("r", DType::U64),
     ]);
     ins
 }
@@ -316,12 +323,13 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
             Step::Binary(o, a, b) => elemwise(BINARY[o], &[p(a), p(b)]),
             Step::WithConst(o, a, c, left) => {
                 let x = p(a);
-                let k = weak_constant(x, CONSTS[c], CONSTS[c].fract() != 0.0);
-                if left {
-                    elemwise(BINARY[o], &[&k, x])
-                } else {
-                    elemwise(BINARY[o], &[x, &k])
-                }
+                weak_constant(x, CONSTS[c], CONSTS[c].fract() != 0.0).and_then(|k| {
+                    if left {
+                        elemwise(BINARY[o], &[&k, x])
+                    } else {
+                        elemwise(BINARY[o], &[x, &k])
+                    }
+                })
             }
             Step::Reduce(o, a, ax, keep) => {
                 let x = p(a);
@@ -369,7 +377,8 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                 let Some(&zt) = zs.get(z % zs.len().max(1)) else {
                     continue;
                 };
-                let scaled = elemwise(ScalarOp::Mul, &[&weak_constant(&d, CONSTS[c], true), &d]);
+                let scaled = weak_constant(&d, CONSTS[c], true)
+                    .and_then(|k| elemwise(ScalarOp::Mul, &[&k, &d]));
                 scaled.and_then(|sd| add(zt, &sd))
             }
             Step::Switch(c, a, b) => switch(p(c), p(a), p(b)),
@@ -441,8 +450,9 @@ pub fn build_from(ins: Vec<Tensor>, steps: &[Step], n_out: usize) -> (Vec<Tensor
                 if m.dtype() == DType::Bool {
                     boolean_mask(x, m)
                 } else {
-                    let zero = weak_constant(m, 0.0, false);
-                    gt(m, &zero).and_then(|mask| boolean_mask(x, &mask))
+                    weak_constant(m, 0.0, false)
+                        .and_then(|zero| gt(m, &zero))
+                        .and_then(|mask| boolean_mask(x, &mask))
                 }
             }
             Step::ArgReduce(o, a, ax, keep) => {
@@ -619,7 +629,9 @@ pub fn values_for(ins: &[Tensor], n: usize, m: usize, seed: u64, edges: bool) ->
         .collect()
 }
 
-/// The smallest and largest value of an integer dtype.
+/// The smallest and largest value of an integer dtype; the full `i64` range
+/// for `i64`, `u16`, `u32` and `u64`, whose edges then wrap (`-1` is the
+/// unsigned maximum, `i64::MIN` is 0 or 2^63).
 fn int_range(dtype: DType) -> (i64, i64) {
     match dtype {
         DType::U8 => (0, 255),

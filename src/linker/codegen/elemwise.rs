@@ -424,7 +424,7 @@ pub(super) fn import_callees(
     let mut imports = Vec::new();
     for n in &prog.nodes {
         let dts: Vec<DType> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
-        if let Some((sym, sig)) = sl::scalar_callee(n.op, n.op.computes_in_float(&dts, n.dtype)) {
+        if let Some((sym, sig)) = sl::scalar_callee(n.op, &dts, n.dtype) {
             let (p, r) = match sig {
                 ScalarSig::F1 => (vec![types::F64], vec![types::F64]),
                 ScalarSig::F2 => (vec![types::F64, types::F64], vec![types::F64]),

@@ -16,7 +16,7 @@
 //! unwinds (the shims cannot panic; the runtime catches its own panics).
 
 use crate::graph::DType;
-use crate::ops::scalar::{float_floor_div, float_mod, int_pow};
+use crate::ops::scalar::{float_floor_div, float_mod, int_pow, uint_pow};
 use crate::ops::ScalarOp;
 
 /// Number of elements the contiguous fast path processes per block-wise call.
@@ -94,6 +94,11 @@ extern "C" fn kiln_ref_int_pow(x: i64, y: i64) -> i64 {
     int_pow(x, y)
 }
 
+/// `pow` in the `u64` domain, on bit patterns carried as `i64`.
+extern "C" fn kiln_ref_uint_pow(x: i64, y: i64) -> i64 {
+    uint_pow(x as u64, y as u64) as i64
+}
+
 /// The signature class of a per-element callee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarSig {
@@ -124,6 +129,9 @@ pub fn scalar_symbol(op: ScalarOp) -> Option<(&'static str, ScalarSig)> {
 
 /// The per-element callee of integer `pow`.
 pub const INT_POW: (&str, ScalarSig) = ("kiln_ref_int_pow", ScalarSig::I2);
+
+/// The per-element callee of `pow` in the `u64` domain.
+pub const UINT_POW: (&str, ScalarSig) = ("kiln_ref_uint_pow", ScalarSig::I2);
 
 /// The block-wise runtime function computing `op` on `dtype` (`f64` / `f32`),
 /// if there is one: `(x, out, n)`.
@@ -192,6 +200,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("kiln_ref_arctan2", kiln_ref_arctan2 as *const u8));
     v.push(("kiln_ref_hypot", kiln_ref_hypot as *const u8));
     v.push(("kiln_ref_int_pow", kiln_ref_int_pow as *const u8));
+    v.push(("kiln_ref_uint_pow", kiln_ref_uint_pow as *const u8));
     v.extend(kiln_runtime::symbols());
     v
 }

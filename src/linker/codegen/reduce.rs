@@ -134,6 +134,8 @@ pub(super) fn combine(
         ReduceOp::Max | ReduceOp::Min if f => {
             sl::nan_minmax(b, a, x, op == ReduceOp::Max, types::F64)
         }
+        ReduceOp::Max if acc == DType::U64 => b.ins().umax(a, x),
+        ReduceOp::Min if acc == DType::U64 => b.ins().umin(a, x),
         ReduceOp::Max => b.ins().smax(a, x),
         ReduceOp::Min => b.ins().smin(a, x),
         ReduceOp::All => b.ins().band(a, x),

@@ -1,15 +1,18 @@
-//! Lowering of scalar ops to Cranelift IR, in the two computation domains of
-//! the reference evaluator (see `ops::scalar`): the `f64` domain for any op
-//! that touches a float, and the wrapping `i64` domain for integer and bool
-//! ops.
+//! Lowering of scalar ops to Cranelift IR, in the three computation domains
+//! of the reference evaluator (see `ops::scalar`): the `f64` domain for any
+//! op that touches a float, the wrapping `u64` domain (unsigned comparisons,
+//! `umin`/`umax`, `udiv`/`urem`, logical right shift) for integer ops whose
+//! inputs upcast to `u64`, and the wrapping `i64` domain for the other
+//! integer and bool ops.
 //!
 //! Value representation (the *canonical* form every kernel uses): `f64` and
 //! `f32` values live in `F64` / `F32` registers; every integer and bool
-//! value lives in an `I64` register holding the value of its dtype
-//! (sign-extended, `u8` and `bool` zero-extended, bool is 0 or 1).
-//! Conversions reproduce the reference bit for bit: integers enter the
-//! float domain with `as f64`, float results become integers with Rust's
-//! saturating `as` (NaN gives 0), integer results wrap to their width.
+//! value lives in an `I64` register holding the value of its dtype (signed
+//! dtypes sign-extended, `bool`, `u8`, `u16` and `u32` zero-extended, `u64`
+//! its bit pattern; bool is 0 or 1). Conversions reproduce the reference bit
+//! for bit: integers enter the float domain with `as f64` (`u64` unsigned),
+//! float results become integers with Rust's saturating `as` (NaN gives 0, a
+//! negative float 0 for unsigned dtypes), integer results wrap to their width.
 //!
 //! The vector form ([`emit_vector`]) handles a subset of ops on `F64X2` /
 //! `F32X4` whose results equal the scalar ones bit for bit (see
@@ -73,6 +76,9 @@ pub fn load(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
         DType::I16 => b.ins().sload16(types::I64, f, addr, 0),
         DType::I8 => b.ins().sload8(types::I64, f, addr, 0),
         DType::U8 | DType::Bool => b.ins().uload8(types::I64, f, addr, 0),
+        DType::U16 => b.ins().uload16(types::I64, f, addr, 0),
+        DType::U32 => b.ins().uload32(f, addr, 0),
+        DType::U64 => b.ins().load(types::I64, f, addr, 0),
     }
 }
 
@@ -80,9 +86,9 @@ pub fn load(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
 pub fn store(b: &mut FunctionBuilder<'_>, dtype: DType, v: Value, addr: Value) {
     let f = OPERAND;
     match dtype {
-        DType::F64 | DType::F32 | DType::I64 => b.ins().store(f, v, addr, 0),
-        DType::I32 => b.ins().istore32(f, v, addr, 0),
-        DType::I16 => b.ins().istore16(f, v, addr, 0),
+        DType::F64 | DType::F32 | DType::I64 | DType::U64 => b.ins().store(f, v, addr, 0),
+        DType::I32 | DType::U32 => b.ins().istore32(f, v, addr, 0),
+        DType::I16 | DType::U16 => b.ins().istore16(f, v, addr, 0),
         DType::I8 | DType::U8 | DType::Bool => b.ins().istore8(f, v, addr, 0),
     };
 }
@@ -101,7 +107,20 @@ pub fn to_f64(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
     match dtype {
         DType::F64 => v,
         DType::F32 => b.ins().fpromote(types::F64, v),
+        DType::U64 => b.ins().fcvt_from_uint(types::F64, v),
         _ => b.ins().fcvt_from_sint(types::F64, v),
+    }
+}
+
+/// Converts an integer-domain result to the float dtype `out` with one
+/// rounding (Rust's `as f32` / `as f64`), reading it as unsigned in the
+/// `u64` domain.
+fn int_to_float(b: &mut FunctionBuilder<'_>, v: Value, unsigned: bool, out: DType) -> Value {
+    let t = clif_type(out);
+    if unsigned {
+        b.ins().fcvt_from_uint(t, v)
+    } else {
+        b.ins().fcvt_from_sint(t, v)
     }
 }
 
@@ -123,6 +142,9 @@ pub fn from_f64(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
         DType::I16 => clamp(b, v, i16::MIN as i64, i16::MAX as i64),
         DType::I8 => clamp(b, v, i8::MIN as i64, i8::MAX as i64),
         DType::U8 => clamp(b, v, 0, u8::MAX as i64),
+        DType::U16 => clamp(b, v, 0, u16::MAX as i64),
+        DType::U32 => clamp(b, v, 0, u32::MAX as i64),
+        DType::U64 => b.ins().fcvt_to_uint_sat(types::I64, v),
         DType::Bool => {
             let z = b.ins().f64const(0.0);
             let c = b.ins().fcmp(FloatCC::NotEqual, v, z);
@@ -134,7 +156,7 @@ pub fn from_f64(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
 /// Wraps an `i64` to the canonical value of `dtype` (integers wrap, bool is `!= 0`).
 pub fn wrap_int(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
     match dtype {
-        DType::I64 => v,
+        DType::I64 | DType::U64 => v,
         DType::I32 | DType::I16 | DType::I8 => {
             let t = match dtype {
                 DType::I32 => types::I32,
@@ -144,8 +166,13 @@ pub fn wrap_int(b: &mut FunctionBuilder<'_>, v: Value, dtype: DType) -> Value {
             let r = b.ins().ireduce(t, v);
             b.ins().sextend(types::I64, r)
         }
-        DType::U8 => {
-            let r = b.ins().ireduce(types::I8, v);
+        DType::U8 | DType::U16 | DType::U32 => {
+            let t = match dtype {
+                DType::U32 => types::I32,
+                DType::U16 => types::I16,
+                _ => types::I8,
+            };
+            let r = b.ins().ireduce(t, v);
             b.ins().uextend(types::I64, r)
         }
         DType::Bool => {
@@ -160,10 +187,13 @@ fn bool_i64(b: &mut FunctionBuilder<'_>, c: Value) -> Value {
     b.ins().uextend(types::I64, c)
 }
 
-/// The callee symbols a scalar node needs in the per-element path.
-pub fn scalar_callee(op: ScalarOp, in_float: bool) -> Option<(&'static str, ScalarSig)> {
-    if in_float {
+/// The callee symbols a scalar node of `op` on inputs of dtypes `dts` with
+/// output dtype `out` needs in the per-element path.
+pub fn scalar_callee(op: ScalarOp, dts: &[DType], out: DType) -> Option<(&'static str, ScalarSig)> {
+    if op.computes_in_float(dts, out) {
         mathcalls::scalar_symbol(op)
+    } else if op == ScalarOp::Pow && op.computes_in_u64(dts, out) {
+        Some(mathcalls::UINT_POW)
     } else if op == ScalarOp::Pow {
         Some(mathcalls::INT_POW)
     } else {
@@ -272,11 +302,11 @@ pub fn emit_scalar(
                 }
             })
             .collect();
-        let r = int_op(b, callees, op, &ints, out)?;
+        let unsigned = op.computes_in_u64(dts, out);
+        let r = int_op(b, callees, op, &ints, out, unsigned)?;
         if out.is_float() {
-            // An integer-domain op with a float result (a cast of an integer): `as f64`, then round.
-            let f = b.ins().fcvt_from_sint(types::F64, r);
-            Ok(from_f64(b, f, out))
+            // An integer-domain op with a float result (a cast of an integer): `as f32` / `as f64`.
+            Ok(int_to_float(b, r, unsigned, out))
         } else {
             Ok(wrap_int(b, r, out))
         }
@@ -406,12 +436,37 @@ fn int_op(
     op: ScalarOp,
     a: &[Value],
     out: DType,
+    unsigned: bool,
 ) -> Result<Value> {
     use ScalarOp::*;
     let cmp = |b: &mut FunctionBuilder<'_>, cc: IntCC| {
         let c = b.ins().icmp(cc, a[0], a[1]);
         bool_i64(b, c)
     };
+    // The `u64` domain's own lowerings; the others read bit patterns alike.
+    if unsigned {
+        match op {
+            IntDiv | Mod | Fmod => return Ok(uint_divmod(b, a[0], a[1], op == IntDiv)),
+            RightShift => return Ok(ushift_right(b, a[0], a[1])),
+            Pow => return call(b, callees, mathcalls::UINT_POW.0, a),
+            Abs => return Ok(a[0]),
+            Sign => {
+                let c = b.ins().icmp_imm_u(IntCC::NotEqual, a[0], 0);
+                return Ok(bool_i64(b, c));
+            }
+            Maximum => return Ok(b.ins().umax(a[0], a[1])),
+            Minimum => return Ok(b.ins().umin(a[0], a[1])),
+            Clip => {
+                let m = b.ins().umax(a[0], a[1]);
+                return Ok(b.ins().umin(m, a[2]));
+            }
+            Lt => return Ok(cmp(b, IntCC::UnsignedLessThan)),
+            Le => return Ok(cmp(b, IntCC::UnsignedLessThanOrEqual)),
+            Gt => return Ok(cmp(b, IntCC::UnsignedGreaterThan)),
+            Ge => return Ok(cmp(b, IntCC::UnsignedGreaterThanOrEqual)),
+            _ => {}
+        }
+    }
     let nz = |b: &mut FunctionBuilder<'_>, v: Value| b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
     Ok(match op {
         Add => a[1..].iter().fold(a[0], |s, &x| b.ins().iadd(s, x)),
@@ -517,6 +572,32 @@ fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Val
         let r = b.ins().select(adj, rb, r);
         b.ins().select(is0, zero, r)
     }
+}
+
+/// Unsigned division (`div`) or remainder on u64 without traps: `x // 0 ==
+/// x % 0 == 0` (`ScalarOp::eval_u64`; `mod` and `fmod` agree on unsigned values).
+fn uint_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
+    let is0 = b.ins().icmp_imm_u(IntCC::Equal, d, 0);
+    let one = b.ins().iconst(types::I64, 1);
+    let zero = b.ins().iconst(types::I64, 0);
+    let safe = b.ins().select(is0, one, d);
+    let r = if div {
+        b.ins().udiv(a, safe)
+    } else {
+        b.ins().urem(a, safe)
+    };
+    b.ins().select(is0, zero, r)
+}
+
+/// Logical right shift on u64: a count of 64 or more gives 0 (Cranelift's
+/// shifts take the count modulo 64).
+fn ushift_right(b: &mut FunctionBuilder<'_>, a: Value, count: Value) -> Value {
+    let out = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, count, 64);
+    let v = b.ins().ushr(a, count);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().select(out, zero, v)
 }
 
 /// C `fmod` on i64 without traps (`ops::scalar::int_fmod`): `x fmod 0 == 0`,

@@ -31,6 +31,9 @@ impl Lane for bool {}
 impl Lane for u8 {}
 impl Lane for i8 {}
 impl Lane for i16 {}
+impl Lane for u16 {}
+impl Lane for u32 {}
+impl Lane for u64 {}
 impl Lane for i32 {}
 impl Lane for i64 {}
 impl Lane for f32 {
@@ -192,6 +195,9 @@ impl Exec<'_> {
                 DType::U8 => scan_raw::<u8>(*op, xp, dims, vp, ip),
                 DType::I8 => scan_raw::<i8>(*op, xp, dims, vp, ip),
                 DType::I16 => scan_raw::<i16>(*op, xp, dims, vp, ip),
+                DType::U16 => scan_raw::<u16>(*op, xp, dims, vp, ip),
+                DType::U32 => scan_raw::<u32>(*op, xp, dims, vp, ip),
+                DType::U64 => scan_raw::<u64>(*op, xp, dims, vp, ip),
                 DType::I32 => scan_raw::<i32>(*op, xp, dims, vp, ip),
                 DType::I64 => scan_raw::<i64>(*op, xp, dims, vp, ip),
                 DType::F32 => scan_raw::<f32>(*op, xp, dims, vp, ip),

@@ -129,8 +129,10 @@ impl Exec<'_> {
             // SAFETY: `x` is a standard-layout array of `total` elements of
             // its dtype; `res` a fresh (or the caller's standard-layout)
             // array of `total` elements of the output dtype, never aliasing
-            // `x`. The output dtype is `i64` for bool and integer inputs and
-            // the input's own for floats (`ReduceOp::output_dtype`).
+            // `x`. The output dtype is `i64` for bool and signed inputs, `u64`
+            // for unsigned ones (written as the same 8-byte `i64` bit
+            // patterns: wrapping `+` and `*` agree on both readings) and the
+            // input's own for floats (`ReduceOp::output_dtype`).
             unsafe {
                 macro_rules! ints {
                     ($t:ty) => {{
@@ -154,6 +156,9 @@ impl Exec<'_> {
                     DType::U8 => ints!(u8),
                     DType::I8 => ints!(i8),
                     DType::I16 => ints!(i16),
+                    DType::U16 => ints!(u16),
+                    DType::U32 => ints!(u32),
+                    DType::U64 => ints!(u64),
                     DType::I32 => ints!(i32),
                     DType::I64 => ints!(i64),
                 }

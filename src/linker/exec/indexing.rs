@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::graph::DType;
 use crate::linker::buffer::{c_strides, Arr};
 use crate::linker::plan::step::{BooleanMaskStep, IncTakeStep, JoinStep, SplitStep, TakeStep};
-use crate::ops::indexing::{normalize_index, split_sizes};
+use crate::ops::indexing::{normalize_index, normalize_unsigned_index, split_sizes};
 
 /// The element offsets of every index of `shape` (in row-major order) for
 /// an array with element strides `strides`.
@@ -61,7 +61,16 @@ fn contiguous(shape: &[usize], strides: &[isize]) -> bool {
 /// The positions along an axis of length `len` named by the elements of
 /// the integer array `idx` in row-major order, each checked.
 fn positions(name: &str, idx: &Arr, len: usize, axis: usize) -> Result<Vec<usize>> {
-    let check = |i: i64| normalize_index(i, len, axis).map_err(|m| err(name, m));
+    // A `u64` index is read as its bit pattern: one above `i64::MAX` is out of range, not negative.
+    let unsigned = idx.dtype == DType::U64;
+    let check = |i: i64| {
+        if unsigned {
+            normalize_unsigned_index(i as u64, len, axis)
+        } else {
+            normalize_index(i, len, axis)
+        }
+        .map_err(|m| err(name, m))
+    };
     if let Some(s) = i64_elements(idx) {
         return s.iter().map(|&i| check(i)).collect();
     }
@@ -612,7 +621,7 @@ macro_rules! wrapping {
         }
     )*};
 }
-wrapping!(u8, i8, i16, i32, i64);
+wrapping!(u8, i8, u16, i16, u32, i32, u64, i64);
 
 impl Accumulate for f32 {
     fn add(self, o: Self) -> Self {
@@ -641,6 +650,9 @@ impl Block<'_> {
                 DType::U8 => self.run::<u8>(set, dst, src, u8::add),
                 DType::I8 => self.run::<i8>(set, dst, src, i8::add),
                 DType::I16 => self.run::<i16>(set, dst, src, i16::add),
+                DType::U16 => self.run::<u16>(set, dst, src, u16::add),
+                DType::U32 => self.run::<u32>(set, dst, src, u32::add),
+                DType::U64 => self.run::<u64>(set, dst, src, u64::add),
                 DType::I32 => self.run::<i32>(set, dst, src, i32::add),
                 DType::I64 => self.run::<i64>(set, dst, src, i64::add),
                 DType::F32 => self.run::<f32>(set, dst, src, f32::add),
