@@ -185,6 +185,16 @@ fn reduction_along_a_join_of_size_one_inputs_is_element_wise() {
         name,
         graph("i=i64[:]; j=i64[:]", "all(stack([i, j]), axis=0)"),
     );
+    // `any` of floats (a NaN or a nonzero is true): no `or` of float operands
+    // (found by the differential run, seed 6262, on a join of Gemm outputs).
+    check_no_fire(
+        name,
+        graph("x=f64[:]; y=f64[:]", "any(stack([x, y]), axis=0)"),
+    );
+    check_no_fire(
+        name,
+        graph("A=f64[:, 1]; B=f64[:, 1]", "any(concatenate([A, B], axis=1), axis=1)"),
+    );
     // The join checks that A's second size equals B's; an element-wise op
     // would broadcast A's static 1 instead.
     check_no_fire(

@@ -141,6 +141,13 @@ pub fn local_reduce_join(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     {
         return Ok(None);
     }
+    // The element-wise form computes in the inputs' dtype: only when the
+    // reduction does too (not `any` of floats, whose `or` would take float
+    // operands, nor a sum of small integers that accumulates wider).
+    let out_dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    if fg.ty(joined).dtype != out_dtype {
+        return Ok(None);
+    }
     let scalar = op.scalar_op();
     let order: Vec<Option<usize>> = (0..nd).filter(|&d| d != axis).map(Some).collect();
     let squeezed = ins
