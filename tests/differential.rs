@@ -1677,3 +1677,33 @@ fn values_copysign_of_an_integer_by_a_reordered_sum() {
     )
     .unwrap();
 }
+
+/// A batched product whose finite factors overflow (`±1e300` times a u32
+/// near 2^32) is order- and contraction-dependent: a fused multiply-add
+/// adds the exact product to a running infinity (reference `-inf`,
+/// compiled NaN). Tier 1 skips it as a reduction overflow; found by the
+/// 20,000-case run of `batched_matmul_matches_the_reference`, seed 6262.
+#[test]
+fn batched_product_of_overflowing_finite_factors_is_licensed() {
+    let steps = [
+        Step::Unary(0, 0),
+        Step::Unary(0, 0),
+        Step::BatchedDot(5, 0, 11),
+    ];
+    let mut stats = Stats::default();
+    run_broad_case(
+        &steps,
+        1,
+        8,
+        2,
+        5491109681386162464,
+        true,
+        3279034151150894001,
+        &mut stats,
+    )
+    .unwrap();
+    assert!(
+        stats.skipped.contains_key("tier 1: ReductionOverflow"),
+        "{stats}"
+    );
+}

@@ -1699,8 +1699,9 @@ fn integer_reductions_accumulate_in_i64_and_keep_dtype_for_max_min() {
         &[100.0, 127.0],
     );
     assert_value(&perf1(&red(ReduceOp::Min, None), &[&x]), I8, &[], &[-128.0]);
+    // An unsigned sum accumulates in u64, as numpy's (`np.uint8` sums give `uint64`).
     let u = val(&[2], vec![200u8, 200]);
-    assert_value(&perf1(&red(ReduceOp::Sum, None), &[&u]), I64, &[], &[400.0]);
+    assert_value(&perf1(&red(ReduceOp::Sum, None), &[&u]), U64, &[], &[400.0]);
     let b = val(&[3], vec![true, true, false]);
     assert_value(&perf1(&red(ReduceOp::Sum, None), &[&b]), I64, &[], &[2.0]);
     assert_value(&perf1(&red(ReduceOp::Max, None), &[&b]), Bool, &[], &[1.0]);

@@ -193,7 +193,10 @@ fn reduction_along_a_join_of_size_one_inputs_is_element_wise() {
     );
     check_no_fire(
         name,
-        graph("A=f64[:, 1]; B=f64[:, 1]", "any(concatenate([A, B], axis=1), axis=1)"),
+        graph(
+            "A=f64[:, 1]; B=f64[:, 1]",
+            "any(concatenate([A, B], axis=1), axis=1)",
+        ),
     );
     // The join checks that A's second size equals B's; an element-wise op
     // would broadcast A's static 1 instead.

@@ -417,3 +417,49 @@ fn large_arrays_split_over_threads_match_the_reference() {
         }
     }
 }
+
+/// Issue 19's accuracy audit for the softmax family: each rule's
+/// hand-written input form, after FAST_RUN, at rows of ±800 and of
+/// tiny values, against closed forms. Row `[800, -800, 0]` has
+/// logsumexp `800 + log1p(e^-800 + e^-1600)`, which is 800 in f64
+/// (e^-800 < 2^-1074), so its log_softmax is `[0, -1600, -800]` and its
+/// softmax `[1, 0, 0]` (e^-800 and e^-1600 round to 0); row `[-800, 800,
+/// 1]` likewise gives `[-1600, 0, -799]` and `[0, 1, 0]`; a row of
+/// `±1e-300` and 0 gives `-ln 3` and `1/3` to within 1e-300 (exact in f64
+/// after rounding). Without the rules, `exp(800)` overflows: NaN or -inf.
+#[test]
+fn softmax_family_rewrites_are_exact_at_800() {
+    let x = matrix("X", DType::F64);
+    let v = f64s(
+        &[3, 3],
+        vec![800.0, -800.0, 0.0, -800.0, 800.0, 1.0, 1e-300, -1e-300, 0.0],
+    );
+    let third = 1.0 / 3.0;
+    let ln3 = -(3.0f64.ln());
+    let soft = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, third, third, third];
+    let log_soft = [0.0, -1600.0, -800.0, -1600.0, 0.0, -799.0, ln3, ln3, ln3];
+    let mut vars = HashMap::new();
+    vars.insert("X".to_string(), x.clone());
+    for (rule, src, want) in [
+        (
+            "local_softmax_recognize",
+            "exp(X - max(X, axis=1, keepdims=True)) / sum(exp(X - max(X, axis=1, keepdims=True)), axis=1, keepdims=True)",
+            &soft,
+        ),
+        ("local_exp_over_sum_exp", "exp(X) / sum(exp(X), axis=1, keepdims=True)", &soft),
+        ("local_log_softmax", "log(softmax(X, axis=1))", &log_soft),
+        ("local_exp_log_softmax", "exp(log_softmax(X, axis=1))", &soft),
+        (
+            "local_log_softmax_from_logsumexp",
+            "X - log(sum(exp(X), axis=1, keepdims=True))",
+            &log_soft,
+        ),
+    ] {
+        let y = build_expression(src, &vars).unwrap();
+        let got = jit1(&x, &y, &v, "fast_run");
+        for (k, (&a, &b)) in got.iter().zip(want.iter()).enumerate() {
+            let ok = if b == 0.0 { a == 0.0 } else { (a - b).abs() <= 1e-12 * b.abs() };
+            assert!(ok, "{rule} ({src}): element {k}: got {a:e}, want {b:e}; all {got:?}");
+        }
+    }
+}

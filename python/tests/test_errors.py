@@ -42,8 +42,8 @@ def test_shape_mismatch_is_a_value_error():
 
 
 def test_unsupported_dtype():
-    c = np.arange(3, dtype=np.uint64)
-    with pytest.raises(TypeError, match="uint64"):
+    c = np.arange(3, dtype=np.float16)
+    with pytest.raises(TypeError, match="float16"):
         kiln.evaluate("c + 1")
     s = np.array(["a", "b"])
     with pytest.raises(TypeError, match="does not support"):
