@@ -135,33 +135,45 @@ pub fn elemwise_shape(name: &str, inputs: &[&Value], types: &[&TensorType]) -> R
     Ok(shape)
 }
 
+/// `f` of the elements of `arrays` broadcast to `shape`, in row-major
+/// order (an error naming `name` when the output cannot be allocated).
+fn map_broadcast<T: Copy, U: Element>(
+    name: &str,
+    arrays: &[ArrayD<T>],
+    shape: &[usize],
+    f: impl Fn(&[T]) -> U,
+) -> Result<Vec<U>> {
+    let mut out: Vec<U> = output_vec(name, shape)?;
+    let n: usize = shape.iter().product(); // checked by output_vec
+    let views: Vec<_> = arrays
+        .iter()
+        .map(|a| a.broadcast(IxDyn(shape)).expect("shape checked"))
+        .collect();
+    let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
+    let mut args: SmallVec<[T; 3]> = SmallVec::new();
+    for _ in 0..n {
+        args.clear();
+        args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
+        out.push(f(&args));
+    }
+    Ok(out)
+}
+
 fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) -> Result<Value> {
     let shape = elemwise_shape(name, inputs, types)?;
     let in_dtypes: SmallVec<[DType; 3]> = inputs.iter().map(|v| v.dtype()).collect();
     let out_dtype = op.output_dtype(&in_dtypes)?;
+    fn array<T>(shape: &[usize], out: Vec<T>) -> ArrayD<T> {
+        ArrayD::from_shape_vec(IxDyn(shape), out).expect("sized")
+    }
     if op.computes_in_float(&in_dtypes, out_dtype) {
-        let mut out: Vec<f64> = output_vec(name, &shape)?;
-        let n: usize = shape.iter().product(); // checked by output_vec
         let arrays: Vec<ArrayD<f64>> = inputs.iter().map(|v| v.to_f64_array()).collect();
-        let views: Vec<_> = arrays
-            .iter()
-            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
-            .collect();
-        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-        let mut args: SmallVec<[f64; 3]> = SmallVec::new();
-        for _ in 0..n {
-            args.clear();
-            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
-            // `from_f64_array` converts with Rust `as` semantics (a float cast to an integer saturates).
-            out.push(op.eval_f64(&args));
-        }
-        Ok(Value::from_f64_array(
-            out_dtype,
-            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
-        ))
+        // `from_f64_array` converts with Rust `as` semantics (a float cast to an integer saturates).
+        let out = map_broadcast(name, &arrays, &shape, |args| op.eval_f64(args))?;
+        Ok(Value::from_f64_array(out_dtype, array(&shape, out)))
     } else if op.computes_in_u64(&in_dtypes, out_dtype) {
-        let mut out: Vec<u64> = output_vec(name, &shape)?;
-        let n: usize = shape.iter().product(); // checked by output_vec
+        // A float input in the integer domains (the condition of a `switch`)
+        // is carried as its truth value: 0.5 and NaN are true, as in numpy's `where`.
         let arrays: Vec<ArrayD<u64>> = inputs
             .iter()
             .map(|v| {
@@ -172,26 +184,9 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
                 }
             })
             .collect();
-        let views: Vec<_> = arrays
-            .iter()
-            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
-            .collect();
-        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-        let mut args: SmallVec<[u64; 3]> = SmallVec::new();
-        for _ in 0..n {
-            args.clear();
-            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
-            out.push(op.eval_u64(&args, out_dtype));
-        }
-        Ok(Value::from_u64_array(
-            out_dtype,
-            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
-        ))
+        let out = map_broadcast(name, &arrays, &shape, |args| op.eval_u64(args, out_dtype))?;
+        Ok(Value::from_u64_array(out_dtype, array(&shape, out)))
     } else {
-        let mut out: Vec<i64> = output_vec(name, &shape)?;
-        let n: usize = shape.iter().product(); // checked by output_vec
-                                               // A float input in the integer domain (the condition of a `switch`) is carried
-                                               // as its truth value: 0.5 and NaN are true, as in numpy's `where`.
         let arrays: Vec<ArrayD<i64>> = inputs
             .iter()
             .map(|v| {
@@ -202,21 +197,8 @@ fn elemwise(name: &str, op: ScalarOp, inputs: &[&Value], types: &[&TensorType]) 
                 }
             })
             .collect();
-        let views: Vec<_> = arrays
-            .iter()
-            .map(|a| a.broadcast(IxDyn(&shape)).expect("shape checked"))
-            .collect();
-        let mut iters: Vec<_> = views.iter().map(|v| v.iter()).collect();
-        let mut args: SmallVec<[i64; 3]> = SmallVec::new();
-        for _ in 0..n {
-            args.clear();
-            args.extend(iters.iter_mut().map(|it| *it.next().expect("same length")));
-            out.push(op.eval_i64(&args, out_dtype));
-        }
-        Ok(Value::from_i64_array(
-            out_dtype,
-            ArrayD::from_shape_vec(IxDyn(&shape), out).expect("sized"),
-        ))
+        let out = map_broadcast(name, &arrays, &shape, |args| op.eval_i64(args, out_dtype))?;
+        Ok(Value::from_i64_array(out_dtype, array(&shape, out)))
     }
 }
 

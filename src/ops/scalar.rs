@@ -775,15 +775,8 @@ pub fn int_pow(a: i64, b: i64) -> i64 {
             _ => 0,
         };
     }
-    let (mut base, mut e, mut acc) = (a, b as u64, 1i64);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc.wrapping_mul(base);
-        }
-        base = base.wrapping_mul(base);
-        e >>= 1;
-    }
-    acc
+    // Wrapping products are the same bits in two's complement.
+    uint_pow(a as u64, b as u64) as i64
 }
 
 /// The logistic function, accurate for large |x|.

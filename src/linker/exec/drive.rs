@@ -181,6 +181,19 @@ fn drive_impl(
     } else {
         SmallVec::new()
     };
+    // Byte offset of outer row `r` (row-major over the outer dimensions) in each operand.
+    let row_offset = |r: usize| -> SmallVec<[isize; 6]> {
+        let mut rem = r;
+        let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+        for (n, st) in outer.iter().rev() {
+            let i = rem % n;
+            rem /= n;
+            for k in 0..nops {
+                off[k] += i as isize * st[k];
+            }
+        }
+        off
+    };
     let run_gathered = |r0: usize, r1: usize, i0: usize, i1: usize| {
         // One scratch block per gathered input (u64s: aligned for every dtype).
         let mut scratch: Vec<Vec<u64>> = gathered.iter().map(|_| vec![0u64; GATHER]).collect();
@@ -190,15 +203,7 @@ fn drive_impl(
         }
         let mut q: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
         for r in r0..r1 {
-            let mut rem = r;
-            let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
-            for (n, ost) in outer.iter().rev() {
-                let i = rem % n;
-                rem /= n;
-                for k in 0..nops {
-                    off[k] += i as isize * ost[k];
-                }
-            }
+            let off = row_offset(r);
             let mut i = i0;
             while i < i1 {
                 let m = GATHER.min(i1 - i);
@@ -229,15 +234,7 @@ fn drive_impl(
         }
         let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
         for r in r0..r1 {
-            let mut rem = r;
-            let mut off: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
-            for (n, st) in outer.iter().rev() {
-                let i = rem % n;
-                rem /= n;
-                for k in 0..nops {
-                    off[k] += i as isize * st[k];
-                }
-            }
+            let off = row_offset(r);
             for k in 0..nops {
                 p[k] = (base[k] as isize + off[k] + i0 as isize * inner_st[k]) as *mut u8;
             }
