@@ -103,26 +103,18 @@ fn alloc_parts(fg: &FunctionGraph, v: VarId) -> Option<(VarId, Vec<VarId>)> {
     Some((*value, sizes.to_vec()))
 }
 
-/// The value of a 0-d integer constant size.
-fn const_size(fg: &FunctionGraph, s: VarId) -> Option<i64> {
-    let c = fg.constant_value(s)?;
-    if c.ndim() != 0 || !c.dtype().is_int() {
-        return None;
-    }
-    c.to_i64_array().iter().next().copied()
-}
-
 /// True when the two size variables are provably equal at run time: the
 /// same variable, or constants of equal value.
 fn same_size(fg: &FunctionGraph, a: VarId, b: VarId) -> bool {
-    a == b || matches!((const_size(fg, a), const_size(fg, b)), (Some(x), Some(y)) if x == y)
+    a == b
+        || matches!((util::unique_int_constant(fg, a), util::unique_int_constant(fg, b)), (Some(x), Some(y)) if x == y)
 }
 
 /// True when the size variable `s` is provably the run-time size of
 /// dimension `d` of `of` (counted in `of`'s own dimensions): a constant
 /// equal to its static size, or `Shape_i{d}(of)`.
 fn size_of_dim(fg: &FunctionGraph, s: VarId, of: VarId, d: usize) -> bool {
-    if let (Some(c), Some(k)) = (const_size(fg, s), fg.ty(of).shape[d]) {
+    if let (Some(c), Some(k)) = (util::unique_int_constant(fg, s), fg.ty(of).shape[d]) {
         return c == k as i64;
     }
     match fg.owner(s) {
@@ -183,7 +175,7 @@ pub fn local_alloc_sink_dimshuffle(fg: &mut FunctionGraph, n: NodeId) -> Result<
     let extra = sizes.len() - fg.ty(value).ndim();
     let ones = sizes[..extra]
         .iter()
-        .take_while(|&&s| const_size(fg, s) == Some(1))
+        .take_while(|&&s| util::unique_int_constant(fg, s) == Some(1))
         .count();
     if ones == 0 {
         return Ok(None);
@@ -224,7 +216,7 @@ pub fn local_merge_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
             return true;
         }
         let m_dim_is_1 = k < m_off || m_ty.is_broadcastable(k - m_off);
-        const_size(fg, s_in) == Some(1) && m_dim_is_1
+        util::unique_int_constant(fg, s_in) == Some(1) && m_dim_is_1
     });
     if !merges {
         return Ok(None);
@@ -332,7 +324,7 @@ pub fn local_elemwise_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
                 return true;
             }
             x_is_1
-                && (const_size(fg, s) == Some(1)
+                && (util::unique_int_constant(fg, s) == Some(1)
                     || witnesses.iter().any(|&w| {
                         let w_off = ndim - fg.ty(w).ndim();
                         d >= w_off && size_of_dim(fg, s, w, d - w_off)
@@ -406,7 +398,10 @@ pub fn local_join_of_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
     for d in 0..ndim {
         let column: Vec<VarId> = parts.iter().map(|(_, s)| s[d]).collect();
         if d == axis {
-            let consts: Option<Vec<i64>> = column.iter().map(|&s| const_size(fg, s)).collect();
+            let consts: Option<Vec<i64>> = column
+                .iter()
+                .map(|&s| util::unique_int_constant(fg, s))
+                .collect();
             let total = match consts {
                 Some(c) => size_const(fg, c.iter().sum()),
                 None => util::elemwise(fg, ScalarOp::Add, &column)?,
@@ -416,7 +411,7 @@ pub fn local_join_of_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
             let pick = column
                 .iter()
                 .copied()
-                .find(|&s| const_size(fg, s).is_some())
+                .find(|&s| util::unique_int_constant(fg, s).is_some())
                 .unwrap_or(column[0]);
             post.push(pick);
         }
