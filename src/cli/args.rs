@@ -162,6 +162,12 @@ pub struct BenchArgs {
     /// `run_into_us` of `--json`.
     #[arg(long, conflicts_with_all = ["expr", "chain", "suite"])]
     pub per_call: bool,
+    /// Layouts: `exp(X) * 2 + 1` on a 2000 x 2000 f64 input that is
+    /// contiguous, a transposed view and every other column of a
+    /// 2000 x 4000 array (`layout_contiguous`, `layout_transposed`,
+    /// `layout_step2`; `--scale-down` divides both dimensions).
+    #[arg(long, conflicts_with_all = ["expr", "chain", "suite", "per_call"])]
+    pub layouts: bool,
     /// Measure the gradient of the (scalar) expression with respect to these inputs (comma-separated).
     #[arg(long, value_name = "NAME,..", requires = "expr")]
     pub grad: Vec<String>,

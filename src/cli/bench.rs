@@ -15,7 +15,7 @@
 //! suite of [`crate::workloads::suite`] followed by the gradient workloads
 //! of [`crate::workloads::gradient_suite`] (`--suite`), or the chain graph of
 //! [`crate::workloads::chain_graph`] (`--chain K`, inputs of `--chain-size`
-//! elements). Graphs are compiled with unknown input sizes (dimensions of
+//! elements), or one expression on inputs of three layouts (`--layouts`). Graphs are compiled with unknown input sizes (dimensions of
 //! size 1 stay static so they broadcast), bypassing the compile cache, so
 //! every mode pays its full compile time.
 
@@ -294,6 +294,42 @@ pub fn per_call_cases() -> CliResult<Vec<Case>> {
         .collect()
 }
 
+/// The expression of the layout cases (`kiln bench --layouts`).
+pub const LAYOUT_EXPR: &str = "exp(X) * 2 + 1";
+
+/// The layout cases: [`LAYOUT_EXPR`] on an `n x n` f64 input (`n` = 2000
+/// / `scale_down`) that is contiguous (`layout_contiguous`), the transposed
+/// view of a contiguous array (`layout_transposed`, Fortran order) and
+/// every other column of an `n x 2n` array (`layout_step2`), the same
+/// values in each.
+pub fn layout_cases(scale_down: usize) -> CliResult<Vec<Case>> {
+    let n = (2000 / scale_down.max(1)).max(1);
+    let case = expr_case(LAYOUT_EXPR, &[format!("X=f64[{n},{n}]")])?;
+    let Some(Value::F64(a)) = case.values.into_iter().next() else {
+        unreachable!("one f64 input")
+    };
+    let transposed = a.t().as_standard_layout().into_owned().reversed_axes();
+    let mut wide = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&[n, 2 * n]));
+    wide.slice_each_axis_inplace(|ax| match ax.axis.index() {
+        1 => ndarray::Slice::new(0, None, 2),
+        _ => ndarray::Slice::from(..),
+    });
+    wide.assign(&a);
+    let cases = [
+        ("layout_contiguous", a),
+        ("layout_transposed", transposed),
+        ("layout_step2", wide),
+    ];
+    Ok(cases
+        .into_iter()
+        .map(|(name, v)| Case {
+            name: name.to_string(),
+            graph: case.graph.clone(),
+            values: vec![Value::F64(v)],
+        })
+        .collect())
+}
+
 /// The chain graph of `k` operations on vectors of `size` elements.
 pub fn chain_case(k: usize, size: usize) -> CliResult<Case> {
     let graph = workloads::chain_graph(k).map_err(|e| CliError::usage(e.to_string()))?;
@@ -345,6 +381,8 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
     } else if a.per_call {
         runs = runs.max(PER_CALL_RUNS);
         per_call_cases()?
+    } else if a.layouts {
+        layout_cases(a.scale_down.max(1))?
     } else if let Some(k) = a.chain {
         vec![chain_case(k, a.chain_size)?]
     } else if let Some(e) = &a.expr {
@@ -403,6 +441,32 @@ mod tests {
             assert_eq!(c.values.len(), 1);
             assert_eq!(c.values[0].shape(), &[n]);
         }
+    }
+
+    #[test]
+    fn the_layout_cases_hold_the_same_values_in_three_layouts() {
+        let cases = layout_cases(100).unwrap();
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["layout_contiguous", "layout_transposed", "layout_step2"]
+        );
+        let arrays: Vec<&ndarray::ArrayD<f64>> = cases
+            .iter()
+            .map(|c| match &c.values[0] {
+                Value::F64(a) => a,
+                v => panic!("f64 input expected, got {}", v.dtype()),
+            })
+            .collect();
+        assert_eq!(arrays[0].strides(), [20, 1]);
+        assert_eq!(arrays[1].strides(), [1, 20]);
+        assert_eq!(arrays[2].strides(), [40, 2]);
+        assert!(arrays.iter().all(|a| *a == arrays[0]));
+        let rows: Vec<Row> = cases
+            .iter()
+            .map(|c| measure(c, "fast_run", &parse_mode("fast_run").unwrap(), 1).unwrap())
+            .collect();
+        assert!(rows.iter().all(|r| r.nodes_after == 1), "{rows:?}");
     }
 
     #[test]

@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use ndarray::{ArrayD, IxDyn};
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
 use crate::error::Result;
@@ -202,6 +202,41 @@ impl Buffer {
         self.dtype
     }
 
+    /// The buffer as a value of `shape` whose element at index `i` lies at
+    /// element offset `sum(i[d] * strides[d])` of the buffer: a dense layout
+    /// ([`Arr::is_dense`]; row-major is one). A buffer from
+    /// [`Buffer::uninit`] must have had every element written.
+    pub fn into_value_strided(self, shape: &[usize], strides: &[isize]) -> Value {
+        let n = self.len;
+        let standard = shape
+            .iter()
+            .zip(strides)
+            .zip(c_strides(shape))
+            .all(|((&d, &s), c)| d <= 1 || s == c);
+        if standard {
+            return self.into_value(shape);
+        }
+        // Length-1 axes are never stepped over: stride 0 keeps them in bounds.
+        let st: Vec<usize> = shape
+            .iter()
+            .zip(strides)
+            .map(|(&d, &s)| {
+                debug_assert!(d <= 1 || s > 0, "a dense layout has positive strides");
+                if d <= 1 {
+                    0
+                } else {
+                    s as usize
+                }
+            })
+            .collect();
+        let flat = self.into_value(&[n]);
+        crate::map_value!(flat, a => {
+            let (v, _) = a.into_raw_vec_and_offset();
+            ArrayD::from_shape_vec(IxDyn(shape).strides(IxDyn(&st)), v)
+                .expect("a dense layout of the buffer's elements")
+        })
+    }
+
     /// The buffer as a value of `shape` (same number of elements). A buffer
     /// from [`Buffer::uninit`] must have had every element written.
     pub fn into_value(self, shape: &[usize]) -> Value {
@@ -333,6 +368,20 @@ pub struct Arr {
     pub buf: Option<Arc<Buffer>>,
 }
 
+/// Strides (in elements) of a dense array of `shape` whose axes lie in
+/// memory in the order `perm` (outermost first, a permutation of the axes):
+/// the last axis of `perm` has stride 1.
+pub fn permuted_strides(shape: &[usize], perm: &[usize]) -> SmallVec<[isize; 4]> {
+    debug_assert_eq!(perm.len(), shape.len());
+    let mut s: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut acc = 1isize;
+    for &d in perm.iter().rev() {
+        s[d] = acc;
+        acc *= shape[d].max(1) as isize;
+    }
+    s
+}
+
 /// Row-major contiguous strides of `shape`.
 pub fn c_strides(shape: &[usize]) -> SmallVec<[isize; 4]> {
     let mut s: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
@@ -358,6 +407,47 @@ impl Arr {
         }
     }
 
+    /// The order in which this array's axes lie in memory, outermost first,
+    /// when it is not row-major: the axes of more than one element sorted by
+    /// decreasing absolute stride (ties keep axis order), then the size-1
+    /// axes. `None` when that order is row-major, or when an axis of more
+    /// than one element has stride 0 (a broadcast view has no order to
+    /// follow).
+    pub fn memory_order(&self) -> Option<SmallVec<[usize; 4]>> {
+        let (mut big, small): (SmallVec<[usize; 4]>, SmallVec<[usize; 4]>) =
+            (0..self.shape.len()).partition(|&d| self.shape[d] > 1);
+        if big.iter().any(|&d| self.strides[d] == 0) {
+            return None;
+        }
+        big.sort_by_key(|&d| std::cmp::Reverse(self.strides[d].unsigned_abs()));
+        if big.windows(2).all(|w| w[0] < w[1]) {
+            return None;
+        }
+        big.extend(small);
+        Some(big)
+    }
+
+    /// True when the elements fill `[ptr, ptr + len)` exactly, in some order
+    /// of the axes, with positive strides (row-major is one such layout).
+    pub fn is_dense(&self) -> bool {
+        let mut axes: SmallVec<[(usize, isize); 4]> = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .filter(|(&n, _)| n > 1)
+            .map(|(&n, &s)| (n, s))
+            .collect();
+        axes.sort_by_key(|&(_, s)| s);
+        let mut want = 1isize;
+        for (n, s) in axes {
+            if s != want {
+                return false;
+            }
+            want *= n as isize;
+        }
+        true
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.shape.iter().product()
@@ -379,14 +469,15 @@ impl Arr {
             .all(|((&n, &s), &w)| n <= 1 || s == w)
     }
 
-    /// True when this array is the whole of a buffer nobody else references.
+    /// True when this array is the whole of a buffer nobody else references
+    /// (in any dense layout, see [`Arr::is_dense`]).
     pub fn owns_whole_buffer(&self) -> bool {
         match &self.buf {
             Some(b) => {
                 Arc::strong_count(b) == 1
                     && b.ptr() == self.ptr
                     && b.len() == self.len()
-                    && self.is_standard()
+                    && self.is_dense()
             }
             None => false,
         }

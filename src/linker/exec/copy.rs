@@ -109,19 +109,19 @@ pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
     );
 }
 
-/// An owned value with the contents of `x`: its buffer when `x` is the whole
-/// of a buffer nobody else references, else a copy.
+/// An owned value with the contents of `x`: its buffer, in `x`'s layout,
+/// when `x` is the whole of a buffer nobody else references, else a
+/// row-major copy.
 pub fn to_value(par: ParallelOptions, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
     } else {
         copy(par, &x)?
     };
-    let shape = x.shape.to_vec();
     let buf = x.buf.expect("owned buffer");
     Ok(Arc::try_unwrap(buf)
         .expect("uniquely owned")
-        .into_value(&shape))
+        .into_value_strided(&x.shape, &x.strides))
 }
 
 #[cfg(test)]

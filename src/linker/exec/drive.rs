@@ -134,9 +134,19 @@ fn drive_impl(
         return;
     }
     let nops = ptrs.len();
+    // Element-wise kernels iterate in the memory order of their first
+    // output (the dimension where it has the smallest stride innermost):
+    // every element is independent, and an output laid out like its
+    // inputs (`Exec::alloc_slot_in_order`) then collapses with them into
+    // contiguous runs whatever the layout. Other kernels keep the
+    // logical order, which their accumulator modes depend on.
+    let mut order: SmallVec<[usize; 6]> = (0..shape.len()).collect();
+    if n_gather > 0 && n_gather < nops {
+        order.sort_by_key(|&d| std::cmp::Reverse(strides[n_gather][d].unsigned_abs()));
+    }
     // Drop size-1 dimensions, convert strides to bytes, collapse.
     let mut dims: Vec<(usize, SmallVec<[isize; 6]>)> = Vec::new();
-    for d in 0..shape.len() {
+    for &d in &order {
         if shape[d] == 1 {
             continue;
         }

@@ -34,6 +34,14 @@ impl Exec<'_> {
         // destroys (same dtype and shape, by the graph's types); every
         // other output gets a fresh buffer (or the caller's array
         // registered for its slot, see `alloc_slot`).
+        // Fresh outputs follow the memory order of the first input that
+        // spans the whole iteration shape (numpy's order='K'): a transposed
+        // or Fortran-ordered input then gives a result of the same layout,
+        // and the driver runs both contiguously.
+        let order = ins
+            .iter()
+            .find(|a| a.shape.as_slice() == shape.as_slice())
+            .and_then(Arr::memory_order);
         let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
         for (o, &(slot, dt)) in outputs.iter().enumerate() {
             match destroy_map.iter().find(|&&(d, _)| d == o) {
@@ -58,7 +66,9 @@ impl Exec<'_> {
                     }
                     outs.push(a.clone());
                 }
-                None => outs.push(self.alloc_slot(name, slot, dt, &shape)?),
+                None => {
+                    outs.push(self.alloc_slot_in_order(name, slot, dt, &shape, order.as_deref())?)
+                }
             }
         }
         let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();

@@ -12,8 +12,14 @@
 //! Output destinations (`call_into`): the caller's output arrays, given with
 //! [`Exec::with_destinations`], are written only by the step that allocates
 //! an output's root slot (`Plan::output_dests`), when the array has that
-//! allocation's dtype and shape and standard layout; they are never pooled
-//! or counted in the peak bytes (their `Arr::buf` is `None`).
+//! allocation's dtype and shape, and standard layout unless the step is
+//! element-wise (whose kernels write any layout); they are never pooled or
+//! counted in the peak bytes (their `Arr::buf` is `None`).
+//!
+//! Layouts: intermediate and result buffers are dense; they are row-major,
+//! except that an element-wise step's fresh outputs follow the memory order
+//! of its first input spanning the whole shape (numpy's `order='K'`), so
+//! every step reads its inputs through their strides.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,7 +98,8 @@ impl<'a> Exec<'a> {
 
     /// Lets the allocation of each listed slot use the paired caller array
     /// (not owned by the call, `buf: None`) when its dtype and shape match
-    /// and it is in standard layout; the first fitting pair of a slot wins.
+    /// and its layout suits the step (see the module header); the first
+    /// fitting pair of a slot wins.
     /// Every array must be writable, overlap no input and no other listed
     /// array, and stay valid for the call.
     pub fn with_destinations(mut self, dests: Vec<(Slot, Arr)>) -> Self {
@@ -109,13 +116,52 @@ impl<'a> Exec<'a> {
         dtype: DType,
         shape: &[usize],
     ) -> Result<Arr> {
-        let fits = |(slot, a): &(Slot, Arr)| {
-            *slot == s && a.dtype == dtype && a.shape.as_slice() == shape && a.is_standard()
-        };
-        match self.dests.iter().position(fits) {
-            Some(i) => Ok(self.dests.swap_remove(i).1),
+        match self.take_dest(s, dtype, shape, false) {
+            Some(a) => Ok(a),
             None => self.alloc(name, dtype, shape),
         }
+    }
+
+    /// The caller's array registered for slot `s` when it has this dtype
+    /// and shape, and standard layout unless `any_layout`.
+    fn take_dest(
+        &mut self,
+        s: Slot,
+        dtype: DType,
+        shape: &[usize],
+        any_layout: bool,
+    ) -> Option<Arr> {
+        let fits = |(slot, a): &(Slot, Arr)| {
+            *slot == s
+                && a.dtype == dtype
+                && a.shape.as_slice() == shape
+                && (any_layout || a.is_standard())
+        };
+        let i = self.dests.iter().position(fits)?;
+        Some(self.dests.swap_remove(i).1)
+    }
+
+    /// [`Exec::alloc_slot`] for an element-wise output, whose kernel writes
+    /// any layout: a caller's array registered for the slot is used in
+    /// whatever layout it has, and a fresh allocation lies in memory in the
+    /// axis order `perm` (outermost first; `None`: row-major), so that the
+    /// result follows the layout of its inputs as numpy's `order='K'` does.
+    pub(super) fn alloc_slot_in_order(
+        &mut self,
+        name: &str,
+        s: Slot,
+        dtype: DType,
+        shape: &[usize],
+        perm: Option<&[usize]>,
+    ) -> Result<Arr> {
+        if let Some(a) = self.take_dest(s, dtype, shape, true) {
+            return Ok(a);
+        }
+        let mut a = self.alloc(name, dtype, shape)?;
+        if let Some(perm) = perm {
+            a.strides = crate::linker::buffer::permuted_strides(shape, perm);
+        }
+        Ok(a)
     }
 
     /// Bytes of the distinct buffers the call owns right now (intermediates,

@@ -1,0 +1,193 @@
+//! Input layouts and result layouts: an element-wise result follows the
+//! memory order of its first input spanning the whole shape (numpy's
+//! `order='K'`), so a transposed, Fortran-ordered or axis-permuted input
+//! gives a result of the same order, computed contiguously; the values are
+//! those of the same call on a row-major copy of the input, bit for bit.
+//! Steps that read such a result (reshape, dot, reductions, slices, joins,
+//! cumulative sums, arg-reductions) read it through its strides, and
+//! `call_into` writes into a caller's array of any layout in place.
+
+use kiln::linker::Arg;
+use kiln::rewriting::Mode;
+use kiln::*;
+use ndarray::{ArrayD, IxDyn};
+
+/// `n` ramp values in [-2, 2) of `shape`, row-major.
+fn ramp(shape: &[usize]) -> ArrayD<f64> {
+    let n: usize = shape.iter().product();
+    ArrayD::from_shape_vec(
+        IxDyn(shape),
+        (0..n).map(|i| 4.0 * i as f64 / n as f64 - 2.0).collect(),
+    )
+    .unwrap()
+}
+
+/// The strides of a result.
+fn strides(v: &Value) -> Vec<isize> {
+    kiln::with_value!(v, a => a.strides().to_vec())
+}
+
+/// Data pointer of a value.
+fn ptr(v: &Value) -> usize {
+    kiln::with_value!(v, a => a.as_ptr() as usize)
+}
+
+fn compiled(ins: &[Tensor], outs: &[Tensor], mode: Mode) -> CompiledFunction {
+    function(ins, outs).mode(mode).compile().unwrap()
+}
+
+/// `x` in Fortran order (the transposed view of a row-major array holding
+/// `x`'s transpose), equal to `x` element by element.
+fn fortran(x: &ArrayD<f64>) -> ArrayD<f64> {
+    let f = x.t().as_standard_layout().into_owned().reversed_axes();
+    assert_eq!(&f, x);
+    f
+}
+
+#[test]
+fn an_elementwise_result_follows_a_transposed_input() {
+    let x = matrix("x", DType::F64);
+    let y = &(&x.exp() * 2.0) + 1.0;
+    let c = ramp(&[300, 500]);
+    let f_order = fortran(&c);
+    for (name, mode) in [
+        ("fast_run", Mode::fast_run()),
+        ("fast_run-fusion", Mode::fast_run().excluding(&["fusion"])),
+        ("none", Mode::none()),
+    ] {
+        let f = compiled(std::slice::from_ref(&x), std::slice::from_ref(&y), mode);
+        let want = f.call(&[Arg::from(&c)]).unwrap();
+        assert_eq!(strides(&want[0]), [500, 1], "{name}");
+        let got = f.call(&[Arg::from(&f_order)]).unwrap();
+        assert!(got[0].same_as(&want[0]), "{name}: values");
+        assert_eq!(strides(&got[0]), [1, 300], "{name}: Fortran order kept");
+    }
+}
+
+#[test]
+fn a_permuted_three_dimensional_input_gives_a_result_in_its_order() {
+    let x = tensor("x", DType::F64, &[None, None, None]);
+    let y = x.tanh().sqr();
+    let f = compiled(std::slice::from_ref(&x), &[y], Mode::fast_run());
+    let base = ramp(&[7, 5, 6]);
+    // Axes (2, 0, 1) of a row-major array: axis 1 of the view is the outermost in memory.
+    let permuted = base.clone().permuted_axes(IxDyn(&[2, 0, 1]));
+    let want = f
+        .call(&[Arg::from(&permuted.as_standard_layout().into_owned())])
+        .unwrap();
+    let got = f.call(&[Arg::from(&permuted)]).unwrap();
+    assert!(got[0].same_as(&want[0]));
+    assert_eq!(strides(&got[0]), permuted.strides());
+}
+
+#[test]
+fn a_strided_input_in_fortran_order_gives_a_dense_fortran_result() {
+    let x = matrix("x", DType::F64);
+    let y = x.sin();
+    let f = compiled(std::slice::from_ref(&x), &[y], Mode::fast_run());
+    // Every other row of a Fortran-ordered 40 x 30: strides (2, 40).
+    let wide = fortran(&ramp(&[40, 30]));
+    let view = wide.slice(ndarray::s![..;2, ..]).into_dyn();
+    let want = f
+        .call(&[Arg::from(&view.as_standard_layout().into_owned())])
+        .unwrap();
+    let got = f.call(&[Arg::from(&view.to_owned())]).unwrap();
+    let got_view = f.call(&[Arg::from(&view)]).unwrap();
+    assert!(got[0].same_as(&want[0]) && got_view[0].same_as(&want[0]));
+    assert_eq!(
+        strides(&got_view[0]),
+        [1, 20],
+        "dense, in the input's order"
+    );
+}
+
+#[test]
+fn the_first_full_shape_input_decides_and_broadcasts_follow() {
+    let x = matrix("x", DType::F64);
+    let y = matrix("y", DType::F64);
+    let r = tensor("r", DType::F64, &[Some(1), None]);
+    let outs = [&(&x * &y) + &r, &(&y - &x) * &r];
+    let c = ramp(&[60, 70]);
+    let fo = fortran(&(&c * 0.5));
+    let row = ramp(&[1, 70]);
+    for (name, mode) in [("none", Mode::none()), ("fast_run", Mode::fast_run())] {
+        let f = compiled(&[x.clone(), y.clone(), r.clone()], &outs, mode);
+        let want = f
+            .call(&[
+                Arg::from(&c),
+                Arg::from(&fo.as_standard_layout().into_owned()),
+                Arg::from(&row),
+            ])
+            .unwrap();
+        let got = f
+            .call(&[Arg::from(&c), Arg::from(&fo), Arg::from(&row)])
+            .unwrap();
+        for k in 0..2 {
+            assert!(got[k].same_as(&want[k]), "{name}: output {k}");
+        }
+        if name == "none" {
+            // Unrewritten, each node's first input decides. (FAST_RUN fuses
+            // both outputs into one kernel whose first input is x.)
+            assert_eq!(strides(&got[0]), [70, 1], "x (row-major) comes first");
+            assert_eq!(strides(&got[1]), [1, 60], "y (Fortran) comes first");
+        }
+    }
+}
+
+#[test]
+fn steps_read_a_fortran_ordered_intermediate_through_its_strides() {
+    let x = matrix("x", DType::F64);
+    let w = matrix("w", DType::F64);
+    let e = x.exp();
+    let outs = [
+        e.reshape(&[-1]).unwrap(),
+        dot(&e, &w).unwrap(),
+        e.sum(&[0]).unwrap(),
+        e.sum(&[1]).unwrap(),
+        e.slice(&[Idx::range(1, 3)]).unwrap(),
+        concatenate(&[&e, &e], 0).unwrap(),
+        e.cumsum(Some(1)).unwrap(),
+        e.argmax(Some(0)).unwrap(),
+        e.t(),
+    ];
+    let c = ramp(&[30, 40]);
+    let wa = ramp(&[40, 9]);
+    for (name, mode) in [
+        ("fast_run", Mode::fast_run()),
+        ("fast_run-fusion", Mode::fast_run().excluding(&["fusion"])),
+    ] {
+        let f = compiled(&[x.clone(), w.clone()], &outs, mode);
+        let want = f.call(&[Arg::from(&c), Arg::from(&wa)]).unwrap();
+        let got = f.call(&[Arg::from(&fortran(&c)), Arg::from(&wa)]).unwrap();
+        assert_eq!(got.len(), outs.len());
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            // The product and the sums may add in another order through
+            // another layout (GEMM blocking, column vs row accumulation).
+            let close = g.allclose(w, 1e-13, 0.0);
+            assert!(
+                g.same_as(w) || (matches!(k, 1..=3) && close),
+                "{name}: output {k}"
+            );
+        }
+    }
+}
+
+#[test]
+fn call_into_writes_a_fortran_ordered_callers_array_in_place() {
+    let x = matrix("x", DType::F64);
+    let y = &(&x.exp() * 2.0) + 1.0;
+    let f = compiled(std::slice::from_ref(&x), &[y], Mode::fast_run());
+    let c = ramp(&[200, 300]);
+    let want = f.call(&[Arg::from(&c)]).unwrap();
+    for input in [c.clone(), fortran(&c)] {
+        let mut outs = vec![Value::F64(fortran(&ArrayD::from_elem(
+            IxDyn(&[200, 300]),
+            7.0,
+        )))];
+        let before = ptr(&outs[0]);
+        f.call_into(&[Arg::from(&input)], &mut outs).unwrap();
+        assert!(outs[0].same_as(&want[0]));
+        assert_eq!(ptr(&outs[0]), before, "the caller's array is kept");
+        assert_eq!(strides(&outs[0]), [1, 200]);
+    }
+}
