@@ -28,19 +28,22 @@ pub fn check_input(
     dtype: DType,
     shape: &[usize],
 ) -> Result<()> {
-    let who = match name {
+    // The name is formatted only for an error (this runs on every call).
+    let who = || match name {
         Some(n) => format!("input {index} ('{n}')"),
         None => format!("input {index}"),
     };
     if dtype != ty.dtype {
         return Err(Error::Input(format!(
-            "{who} has dtype {dtype}, expected {}",
+            "{} has dtype {dtype}, expected {}",
+            who(),
             ty.dtype
         )));
     }
     if shape.len() != ty.ndim() {
         return Err(Error::Input(format!(
-            "{who} has {} dimension(s) (shape {shape:?}), expected {} (type {ty})",
+            "{} has {} dimension(s) (shape {shape:?}), expected {} (type {ty})",
+            who(),
             shape.len(),
             ty.ndim()
         )));
@@ -49,7 +52,8 @@ pub fn check_input(
         if let Some(w) = want {
             if got != *w {
                 return Err(Error::Input(format!(
-                    "{who} has size {got} in dimension {d}, but its type {ty} requires {w}"
+                    "{} has size {got} in dimension {d}, but its type {ty} requires {w}",
+                    who()
                 )));
             }
         }

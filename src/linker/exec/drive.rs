@@ -145,7 +145,7 @@ fn drive_impl(
         order.sort_by_key(|&d| std::cmp::Reverse(strides[n_gather][d].unsigned_abs()));
     }
     // Drop size-1 dimensions, convert strides to bytes, collapse.
-    let mut dims: Vec<(usize, SmallVec<[isize; 6]>)> = Vec::new();
+    let mut dims: SmallVec<[(usize, SmallVec<[isize; 6]>); 4]> = SmallVec::new();
     for &d in &order {
         if shape[d] == 1 {
             continue;
@@ -179,10 +179,10 @@ fn drive_impl(
         dims.push((1, SmallVec::from_elem(0, nops)));
     }
     let (inner_n, inner_st) = dims.pop().expect("one dimension");
-    let outer: Vec<(usize, SmallVec<[isize; 6]>)> = dims;
+    let outer = dims;
     let rows: usize = outer.iter().map(|d| d.0).product();
     let total = rows * inner_n;
-    let base: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+    let base: SmallVec<[usize; 6]> = ptrs.iter().map(|&p| p as usize).collect();
     // Inputs to gather: strided along the inner dimension, while every
     // output is contiguous there (else the kernel's scalar path runs anyway).
     let strided = |k: usize| inner_st[k] != 0 && inner_st[k] != esz[k] as isize;

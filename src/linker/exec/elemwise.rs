@@ -28,7 +28,7 @@ impl Exec<'_> {
             destroy_map,
             descs,
         } = step;
-        let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
+        let ins: SmallVec<[Arr; 4]> = inputs.iter().map(|&s| self.get(s)).collect();
         let shape = broadcast_shape(name, &ins, bcast, descs)?;
         // Outputs: an inplace output overwrites the input its node
         // destroys (same dtype and shape, by the graph's types); every
@@ -42,7 +42,7 @@ impl Exec<'_> {
             .iter()
             .find(|a| a.shape.as_slice() == shape.as_slice())
             .and_then(Arr::memory_order);
-        let mut outs: Vec<Arr> = Vec::with_capacity(outputs.len());
+        let mut outs: SmallVec<[Arr; 2]> = SmallVec::with_capacity(outputs.len());
         for (o, &(slot, dt)) in outputs.iter().enumerate() {
             match destroy_map.iter().find(|&&(d, _)| d == o) {
                 Some(&(_, i)) => {
@@ -71,12 +71,14 @@ impl Exec<'_> {
                 }
             }
         }
-        let mut ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
+        let mut ptrs: SmallVec<[*mut u8; 6]> = ins.iter().map(|a| a.ptr).collect();
         ptrs.extend(outs.iter().map(|a| a.ptr));
-        let in_strides: Vec<SmallVec<[isize; 4]>> = ins.iter().map(broadcast_strides).collect();
-        let mut strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
+        let in_strides: SmallVec<[SmallVec<[isize; 4]>; 4]> =
+            ins.iter().map(broadcast_strides).collect();
+        let mut strides: SmallVec<[&[isize]; 6]> =
+            in_strides.iter().map(|s| s.as_slice()).collect();
         strides.extend(outs.iter().map(|a| a.strides.as_slice()));
-        let mut esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
+        let mut esz: SmallVec<[usize; 6]> = ins.iter().map(|a| a.dtype.size_of()).collect();
         esz.extend(outputs.iter().map(|o| o.1.size_of()));
         drop(ins);
         drive_elemwise(
@@ -88,6 +90,7 @@ impl Exec<'_> {
             self.par,
             inputs.len(),
         );
+        drop(strides);
         for ((s, _), a) in outputs.iter().zip(outs) {
             self.slots[*s] = Some(a);
         }
