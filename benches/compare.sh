@@ -26,7 +26,8 @@
 # ISA, load average at the start and at the end, package versions, runs,
 # scale), kiln.jsonl (`kiln bench --suite --json`), kiln_chain.jsonl
 # (`kiln bench --chain K --json`), python.jsonl (benches/compare.py),
-# inprocess.jsonl and inprocess_meta.json (python/benches/inprocess.py), and the
+# inprocess.jsonl and inprocess_meta.json (python/benches/inprocess.py),
+# corpus.jsonl and corpus_meta.json (python/benches/corpus.py), and the
 # plots drawn from them. The report tool (benches/report) renders every
 # table of the results section from these files only; kiln's test
 # tests/bench_tables.rs checks that BENCHMARKS.md matches benches/results.
@@ -113,6 +114,8 @@ echo "== kiln in-process (Python package) =="
 PYVENV="${PYVENV:-$ROOT/target/python-venv}"
 if "$PYVENV/bin/python" -c "import kiln, numexpr" 2>/dev/null; then
     "$PYVENV/bin/python" "$ROOT/python/benches/inprocess.py" --out "$OUT" ${QUICK:+--quick} || exit 1
+    echo "== kiln in-process: the corpus of everyday expressions =="
+    "$PYVENV/bin/python" "$ROOT/python/benches/corpus.py" --out "$OUT" ${QUICK:+--quick} || exit 1
 else
     echo "skipped: $PYVENV has no kiln package (run the README's test command first)"
 fi

@@ -69,6 +69,35 @@ fn the_in_process_table_has_one_row_per_workload_and_size_and_states_its_provena
 }
 
 #[test]
+fn the_corpus_table_has_every_expression_and_its_provenance() {
+    let raw = tables::load(&root().join("benches/results")).unwrap();
+    let (meta, rows) = raw
+        .corpus
+        .as_ref()
+        .expect("benches/results holds corpus.jsonl and corpus_meta.json");
+    let section = tables::render_corpus(meta, rows).unwrap();
+    assert!(section.contains(&tables::provenance(meta).unwrap()));
+    let names: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.len() >= 40,
+        "issue 16 asks for at least 40 expressions"
+    );
+    let body = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| name"))
+        .count();
+    assert_eq!(body, names.len());
+    // kiln and numpy measure every expression; numexpr those it can express.
+    for sys in ["kiln", "numpy"] {
+        let n = rows.iter().filter(|r| r["system"] == sys).count();
+        assert_eq!(n, names.len(), "{sys}");
+    }
+}
+
+#[test]
 fn splice_replaces_only_the_marked_section() {
     let doc = format!(
         "intro\n{}\nold table\n{}\noutro\n",

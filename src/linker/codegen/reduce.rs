@@ -27,6 +27,11 @@
 //! runtime's `kiln_max_f64` / `kiln_min_f64` (AVX-512 / AVX2 when the CPU
 //! has them; same semantics), which the 128-bit JIT loop could not match.
 //!
+//! Column mode over contiguous accumulators and `f64` / `f32` input (sum,
+//! product, max, min), or `i64` / `u64` sums, updates two accumulators per
+//! 16-byte access (`ColumnVec`), each lane computing exactly what the
+//! sequential loop would.
+//!
 //! Invariant: input and accumulator accesses are not marked aligned (see
 //! [`sl::OPERAND`]): the 16-byte loads of the vector fold may start
 //! anywhere an element may.
@@ -498,6 +503,24 @@ pub fn build(
             Ok(())
         },
         |b| {
+            if let Some(cv) = ColumnVec::new(op, input, acc) {
+                // Contiguous accumulators and input: 16-byte loads of both,
+                // one combine per lane, then the sequential loop's tail.
+                let acc_ok = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 8);
+                let in_ok = b
+                    .ins()
+                    .icmp_imm_s(IntCC::Equal, in_s, input.size_of() as i64);
+                let both = b.ins().band(acc_ok, in_ok);
+                let vblk = b.create_block();
+                let tail = b.create_block();
+                b.ins().brif(both, vblk, &[], tail, &[]);
+                b.switch_to_block(vblk);
+                b.seal_block(vblk);
+                cv.emit_loop(b, i_var, n, acc_p, in_p)?;
+                b.ins().jump(tail, &[]);
+                b.switch_to_block(tail);
+                b.seal_block(tail);
+            }
             elemwise::counted_loop(b, i_var, n, 1, |b, i| {
                 let off = b.ins().imul(i, in_s);
                 let addr = b.ins().iadd(in_p, off);
@@ -515,6 +538,97 @@ pub fn build(
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
+}
+
+/// The vectorised column mode of one (reduction, input dtype):
+/// `acc[j] = op(acc[j], x[j])` two accumulator lanes at a time over
+/// contiguous accumulators and input. Each lane computes exactly what the
+/// sequential column loop computes for its element (no reassociation), so
+/// results are bit-identical to it.
+#[derive(Debug, Clone, Copy)]
+struct ColumnVec {
+    op: ReduceOp,
+    /// Vector type of two accumulators (`F64X2`, or `I64X2` for integer sums).
+    acc_ty: Type,
+    /// `f32` input: each `F32X4` load feeds two `F64X2` accumulator pairs.
+    promote: bool,
+}
+
+impl ColumnVec {
+    /// The vector column mode of `op` over `input` accumulating in `acc`, if any.
+    fn new(op: ReduceOp, input: DType, acc: DType) -> Option<ColumnVec> {
+        let float = matches!(
+            op,
+            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min
+        );
+        match (input, acc) {
+            (DType::F64, DType::F64) if float => Some(ColumnVec {
+                op,
+                acc_ty: types::F64X2,
+                promote: false,
+            }),
+            (DType::F32, DType::F64) if float => Some(ColumnVec {
+                op,
+                acc_ty: types::F64X2,
+                promote: true,
+            }),
+            (DType::I64, DType::I64) | (DType::U64, DType::U64) if op == ReduceOp::Sum => {
+                Some(ColumnVec {
+                    op,
+                    acc_ty: types::I64X2,
+                    promote: false,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `acc[j..j+2] = op(acc[j..j+2], x)` for the accumulator pair at `aaddr`.
+    fn update(&self, b: &mut FunctionBuilder<'_>, aaddr: Value, x: Value) {
+        let f = sl::OPERAND;
+        let a = b.ins().load(self.acc_ty, f, aaddr, 0);
+        let r = match self.op {
+            ReduceOp::Sum if self.acc_ty == types::I64X2 => b.ins().iadd(a, x),
+            ReduceOp::Sum => b.ins().fadd(a, x),
+            ReduceOp::Prod => b.ins().fmul(a, x),
+            op => sl::nan_minmax(b, a, x, op == ReduceOp::Max, self.acc_ty),
+        };
+        b.ins().store(f, r, aaddr, 0);
+    }
+
+    /// The loop over whole groups of lanes from `i_var` (0 on entry) to `n`;
+    /// leaves `i_var` at the first element it did not visit.
+    fn emit_loop(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        i_var: Variable,
+        n: Value,
+        acc_p: Value,
+        in_p: Value,
+    ) -> Result<()> {
+        let f = sl::OPERAND;
+        let lanes = if self.promote { 4 } else { 2 };
+        let in_esz = if self.promote { 4 } else { 8 };
+        elemwise::counted_loop(b, i_var, n, lanes, |b, i| {
+            let ioff = b.ins().imul_imm_s(i, in_esz);
+            let iaddr = b.ins().iadd(in_p, ioff);
+            let aoff = b.ins().imul_imm_s(i, 8);
+            let aaddr = b.ins().iadd(acc_p, aoff);
+            if self.promote {
+                let x = b.ins().load(types::F32X4, f, iaddr, 0);
+                let lo = b.ins().fvpromote_low(x);
+                let hi = high_half_f32x4(b, x);
+                let hi = b.ins().fvpromote_low(hi);
+                self.update(b, aaddr, lo);
+                let aaddr2 = b.ins().iadd_imm_s(aaddr, 16);
+                self.update(b, aaddr2, hi);
+            } else {
+                let x = b.ins().load(self.acc_ty, f, iaddr, 0);
+                self.update(b, aaddr, x);
+            }
+            Ok(())
+        })
+    }
 }
 
 /// A loop `for j in 0..m { body(j) }` at the current position.

@@ -1,0 +1,209 @@
+"""Issue 16's corpus: everyday expressions outside the benchmark suite
+(reductions over each axis and with keepdims, switch/where, comparisons and
+boolean logic, integer and f32 arithmetic, broadcasting, transcendental
+mixes), timed with kiln.evaluate, numexpr.evaluate and numpy in one process
+on the same arrays, in interleaved rounds (as inprocess.py).
+
+Inputs: 1-d arrays of 4,000,000 elements and 2000 x 2000 matrices (standard
+normal floats, integers in 1..=9, f32 copies of the floats). Each entry
+gives the kiln expression, the numpy code and the numexpr expression (None
+where numexpr cannot express it: keepdims, a reduction inside an
+expression, integer division, bit operations, mean). numexpr's reductions
+(`sum`, `prod`, `min`, `max` with `axis=`) run on one thread, its element-wise
+code on NUMEXPR_THREADS. Before timing, the three results are checked to
+agree (dtype-aware tolerances), so the table compares equal work.
+
+Writes corpus.jsonl (one object per system and expression: median and
+quartiles in microseconds) and corpus_meta.json into the results folder;
+benches/report renders BENCHMARKS.md's corpus table from them:
+
+    target/python-venv/bin/python python/benches/corpus.py [--out DIR] [--quick]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import numexpr as ne
+import numpy as np
+
+import kiln
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inprocess import ROOT, loadavg, meta  # noqa: E402  (the same provenance record)
+
+N = 4_000_000
+M = 2000
+
+# (name, kiln expression, numpy code, numexpr expression or None)
+CORPUS = [
+    # Reductions over each axis, all axes, with keepdims.
+    ("sum_axis0", "sum(X, axis=0)", "np.sum(X, axis=0)", "sum(X, axis=0)"),
+    ("sum_axis1", "sum(X, axis=1)", "np.sum(X, axis=1)", "sum(X, axis=1)"),
+    ("sum_all", "sum(X)", "np.sum(X)", "sum(X)"),
+    ("sum_keepdims", "sum(X, axis=1, keepdims=True)", "np.sum(X, axis=1, keepdims=True)", None),
+    ("max_axis0", "max(X, axis=0)", "np.max(X, axis=0)", "max(X, axis=0)"),
+    ("max_axis1", "max(X, axis=1)", "np.max(X, axis=1)", "max(X, axis=1)"),
+    ("min_all", "min(X)", "np.min(X)", "min(X)"),
+    ("mean_axis0", "mean(X, axis=0)", "np.mean(X, axis=0)", None),
+    ("prod_axis1", "prod(1 + 0.001 * X, axis=1)", "np.prod(1 + 0.001 * X, axis=1)",
+     "prod(1 + 0.001 * X, axis=1)"),
+    ("sumsq_axis0", "sum(X * X, axis=0)", "np.sum(X * X, axis=0)", "sum(X * X, axis=0)"),
+    ("dot_as_sum", "sum(x * y)", "np.dot(x, y)", "sum(x * y)"),
+    ("row_norms", "sqrt(sum(X**2, axis=1))", "np.sqrt(np.sum(X**2, axis=1))", None),
+    ("center_columns", "X - mean(X, axis=0)", "X - np.mean(X, axis=0)", None),
+    ("any_gt", "any(x > 3)", "np.any(x > 3)", None),
+    ("all_finite", "all(isfinite(x))", "np.all(np.isfinite(x))", None),
+    # switch / where.
+    ("leaky_relu", "where(x > 0, x, 0.1 * x)", "np.where(x > 0, x, 0.1 * x)",
+     "where(x > 0, x, 0.1 * x)"),
+    ("abs_diff_where", "where(x > y, x - y, y - x) * z", "np.where(x > y, x - y, y - x) * z",
+     "where(x > y, x - y, y - x) * z"),
+    ("relu", "maximum(x, 0)", "np.maximum(x, 0)", "where(x > 0, x, 0)"),
+    ("clip", "clip(x, -1, 1)", "np.clip(x, -1, 1)", "where(x < -1, -1, where(x > 1, 1, x))"),
+    ("nan_to_zero", "where(isnan(x), 0, x)", "np.where(np.isnan(x), 0, x)", "where(x != x, 0, x)"),
+    ("huber", "where(abs(x) < 1, 0.5 * x**2, abs(x) - 0.5)",
+     "np.where(np.abs(x) < 1, 0.5 * x**2, np.abs(x) - 0.5)",
+     "where(abs(x) < 1, 0.5 * x**2, abs(x) - 0.5)"),
+    # Comparisons and boolean logic.
+    ("in_range", "(x > -1) & (x < 1)", "(x > -1) & (x < 1)", "(x > -1) & (x < 1)"),
+    ("sign_differs", "(x > 0) != (y > 0)", "(x > 0) != (y > 0)", "(x > 0) != (y > 0)"),
+    ("count_positive", "sum(x > 0)", "np.sum(x > 0)", "sum(where(x > 0, 1, 0))"),
+    ("masked_values", "(x > y) * z", "(x > y) * z", "where(x > y, z, 0)"),
+    ("not_and", "~(x > 0) & (y < 0)", "~(x > 0) & (y < 0)", "~(x > 0) & (y < 0)"),
+    ("or_isnan", "isnan(x) | (y > 2)", "np.isnan(x) | (y > 2)", "(x != x) | (y > 2)"),
+    # Integer arithmetic (i, j: int64 in 1..=9; a, b: int32).
+    ("int_arith", "i * j + 3 * i - j", "i * j + 3 * i - j", "i * j + 3 * i - j"),
+    ("int_floordiv_mod", "i // 3 + i % 4", "i // 3 + i % 4", None),
+    ("int_compare_sum", "sum(i > j)", "np.sum(i > j)", "sum(where(i > j, 1, 0))"),
+    ("int_bits", "(i & 7) | (j << 2)", "(i & 7) | (j << 2)", None),
+    ("int_to_float", "i * 0.5 + j", "i * 0.5 + j", "i * 0.5 + j"),
+    ("int32_arith", "a * b + 1", "a * b + 1", "a * b + 1"),
+    ("int_sum_axis0", "sum(I, axis=0)", "np.sum(I, axis=0)", "sum(I, axis=0)"),
+    # f32 (xf, yf: float32 vectors; Xf: float32 matrix).
+    ("f32_poly", "2*xf**3 - 3*xf**2 + xf - 1", "2*xf**3 - 3*xf**2 + xf - 1", None),
+    ("f32_exp_mul", "exp(xf) * yf", "np.exp(xf) * yf", "exp(xf) * yf"),
+    ("f32_sum_axis0", "sum(Xf, axis=0)", "np.sum(Xf, axis=0)", "sum(Xf, axis=0)"),
+    ("f32_tanh", "tanh(xf)", "np.tanh(xf)", "tanh(xf)"),
+    ("f32_where", "where(xf > yf, xf, yf)", "np.where(xf > yf, xf, yf)", "where(xf > yf, xf, yf)"),
+    # Broadcasting (r: 1 x 2000 row, c: 2000 x 1 column).
+    ("row_broadcast", "X * r", "X * r", "X * r"),
+    ("column_broadcast", "X + c", "X + c", "X + c"),
+    ("outer_product", "c * r", "c * r", "c * r"),
+    ("standardize", "(X - r) / (1 + r * r)", "(X - r) / (1 + r * r)", "(X - r) / (1 + r * r)"),
+    # Transcendental mixes.
+    ("exp_sin", "exp(-x**2) * sin(y)", "np.exp(-x**2) * np.sin(y)", "exp(-x**2) * sin(y)"),
+    ("log_sqrt", "log(1 + sqrt(abs(x)))", "np.log(1 + np.sqrt(np.abs(x)))",
+     "log(1 + sqrt(abs(x)))"),
+    ("logistic", "1 / (1 + exp(-x))", "1 / (1 + np.exp(-x))", "1 / (1 + exp(-x))"),
+    ("tanh_fma", "tanh(x) * y + z", "np.tanh(x) * y + z", "tanh(x) * y + z"),
+    ("softplus_where", "where(x > 20, x, log1p(exp(x)))",
+     "np.where(x > 20, x, np.log1p(np.exp(x)))", "where(x > 20, x, log1p(exp(x)))"),
+    ("arctan2", "arctan2(x, y)", "np.arctan2(x, y)", "arctan2(x, y)"),
+    ("pow_frac", "abs(x) ** 1.5", "np.abs(x) ** 1.5", "abs(x) ** 1.5"),
+    ("pythagoras", "cos(x)**2 + sin(x)**2", "np.cos(x)**2 + np.sin(x)**2",
+     "cos(x)**2 + sin(x)**2"),
+    ("gauss_2d", "exp(-(x**2 + y**2) / 2)", "np.exp(-(x**2 + y**2) / 2)",
+     "exp(-(x**2 + y**2) / 2)"),
+]
+
+# Timed calls per measurement (interleaved over the three systems).
+CALLS = 9
+
+
+def arrays(n, m, seed=2024):
+    """The named inputs every expression draws from."""
+    rng = np.random.default_rng(seed)
+    x, y, z = (rng.standard_normal(n) for _ in range(3))
+    X = rng.standard_normal((m, m))
+    return {
+        "x": x, "y": y, "z": z, "X": X,
+        "i": rng.integers(1, 10, n), "j": rng.integers(1, 10, n),
+        "a": rng.integers(1, 10, n).astype(np.int32), "b": rng.integers(1, 10, n).astype(np.int32),
+        "I": rng.integers(1, 10, (m, m)),
+        "xf": x.astype(np.float32), "yf": y.astype(np.float32), "Xf": X.astype(np.float32),
+        "r": rng.standard_normal((1, m)), "c": rng.standard_normal((m, 1)),
+    }
+
+
+def used(expr, env):
+    """The inputs an expression names (numexpr and kiln take only those)."""
+    import re
+    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", expr))
+    return {k: v for k, v in env.items() if k in names}
+
+
+def systems(kiln_expr, np_code, ne_expr, env):
+    code = compile(np_code, "<corpus>", "eval")
+    np_env = dict(env, np=np)
+    fns = {
+        "kiln": lambda: kiln.evaluate(kiln_expr, local_dict=used(kiln_expr, env)),
+        "numpy": lambda: eval(code, np_env),
+    }
+    if ne_expr is not None:
+        ne_env = used(ne_expr, env)
+        fns["numexpr"] = lambda: ne.evaluate(ne_expr, local_dict=ne_env)
+    return fns
+
+
+def check(name, fns):
+    """kiln agrees with numpy in value and dtype; numexpr in value."""
+    want = np.asarray(fns["numpy"]())
+    for s, f in fns.items():
+        got = np.asarray(f())
+        if s == "kiln" and got.dtype != want.dtype:
+            raise AssertionError(f"{name}: kiln gives {got.dtype}, numpy {want.dtype}")
+        tol = 1e-4 if want.dtype == np.float32 or got.dtype == np.float32 else 1e-9
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                   rtol=tol, atol=tol, err_msg=f"{name}: {s}")
+
+
+def measure(fns, calls):
+    import time
+    times = {s: [] for s in fns}
+    for _ in range(calls):
+        for s, f in fns.items():
+            t = time.perf_counter_ns()
+            f()
+            times[s].append((time.perf_counter_ns() - t) / 1e3)
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "benches", "results"))
+    ap.add_argument("--quick", action="store_true",
+                    help="inputs divided by 1000 (checks the pipeline; not for quoting)")
+    ap.add_argument("--only", help="comma-separated corpus names")
+    a = ap.parse_args()
+    n, m = (N // 1000, M // 30) if a.quick else (N, M)
+    env = arrays(n, m)
+    chosen = a.only.split(",") if a.only else None
+    load_start = loadavg()
+    rows = []
+    for name, kx, npx, nex in CORPUS:
+        if chosen and name not in chosen:
+            continue
+        fns = systems(kx, npx, nex, env)
+        check(name, fns)
+        for system, ts in measure(fns, CALLS).items():
+            q1, _, q3 = statistics.quantiles(ts, n=4)
+            row = {"system": system, "workload": name, "expr": kx, "calls": CALLS,
+                   "median_us": statistics.median(ts), "q1_us": q1, "q3_us": q3}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "corpus.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    record = meta(load_start, loadavg(), a.quick)
+    record["sizes"] = f"vectors of {n} elements, {m} x {m} matrices"
+    with open(os.path.join(a.out, "corpus_meta.json"), "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(f"wrote {a.out}/corpus.jsonl and corpus_meta.json", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
