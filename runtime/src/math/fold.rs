@@ -24,20 +24,23 @@ use std::ptr;
 use super::dispatch::{apply_fixup, isa, map_lanes, Isa};
 use super::exp;
 
-/// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
-/// chains to hide the latency of the exp polynomial.
-const LANES: usize = 32;
+/// Lane partials: two AVX-512 or four AVX2 vectors. The exp of a group is
+/// independent work, so few accumulator chains suffice; more would take
+/// registers the polynomial's constants need.
+const LANES: usize = 16;
 
 /// e^(v_l - c) for every lane, as the block `exp` computes it.
 #[inline(always)]
 fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
-    let mut d = v;
-    for e in d.iter_mut() {
-        *e -= c;
-    }
-    let mut t = d;
+    let shift = |v: [f64; LANES]| v.map(|e| e - c);
+    let mut t = shift(v);
+    // The range check before the map, so the differences need not stay
+    // live across it; the rare groups with lanes to fix recompute them.
+    let fix = exp::EXP_FIXUP.any_outside(&t);
     map_lanes(&mut t, exp::exp_fast);
-    apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
+    if fix {
+        apply_fixup(&shift(v), &mut t, Some(exp::EXP_FIXUP));
+    }
     t
 }
 
