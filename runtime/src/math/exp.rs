@@ -7,24 +7,31 @@
 //! x = k·ln2 + r with |r| <= ln2/2 (ln2 split in a 32-bit head and a tail so
 //! k·LN2_HI is exact), degree-13 Taylor polynomial for e^r (truncation error
 //! < 6e-18 relative), then an exact two-step scaling by 2^k that overflows to
-//! inf and underflows gradually through the subnormals. expm1 uses its series
-//! directly for |x| < 0.7.
+//! inf and underflows gradually through the subnormals. expm1 reduces as
+//! the fast method below (Taylor polynomial to r^13 by Estrin's scheme,
+//! relative to e^r - 1 also near 0) and forms (2^k - 1) + 2^k·r exactly
+//! (fast two-sum) before adding the small rest, so no cancellation arises
+//! at k = ±1 and one formula serves |k| <= 56 (beyond, the -1 is below
+//! 2^-57 relative and the result is scaled in two steps).
 //!
 //! Fast method ([`exp_fast`], valid for |x| < [`EXP_FAST_LIMIT`]): the same
-//! reduction done with fused multiply-adds (k = round(x/ln2) by the 1.5·2^52
-//! trick, r = (x - k·LN2_HI) - k·LN2_LO in two fmas, the first exact), then
-//! e^r = 1 + r + r²·P(r) with a degree-9 near-minimax P ([`FAST_POLY`],
-//! < 1.1e-17 relative) evaluated by Estrin's scheme, 1 + r split exactly
-//! into a head and a tail so only the last addition rounds at the result's
-//! scale, and 2^k applied by an integer add to the exponent field. Error
-//! before the final rounding < 0.1 ULP, so the result is within 0.6 ULP.
-//! No table (a vectorised table read is a gather, slow on AMD Zen), no
-//! clamp, no select: about 25 vector operations per 4 lanes, all
+//! reduction done with fused multiply-adds (k = round(x/ln2) by the
+//! 1.5·2^52 trick, x - k·LN2_HI exact, r = that - k·LN2_LO rounded and its
+//! rounding error rl kept), then
+//! e^r = 1 + r + r²/2 + r³·P(r) with a degree-8 near-minimax P
+//! ([`FAST_POLY`], < 5.9e-18 relative) evaluated by Estrin's scheme. 1 + r
+//! is split exactly into head and tail (fast two-sum) and r² into r2 and
+//! its fma error, so every term but the head is added at 1/16 of the
+//! result's scale or below: error before the final rounding < 0.1 ULP,
+//! result within 0.6 ULP. 2^k is applied by an integer add to the exponent
+//! field. No table (a vectorised table read is a gather, slow on AMD Zen),
+//! no clamp, no select: about 30 vector operations per 4 lanes, all
 //! auto-vectorised from this scalar code, so the AVX-512, AVX2 and
 //! baseline variants give the same bits. Outside the valid range
 //! (|x| >= 708, ±inf, NaN) its result is meaningless; [`EXP_FIXUP`] sends
 //! those lanes to [`exp`] (only in the rare groups that have such a lane),
 //! which gives the exact specials, overflow and subnormal results.
+//! [`exp_fast_dd`] also returns the final rounding error (softplus uses it).
 //!
 //! Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP in f64 over
 //! the whole domain.
@@ -34,7 +41,7 @@ use super::dispatch::Fixup;
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
-/// 1/n! for n = 2..=13: the tail of the exp / expm1 Taylor series.
+/// 1/n! for n = 2..=13: the tail of the exp Taylor series.
 const EXP_TAIL: [f64; 12] = [
     1.0 / 2.0,
     1.0 / 6.0,
@@ -48,29 +55,6 @@ const EXP_TAIL: [f64; 12] = [
     1.0 / 39_916_800.0,
     1.0 / 479_001_600.0,
     1.0 / 6_227_020_800.0,
-];
-
-/// 1/n! for n = 2..=19: the tail of the expm1 series used for |x| < 0.7
-/// (truncation < 1e-19 relative).
-const EXPM1_DIRECT: [f64; 18] = [
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-    1.0 / 39_916_800.0,
-    1.0 / 479_001_600.0,
-    1.0 / 6_227_020_800.0,
-    1.0 / 87_178_291_200.0,
-    1.0 / 1_307_674_368_000.0,
-    1.0 / 20_922_789_888_000.0,
-    1.0 / 355_687_428_096_000.0,
-    1.0 / 6_402_373_705_728_000.0,
-    1.0 / 121_645_100_408_832_000.0,
 ];
 
 /// e^r - 1 for |r| <= 0.35 (relative error < 1e-17 before rounding).
@@ -112,42 +96,97 @@ pub(crate) fn exp2(x: f64) -> f64 {
     scale(1.0 + expm1_poly(r), k)
 }
 
+/// x - k·ln2 for k = round(x/ln2) (|x| < 2^20), as (k, kf, r, rl): r the
+/// rounded reduced argument, rl its rounding error (r + rl is the reduced
+/// argument to ~2^-100 absolute). The first fma is exact (k·LN2_HI is);
+/// k comes from the bits of x/ln2 + 1.5·2^52.
+#[inline(always)]
+fn reduce_ln2(x: f64) -> (i64, f64, f64) {
+    let t = x.mul_add(LOG2E, MAGIC);
+    let kf = t - MAGIC;
+    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+    let r0 = (-kf).mul_add(LN2_HI, x);
+    let r = (-kf).mul_add(LN2_LO, r0);
+    let rl = (-kf).mul_add(LN2_LO, r0 - r);
+    (k, r, rl)
+}
+
+/// Evaluates c[0] + c[1]·r + ... + c[8]·r^8 by Estrin's scheme (short
+/// dependency chains; `r2`, `r4`, `r8` the powers of r).
+#[inline(always)]
+fn estrin9(r: f64, r2: f64, r4: f64, r8: f64, c: &[f64; 9]) -> f64 {
+    let a0 = r.mul_add(c[1], c[0]);
+    let a1 = r.mul_add(c[3], c[2]);
+    let a2 = r.mul_add(c[5], c[4]);
+    let a3 = r.mul_add(c[7], c[6]);
+    c[8].mul_add(r8, a3.mul_add(r2, a2).mul_add(r4, a1.mul_add(r2, a0)))
+}
+
 /// e^x - 1, accurate near 0 (the sign of -0 is kept).
 #[inline(always)]
 pub(crate) fn expm1(x: f64) -> f64 {
     let xc = clamp_keep_nan(x, -60.0, 760.0);
-    let (kf, k) = round_k(xc * LOG2E);
-    let r = (xc - kf * LN2_HI) - kf * LN2_LO;
-    let q = expm1_poly(r);
-    // Moderate k: 2^k·q + (2^k - 1), both parts exact or single-rounded.
-    let kc = if k > 60 { 60 } else { k };
-    let s = pow2i(kc);
-    let small = q * s + (s - 1.0);
-    // Large k: the -1 is below half an ulp.
-    let big = scale(1.0 + q, k);
+    let (k, r, rl) = reduce_ln2(xc);
+    // e^(r + rl) - 1 = r + h + w: h = r2/2 exactly, w the small rest
+    // (r² = r2 + r2e exactly, rl·e^r as rl·(1 + r)).
+    let r2 = r * r;
+    let r2e = r.mul_add(r, -r2);
+    let r4 = r2 * r2;
+    // e^r - 1 - r - r²/2 = r³·T(r), T the Taylor series 1/3! .. 1/13!
+    // (relative truncation < 2e-17 of the result, also near r = 0) by
+    // Estrin's scheme: the terms to r^8, then r^9·(c9 + c10·r).
+    let c = &EXP_TAIL[1..];
+    let r8 = r4 * r4;
+    let head = estrin9(
+        r,
+        r2,
+        r4,
+        r8,
+        &[c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]],
+    );
+    let t = (r8 * r).mul_add(r.mul_add(c[10], c[9]), head);
+    let h = 0.5 * r2;
+    let w = (r2 * r).mul_add(t, r2e.mul_add(0.5, rl.mul_add(r, rl)));
+    // k <= 56: e^x - 1 = (2^k - 1) + 2^k·r + 2^k·(h + w). The first two are
+    // summed exactly (fast two-sum: 2^k·r is exact and
+    // |2^k - 1| >= |2^k·r| for k != 0; for k = 0 the sum is r), so only
+    // the last addition rounds at the result's scale: no cancellation at
+    // k = ±1. For k > 53, 2^k - 1 is not a double: 2^k is summed instead
+    // and the -1 joins the (then integer) two-sum error.
+    let kc = if k > 56 { 56 } else { k };
+    let s2k = pow2i(kc);
+    let wide = kc > 53;
+    let a = sel(wide, s2k, s2k - 1.0);
+    let b = s2k * r;
+    let s = a + b;
+    let e = (b - (s - a)) + sel(wide, -1.0, 0.0);
+    let small = s + s2k.mul_add(h, s2k.mul_add(w, e));
+    // k > 56: the -1 is below 2^-57 relative; e^x = 2^k·(1 + r + h + w)
+    // with 1 + r split exactly, scaled in two steps so that it overflows
+    // to inf exactly.
+    let s1 = 1.0 + r;
+    let e1 = (1.0 - s1) + r;
+    let big = scale(s1 + ((e1 + w) + h), k);
     let res = sel(k > 56, big, small);
-    // |x| < 0.7: the direct series avoids the cancellation of k = ±1.
-    let direct = x + x * x * horner(x, &EXPM1_DIRECT);
-    let res = sel(k == 0, q, res);
-    let res = sel(x.abs() < 0.7, direct, res);
-    sel(x == 0.0, x, res)
+    // ±0 keep their sign; NaN is returned as given (the same bits from
+    // every ISA variant).
+    sel(x == 0.0 || x.is_nan(), x, res)
 }
 
-/// e^r = 1 + r + r²·P(r) on |r| <= ln2/2: the coefficients of P, fitted
-/// to the relative error of e^r (iterated weighted least squares towards
-/// minimax with 50-digit arithmetic, then rounded to f64). Error of the
-/// rounded polynomial < 1.1e-17 relative (0.1 ULP of 2^-53).
-const FAST_POLY: [f64; 10] = [
-    0.500_000_000_000_001_1,
-    0.166_666_666_666_664_13,
-    0.041_666_666_666_530_24,
-    0.008_333_333_333_494_335,
-    0.001_388_888_894_360_44,
-    0.000_198_412_695_068_033_32,
-    2.480_149_312_963_953e-5,
-    2.755_758_622_865_386e-6,
-    2.763_023_612_947_762e-7,
-    2.500_008_808_842_61e-8,
+/// e^r = 1 + r + r²/2 + r³·P(r) on |r| <= ln2/2: the coefficients of P,
+/// fitted to the relative error of e^r (iterated weighted least squares
+/// towards minimax with 50-digit arithmetic, then rounded to f64). Error
+/// of the rounded polynomial < 5.9e-18 relative (0.053 ULP of 2^-53).
+const FAST_POLY: [f64; 9] = [
+    0.166_666_666_666_664_33,
+    0.041_666_666_666_603_985,
+    0.008_333_333_333_499_946,
+    0.001_388_888_892_678_273_3,
+    0.000_198_412_694_663_764_44,
+    2.480_150_870_198_579_4e-5,
+    2.755_764_077_495_652_3e-6,
+    2.762_517_823_806_431e-7,
+    2.497_839_017_622_128e-8,
 ];
 
 /// [`exp_fast`] is within 1 ULP for |x| below this (results stay normal
@@ -161,36 +200,42 @@ pub(crate) const EXP_FIXUP: Fixup = Fixup {
     exact: exp,
 };
 
+/// e^x for |x| < [`EXP_FAST_LIMIT`] as an unevaluated sum hi + lo:
+/// hi is [`exp_fast`]'s result, lo its rounding error (to ~2^-60
+/// relative of hi). Any other input gives unspecified values, never a
+/// panic.
+#[inline(always)]
+pub(crate) fn exp_fast_dd(x: f64) -> (f64, f64) {
+    let (k, r, rl) = reduce_ln2(x);
+    // r² = r2 + r2e exactly; P(r) by Estrin's scheme.
+    let r2 = r * r;
+    let r2e = r.mul_add(r, -r2);
+    let r4 = r2 * r2;
+    let p = estrin9(r, r2, r4, r4 * r4, &FAST_POLY);
+    // e^(r + rl) = s + e + r2/2 + (r2e/2 + rl·(1 + r)) + r³·P(r), with
+    // 1 + r = s + e exactly (fast two-sum, |r| < 1): only the last addition
+    // rounds at the result's scale, the others at 1/16 of it or below.
+    let s = 1.0 + r;
+    let e = (1.0 - s) + r;
+    let lo = r2e.mul_add(0.5, rl.mul_add(s, e));
+    let v = (r2 * r).mul_add(p, r2.mul_add(0.5, lo));
+    let y = s + v;
+    let y_lo = v - (y - s);
+    // ·2^k: for y by an integer add to the exponent field (y and the
+    // result are normal in the valid range), for the tiny y_lo (which may
+    // underflow) by a product.
+    (
+        f64::from_bits(y.to_bits().wrapping_add((k << 52) as u64)),
+        y_lo * pow2i(k),
+    )
+}
+
 /// e^x for |x| < [`EXP_FAST_LIMIT`] (module docs: no table, no clamp, the
 /// scaling an integer add); any other input gives an unspecified value
 /// (NaN stays NaN), never a panic.
 #[inline(always)]
 pub(crate) fn exp_fast(x: f64) -> f64 {
-    // k = round(x/ln2); kf·LN2_HI is exact, so the first fma is exact.
-    let t = x.mul_add(LOG2E, MAGIC);
-    let kf = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
-    let r = (-kf).mul_add(LN2_HI, x);
-    let r = (-kf).mul_add(LN2_LO, r);
-    // P(r) by Estrin's scheme: short dependency chains.
-    let c = FAST_POLY;
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let r8 = r4 * r4;
-    let a0 = r.mul_add(c[1], c[0]);
-    let a1 = r.mul_add(c[3], c[2]);
-    let a2 = r.mul_add(c[5], c[4]);
-    let a3 = r.mul_add(c[7], c[6]);
-    let a4 = r.mul_add(c[9], c[8]);
-    let p = a4.mul_add(r8, a3.mul_add(r2, a2).mul_add(r4, a1.mul_add(r2, a0)));
-    // 1 + r + r²·P with 1 + r split exactly into s + e (fast two-sum,
-    // |r| < 1), so only the final addition rounds at the result's scale.
-    let s = 1.0 + r;
-    let e = (1.0 - s) + r;
-    let y = s + r2.mul_add(p, e);
-    // y·2^k by an integer add to the exponent field (y and the result are
-    // normal in the valid range).
-    f64::from_bits(y.to_bits().wrapping_add((k << 52) as u64))
+    exp_fast_dd(x).0
 }
 
 /// The name `hyperbolic` (tanh) imports the fast kernel by.
@@ -225,6 +270,43 @@ mod tests {
         assert_eq!(exp_fast(0.0), 1.0);
         assert_eq!(exp_fast(-0.0), 1.0);
         assert!(exp_fast(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn expm1_within_one_ulp_across_reduction_regimes() {
+        // k = 0, ±1 (the former cancellation), 53..57 (2^k - 1 no longer a
+        // double, then the -1 dropped), and the overflow edge.
+        let mut xs = vec![];
+        for (lo, hi) in [(-1.1, 1.1), (36.0, 40.5), (-45.0, -35.0), (700.0, 709.78)] {
+            xs.extend((0..20_000).map(|i| lo + (hi - lo) * f64::from(i) / 20_000.0));
+        }
+        for x in xs {
+            let (got, want) = (expm1(x), x.exp_m1());
+            let d = got.to_bits().abs_diff(want.to_bits());
+            assert!(d <= 1, "expm1({x:e}) = {got:e} vs {want:e}");
+        }
+        assert_eq!(expm1(0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(expm1(-0.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(expm1(1e-300), 1e-300);
+        assert_eq!(expm1(f64::INFINITY), f64::INFINITY);
+        assert_eq!(expm1(709.8), f64::INFINITY);
+        assert_eq!(expm1(f64::NEG_INFINITY), -1.0);
+        assert_eq!(expm1(-50.0), -1.0);
+        assert!(expm1(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn fast_dd_low_part_is_below_half_an_ulp() {
+        let mut x = -700.0;
+        while x < 700.0 {
+            let (hi, lo) = exp_fast_dd(x);
+            assert_eq!(hi, exp_fast(x));
+            assert!(
+                lo.abs() <= f64::EPSILON * hi / 2.0,
+                "x = {x:e}: {hi:e} + {lo:e}"
+            );
+            x += 0.123_456_7;
+        }
     }
 
     #[test]
