@@ -85,19 +85,32 @@ pub(crate) struct Fixup {
     pub exact: fn(f64) -> f64,
 }
 
+impl Fixup {
+    /// Whether `x` is outside the kernel's range: one unordered compare,
+    /// true for |x| >= limit and for NaN (the negated `<` is the point: NaN
+    /// compares false).
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    #[inline(always)]
+    fn outside(&self, x: f64) -> bool {
+        !(x.abs() < self.limit)
+    }
+
+    /// Whether any of `orig` is outside the kernel's range.
+    #[inline(always)]
+    pub(crate) fn any_outside(&self, orig: &[f64]) -> bool {
+        orig.iter().fold(false, |acc, &e| acc | self.outside(e))
+    }
+}
+
 /// Recomputes the lanes of `v` whose input in `orig` is outside `fix`'s range.
 #[inline(always)]
 pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     let Some(fix) = fix else {
         return;
     };
-    // One unordered compare: true for |x| >= limit and for NaN (the negated
-    // `<` is the point: NaN compares false).
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    let outside = |x: f64| !(x.abs() < fix.limit);
-    if orig.iter().fold(false, |acc, &e| acc | outside(e)) {
+    if fix.any_outside(orig) {
         for (o, x) in v.iter_mut().zip(orig) {
-            if outside(*x) {
+            if fix.outside(*x) {
                 *o = (fix.exact)(*x);
             }
         }
@@ -111,8 +124,7 @@ pub(crate) const LANES: usize = 16;
 const _: () = assert!(BLOCK.is_multiple_of(LANES));
 
 /// Applies the scalar kernel `f` to every lane of a group (the group map
-/// of every variant except the AVX-512 ones of the exp-based kernels, see
-/// `exp_avx512`).
+/// of every variant: rustc vectorises it at the variant's width).
 #[inline(always)]
 pub(crate) fn map_lanes<const N: usize>(v: &mut [f64; N], f: impl Fn(f64) -> f64) {
     for e in v.iter_mut() {
@@ -146,9 +158,17 @@ pub(crate) unsafe fn unary_f64(
     while i + LANES <= n {
         // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
         let mut v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        let orig = v;
+        // The range check before the map, so that the input need not stay
+        // live across it: the rare groups with lanes to fix read it again
+        // (out[i..] is not written yet, so this holds in place too).
+        let fix_group = fix.filter(|f| f.any_outside(&v));
         g(&mut v);
-        apply_fixup(&orig, &mut v, fix);
+        if fix_group.is_some() {
+            // SAFETY: as for the read above.
+            let orig: [f64; LANES] =
+                unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+            apply_fixup(&orig, &mut v, fix_group);
+        }
         // SAFETY: out[i..i+LANES] is writable; this group's input was read above.
         unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], v) };
         i += LANES;

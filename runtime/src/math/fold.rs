@@ -4,9 +4,8 @@
 //! `kiln_sum_exp_shift_f64(x, c, n)` = Σ_i e^(x_i - c), the row pass of a
 //! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
 //! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's block `exp` of the
-//! rounded difference (the table kernel, lanes outside its range recomputed
-//! by the full-range kernel; ≤ 1 ULP, see ACCURACY.md). The AVX-512
-//! variant reads the exp table from registers (`exp_avx512`).
+//! rounded difference (the fast kernel `exp_fast`, lanes outside its range
+//! recomputed by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
 //!
 //! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
 //! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
@@ -24,50 +23,39 @@ use std::ptr;
 
 use super::dispatch::{apply_fixup, isa, map_lanes, Isa};
 use super::exp;
-#[cfg(target_arch = "x86_64")]
-use super::exp_avx512;
 
-/// Lane partials: four AVX-512 or eight AVX2 vectors, enough independent
-/// chains to hide the latency of the exp polynomial.
-const LANES: usize = 32;
+/// Lane partials: two AVX-512 or four AVX2 vectors. The exp of a group is
+/// independent work, so few accumulator chains suffice; more would take
+/// registers the polynomial's constants need.
+const LANES: usize = 16;
 
-/// e^(v_l - c) for every lane, as the block `exp` computes it; `exp_group`
-/// applies the table kernel `exp_table` to every lane (the portable map or
-/// the AVX-512 register-table form, bitwise identical).
+/// e^(v_l - c) for every lane, as the block `exp` computes it.
 #[inline(always)]
-fn exp_shift_group(
-    v: [f64; LANES],
-    c: f64,
-    exp_group: &impl Fn(&mut [f64; LANES]),
-) -> [f64; LANES] {
-    let mut d = v;
-    for e in d.iter_mut() {
-        *e -= c;
+fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
+    let shift = |v: [f64; LANES]| v.map(|e| e - c);
+    let mut t = shift(v);
+    // The range check before the map, so the differences need not stay
+    // live across it; the rare groups with lanes to fix recompute them.
+    let fix = exp::EXP_FIXUP.any_outside(&t);
+    map_lanes(&mut t, exp::exp_fast);
+    if fix {
+        apply_fixup(&shift(v), &mut t, Some(exp::EXP_FIXUP));
     }
-    let mut t = d;
-    exp_group(&mut t);
-    apply_fixup(&d, &mut t, Some(exp::EXP_FIXUP));
     t
 }
 
-/// Σ e^(x_i - c) over `n` values at `x` in the documented order, with
-/// `exp_group` as in [`exp_shift_group`].
+/// Σ e^(x_i - c) over `n` values at `x` in the documented order.
 ///
 /// # Safety
 /// `x` must be valid for `n` reads.
 #[inline(always)]
-unsafe fn sum_exp_shift(
-    x: *const f64,
-    c: f64,
-    n: usize,
-    exp_group: impl Fn(&mut [f64; LANES]),
-) -> f64 {
+unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
     let mut acc = [0.0f64; LANES];
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        let t = exp_shift_group(v, c, &exp_group);
+        let t = exp_shift_group(v, c);
         // Indexed (not zipped) so the adds stay whole-register wide.
         for l in 0..LANES {
             acc[l] += t[l];
@@ -78,11 +66,7 @@ unsafe fn sum_exp_shift(
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        for (a, t) in acc
-            .iter_mut()
-            .zip(exp_shift_group(v, c, &exp_group))
-            .take(n - i)
-        {
+        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)).take(n - i) {
             *a += t;
         }
     }
@@ -235,24 +219,15 @@ extreme_entry!(
     "Returns the smallest of the `n` values at `x` (+inf for `n == 0`), NaN if any is NaN."
 );
 
-/// AVX-512 variant (the exp table in registers, `exp_avx512`).
+/// AVX-512 variant.
 ///
 /// # Safety
 /// CPU supports the features; `x` valid for `n` reads.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
-    // SAFETY: forwarded caller contract (which includes the CPU features
-    // `exp_table_group` needs).
-    unsafe {
-        sum_exp_shift(
-            x,
-            c,
-            n,
-            #[inline(always)]
-            |g| exp_avx512::exp_table_group(g),
-        )
-    }
+    // SAFETY: forwarded caller contract.
+    unsafe { sum_exp_shift(x, c, n) }
 }
 
 /// AVX2 variant.
@@ -263,15 +238,7 @@ unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
     // SAFETY: forwarded caller contract.
-    unsafe {
-        sum_exp_shift(
-            x,
-            c,
-            n,
-            #[inline(always)]
-            |g| map_lanes(g, exp::exp_table),
-        )
-    }
+    unsafe { sum_exp_shift(x, c, n) }
 }
 
 /// Baseline variant.
@@ -280,15 +247,7 @@ unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
 /// `x` valid for `n` reads.
 unsafe fn sum_exp_shift_base(x: *const f64, c: f64, n: usize) -> f64 {
     // SAFETY: forwarded caller contract.
-    unsafe {
-        sum_exp_shift(
-            x,
-            c,
-            n,
-            #[inline(always)]
-            |g| map_lanes(g, exp::exp_table),
-        )
-    }
+    unsafe { sum_exp_shift(x, c, n) }
 }
 
 /// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order the

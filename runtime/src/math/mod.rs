@@ -15,10 +15,8 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md).
-//! Entries with an `avx512:` group map (exp, sigmoid, softplus) use that
-//! hand-vectorised form (`exp_avx512`, the exp table in registers) in
-//! their AVX-512 variant instead of the auto-vectorised scalar kernel; it
-//! gives the same bits.
+//! Every variant is the same scalar kernel auto-vectorised (no hand-written
+//! intrinsics), so all variants give the same bits.
 //!
 //! Map-reduce kernels (a map summed in the same loop, for fused
 //! reductions) live in `fold` and are listed by [`fold_symbols`].
@@ -28,8 +26,6 @@ mod common;
 mod dispatch;
 mod erf;
 mod exp;
-#[cfg(target_arch = "x86_64")]
-mod exp_avx512;
 mod fold;
 mod hyperbolic;
 mod inverse_trig;
@@ -43,26 +39,10 @@ pub use fold::{
     sum_exp_shift_f64,
 };
 
-/// The group map of an AVX-512 unary variant: the entry's `avx512:` group
-/// map (from `exp_avx512`) if it has one, else the scalar kernel on every
-/// lane.
-macro_rules! avx512_group {
-    ($kernel:path) => {
-        #[inline(always)]
-        |g| map_lanes(g, $kernel)
-    };
-    // Expanded inside the variant's `unsafe` block: the `avx512:` maps
-    // need AVX-512F, which `isa()` detected before the variant runs.
-    ($kernel:path, $g512:path) => {
-        #[inline(always)]
-        |g| $g512(g)
-    };
-}
-
 macro_rules! math_functions {
     (
         unary: [$(($name:literal, $m:ident, $kernel:path, $fix:expr, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
-            $desc:literal, $ulp64:literal, $ulp32:literal $(, avx512: $g512:path)?)),* $(,)?]
+            $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
         binary: [$(($bname:literal, $bm:ident, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
             $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
     ) => {
@@ -71,9 +51,6 @@ macro_rules! math_functions {
                 use super::dispatch::{map_lanes, unary_f32, unary_f64};
                 #[allow(unused_imports)]
                 use super::{activation, erf, exp, hyperbolic, inverse_trig, log, trig};
-                #[cfg(target_arch = "x86_64")]
-                #[allow(unused_imports)]
-                use super::exp_avx512;
 
                 /// AVX-512 variant.
                 ///
@@ -82,9 +59,8 @@ macro_rules! math_functions {
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, out: *mut f64, n: usize) {
-                    // SAFETY: forwarded caller contract (which includes the
-                    // CPU features the `avx512:` group map needs).
-                    unsafe { unary_f64(x, out, n, avx512_group!($kernel $(, $g512)?), $fix) }
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -111,9 +87,8 @@ macro_rules! math_functions {
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
-                    // SAFETY: forwarded caller contract (which includes the
-                    // CPU features the `avx512:` group map needs).
-                    unsafe { unary_f32(x, out, n, avx512_group!($kernel $(, $g512)?), $fix) }
+                    // SAFETY: forwarded caller contract.
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -370,7 +345,7 @@ macro_rules! math_functions {
 
 math_functions! {
     unary: [
-        ("exp", v_exp, exp::exp_table, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)", avx512: exp_avx512::exp_table_group),
+        ("exp", v_exp, exp::exp_fast, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
         ("exp2", v_exp2, exp::exp2, None, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
         ("expm1", v_expm1, exp::expm1, None, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
         ("log", v_log, log::log, None, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
@@ -379,9 +354,9 @@ math_functions! {
         ("log1p", v_log1p, log::log1p, None, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
         ("tanh", v_tanh, hyperbolic::tanh, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
         ("sigmoid", v_sigmoid, activation::sigmoid, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
-            "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)", avx512: exp_avx512::sigmoid_group),
+            "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)"),
         ("softplus", v_softplus, activation::softplus, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
-            "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)", avx512: exp_avx512::softplus_group),
+            "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
         ("log1mexp", v_log1mexp, activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
         ("sin", v_sin, trig::sin, Some(trig::SIN_FIXUP), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
