@@ -43,13 +43,7 @@ const SINH_C: [f64; 9] = [
 const TANH_P: [f64; 4] = [-1.0 / 3.0, -1.0 / 45.0, -2.0 / 6825.0, -1.0 / 2_027_025.0];
 
 /// Denominator Q(z) of the depth-7 tanh continued fraction (see [`TANH_P`]).
-const TANH_Q: [f64; 5] = [
-    1.0,
-    7.0 / 15.0,
-    1.0 / 39.0,
-    2.0 / 6435.0,
-    1.0 / 2_027_025.0,
-];
+const TANH_Q: [f64; 5] = [1.0, 7.0 / 15.0, 1.0 / 39.0, 2.0 / 6435.0, 1.0 / 2_027_025.0];
 
 /// tanh takes the continued fraction below this |x| and
 /// 1 - 2/(e^(2|x|) + 1) from it on (tanh(9/16) > 1/2, so the subtraction
