@@ -6,9 +6,10 @@
 //! t + t³·P(t²)/Q(t²) (the correction is < 11% of t, so its rounding
 //! errors are damped; 7 FMAs instead of the 19 of a Taylor series); for
 //! t >= 9/16 as 1 - 2/(E+1) with E + 1 = 2^k·q + (2^k + 1) formed with
-//! one rounding from the gather-free reduction `exp_reduce` (t clamped to
-//! 20 first, where tanh is ±1 in f64; the table kernel's gathers are
-//! slower on AMD Zen). Both
+//! one rounding from a gather-free Cody-Waite reduction 2t = k·ln2 + r and
+//! e^r - 1 by its degree-13 Taylor polynomial evaluated with Estrin's
+//! scheme (short dependency chain; t clamped to 20 first, where tanh is ±1
+//! in f64; the table kernel's gathers are slower on AMD Zen). Both
 //! ranges are evaluated branch-free and share one division: (numerator,
 //! denominator) are selected per lane first. The
 //! sign is copied back last, so tanh(-0) = -0 and tiny x give x. sinh for
@@ -20,9 +21,10 @@
 //!
 //! Accuracy (measured, see ACCURACY.md): <= 3 ULP in f64.
 
-use super::common::{copysign, horner, pow2i, scale, sel};
+use super::common::{copysign, horner, pow2i, round_k, scale, sel, LN2_HI, LN2_LO};
 use super::exp::exp_reduce;
 use super::log::{log1p, log_corr};
+use std::f64::consts::LOG2_E;
 
 /// 1/(2n+1)! for n = 1..=9: sinh(x) = x + x³·S(x²).
 const SINH_C: [f64; 9] = [
@@ -54,6 +56,40 @@ const TANH_SPLIT: f64 = 0.5625;
 /// |x| is clamped to this before e^(2|x|) is formed: tanh(x) rounds to ±1 for |x| > 19.1.
 const TANH_CLAMP: f64 = 20.0;
 
+/// 1/n! for n = 2..=13: e^r - 1 = r + r²·T(r), truncation < 6e-18
+/// relative for |r| <= ln2/2.
+const TANH_EXP: [f64; 12] = [
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+];
+
+/// e^r - 1 for |r| <= ln2/2 with T of [`TANH_EXP`] by Estrin's scheme: a
+/// dependency chain of four FMAs after r⁸ instead of Horner's eleven. The
+/// tanh loop is latency bound (a group of 16 lanes is more work than the
+/// reorder window holds), so the shorter chain is what makes it fast.
+#[inline(always)]
+fn expm1_estrin(r: f64) -> f64 {
+    let c = &TANH_EXP;
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    let q0 = c[3].mul_add(r, c[2]).mul_add(r2, c[1].mul_add(r, c[0]));
+    let q1 = c[7].mul_add(r, c[6]).mul_add(r2, c[5].mul_add(r, c[4]));
+    let q2 = c[11].mul_add(r, c[10]).mul_add(r2, c[9].mul_add(r, c[8]));
+    let t = q2.mul_add(r8, q1.mul_add(r4, q0));
+    r2.mul_add(t, r)
+}
+
 /// tanh x.
 #[inline(always)]
 pub(crate) fn tanh(x: f64) -> f64 {
@@ -61,8 +97,10 @@ pub(crate) fn tanh(x: f64) -> f64 {
     let t = sel(t > TANH_CLAMP, TANH_CLAMP, t);
     let z = t * t;
     // E + 1 = 2^k·q + (2^k + 1) with E = e^(2t) = 2^k·(1 + q), k <= 58,
-    // from the gather-free reduction (vector gathers are slow on AMD Zen).
-    let (q, k) = exp_reduce(2.0 * t, 0.0);
+    // from a gather-free reduction (vector gathers are slow on AMD Zen):
+    // 2t = k·ln2 + r, |r| <= ln2/2 (k·LN2_HI is exact).
+    let (kf, k) = round_k(2.0 * t * LOG2_E);
+    let q = expm1_estrin((2.0 * t - kf * LN2_HI) - kf * LN2_LO);
     let p2 = pow2i(k);
     let e1 = q.mul_add(p2, p2 + 1.0);
     // One division serves both ranges. The denominator is selected on
