@@ -1,7 +1,7 @@
 //! Exponential kernels: `exp`, `exp2`, `expm1`, the double-double input
 //! variant `exp_dd` used by `pow`, `erfc`, `sinh` and `cosh`, and the fast
 //! kernel [`exp_fast`] behind the block `exp` and the exp-based kernels
-//! (`sum_exp_shift`, `sigmoid`, `softplus`, `tanh`).
+//! (`sum_exp_shift`, `sigmoid`, `softplus`; tanh has its own reduction).
 //!
 //! Full-range method ([`exp`], [`exp_dd`]): Cody-Waite reduction
 //! x = k·ln2 + r with |r| <= ln2/2 (ln2 split in a 32-bit head and a tail so
@@ -237,9 +237,6 @@ pub(crate) fn exp_fast_dd(x: f64) -> (f64, f64) {
 pub(crate) fn exp_fast(x: f64) -> f64 {
     exp_fast_dd(x).0
 }
-
-/// The name `hyperbolic` (tanh) imports the fast kernel by.
-pub(crate) use exp_fast as exp_table;
 
 #[cfg(test)]
 mod tests {

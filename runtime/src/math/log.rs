@@ -5,7 +5,8 @@
 //! Method: x = 2^e·m with m in [sqrt(1/2), sqrt(2)) (subnormals are
 //! pre-scaled by 2^54), f = m - 1 exactly, s = f/(2+f) and
 //! log(1+f) = f - s·(f - R(s²)) with R the series of 2·atanh(s) - 2s + s·f
-//! (truncation < 2e-17 relative). `log_dd` carries s and the s³ term in
+//! (truncation < 2e-17 relative), evaluated by Estrin's scheme for a short
+//! dependency chain. `log_dd` carries s and the s³ term in
 //! double-double to reach ~2^-64 relative error. Accuracy (measured, see
 //! ACCURACY.md): <= 1 ULP (log, log1p), <= 2 ULP (log2, log10) in f64.
 
@@ -65,12 +66,27 @@ fn parts(x: f64) -> (f64, f64) {
     (e, m - 1.0)
 }
 
+/// R(z)/z = [`LOG_R`] evaluated by Estrin's scheme: a chain of four FMAs
+/// after z⁸ instead of Horner's ten (the log kernels are latency bound: a
+/// group of 16 lanes is more work than the reorder window holds).
+#[inline(always)]
+fn log_r(z: f64) -> f64 {
+    let c = &LOG_R;
+    let z2 = z * z;
+    let z4 = z2 * z2;
+    let z8 = z4 * z4;
+    let q0 = c[3].mul_add(z, c[2]).mul_add(z2, c[1].mul_add(z, c[0]));
+    let q1 = c[7].mul_add(z, c[6]).mul_add(z2, c[5].mul_add(z, c[4]));
+    let q2 = c[10].mul_add(z2, c[9].mul_add(z, c[8]));
+    q2.mul_add(z8, q1.mul_add(z4, q0))
+}
+
 /// log(1+f) for f from `parts`.
 #[inline(always)]
 fn log1p_red(f: f64) -> f64 {
     let s = f / (2.0 + f);
     let z = s * s;
-    f - s * (f - z * horner(z, &LOG_R))
+    f - s * (f - z * log_r(z))
 }
 
 /// Applies the IEEE special cases of log: +inf -> +inf, ±0 -> -inf,
