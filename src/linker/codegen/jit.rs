@@ -30,9 +30,10 @@ pub struct CodegenOptions {
     /// Run Cranelift's IR verifier (slower compiles; on in debug builds by default).
     pub verify: bool,
     /// Use the single-pass register allocator instead of the backtracking
-    /// one (on by default: compiles the suite's kernels 1.3-2x faster, and
-    /// large kernels far faster, with no measurable run-time cost on the
-    /// suite; BENCHMARKS.md "Compile latency").
+    /// one for functions of small scalar programs (on by default: compiles
+    /// the suite's kernels 1.3-2x faster with no measurable run-time cost;
+    /// larger programs, which it would spill, keep the backtracking one:
+    /// `linker::compile::SINGLE_PASS_MAX_NODES`).
     pub single_pass_regalloc: bool,
     /// Run Cranelift's optimising mid-end (`opt_level=speed`: e-graph
     /// rewrites, GVN, loop-invariant code motion) instead of `opt_level=none`
