@@ -167,6 +167,7 @@ fn compile_and_drop_keeps_rss_flat() {
     let codegen = kiln::linker::CodegenOptions {
         verify: false,
         single_pass_regalloc: false,
+        optimize: true,
     };
     let opts = CompileOptions {
         no_cache: true,

@@ -10,7 +10,7 @@
 //! marker at 49.5 and the inplace passes at 50 (Gemm, slice updates, then element-wise). Every rule is tagged `fast_run` and its database's name, and
 //! `fast_compile` when cheap.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::Result;
 use crate::graph::{DestroyHandler, FunctionGraph};
@@ -38,9 +38,19 @@ pub fn optdb() -> SequenceDB {
     db
 }
 
+/// The registered optdb of this process, built on first use: its tables
+/// never change once registered, and building them (about 200 rules with
+/// their tags and tracks) cost a tenth of a millisecond on every
+/// compilation. Callers that change a database build their own with
+/// [`optdb`].
+pub fn shared_optdb() -> &'static SequenceDB {
+    static OPTDB: OnceLock<SequenceDB> = OnceLock::new();
+    OPTDB.get_or_init(optdb)
+}
+
 /// Rewrites `fg` with the rewriters of the [`optdb`] the query selects.
 pub fn rewrite_graph(fg: &mut FunctionGraph, q: &impl AsQuery) -> Result<RewriterProfile> {
-    rewrite_graph_with(&optdb(), fg, q)
+    rewrite_graph_with(shared_optdb(), fg, q)
 }
 
 /// The node rules registered in the equilibrium database `db` (`canonicalize`,
