@@ -332,7 +332,11 @@ pub fn render_corpus(meta: &Value, rows: &[Value]) -> Result<String, String> {
     let mut out = String::new();
     writeln!(
         out,
-        "Corpus of everyday expressions (issue 16 item 7), one Python process, the same arrays ({}):          median milliseconds per call of `kiln.evaluate` (FAST_RUN), `numexpr.evaluate` ({} threads;          n/a where numexpr cannot express it) and numpy, and kiln's ratio to the faster of the two          (`python/benches/corpus.py`; {}; Python {}). kiln is at least as fast as both on {} of {}          expressions. {}\n",
+        "Corpus of everyday expressions (issue 16 item 7), one Python process, the same arrays \
+         ({}): median milliseconds per call of `kiln.evaluate` (FAST_RUN), `numexpr.evaluate` \
+         ({} threads; n/a where numexpr cannot express it) and numpy, and kiln's ratio to the \
+         faster of the two (`python/benches/corpus.py`; {}; Python {}). kiln is at least as fast \
+         as both on {} of {} expressions. {}\n",
         text(meta, "sizes", m)?,
         number(meta, "numexpr_threads", m)?,
         packages.join(", "),
