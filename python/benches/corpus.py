@@ -32,7 +32,7 @@ import numpy as np
 import kiln
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inprocess import ROOT, loadavg, meta  # noqa: E402  (the same provenance record)
+from inprocess import ROOT, loadavg, measure, meta  # noqa: E402  (same timing and record)
 
 N = 4_000_000
 M = 2000
@@ -158,17 +158,6 @@ def check(name, fns):
         tol = 1e-4 if want.dtype == np.float32 or got.dtype == np.float32 else 1e-9
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
                                    rtol=tol, atol=tol, err_msg=f"{name}: {s}")
-
-
-def measure(fns, calls):
-    import time
-    times = {s: [] for s in fns}
-    for _ in range(calls):
-        for s, f in fns.items():
-            t = time.perf_counter_ns()
-            f()
-            times[s].append((time.perf_counter_ns() - t) / 1e3)
-    return times
 
 
 def main():

@@ -239,12 +239,7 @@ pub fn render_inprocess(meta: &Value, rows: &[Value]) -> Result<String, String> 
         }
     }
     order.sort_by_key(|(w, n)| (*n, order_of(rows, w)));
-    let packages: Vec<&str> = meta["python_packages"]
-        .as_array()
-        .ok_or_else(|| format!("{m}: field `python_packages` is missing"))?
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let packages = python_packages(meta, m)?;
     let mut out = String::new();
     writeln!(
         out,
@@ -299,12 +294,7 @@ pub fn render_corpus(meta: &Value, rows: &[Value]) -> Result<String, String> {
             order.push((w, text(r, "expr", what)?.to_string()));
         }
     }
-    let packages: Vec<&str> = meta["python_packages"]
-        .as_array()
-        .ok_or_else(|| format!("{m}: field `python_packages` is missing"))?
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let packages = python_packages(meta, m)?;
     let get = |w: &str, s: &str| med.get(&(w.to_string(), s.to_string())).copied();
     let mut body = String::new();
     let mut ahead = 0;
@@ -350,6 +340,16 @@ pub fn render_corpus(meta: &Value, rows: &[Value]) -> Result<String, String> {
     out.push_str("|---|---|---|---|---|---|\n");
     out.push_str(&body);
     Ok(out)
+}
+
+/// The `python_packages` list of a meta record read from file `m`.
+fn python_packages<'a>(meta: &'a Value, m: &str) -> Result<Vec<&'a str>, String> {
+    Ok(meta["python_packages"]
+        .as_array()
+        .ok_or_else(|| format!("{m}: field `python_packages` is missing"))?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect())
 }
 
 /// The position of workload `w`'s first row (the script's order).

@@ -22,7 +22,7 @@
 //! Accuracy (measured, see ACCURACY.md): <= 3 ULP in f64.
 
 use super::common::{copysign, horner, pow2i, round_k, scale, sel, LN2_HI, LN2_LO};
-use super::exp::exp_reduce;
+use super::exp::{exp_reduce, EXP_TAIL};
 use super::log::{log1p, log_corr};
 use std::f64::consts::LOG2_E;
 
@@ -56,30 +56,13 @@ const TANH_SPLIT: f64 = 0.5625;
 /// |x| is clamped to this before e^(2|x|) is formed: tanh(x) rounds to ±1 for |x| > 19.1.
 const TANH_CLAMP: f64 = 20.0;
 
-/// 1/n! for n = 2..=13: e^r - 1 = r + r²·T(r), truncation < 6e-18
-/// relative for |r| <= ln2/2.
-const TANH_EXP: [f64; 12] = [
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-    1.0 / 39_916_800.0,
-    1.0 / 479_001_600.0,
-    1.0 / 6_227_020_800.0,
-];
-
-/// e^r - 1 for |r| <= ln2/2 with T of [`TANH_EXP`] by Estrin's scheme: a
+/// e^r - 1 for |r| <= ln2/2 with T of [`EXP_TAIL`] by Estrin's scheme: a
 /// dependency chain of four FMAs after r⁸ instead of Horner's eleven. The
 /// tanh loop is latency bound (a group of 16 lanes is more work than the
 /// reorder window holds), so the shorter chain is what makes it fast.
 #[inline(always)]
 fn expm1_estrin(r: f64) -> f64 {
-    let c = &TANH_EXP;
+    let c = &EXP_TAIL;
     let r2 = r * r;
     let r4 = r2 * r2;
     let r8 = r4 * r4;
