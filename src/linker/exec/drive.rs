@@ -266,7 +266,14 @@ fn drive_impl(
     } else if parallel && rows > 1 && inner_split_ok {
         // Reduction into the inner dimension (e.g. over the rows of a matrix):
         // every chunk of columns runs all rows into its own accumulators.
-        let grain_cols = par.grain.div_ceil(rows).max(16);
+        // One chunk per thread: each sweeps the rows over the widest
+        // contiguous run of columns it can (narrower chunks made two
+        // threads slower than one on a 2000 x 2000 column sum).
+        let grain_cols = par
+            .grain
+            .div_ceil(rows)
+            .max(inner_n.div_ceil(threads))
+            .max(16);
         kiln_runtime::parallel::parallel_for(inner_n, grain_cols, &|s, e| run_rows(0, rows, s, e));
     } else {
         run_rows(0, rows, 0, inner_n);
