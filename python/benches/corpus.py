@@ -23,6 +23,7 @@ benches/report renders BENCHMARKS.md's corpus table from them:
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -130,7 +131,6 @@ def arrays(n, m, seed=2024):
 
 def used(expr, env):
     """The inputs an expression names (numexpr and kiln take only those)."""
-    import re
     names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", expr))
     return {k: v for k, v in env.items() if k in names}
 
@@ -138,8 +138,9 @@ def used(expr, env):
 def systems(kiln_expr, np_code, ne_expr, env):
     code = compile(np_code, "<corpus>", "eval")
     np_env = dict(env, np=np)
+    kiln_env = used(kiln_expr, env)
     fns = {
-        "kiln": lambda: kiln.evaluate(kiln_expr, local_dict=used(kiln_expr, env)),
+        "kiln": lambda: kiln.evaluate(kiln_expr, local_dict=kiln_env),
         "numpy": lambda: eval(code, np_env),
     }
     if ne_expr is not None:

@@ -322,10 +322,7 @@ impl VecAcc {
         f: MemFlagsData,
     ) {
         if self.promote {
-            let x = b.ins().load(types::F32X4, f, addr, 0);
-            let lo = b.ins().fvpromote_low(x);
-            let hi = high_half_f32x4(b, x);
-            let hi = b.ins().fvpromote_low(hi);
+            let (lo, hi) = load_f32x4_as_f64x2_pair(b, f, addr);
             self.fold_vec(b, vars, k, lo);
             self.fold_vec(b, vars, k + 1, hi);
         } else {
@@ -404,14 +401,23 @@ impl VecAcc {
     }
 }
 
-/// Lanes 2 and 3 of an `F32X4` moved to lanes 0 and 1.
-fn high_half_f32x4(b: &mut FunctionBuilder<'_>, x: Value) -> Value {
+/// The four `f32` at `addr` (loaded with flags `f`) widened to two `F64X2`:
+/// lanes 0 and 1, then lanes 2 and 3.
+fn load_f32x4_as_f64x2_pair(
+    b: &mut FunctionBuilder<'_>,
+    f: MemFlagsData,
+    addr: Value,
+) -> (Value, Value) {
+    let x = b.ins().load(types::F32X4, f, addr, 0);
+    let lo = b.ins().fvpromote_low(x);
+    // Lanes 2 and 3 moved to lanes 0 and 1.
     let le = MemFlagsData::new().with_endianness(Endianness::Little);
     let bytes = b.ins().bitcast(types::I8X16, le, x);
     let mask: Vec<u8> = (8..16).chain(8..16).collect();
     let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
     let sh = b.ins().shuffle(bytes, bytes, imm);
-    b.ins().bitcast(types::F32X4, le, sh)
+    let high = b.ins().bitcast(types::F32X4, le, sh);
+    (lo, b.ins().fvpromote_low(high))
 }
 
 /// Builds the reduction kernel for `op` over inputs of dtype `input`,
@@ -615,10 +621,7 @@ impl ColumnVec {
             let aoff = b.ins().imul_imm_s(i, 8);
             let aaddr = b.ins().iadd(acc_p, aoff);
             if self.promote {
-                let x = b.ins().load(types::F32X4, f, iaddr, 0);
-                let lo = b.ins().fvpromote_low(x);
-                let hi = high_half_f32x4(b, x);
-                let hi = b.ins().fvpromote_low(hi);
+                let (lo, hi) = load_f32x4_as_f64x2_pair(b, f, iaddr);
                 self.update(b, aaddr, lo);
                 let aaddr2 = b.ins().iadd_imm_s(aaddr, 16);
                 self.update(b, aaddr2, hi);
