@@ -125,3 +125,54 @@ fn column_reductions_take_the_vector_path_bit_exactly() {
         }
     }
 }
+
+/// Bool values between nodes ride the vector path as lane masks:
+/// comparisons, `isnan` / `isinf` / `isfinite`, logic on bools, a bool
+/// `where`, bools in float arithmetic (as 0 / 1) and a mask staged across a
+/// block-wise runtime call. For f64 and f32, at lengths around every
+/// boundary of the path, with NaN, ±inf and signed zeros among the inputs
+/// (`rand_value`), each result equals the reference's bit for bit, except
+/// where the block-wise runtime `softplus` computes the values: within its
+/// documented 2 ULP (runtime/ACCURACY.md).
+#[test]
+fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
+    use std::collections::HashMap;
+    let exprs = [
+        "where(x > 0, x, 0.1 * x)",
+        "where(x > y, x - y, y - x) * x",
+        "where(isnan(x), 0, x)",
+        "where(isinf(x) | (y <= x), y, x)",
+        "where(isfinite(x) & ~(y >= 1), x * y, -x)",
+        "where((x > 0) != (y < 0), x, y)",
+        "where((x == y) == (x < 1), 1, 2) + x",
+        "(x > y) * y + (x <= 1)",
+        "where(x > 2, x, log1p(exp(x)))",
+        "where(where(x > 0, x < 2, y > 0), x, y)",
+        "where(x, y, 2)",
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        let x = vector("x", dtype);
+        let y = vector("y", dtype);
+        let vars: HashMap<String, Tensor> =
+            [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
+                .into_iter()
+                .collect();
+        for src in exprs {
+            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            for (k, &n) in LENGTHS.iter().enumerate() {
+                let vals = [
+                    jit_support::rand_value(dtype, &[n], 300 + k as u64),
+                    jit_support::rand_value(dtype, &[n], 400 + k as u64),
+                ];
+                let max_ulps = if src.contains("log1p") { 2 } else { 0 };
+                check(
+                    &[x.clone(), y.clone()],
+                    std::slice::from_ref(&out),
+                    &vals,
+                    max_ulps,
+                    &format!("{src} ({dtype}, n = {n})"),
+                );
+            }
+        }
+    }
+}

@@ -10,7 +10,8 @@
 //! Code paths, chosen at run time from the strides:
 //! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
 //!   element size and every output is contiguous, and every op has an exact
-//!   vector form. It runs in blocks of at most [`BLOCK`] elements;
+//!   vector form (bool values between nodes are lane masks: comparisons,
+//!   `isnan`, logic and `where` stay on this path). It runs in blocks of at most [`BLOCK`] elements;
 //!   transcendental functions are evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
@@ -37,6 +38,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::jit::JitBuilder;
 use super::mathcalls::{self, ScalarSig, BLOCK};
@@ -103,7 +105,8 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
     }
 }
 
-/// The vector plan of `prog`, if its values all share one float dtype and
+/// The vector plan of `prog`, if its inputs, constants and outputs share one
+/// float dtype, its other values are of that dtype or bool (lane masks), and
 /// every op has an exact vector form or a block-wise runtime function.
 pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
     let dtype = *prog
@@ -113,12 +116,15 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
     if !dtype.is_float() {
         return None;
     }
+    // Inputs, constants and outputs are of `dtype`; bool values exist only
+    // between nodes, as lane masks (see `scalar`'s module header).
     let all_same = prog.inputs.iter().all(|&d| d == dtype)
-        && prog
-            .nodes
-            .iter()
-            .all(|n| n.dtype == dtype && n.args.iter().all(|&a| prog.dtype_of(a) == dtype))
-        && prog.outputs.iter().all(|&o| prog.dtype_of(o) == dtype);
+        && prog.outputs.iter().all(|&o| prog.dtype_of(o) == dtype)
+        && prog.nodes.iter().all(|n| {
+            n.args
+                .iter()
+                .all(|&a| !matches!(a, CRef::Const(c) if c.dtype != dtype))
+        });
     if !all_same {
         return None;
     }
@@ -131,10 +137,23 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
             .map(|&a| ref_level(&level, a))
             .max()
             .unwrap_or(0);
-        if sl::vector_capable(n.op, n.args.len(), dtype) {
+        let arg_dtypes: SmallVec<[DType; 3]> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
+        let vector = match n.dtype {
+            DType::Bool => sl::mask_capable(n.op, &arg_dtypes, dtype),
+            d => {
+                d == dtype
+                    && args_are(&|a| a == dtype || a == DType::Bool)
+                    && sl::vector_capable(n.op, n.args.len(), dtype)
+            }
+        };
+        if vector {
             level.push(l);
             block.push(false);
-        } else if mathcalls::block_symbol(n.op, dtype).is_some() {
+        } else if n.dtype == dtype
+            && args_are(&|a| a == dtype)
+            && mathcalls::block_symbol(n.op, dtype).is_some()
+        {
             level.push(l + 1);
             block.push(true);
         } else {
@@ -768,7 +787,13 @@ impl<'a> VecCtx<'a> {
                         .map(|a| memo[u].get(a).or_else(|| consts.get(a)).copied())
                         .collect::<Option<_>>()
                         .expect("arguments are computed first");
-                    sl::emit_vector(b, node.op, &args, self.vty)?
+                    let masks: SmallVec<[bool; 3]> = node
+                        .args
+                        .iter()
+                        .map(|&a| self.prog.dtype_of(a) == DType::Bool)
+                        .collect();
+                    let out_mask = node.dtype == DType::Bool;
+                    sl::emit_vector_masked(b, node.op, &args, &masks, out_mask, self.vty)?
                 }
                 _ => b.ins().load(self.vty, sl::OWN, srow, slot_off(r, u)),
             };
