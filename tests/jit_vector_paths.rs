@@ -176,3 +176,61 @@ fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
         }
     }
 }
+
+/// Reductions of a bool pre-map (`sum(x > 0)`, `any`, `all`, and the
+/// rarer `prod` / `max` / `min` of bools) fold the lane masks the vector
+/// path leaves in its scratch block: over a whole vector (row mode) at
+/// lengths around the vector, block and parallel boundaries, and over the
+/// leading axis of a matrix (column mode), for f64 and f32 inputs with NaN,
+/// ±inf and signed zeros. Integer and bool results equal the reference's.
+#[test]
+fn reductions_of_comparisons_fold_lane_masks_exactly() {
+    use std::collections::HashMap;
+    // The reduction's body: over everything (`{}` empty) or the leading axis.
+    let bodies = [
+        "sum(x > 0{})",
+        "any(x > 3{})",
+        "all(isfinite(x){})",
+        "sum((x > y) & ~isnan(y){})",
+        "any(x != x{})",
+        "all(x < 3.5{})",
+        "prod(x > -3.9{})",
+        "max(x > y{})",
+        "min(isfinite(x){})",
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        for matrix in [false, true] {
+            let dims: &[Option<usize>] = if matrix { &[None, None] } else { &[None] };
+            let x = kiln::tensor("x", dtype, dims);
+            let y = kiln::tensor("y", dtype, dims);
+            let vars: HashMap<String, Tensor> =
+                [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
+                    .into_iter()
+                    .collect();
+            for body in bodies {
+                // Column mode: the same reduction over the leading axis.
+                let src = body.replace("{}", if matrix { ", axis=0" } else { "" });
+                let out =
+                    kiln::build_expression(&src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+                let shapes: Vec<Vec<usize>> = if matrix {
+                    vec![vec![3, 5], vec![130, 7], vec![700, 33]]
+                } else {
+                    LENGTHS.iter().map(|&n| vec![n]).collect()
+                };
+                for (k, shape) in shapes.iter().enumerate() {
+                    let vals = [
+                        jit_support::rand_value(dtype, shape, 500 + k as u64),
+                        jit_support::rand_value(dtype, shape, 600 + k as u64),
+                    ];
+                    check(
+                        &[x.clone(), y.clone()],
+                        std::slice::from_ref(&out),
+                        &vals,
+                        0,
+                        &format!("{src} ({dtype}, shape {shape:?})"),
+                    );
+                }
+            }
+        }
+    }
+}

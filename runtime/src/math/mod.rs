@@ -19,7 +19,9 @@
 //! intrinsics), so all variants give the same bits.
 //!
 //! Map-reduce kernels (a map summed in the same loop, for fused
-//! reductions) live in `fold` and are listed by [`fold_symbols`].
+//! reductions) live in `fold` and are listed by [`fold_symbols`]; the plain
+//! row and column passes of reductions (sums, dot, column updates) live in
+//! `rowcol` and are listed by [`rowcol_symbols`].
 
 mod activation;
 mod common;
@@ -31,6 +33,7 @@ mod hyperbolic;
 mod inverse_trig;
 mod log;
 mod pow;
+mod rowcol;
 mod trig;
 
 pub use dispatch::{isa, Isa};
@@ -38,6 +41,7 @@ pub use fold::{
     extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64,
     sum_exp_shift_f64,
 };
+pub use rowcol::{dot_f64, kiln_dot_f64, rowcol_symbols, sum_f64};
 
 macro_rules! math_functions {
     (

@@ -107,8 +107,10 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
 /// float dtype, its other values are of that dtype or bool (lane masks), and
-/// every op has an exact vector form or a block-wise runtime function.
-pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
+/// every op has an exact vector form or a block-wise runtime function. With
+/// `mask_outputs`, bool outputs are allowed too and are written as lane
+/// masks (for a fused reduction's scratch block, never for user memory).
+pub(super) fn vector_plan(prog: &Composite, mask_outputs: bool) -> Option<VecPlan> {
     let dtype = *prog
         .inputs
         .first()
@@ -119,7 +121,10 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
     // Inputs, constants and outputs are of `dtype`; bool values exist only
     // between nodes, as lane masks (see `scalar`'s module header).
     let all_same = prog.inputs.iter().all(|&d| d == dtype)
-        && prog.outputs.iter().all(|&o| prog.dtype_of(o) == dtype)
+        && prog.outputs.iter().all(|&o| {
+            let d = prog.dtype_of(o);
+            d == dtype || (mask_outputs && d == DType::Bool)
+        })
         && prog.nodes.iter().all(|n| {
             n.args
                 .iter()
@@ -202,13 +207,13 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
 
 /// Whether a program gets a vector path (for profiles and tests).
 pub fn is_vectorized(prog: &Composite) -> bool {
-    vector_plan(prog).is_some()
+    vector_plan(prog, false).is_some()
 }
 
 /// Builds the kernel of `prog` into `jb`; returns its index.
 pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
-    let plan = vector_plan(prog);
+    let plan = vector_plan(prog, false);
     let imports = import_callees(jb, prog, plan.as_ref())?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {

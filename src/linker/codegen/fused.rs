@@ -10,12 +10,13 @@
 //! vectorised block functions) and then folded into the accumulators, so
 //! the mapped values never reach memory outside the kernel's stack.
 //!
-//! A fused `Sum` of `exp(x - c)` / `exp(x)` over `f64` (`SumExpShift`,
-//! the row pass of a stabilised log-sum-exp) in row mode with `x`
-//! contiguous and `c` one value per row is one call of the runtime's
-//! map-reduce kernel `kiln_sum_exp_shift_f64` over the whole row (exp and
-//! sum in one vectorised loop, its own fixed summation order, no scratch
-//! block); other strides take the paths above.
+//! Two fused `Sum`s over `f64` in row mode are one call of a runtime
+//! map-reduce kernel over the whole row ([`RowKernel`]: its own fixed
+//! summation order, no scratch block): `exp(x - c)` / `exp(x)` with `x`
+//! contiguous and `c` one value per row (the row pass of a stabilised
+//! log-sum-exp, `kiln_sum_exp_shift_f64`), and `x * y` / `x * x` / `sqr(x)`
+//! with contiguous operands (a dot product, `kiln_dot_f64`); other strides
+//! take the paths above.
 //!
 //! Invariants: as in `reduce` (row mode stores its accumulator once at the
 //! end; column mode updates one accumulator per element); the scratch block
@@ -38,6 +39,8 @@ use crate::ops::{CRef, Composite, ReduceOp};
 
 /// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.
 const SUM_EXP_SHIFT: &str = "kiln_sum_exp_shift_f64";
+/// The runtime's dot product `double(const double* x, const double* y, size_t n)`.
+const DOT: &str = "kiln_dot_f64";
 
 /// The shift `c` of a pre-map `exp(x - c)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,18 +53,21 @@ enum Shift {
     Const(f64),
 }
 
-/// A fused `Sum` of `exp(x - c)` over `f64`, summed by the runtime's
-/// map-reduce kernel: `x` is program input `x`.
+/// A fused `Sum` over `f64` whose row pass is one call of a runtime
+/// map-reduce kernel (operands are program input indices).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct SumExpShift {
-    x: usize,
-    shift: Shift,
+enum RowKernel {
+    /// Σ exp(x - c).
+    SumExpShift { x: usize, shift: Shift },
+    /// Σ x·y (`x == y` for a sum of squares).
+    Dot { x: usize, y: usize },
 }
 
-impl SumExpShift {
-    /// Recognises `op` over `prog` as a sum of `exp(x - c)`: exactly the
-    /// nodes `sub(x, c)` (or none) and `exp`, every value `f64`.
-    fn detect(op: ReduceOp, prog: &Composite) -> Option<SumExpShift> {
+impl RowKernel {
+    /// Recognises `op` over `prog` as one of the row kernels: a `Sum`, every
+    /// value `f64`, and exactly the nodes `sub(x, c)` (or none) and `exp`,
+    /// or one `mul(x, y)` / `sqr(x)` of inputs.
+    fn detect(op: ReduceOp, prog: &Composite) -> Option<RowKernel> {
         use crate::ops::ScalarOp;
         if op != ReduceOp::Sum
             || prog.inputs.iter().any(|&d| d != DType::F64)
@@ -70,19 +76,24 @@ impl SumExpShift {
             return None;
         }
         let last = prog.nodes.len().checked_sub(1)?;
-        let exp = &prog.nodes[last];
-        if prog.outputs.as_slice() != [CRef::Node(last as u32)]
-            || exp.op != ScalarOp::Exp
-            || exp.args.len() != 1
-        {
+        let top = &prog.nodes[last];
+        if prog.outputs.as_slice() != [CRef::Node(last as u32)] {
             return None;
         }
-        match (last, exp.args[0]) {
-            (0, CRef::Input(k)) => Some(SumExpShift {
+        match (last, top.op, top.args.as_slice()) {
+            (0, ScalarOp::Mul, &[CRef::Input(x), CRef::Input(y)]) => Some(RowKernel::Dot {
+                x: x as usize,
+                y: y as usize,
+            }),
+            (0, ScalarOp::Sqr, &[CRef::Input(x)]) => Some(RowKernel::Dot {
+                x: x as usize,
+                y: x as usize,
+            }),
+            (0, ScalarOp::Exp, &[CRef::Input(k)]) => Some(RowKernel::SumExpShift {
                 x: k as usize,
                 shift: Shift::Zero,
             }),
-            (1, CRef::Node(0)) => {
+            (1, ScalarOp::Exp, &[CRef::Node(0)]) => {
                 let sub = &prog.nodes[0];
                 if sub.op != ScalarOp::Sub {
                     return None;
@@ -100,12 +111,20 @@ impl SumExpShift {
                 if shift == Shift::Input(k as usize) {
                     return None;
                 }
-                Some(SumExpShift {
+                Some(RowKernel::SumExpShift {
                     x: k as usize,
                     shift,
                 })
             }
             _ => None,
+        }
+    }
+
+    /// The runtime symbol and its parameter types (`ptr` the pointer type).
+    fn symbol(self, ptr: Type) -> (&'static str, Vec<Type>) {
+        match self {
+            RowKernel::SumExpShift { .. } => (SUM_EXP_SHIFT, vec![ptr, types::F64, types::I64]),
+            RowKernel::Dot { .. } => (DOT, vec![ptr, ptr, types::I64]),
         }
     }
 }
@@ -158,12 +177,13 @@ pub fn build_fused(
     let mapped = prog.output_dtypes()[0];
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
-    let plan = elemwise::vector_plan(prog);
+    let plan = elemwise::vector_plan(prog, true);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
-    let sum_exp = SumExpShift::detect(op, prog).filter(|_| modes.row());
-    if sum_exp.is_some() {
-        let id = jb.import(SUM_EXP_SHIFT, &[ptr, types::F64, types::I64], &[types::F64])?;
-        imports.push((SUM_EXP_SHIFT, id));
+    let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
+    if let Some(rk) = row_kernel {
+        let (sym, params) = rk.symbol(ptr);
+        let id = jb.import(sym, &params, &[types::F64])?;
+        imports.push((sym, id));
     }
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
@@ -208,8 +228,8 @@ pub fn build_fused(
         i_var,
     };
     let scalar_head = b.create_block();
-    if let Some(se) = sum_exp {
-        cx.emit_sum_exp(&mut b, &callees, se, scalar_head);
+    if let Some(rk) = row_kernel {
+        cx.emit_row_kernel(&mut b, &callees, rk, scalar_head);
     }
     if let Some(plan) = &plan {
         cx.emit_vector_path(&mut b, &callees, ptr, plan, scalar_head)?;
@@ -224,37 +244,58 @@ pub fn build_fused(
 }
 
 impl Fused<'_> {
-    /// Row mode, `x` contiguous, `c` one value: the whole row in one call of
-    /// the runtime's map-reduce kernel, then on to `done` (with every
-    /// element consumed); other calls continue at the current position.
-    fn emit_sum_exp(
+    /// Row mode with the kernel's operands contiguous (and a shift `c` one
+    /// value): the whole row in one call of the runtime's map-reduce kernel,
+    /// then on to `done` (with every element consumed); other calls
+    /// continue at the current position.
+    fn emit_row_kernel(
         &self,
         b: &mut FunctionBuilder<'_>,
         callees: &sl::Callees,
-        se: SumExpShift,
+        rk: RowKernel,
         done: cranelift_codegen::ir::Block,
     ) {
-        let mut ok = b.ins().icmp_imm_s(IntCC::Equal, self.strides[se.x], 8);
+        let contiguous = |b: &mut FunctionBuilder<'_>, k: usize| {
+            b.ins().icmp_imm_s(IntCC::Equal, self.strides[k], 8)
+        };
+        let mut ok = match rk {
+            RowKernel::SumExpShift { x, shift } => {
+                let ok = contiguous(b, x);
+                if let Shift::Input(l) = shift {
+                    let c = b.ins().icmp_imm_s(IntCC::Equal, self.strides[l], 0);
+                    b.ins().band(ok, c)
+                } else {
+                    ok
+                }
+            }
+            RowKernel::Dot { x, y } => {
+                let ok = contiguous(b, x);
+                let oy = contiguous(b, y);
+                b.ins().band(ok, oy)
+            }
+        };
         if let Some(is_row) = self.is_row {
             ok = b.ins().band(ok, is_row);
-        }
-        if let Shift::Input(l) = se.shift {
-            let c = b.ins().icmp_imm_s(IntCC::Equal, self.strides[l], 0);
-            ok = b.ins().band(ok, c);
         }
         let fast = b.create_block();
         let general = b.create_block();
         b.ins().brif(ok, fast, &[], general, &[]);
         b.switch_to_block(fast);
         b.seal_block(fast);
-        let c = match se.shift {
-            Shift::Zero => b.ins().f64const(0.0),
-            Shift::Const(v) => b.ins().f64const(v),
-            Shift::Input(l) => b.ins().load(types::F64, sl::OPERAND, self.ptrs[l], 0),
+        let call = match rk {
+            RowKernel::SumExpShift { x, shift } => {
+                let c = match shift {
+                    Shift::Zero => b.ins().f64const(0.0),
+                    Shift::Const(v) => b.ins().f64const(v),
+                    Shift::Input(l) => b.ins().load(types::F64, sl::OPERAND, self.ptrs[l], 0),
+                };
+                b.ins()
+                    .call(callees[SUM_EXP_SHIFT], &[self.ptrs[x], c, self.n])
+            }
+            RowKernel::Dot { x, y } => b
+                .ins()
+                .call(callees[DOT], &[self.ptrs[x], self.ptrs[y], self.n]),
         };
-        let call = b
-            .ins()
-            .call(callees[SUM_EXP_SHIFT], &[self.ptrs[se.x], c, self.n]);
         let s = b.inst_results(call)[0];
         let a = b.use_var(self.a_var);
         let a = b.ins().fadd(a, s);
@@ -308,7 +349,9 @@ impl Fused<'_> {
             b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, sbytes, 4));
         let sbase = b.ins().stack_addr(ptr, scratch, 0);
         let out_base = b.ins().iadd_imm_s(sbase, (out_slot * BLOCK) as i64 * esz);
-        let va = VecAcc::new(op, plan.dtype).filter(|_| modes.row());
+        // A bool pre-map leaves lane masks in the scratch block.
+        let masks = self.mapped == DType::Bool;
+        let va = VecAcc::new(op, plan.dtype).filter(|_| modes.row() && !masks);
         let vars = va.map(|va| va.init(b));
         let vdone = b.create_block();
         let flag = elemwise::prefetch_flag(b, self.n);
@@ -331,6 +374,19 @@ impl Fused<'_> {
             |b| match (&va, &vars) {
                 // The scratch block is kiln's own 16-byte aligned stack slot.
                 (Some(va), Some(vars)) => va.emit_loop(b, vars, out_base, m, sl::OWN),
+                _ if masks && matches!(op, ReduceOp::Sum | ReduceOp::Any | ReduceOp::All) => {
+                    fold_mask_block(b, op, plan.dtype, out_base, m, a_var)
+                }
+                _ if masks => fold_loop(b, m, |b, j| {
+                    let off = b.ins().imul_imm_s(j, esz);
+                    let addr = b.ins().iadd(out_base, off);
+                    let x = load_mask_01(b, plan.dtype, addr);
+                    let x = convert(b, op, x, DType::I64);
+                    let a = b.use_var(a_var);
+                    let a = combine(b, op, acc, a, x);
+                    b.def_var(a_var, a);
+                    Ok(())
+                }),
                 _ => fold_loop(b, m, |b, j| {
                     let off = b.ins().imul_imm_s(j, esz);
                     let addr = b.ins().iadd(out_base, off);
@@ -342,8 +398,13 @@ impl Fused<'_> {
                 fold_loop(b, m, |b, j| {
                     let off = b.ins().imul_imm_s(j, esz);
                     let addr = b.ins().iadd(out_base, off);
-                    let x = sl::load(b, mapped, addr);
-                    let x = convert(b, op, x, mapped);
+                    let x = if masks {
+                        let x = load_mask_01(b, plan.dtype, addr);
+                        convert(b, op, x, DType::I64)
+                    } else {
+                        let x = sl::load(b, mapped, addr);
+                        convert(b, op, x, mapped)
+                    };
                     let e = b.ins().iadd(blk, j);
                     let aoff = b.ins().imul_imm_s(e, 8);
                     let aaddr = b.ins().iadd(acc_p, aoff);
@@ -410,4 +471,87 @@ impl Fused<'_> {
             |_| Ok(()),
         )
     }
+}
+
+/// The bool (0 or 1, as `i64`) of the lane mask of a vector path of float
+/// dtype `dtype` stored at `addr` in the scratch block.
+fn load_mask_01(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
+    let ity = if dtype == DType::F32 {
+        types::I32
+    } else {
+        types::I64
+    };
+    let v = b.ins().load(ity, sl::OWN, addr, 0);
+    let v = b.ins().band_imm_s(v, 1);
+    if ity == types::I64 {
+        v
+    } else {
+        b.ins().uextend(types::I64, v)
+    }
+}
+
+/// Row mode of `Sum` (a count), `Any` or `All` over the `m` lane masks of
+/// the scratch block at `base` (`m` a multiple of the lane count): one
+/// integer vector accumulator (masks subtracted, or-ed or and-ed), its
+/// lanes combined once into the row accumulator `a_var` (an `i64`; a count
+/// of at most [`BLOCK`] fits every lane type).
+fn fold_mask_block(
+    b: &mut FunctionBuilder<'_>,
+    op: ReduceOp,
+    dtype: DType,
+    base: Value,
+    m: Value,
+    a_var: Variable,
+) -> Result<()> {
+    let (ity, lanes, esz) = if dtype == DType::F32 {
+        (types::I32X4, 4u8, 4i64)
+    } else {
+        (types::I64X2, 2u8, 8i64)
+    };
+    let lane_ty = ity.lane_type();
+    let init = if op == ReduceOp::All { -1 } else { 0 };
+    let init = b.ins().iconst(lane_ty, init);
+    let init = b.ins().splat(ity, init);
+    let v_var = b.declare_var(ity);
+    b.def_var(v_var, init);
+    let j_var = b.declare_var(types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.def_var(j_var, zero);
+    elemwise::counted_loop(b, j_var, m, lanes as i64, |b, j| {
+        let off = b.ins().imul_imm_s(j, esz);
+        let addr = b.ins().iadd(base, off);
+        let x = b.ins().load(ity, sl::OWN, addr, 0);
+        let v = b.use_var(v_var);
+        let v = match op {
+            ReduceOp::Sum => b.ins().isub(v, x),
+            ReduceOp::Any => b.ins().bor(v, x),
+            _ => b.ins().band(v, x),
+        };
+        b.def_var(v_var, v);
+        Ok(())
+    })?;
+    let v = b.use_var(v_var);
+    let mut t = b.ins().extractlane(v, 0);
+    for l in 1..lanes {
+        let e = b.ins().extractlane(v, l);
+        t = match op {
+            ReduceOp::Sum => b.ins().iadd(t, e),
+            ReduceOp::Any => b.ins().bor(t, e),
+            _ => b.ins().band(t, e),
+        };
+    }
+    let t = if lane_ty == types::I64 {
+        t
+    } else {
+        b.ins().sextend(types::I64, t)
+    };
+    let x = if op == ReduceOp::Sum {
+        t
+    } else {
+        b.ins().band_imm_s(t, 1)
+    };
+    let a = b.use_var(a_var);
+    let a = combine(b, op, DType::I64, a, x);
+    b.def_var(a_var, a);
+    Ok(())
 }

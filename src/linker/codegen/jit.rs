@@ -30,17 +30,19 @@ pub struct CodegenOptions {
     /// Run Cranelift's IR verifier (slower compiles; on in debug builds by default).
     pub verify: bool,
     /// Use the single-pass register allocator instead of the backtracking
-    /// one for functions of small scalar programs (on by default: compiles
-    /// the suite's kernels 1.3-2x faster with no measurable run-time cost;
-    /// larger programs, which it would spill, keep the backtracking one:
-    /// `linker::compile::SINGLE_PASS_MAX_NODES`).
+    /// one for functions of small scalar programs (larger programs keep the
+    /// backtracking one: `linker::compile::SINGLE_PASS_MAX_NODES`). Off by
+    /// default: it compiles the suite's kernels 1.2-1.4x faster (about
+    /// 0.2-0.9 ms less per workload), but it spills loop-carried values, and
+    /// interleaved runs (`kiln bench`, 4e6 f64, AVX2) were slower with it:
+    /// `sum(x > 0)` 6.9 vs 1.6 ms, `sum(abs(x))` 2.5 vs 1.6, `exp(x)*2+1`
+    /// 4.7 vs 3.8, sigmoid_xent 42 vs 36.
     pub single_pass_regalloc: bool,
     /// Run Cranelift's optimising mid-end (`opt_level=speed`: e-graph
     /// rewrites, GVN, loop-invariant code motion) instead of `opt_level=none`
     /// (on by default: without it, single-pass allocation of sigmoid_xent's
     /// fused reduction kernel ran 15-20% slower, interleaved runs at load
-    /// ~1.7; with it the suite's run times match the backtracking
-    /// allocator's, and compiles stay 1.3-2x faster than before).
+    /// ~1.7).
     pub optimize: bool,
 }
 
@@ -48,7 +50,7 @@ impl Default for CodegenOptions {
     fn default() -> Self {
         CodegenOptions {
             verify: cfg!(debug_assertions),
-            single_pass_regalloc: true,
+            single_pass_regalloc: false,
             optimize: true,
         }
     }

@@ -13,24 +13,25 @@
 //! `accum::fold_partials`, not by a kernel. Accumulators are those of
 //! `accum` (`f64`, or wrapping `i64`), as in the reference evaluator.
 //!
-//! Row mode of `Sum`, `Prod`, `Max` and `Min` over contiguous `f64` / `f32`
-//! values is vectorised with [`NACC`] (max / min: [`NACC_MINMAX`]) vector
-//! accumulators (`VecAcc`): `f64`
-//! lanes, or for `f32` sums and products `f32` lanes promoted to `f64`, or
-//! for `f32` max / min `f32` lanes (exact). Elsewhere the fold is sequential,
-//! bit-exact against the reference over one axis (over several axes the
-//! reference folds axis by axis, the kernel in memory order). The vector
-//! order changes sums and products by reassociation only (within
-//! `n * eps * sum|x|`); max and min are order-independent, NaN-propagating
-//! like the reference, except that which of `-0.0` / `+0.0` wins a tie may
-//! differ. Row mode of `Max` / `Min` over contiguous `f64` instead calls the
-//! runtime's `kiln_max_f64` / `kiln_min_f64` (AVX-512 / AVX2 when the CPU
-//! has them; same semantics), which the 128-bit JIT loop could not match.
+//! Row mode over contiguous values calls the runtime's row pass where it
+//! has one (`kiln_sum_f64` / `kiln_sum_f32`, `kiln_max_f64` /
+//! `kiln_min_f64`: rustc-compiled for AVX-512 / AVX2 when the CPU has them,
+//! which the 128-bit JIT loop could not match); `Prod`, and `f32` `Max` /
+//! `Min`, are vectorised in the JIT with [`NACC`] (max / min:
+//! [`NACC_MINMAX`]) vector accumulators (`VecAcc`): `f32` products promoted
+//! to `f64` lanes, `f32` max / min in `f32` lanes (exact). Elsewhere the
+//! fold is sequential, bit-exact against the reference over one axis (over
+//! several axes the reference folds axis by axis, the kernel in memory
+//! order). A vector order changes sums and products by reassociation only
+//! (within `n * eps * sum|x|`); max and min are order-independent,
+//! NaN-propagating like the reference, except that which of `-0.0` /
+//! `+0.0` wins a tie may differ.
 //!
-//! Column mode over contiguous accumulators and `f64` / `f32` input (sum,
-//! product, max, min), or `i64` / `u64` sums, updates two accumulators per
-//! 16-byte access (`ColumnVec`), each lane computing exactly what the
-//! sequential loop would.
+//! Column mode over contiguous accumulators and input calls the runtime's
+//! column pass (`kiln_column_<op>_<dtype>`: sum, product, max, min of
+//! `f64` / `f32`, wrapping `i64` / `u64` sums), each accumulator updated
+//! exactly as the sequential loop would, so results are bit-identical to
+//! it.
 //!
 //! Invariant: input and accumulator accesses are not marked aligned (see
 //! [`sl::OPERAND`]): the 16-byte loads of the vector fold may start
@@ -432,22 +433,23 @@ pub fn build(
     let ptr = jb.ptr_type();
     let acc = acc_dtype(op, input);
     let aty = sl::clif_type(acc);
-    let extreme = match (op, input) {
-        (ReduceOp::Max, DType::F64) if modes.row() => Some("kiln_max_f64"),
-        (ReduceOp::Min, DType::F64) if modes.row() => Some("kiln_min_f64"),
-        _ => None,
-    };
-    let extreme = match extreme {
-        Some(sym) => Some((sym, jb.import(sym, &[ptr, types::I64], &[types::F64])?)),
-        None => None,
-    };
+    let row_call = row_symbol(op, input)
+        .filter(|_| modes.row())
+        .map(|sym| jb.import(sym, &[ptr, types::I64], &[types::F64]))
+        .transpose()?;
+    let column_call = column_symbol(op, input)
+        .filter(|_| modes.column())
+        .map(|sym| jb.import(sym, &[ptr, ptr, types::I64], &[]))
+        .transpose()?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
     } = jb;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
-    let extreme = extreme
-        .map(|(_, id)| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
+    let row_call =
+        row_call.map(|id| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
+    let column_call = column_call
+        .map(|id| cranelift_module::Module::declare_func_in_func(&mut *module, id, b.func));
     // Accumulators and inputs are operand memory; the argument arrays are kiln's own.
     let f = sl::OPERAND;
     let (pp, sp, n) = elemwise::open_kernel(&mut b);
@@ -468,9 +470,11 @@ pub fn build(
             let a0 = b.ins().load(aty, f, acc_p, 0);
             b.def_var(a_var, a0);
             let row_head = b.create_block();
-            if let Some(callee) = extreme {
-                // Contiguous f64 max / min: the runtime's vectorised row pass.
-                let contiguous = b.ins().icmp_imm_s(IntCC::Equal, in_s, 8);
+            if let Some(callee) = row_call {
+                // Contiguous input: the runtime's vectorised row pass.
+                let contiguous = b
+                    .ins()
+                    .icmp_imm_s(IntCC::Equal, in_s, input.size_of() as i64);
                 let call_blk = b.create_block();
                 b.ins().brif(contiguous, call_blk, &[], row_head, &[]);
                 b.switch_to_block(call_blk);
@@ -509,20 +513,21 @@ pub fn build(
             Ok(())
         },
         |b| {
-            if let Some(cv) = ColumnVec::new(op, input, acc) {
-                // Contiguous accumulators and input: 16-byte loads of both,
-                // one combine per lane, then the sequential loop's tail.
+            if let Some(callee) = column_call {
+                // Contiguous accumulators and input: the runtime's column
+                // pass over the whole row (no tail left).
                 let acc_ok = b.ins().icmp_imm_s(IntCC::Equal, acc_s, 8);
                 let in_ok = b
                     .ins()
                     .icmp_imm_s(IntCC::Equal, in_s, input.size_of() as i64);
                 let both = b.ins().band(acc_ok, in_ok);
-                let vblk = b.create_block();
+                let call_blk = b.create_block();
                 let tail = b.create_block();
-                b.ins().brif(both, vblk, &[], tail, &[]);
-                b.switch_to_block(vblk);
-                b.seal_block(vblk);
-                cv.emit_loop(b, i_var, n, acc_p, in_p)?;
+                b.ins().brif(both, call_blk, &[], tail, &[]);
+                b.switch_to_block(call_blk);
+                b.seal_block(call_blk);
+                b.ins().call(callee, &[acc_p, in_p, n]);
+                b.def_var(i_var, n);
                 b.ins().jump(tail, &[]);
                 b.switch_to_block(tail);
                 b.seal_block(tail);
@@ -546,92 +551,36 @@ pub fn build(
     jb.define_current(name)
 }
 
-/// The vectorised column mode of one (reduction, input dtype):
-/// `acc[j] = op(acc[j], x[j])` two accumulator lanes at a time over
-/// contiguous accumulators and input. Each lane computes exactly what the
-/// sequential column loop computes for its element (no reassociation), so
-/// results are bit-identical to it.
-#[derive(Debug, Clone, Copy)]
-struct ColumnVec {
-    op: ReduceOp,
-    /// Vector type of two accumulators (`F64X2`, or `I64X2` for integer sums).
-    acc_ty: Type,
-    /// `f32` input: each `F32X4` load feeds two `F64X2` accumulator pairs.
-    promote: bool,
+/// The runtime's row pass of `op` over contiguous `input` (C signature
+/// `double(const T* x, size_t n)`, the row's fold in the accumulator
+/// domain), if it has one.
+fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+    Some(match (op, input) {
+        (ReduceOp::Max, DType::F64) => "kiln_max_f64",
+        (ReduceOp::Min, DType::F64) => "kiln_min_f64",
+        (ReduceOp::Sum, DType::F64) => "kiln_sum_f64",
+        (ReduceOp::Sum, DType::F32) => "kiln_sum_f32",
+        _ => return None,
+    })
 }
 
-impl ColumnVec {
-    /// The vector column mode of `op` over `input` accumulating in `acc`, if any.
-    fn new(op: ReduceOp, input: DType, acc: DType) -> Option<ColumnVec> {
-        let float = matches!(
-            op,
-            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min
-        );
-        match (input, acc) {
-            (DType::F64, DType::F64) if float => Some(ColumnVec {
-                op,
-                acc_ty: types::F64X2,
-                promote: false,
-            }),
-            (DType::F32, DType::F64) if float => Some(ColumnVec {
-                op,
-                acc_ty: types::F64X2,
-                promote: true,
-            }),
-            (DType::I64, DType::I64) | (DType::U64, DType::U64) if op == ReduceOp::Sum => {
-                Some(ColumnVec {
-                    op,
-                    acc_ty: types::I64X2,
-                    promote: false,
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// `acc[j..j+2] = op(acc[j..j+2], x)` for the accumulator pair at `aaddr`.
-    fn update(&self, b: &mut FunctionBuilder<'_>, aaddr: Value, x: Value) {
-        let f = sl::OPERAND;
-        let a = b.ins().load(self.acc_ty, f, aaddr, 0);
-        let r = match self.op {
-            ReduceOp::Sum if self.acc_ty == types::I64X2 => b.ins().iadd(a, x),
-            ReduceOp::Sum => b.ins().fadd(a, x),
-            ReduceOp::Prod => b.ins().fmul(a, x),
-            op => sl::nan_minmax(b, a, x, op == ReduceOp::Max, self.acc_ty),
-        };
-        b.ins().store(f, r, aaddr, 0);
-    }
-
-    /// The loop over whole groups of lanes from `i_var` (0 on entry) to `n`;
-    /// leaves `i_var` at the first element it did not visit.
-    fn emit_loop(
-        &self,
-        b: &mut FunctionBuilder<'_>,
-        i_var: Variable,
-        n: Value,
-        acc_p: Value,
-        in_p: Value,
-    ) -> Result<()> {
-        let f = sl::OPERAND;
-        let lanes = if self.promote { 4 } else { 2 };
-        let in_esz = if self.promote { 4 } else { 8 };
-        elemwise::counted_loop(b, i_var, n, lanes, |b, i| {
-            let ioff = b.ins().imul_imm_s(i, in_esz);
-            let iaddr = b.ins().iadd(in_p, ioff);
-            let aoff = b.ins().imul_imm_s(i, 8);
-            let aaddr = b.ins().iadd(acc_p, aoff);
-            if self.promote {
-                let (lo, hi) = load_f32x4_as_f64x2_pair(b, f, iaddr);
-                self.update(b, aaddr, lo);
-                let aaddr2 = b.ins().iadd_imm_s(aaddr, 16);
-                self.update(b, aaddr2, hi);
-            } else {
-                let x = b.ins().load(self.acc_ty, f, iaddr, 0);
-                self.update(b, aaddr, x);
-            }
-            Ok(())
-        })
-    }
+/// The runtime's column pass of `op` over contiguous `input` and
+/// accumulators (C signature `void(A* acc, const T* x, size_t n)`, each
+/// accumulator updated exactly as the sequential loop would), if it has one.
+fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+    use ReduceOp::*;
+    Some(match (op, input) {
+        (Sum, DType::F64) => "kiln_column_sum_f64",
+        (Sum, DType::F32) => "kiln_column_sum_f32",
+        (Prod, DType::F64) => "kiln_column_prod_f64",
+        (Prod, DType::F32) => "kiln_column_prod_f32",
+        (Max, DType::F64) => "kiln_column_max_f64",
+        (Max, DType::F32) => "kiln_column_max_f32",
+        (Min, DType::F64) => "kiln_column_min_f64",
+        (Min, DType::F32) => "kiln_column_min_f32",
+        (Sum, DType::I64 | DType::U64) => "kiln_column_sum_i64",
+        _ => return None,
+    })
 }
 
 /// A loop `for j in 0..m { body(j) }` at the current position.

@@ -127,6 +127,22 @@ impl Exec<'_> {
             self.alloc(name, dtype, &out_shape)?
         };
         match dtype {
+            // An inner product of contiguous f64 vectors: the runtime's dot
+            // pass (GEMM's 1×1 tiles leave it far from memory speed).
+            DType::F64 if m == 1 && n == 1 && (k < 2 || (csa == 1 && rsb == 1)) => {
+                let threshold = if self.par.threshold > 0 {
+                    self.par.threshold
+                } else {
+                    usize::MAX
+                };
+                // SAFETY: a's one row and b's one column hold k contiguous
+                // f64 values (k < 2 needs no stride).
+                let d = unsafe {
+                    inner_product(a.ptr as *const f64, b.ptr as *const f64, k, threshold)
+                };
+                // SAFETY: c is a fresh one-element f64 array.
+                unsafe { *(c.ptr as *mut f64) = d };
+            }
             // SAFETY: a is m×k, b is k×n with the given element strides; c is a
             // contiguous m×n array (a fresh buffer, or a caller's output array,
             // which overlaps no input) that overlaps neither.
@@ -323,6 +339,47 @@ impl Exec<'_> {
         }
         Ok(c)
     }
+}
+
+/// Elements per partial of a parallel inner product: fixed, so that the
+/// result does not depend on the thread count.
+const DOT_CHUNK: usize = 1 << 16;
+
+/// Σ x_i·y_i over `k` contiguous f64 pairs by the runtime's dot pass; from
+/// `threshold` elements on, as partials of [`DOT_CHUNK`] elements computed
+/// in parallel and added in chunk order.
+///
+/// # Safety
+/// `x` and `y` must be valid for `k` reads.
+unsafe fn inner_product(x: *const f64, y: *const f64, k: usize, threshold: usize) -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if k < threshold.max(2 * DOT_CHUNK) {
+        // SAFETY: the caller's contract.
+        return unsafe { kiln_runtime::math::kiln_dot_f64(x, y, k) };
+    }
+    let chunks = k.div_ceil(DOT_CHUNK);
+    let partials: Vec<AtomicU64> = (0..chunks).map(|_| AtomicU64::new(0)).collect();
+    let (xa, ya) = (x as usize, y as usize);
+    kiln_runtime::parallel::parallel_for(chunks, 1, &|lo, hi| {
+        for (c, p) in partials.iter().enumerate().take(hi).skip(lo) {
+            let start = c * DOT_CHUNK;
+            let len = DOT_CHUNK.min(k - start);
+            // SAFETY: [start, start + len) lies within the k readable values
+            // of both operands (caller contract).
+            let d = unsafe {
+                kiln_runtime::math::kiln_dot_f64(
+                    (xa as *const f64).add(start),
+                    (ya as *const f64).add(start),
+                    len,
+                )
+            };
+            p.store(d.to_bits(), Ordering::Relaxed);
+        }
+    });
+    partials
+        .iter()
+        .map(|p| f64::from_bits(p.load(Ordering::Relaxed)))
+        .sum()
 }
 
 /// The matrix view of `dot(a, b)` for 1-d and 2-d operands: sizes, element

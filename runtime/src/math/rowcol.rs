@@ -1,0 +1,409 @@
+//! Plain reduction passes for JIT-compiled reduction kernels, compiled by
+//! rustc for AVX-512, AVX2+FMA and the baseline target and dispatched at run
+//! time ([`isa`]): Cranelift's 128-bit vectors and loop code left these
+//! memory-streaming loops well short of memory speed.
+//!
+//! *Row* passes fold one contiguous row into one value:
+//! - `kiln_sum_f64(x, n)` / `kiln_sum_f32(x, n)` = Σ x_i (f32 values
+//!   promoted to f64, the accumulator dtype of an f32 sum);
+//! - `kiln_dot_f64(x, y, n)` = Σ x_i·y_i (each product rounded, then
+//!   added: no fused multiply-add, so every variant gives the same bits).
+//!
+//! Summation order (invariant, as in `fold`): element `i` goes to lane
+//! partial `i mod LANES` in index order, the partials are combined by a
+//! fixed halving tree; the order depends only on `n`, never on the variant.
+//!
+//! *Column* passes update one accumulator per element of a contiguous row:
+//! `kiln_column_<op>_<dtype>(acc, x, n)` sets `acc[j] = op(acc[j], x[j])`
+//! for `j < n`, with `op` one of sum, prod, max, min over f64 accumulators
+//! (`f64` or promoted `f32` inputs), or a wrapping sum of `i64` (also the
+//! bits of a `u64` sum). Each element is exactly the sequential loop's: a
+//! single add / multiply, and for max / min the JIT's `nan_max` / `nan_min`
+//! (NaN if either is NaN, else the first operand when `acc[j] >= x[j]`
+//! (max) / `acc[j] <= x[j]` (min), else the second), so the results are
+//! bit-identical to the scalar code.
+
+use std::ptr;
+
+use super::dispatch::{isa, Isa};
+
+/// Lane partials of a row pass: four AVX2 or two AVX-512 vectors of f64,
+/// enough independent add chains to cover the add latency.
+const LANES: usize = 16;
+
+/// An element type whose values enter the f64 accumulator domain exactly.
+trait Widen: Copy {
+    fn widen(self) -> f64;
+}
+
+impl Widen for f64 {
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self
+    }
+}
+
+impl Widen for f32 {
+    #[inline(always)]
+    fn widen(self) -> f64 {
+        self as f64
+    }
+}
+
+/// Σ x_i over `n` values at `x` in the documented order.
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn sum<T: Widen>(x: *const T, n: usize) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let mut i = 0;
+    while i + LANES <= n {
+        // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
+        let v: [T; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [T; LANES]) };
+        for l in 0..LANES {
+            acc[l] += v[l].widen();
+        }
+        i += LANES;
+    }
+    for (l, a) in acc.iter_mut().enumerate().take(n - i) {
+        // SAFETY: i + l < n.
+        *a += unsafe { *x.add(i + l) }.widen();
+    }
+    halving_sum(&acc)
+}
+
+/// Σ x_i·y_i over `n` values at `x` and `y` in the documented order.
+///
+/// # Safety
+/// `x` and `y` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn dot(x: *const f64, y: *const f64, n: usize) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let mut i = 0;
+    while i + LANES <= n {
+        // SAFETY: x[i..i + LANES] and y[i..i + LANES] are readable (caller
+        // contract, i + LANES <= n).
+        let (u, v) = unsafe {
+            (
+                ptr::read_unaligned(x.add(i) as *const [f64; LANES]),
+                ptr::read_unaligned(y.add(i) as *const [f64; LANES]),
+            )
+        };
+        for l in 0..LANES {
+            acc[l] += u[l] * v[l];
+        }
+        i += LANES;
+    }
+    for (l, a) in acc.iter_mut().enumerate().take(n - i) {
+        // SAFETY: i + l < n.
+        *a += unsafe { *x.add(i + l) * *y.add(i + l) };
+    }
+    halving_sum(&acc)
+}
+
+/// The lane partials combined by the documented halving tree (out of line,
+/// for the reason `fold`'s copy gives: inlined, LLVM splits the main
+/// loop's accumulators into 2-lane pieces).
+#[inline(never)]
+fn halving_sum(acc: &[f64; LANES]) -> f64 {
+    let mut acc = *acc;
+    let mut w = LANES / 2;
+    while w > 0 {
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+        w /= 2;
+    }
+    acc[0]
+}
+
+/// `acc[j] = f(acc[j], x[j])` for `j < n`.
+///
+/// # Safety
+/// `acc` valid for `n` reads and writes, `x` for `n` reads, not overlapping.
+#[inline(always)]
+unsafe fn column<A: Copy, T: Copy>(acc: *mut A, x: *const T, n: usize, f: impl Fn(A, T) -> A) {
+    // SAFETY: the caller's contract (valid, non-overlapping, n elements);
+    // slices let the compiler vectorise without alias checks.
+    let (acc, x) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(acc, n),
+            std::slice::from_raw_parts(x, n),
+        )
+    };
+    for (a, &e) in acc.iter_mut().zip(x) {
+        *a = f(*a, e);
+    }
+}
+
+/// The JIT's NaN-propagating maximum (`max`) or minimum of `a` and `e`.
+#[inline(always)]
+fn nan_extreme(a: f64, e: f64, max: bool) -> f64 {
+    let first = if max { a >= e } else { a <= e };
+    if a.is_nan() || e.is_nan() {
+        f64::NAN
+    } else if first {
+        a
+    } else {
+        e
+    }
+}
+
+/// Defines `extern "C"` entry point `$name` over `$body`, compiled three
+/// times (AVX-512, AVX2+FMA, baseline) and dispatched by [`isa`].
+macro_rules! dispatched {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Every pointer must be valid for `n` elements (reads, and writes
+        /// through `acc`); a written buffer must not overlap a read one.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            /// AVX-512 variant.
+            ///
+            /// # Safety
+            /// CPU has the features; the entry point's pointer contract.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+            unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: forwarded caller contract.
+                unsafe { $body }
+            }
+            /// AVX2 variant.
+            ///
+            /// # Safety
+            /// CPU has the features; the entry point's pointer contract.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: forwarded caller contract.
+                unsafe { $body }
+            }
+            /// Baseline variant.
+            ///
+            /// # Safety
+            /// The entry point's pointer contract.
+            unsafe fn base($($arg: $ty),*) $(-> $ret)? {
+                // SAFETY: forwarded caller contract.
+                unsafe { $body }
+            }
+            // SAFETY: the pointer contract is the caller's; the AVX variants
+            // run only when `isa()` detected their features.
+            unsafe {
+                match isa() {
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx512 => avx512($($arg),*),
+                    #[cfg(target_arch = "x86_64")]
+                    Isa::Avx2 => avx2($($arg),*),
+                    _ => base($($arg),*),
+                }
+            }
+        }
+    };
+}
+
+dispatched!(
+    /// Returns Σ x_i over the `n` f64 values at `x` (0 for `n == 0`).
+    kiln_sum_f64(x: *const f64, n: usize) -> f64 = sum(x, n)
+);
+dispatched!(
+    /// Returns Σ x_i over the `n` f32 values at `x`, in f64 (0 for `n == 0`).
+    kiln_sum_f32(x: *const f32, n: usize) -> f64 = sum(x, n)
+);
+dispatched!(
+    /// Returns Σ x_i·y_i over `n` f64 pairs (0 for `n == 0`).
+    kiln_dot_f64(x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
+);
+dispatched!(
+    /// `acc[j] += x[j]` for `j < n` (f64).
+    kiln_column_sum_f64(acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a + e)
+);
+dispatched!(
+    /// `acc[j] += x[j]` for `j < n` (f32 input, f64 accumulators).
+    kiln_column_sum_f32(acc: *mut f64, x: *const f32, n: usize) =
+        column(acc, x, n, |a, e: f32| a + e as f64)
+);
+dispatched!(
+    /// `acc[j] *= x[j]` for `j < n` (f64).
+    kiln_column_prod_f64(acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a * e)
+);
+dispatched!(
+    /// `acc[j] *= x[j]` for `j < n` (f32 input, f64 accumulators).
+    kiln_column_prod_f32(acc: *mut f64, x: *const f32, n: usize) =
+        column(acc, x, n, |a, e: f32| a * e as f64)
+);
+dispatched!(
+    /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f64).
+    kiln_column_max_f64(acc: *mut f64, x: *const f64, n: usize) =
+        column(acc, x, n, |a, e| nan_extreme(a, e, true))
+);
+dispatched!(
+    /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
+    kiln_column_max_f32(acc: *mut f64, x: *const f32, n: usize) =
+        column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, true))
+);
+dispatched!(
+    /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f64).
+    kiln_column_min_f64(acc: *mut f64, x: *const f64, n: usize) =
+        column(acc, x, n, |a, e| nan_extreme(a, e, false))
+);
+dispatched!(
+    /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
+    kiln_column_min_f32(acc: *mut f64, x: *const f32, n: usize) =
+        column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, false))
+);
+dispatched!(
+    /// `acc[j] = acc[j].wrapping_add(x[j])` for `j < n` (i64, or the bits of u64).
+    kiln_column_sum_i64(acc: *mut i64, x: *const i64, n: usize) =
+        column(acc, x, n, |a: i64, e: i64| a.wrapping_add(e))
+);
+
+/// Safe slice form of [`kiln_sum_f64`].
+pub fn sum_f64(x: &[f64]) -> f64 {
+    // SAFETY: the slice holds `x.len()` readable values.
+    unsafe { kiln_sum_f64(x.as_ptr(), x.len()) }
+}
+
+/// Safe slice form of [`kiln_dot_f64`] over the common length of `x` and `y`.
+pub fn dot_f64(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len().min(y.len());
+    // SAFETY: both slices hold at least `n` readable values.
+    unsafe { kiln_dot_f64(x.as_ptr(), y.as_ptr(), n) }
+}
+
+/// The row and column passes as (symbol name, address); C signatures
+/// `double(const T* x, size_t n)` (sums), `double(const double* x, const
+/// double* y, size_t n)` (dot), `void(A* acc, const T* x, size_t n)`
+/// (column passes).
+pub fn rowcol_symbols() -> Vec<(&'static str, *const u8)> {
+    vec![
+        ("kiln_sum_f64", kiln_sum_f64 as *const u8),
+        ("kiln_sum_f32", kiln_sum_f32 as *const u8),
+        ("kiln_dot_f64", kiln_dot_f64 as *const u8),
+        ("kiln_column_sum_f64", kiln_column_sum_f64 as *const u8),
+        ("kiln_column_sum_f32", kiln_column_sum_f32 as *const u8),
+        ("kiln_column_prod_f64", kiln_column_prod_f64 as *const u8),
+        ("kiln_column_prod_f32", kiln_column_prod_f32 as *const u8),
+        ("kiln_column_max_f64", kiln_column_max_f64 as *const u8),
+        ("kiln_column_max_f32", kiln_column_max_f32 as *const u8),
+        ("kiln_column_min_f64", kiln_column_min_f64 as *const u8),
+        ("kiln_column_min_f32", kiln_column_min_f32 as *const u8),
+        ("kiln_column_sum_i64", kiln_column_sum_i64 as *const u8),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| ((i * 37) % 101) as f64 * 0.37 - 17.0)
+            .collect()
+    }
+
+    /// The documented order, written out sequentially.
+    fn lane_order_sum(t: impl Iterator<Item = f64>) -> f64 {
+        let mut acc = [0.0; LANES];
+        for (i, v) in t.enumerate() {
+            acc[i % LANES] += v;
+        }
+        halving_sum(&acc)
+    }
+
+    #[test]
+    fn row_passes_follow_the_documented_order() {
+        for n in [0, 1, 15, 16, 17, 33, 1000, 1003] {
+            let x = values(n);
+            let y: Vec<f64> = values(n + 5)[5..].to_vec();
+            assert_eq!(
+                sum_f64(&x).to_bits(),
+                lane_order_sum(x.iter().copied()).to_bits()
+            );
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            // SAFETY: `xf` holds n values.
+            let sf = unsafe { kiln_sum_f32(xf.as_ptr(), n) };
+            assert_eq!(
+                sf.to_bits(),
+                lane_order_sum(xf.iter().map(|&v| v as f64)).to_bits()
+            );
+            let d = dot_f64(&x, &y);
+            assert_eq!(
+                d.to_bits(),
+                lane_order_sum(x.iter().zip(&y).map(|(a, b)| a * b)).to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn column_passes_equal_the_sequential_update() {
+        let specials = [f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.5];
+        for n in [0, 1, 3, 4, 5, 8, 9, 31, 100] {
+            let mut x = values(n);
+            let mut acc0 = values(n + 3)[3..].to_vec();
+            for (i, s) in specials.iter().enumerate() {
+                if i < n {
+                    x[(i * 7) % n] = *s;
+                    acc0[(i * 5) % n] = specials[(i + 1) % specials.len()];
+                }
+            }
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            type Pass64 = unsafe extern "C" fn(*mut f64, *const f64, usize);
+            type Pass32 = unsafe extern "C" fn(*mut f64, *const f32, usize);
+            type Case = (Pass64, Pass32, fn(f64, f64) -> f64);
+            let cases: [Case; 4] = [
+                (kiln_column_sum_f64, kiln_column_sum_f32, |a, e| a + e),
+                (kiln_column_prod_f64, kiln_column_prod_f32, |a, e| a * e),
+                (kiln_column_max_f64, kiln_column_max_f32, |a, e| {
+                    if a.is_nan() || e.is_nan() {
+                        f64::NAN
+                    } else if a >= e {
+                        a
+                    } else {
+                        e
+                    }
+                }),
+                (kiln_column_min_f64, kiln_column_min_f32, |a, e| {
+                    if a.is_nan() || e.is_nan() {
+                        f64::NAN
+                    } else if a <= e {
+                        a
+                    } else {
+                        e
+                    }
+                }),
+            ];
+            for (f64_pass, f32_pass, want) in cases {
+                let mut a = acc0.clone();
+                // SAFETY: `a` and `x` hold n values each and do not overlap.
+                unsafe { f64_pass(a.as_mut_ptr(), x.as_ptr(), n) };
+                for j in 0..n {
+                    assert_eq!(
+                        a[j].to_bits(),
+                        want(acc0[j], x[j]).to_bits(),
+                        "f64 n={n} j={j}"
+                    );
+                }
+                let mut a = acc0.clone();
+                // SAFETY: as above.
+                unsafe { f32_pass(a.as_mut_ptr(), xf.as_ptr(), n) };
+                for j in 0..n {
+                    let w = want(acc0[j], xf[j] as f64);
+                    assert_eq!(a[j].to_bits(), w.to_bits(), "f32 n={n} j={j}");
+                }
+            }
+            let xi: Vec<i64> = (0..n as i64)
+                .map(|i| i * 3 - 7 + if i == 2 { i64::MAX } else { 0 })
+                .collect();
+            let mut ai: Vec<i64> = (0..n as i64).map(|i| 5 - i).collect();
+            let a0 = ai.clone();
+            // SAFETY: `ai` and `xi` hold n values each and do not overlap.
+            unsafe { kiln_column_sum_i64(ai.as_mut_ptr(), xi.as_ptr(), n) };
+            for j in 0..n {
+                assert_eq!(ai[j], a0[j].wrapping_add(xi[j]));
+            }
+        }
+    }
+}
