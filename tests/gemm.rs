@@ -835,3 +835,61 @@ fn a_fresh_intermediate_saves_a_buffer_with_inplace_gemm() {
     assert_eq!(with, 8 * m * n, "exp(z)'s buffer only");
     assert_eq!(without, 16 * m * n, "exp(z) and the Gemm output");
 }
+
+/// The inner product of two f64 vectors runs the runtime's dot pass: below
+/// the parallel threshold in one call, above it as partials of fixed
+/// 64Ki-element chunks added in chunk order, so its value is the same with
+/// one thread and with two, and agrees with the reference (whose sequential
+/// sum differs by reassociation only). Strided vectors take GEMM.
+#[test]
+fn vector_dot_products_match_the_reference_for_any_thread_count() {
+    let x = vector("x", F64);
+    let y = vector("y", F64);
+    let d = dot(&x, &y).unwrap();
+    let ins = [x.clone(), y.clone()];
+    let f = function(&ins, std::slice::from_ref(&d)).compile().unwrap();
+    for n in [0usize, 1, 17, 1000, 131_071, 300_001] {
+        let a = data(&[n], 7);
+        let b = data(&[n], 8);
+        let want = reference(&ins, &d, &[Value::F64(a.clone()), Value::F64(b.clone())]);
+        let mut got = Vec::new();
+        for threads in [1, 2] {
+            kiln_runtime::parallel::set_num_threads(threads);
+            let r = f.call(&[Arg::from(&a), Arg::from(&b)]).unwrap().remove(0);
+            got.push(r.to_f64_array().iter().next().copied().unwrap());
+        }
+        kiln_runtime::parallel::set_num_threads(0);
+        let w = want.to_f64_array().iter().next().copied().unwrap();
+        let scale: f64 = a.iter().zip(&b).map(|(p, q)| (p * q).abs()).sum::<f64>() + 1.0;
+        assert!(
+            (got[0] - w).abs() <= 1e-12 * scale,
+            "n = {n}: {} vs {w}",
+            got[0]
+        );
+        assert_eq!(
+            got[0].to_bits(),
+            got[1].to_bits(),
+            "n = {n}: thread count changed the value"
+        );
+        // Every other element of wider arrays: strided, through GEMM.
+        let wide_a = data(&[2 * n], 9);
+        let wide_b = data(&[2 * n], 10);
+        let sa = wide_a.slice(s![..;2]).into_dyn();
+        let sb = wide_b.slice(s![..;2]).into_dyn();
+        let want = reference(
+            &ins,
+            &d,
+            &[Value::F64(sa.to_owned()), Value::F64(sb.to_owned())],
+        );
+        let r = f.call(&[Arg::from(&sa), Arg::from(&sb)]).unwrap().remove(0);
+        let (g, w) = (
+            r.to_f64_array().iter().next().copied().unwrap(),
+            want.to_f64_array().iter().next().copied().unwrap(),
+        );
+        let scale: f64 = sa.iter().zip(&sb).map(|(p, q)| (p * q).abs()).sum::<f64>() + 1.0;
+        assert!(
+            (g - w).abs() <= 1e-12 * scale,
+            "strided n = {n}: {g} vs {w}"
+        );
+    }
+}
