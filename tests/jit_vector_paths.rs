@@ -234,3 +234,50 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
         }
     }
 }
+
+/// Bool results of comparisons and logic leave the vector path as bytes
+/// (0 or 1), also beside a float result of the same kernel: for f64 and f32
+/// at lengths around every boundary of the path (the scalar tail writes
+/// the last bytes), with NaN, ±inf and signed zeros among the inputs, each
+/// result equals the reference's.
+#[test]
+fn bool_results_leave_the_vector_path_as_bytes() {
+    use std::collections::HashMap;
+    let exprs = [
+        "(x > -1) & (x < 1)",
+        "(x > 0) != (y > 0)",
+        "~(x > 0) & (y < 0)",
+        "isnan(x) | (y > 2)",
+        "isinf(x) ^ (x == y)",
+        "where(x > y, x < 1, isfinite(y))",
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        let x = vector("x", dtype);
+        let y = vector("y", dtype);
+        let vars: HashMap<String, Tensor> =
+            [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
+                .into_iter()
+                .collect();
+        for src in exprs {
+            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            assert_eq!(out.dtype(), DType::Bool, "{src}");
+            // The same bools next to a float result of the same inputs.
+            let float = &(&x * &y) + 1.0;
+            for outs in [vec![out.clone()], vec![out.clone(), float]] {
+                for (k, &n) in LENGTHS.iter().enumerate() {
+                    let vals = [
+                        jit_support::rand_value(dtype, &[n], 700 + k as u64),
+                        jit_support::rand_value(dtype, &[n], 800 + k as u64),
+                    ];
+                    check(
+                        &[x.clone(), y.clone()],
+                        &outs,
+                        &vals,
+                        0,
+                        &format!("{src} ({dtype}, {} outputs, n = {n})", outs.len()),
+                    );
+                }
+            }
+        }
+    }
+}

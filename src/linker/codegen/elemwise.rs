@@ -11,7 +11,8 @@
 //! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
 //!   element size and every output is contiguous, and every op has an exact
 //!   vector form (bool values between nodes are lane masks: comparisons,
-//!   `isnan`, logic and `where` stay on this path). It runs in blocks of at most [`BLOCK`] elements;
+//!   `isnan`, logic and `where` stay on this path; a bool output is stored
+//!   one byte per element, contiguous meaning a byte stride of 1). It runs in blocks of at most [`BLOCK`] elements;
 //!   transcendental functions are evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
@@ -107,10 +108,11 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
 /// float dtype, its other values are of that dtype or bool (lane masks), and
-/// every op has an exact vector form or a block-wise runtime function. With
-/// `mask_outputs`, bool outputs are allowed too and are written as lane
-/// masks (for a fused reduction's scratch block, never for user memory).
-pub(super) fn vector_plan(prog: &Composite, mask_outputs: bool) -> Option<VecPlan> {
+/// every op has an exact vector form or a block-wise runtime function. Bool
+/// outputs are allowed too: an element-wise kernel stores them as bytes, a
+/// fused reduction's scratch block keeps them as lane masks (see
+/// [`VecCtx::with_mask_outputs`]).
+pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
     let dtype = *prog
         .inputs
         .first()
@@ -123,7 +125,7 @@ pub(super) fn vector_plan(prog: &Composite, mask_outputs: bool) -> Option<VecPla
     let all_same = prog.inputs.iter().all(|&d| d == dtype)
         && prog.outputs.iter().all(|&o| {
             let d = prog.dtype_of(o);
-            d == dtype || (mask_outputs && d == DType::Bool)
+            d == dtype || d == DType::Bool
         })
         && prog.nodes.iter().all(|n| {
             n.args
@@ -207,13 +209,13 @@ pub(super) fn vector_plan(prog: &Composite, mask_outputs: bool) -> Option<VecPla
 
 /// Whether a program gets a vector path (for profiles and tests).
 pub fn is_vectorized(prog: &Composite) -> bool {
-    vector_plan(prog, false).is_some()
+    vector_plan(prog).is_some()
 }
 
 /// Builds the kernel of `prog` into `jb`; returns its index.
 pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
-    let plan = vector_plan(prog, false);
+    let plan = vector_plan(prog);
     let imports = import_callees(jb, prog, plan.as_ref())?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
@@ -249,10 +251,12 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     if let Some(plan) = &plan {
         let esz = plan.dtype.size_of() as i64;
         let lanes = 16 / esz;
-        // Vector path condition.
+        // Vector path condition (a bool output's elements are bytes).
         let mut ok = b.ins().iconst(types::I8, 1);
         for (k, &s) in strides.iter().enumerate() {
-            let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+            let c =
+                b.ins()
+                    .icmp_imm_s(IntCC::Equal, s, op_dt(k).size_of().min(esz as usize) as i64);
             let c = if k < n_in {
                 let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
                 b.ins().bor(c, z)
@@ -576,6 +580,9 @@ pub(super) struct VecCtx<'a> {
     prefetch: Option<(Value, bool)>,
     /// Vectors per main-loop iteration ([`unroll_for`]).
     unroll: usize,
+    /// Bool outputs stay lane masks (a fused reduction's scratch block)
+    /// instead of being stored as bytes.
+    mask_outputs: bool,
 }
 
 impl<'a> VecCtx<'a> {
@@ -615,6 +622,24 @@ impl<'a> VecCtx<'a> {
             esz,
             prefetch: None,
             unroll: unroll_for(prog),
+            mask_outputs: false,
+        }
+    }
+
+    /// Makes bool outputs lane masks of the path's vector width (for a
+    /// fused reduction's scratch block) instead of bytes.
+    pub(super) fn with_mask_outputs(mut self) -> Self {
+        self.mask_outputs = true;
+        self
+    }
+
+    /// The byte size of output `o`'s elements as this path writes them.
+    fn out_size(&self, o: usize) -> i64 {
+        let d = self.prog.dtype_of(self.prog.outputs[o]);
+        if d == DType::Bool && !self.mask_outputs {
+            1
+        } else {
+            self.esz
         }
     }
 
@@ -659,9 +684,10 @@ impl<'a> VecCtx<'a> {
             }
             if outputs {
                 // Outputs are contiguous on this path.
-                let off = b.ins().imul_imm_s(next, esz);
-                let bytes = b.ins().imul_imm_s(m, esz);
-                for &p in &ptrs[n_in..] {
+                for (o, &p) in ptrs[n_in..].iter().enumerate() {
+                    let size = self.out_size(o);
+                    let off = b.ins().imul_imm_s(next, size);
+                    let bytes = b.ins().imul_imm_s(m, size);
                     let addr = b.ins().iadd(p, off);
                     b.ins().call(callees[PREFETCH_WRITE], &[addr, bytes]);
                 }
@@ -820,7 +846,7 @@ impl<'a> VecCtx<'a> {
                 let skip = ref_level(&plan.level, r) != lvl
                     || matches!(r, CRef::Node(k) if Some(k) == self.direct_out);
                 (!skip).then(|| {
-                    let off = b.ins().imul_imm_s(i, esz);
+                    let off = b.ins().imul_imm_s(i, self.out_size(o));
                     b.ins().iadd(self.ptrs[self.n_in + o], off)
                 })
             })
@@ -847,7 +873,12 @@ impl<'a> VecCtx<'a> {
             for (o, &r) in self.prog.outputs.iter().enumerate() {
                 if let Some(addr) = out_addr[o] {
                     let v = get(b, u, r)?;
-                    b.ins().store(sl::OPERAND, v, addr, 16 * u as i32);
+                    if self.out_size(o) == 1 {
+                        let lanes = 16 / esz as i32;
+                        sl::store_mask_bytes(b, v, self.vty, addr, lanes * u as i32);
+                    } else {
+                        b.ins().store(sl::OPERAND, v, addr, 16 * u as i32);
+                    }
                 }
             }
         }

@@ -177,7 +177,7 @@ pub fn build_fused(
     let mapped = prog.output_dtypes()[0];
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
-    let plan = elemwise::vector_plan(prog, true);
+    let plan = elemwise::vector_plan(prog);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
     if let Some(rk) = row_kernel {
@@ -361,8 +361,9 @@ impl Fused<'_> {
         let out_ptr = b.ins().isub(out_base, boff);
         let mut vptrs = self.ptrs.clone();
         vptrs.push(out_ptr);
-        let cx =
-            VecCtx::new(plan, self.prog, &bases, &self.strides, &vptrs).with_prefetch(flag, false);
+        let cx = VecCtx::new(plan, self.prog, &bases, &self.strides, &vptrs)
+            .with_prefetch(flag, false)
+            .with_mask_outputs();
         cx.emit_levels(b, callees, sbase, blk, m)?;
         // Fold the block.
         let (mapped, acc, aty, a_var, acc_p) =

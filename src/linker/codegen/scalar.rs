@@ -766,6 +766,30 @@ pub fn emit_vector_masked(
     emit_vector(b, op, &vals, ty)
 }
 
+/// Stores the lane mask `m` (of float vector type `ty`) as bools, one byte
+/// (0 or 1) per lane, at `addr + offset`: the lanes' sign bits gathered
+/// into an integer (`vhigh_bits`), spread one bit per byte by a multiply
+/// (the bits land in distinct bytes, so no carries), one 2-byte (`F64X2`)
+/// or 4-byte (`F32X4`) store.
+pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: Value, offset: i32) {
+    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    let (ity, sty, spread, ones) = if ty == types::F32X4 {
+        (types::I32X4, types::I32, 0x0020_4081i64, 0x0101_0101i64)
+    } else {
+        (types::I64X2, types::I16, 0x81, 0x0101)
+    };
+    let iv = b.ins().bitcast(ity, le, m);
+    let bits = b.ins().vhigh_bits(types::I32, iv);
+    let spread = b.ins().imul_imm_s(bits, spread);
+    let bytes = b.ins().band_imm_s(spread, ones);
+    let bytes = if sty == types::I16 {
+        b.ins().ireduce(types::I16, bytes)
+    } else {
+        bytes
+    };
+    b.ins().store(OPERAND, bytes, addr, offset);
+}
+
 /// Emits a [`vector_capable`] op on vectors of type `ty` (all arguments of the same type).
 pub fn emit_vector(
     b: &mut FunctionBuilder<'_>,
