@@ -180,9 +180,10 @@ fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
 /// Reductions of a bool pre-map (`sum(x > 0)`, `any`, `all`, and the
 /// rarer `prod` / `max` / `min` of bools) fold the lane masks the vector
 /// path leaves in its scratch block: over a whole vector (row mode) at
-/// lengths around the vector, block and parallel boundaries, and over the
-/// leading axis of a matrix (column mode), for f64 and f32 inputs with NaN,
-/// ±inf and signed zeros. Integer and bool results equal the reference's.
+/// lengths around the vector, block and parallel boundaries, over each row
+/// of a matrix (row mode, `any` / `all` stopping early per row), and over
+/// its leading axis (column mode), for f64 and f32 inputs with NaN, ±inf
+/// and signed zeros. Integer and bool results equal the reference's.
 #[test]
 fn reductions_of_comparisons_fold_lane_masks_exactly() {
     use std::collections::HashMap;
@@ -199,7 +200,8 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
         "min(isfinite(x){})",
     ];
     for dtype in [DType::F64, DType::F32] {
-        for matrix in [false, true] {
+        for axis in [None, Some(0), Some(1)] {
+            let matrix = axis.is_some();
             let dims: &[Option<usize>] = if matrix { &[None, None] } else { &[None] };
             let x = kiln::tensor("x", dtype, dims);
             let y = kiln::tensor("y", dtype, dims);
@@ -208,12 +210,15 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
                     .into_iter()
                     .collect();
             for body in bodies {
-                // Column mode: the same reduction over the leading axis.
-                let src = body.replace("{}", if matrix { ", axis=0" } else { "" });
+                // The same reduction over one axis of a matrix.
+                let src = match axis {
+                    Some(a) => body.replace("{}", &format!(", axis={a}")),
+                    None => body.replace("{}", ""),
+                };
                 let out =
                     kiln::build_expression(&src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
                 let shapes: Vec<Vec<usize>> = if matrix {
-                    vec![vec![3, 5], vec![130, 7], vec![700, 33]]
+                    vec![vec![3, 5], vec![130, 7], vec![700, 33], vec![5, 1000]]
                 } else {
                     LENGTHS.iter().map(|&n| vec![n]).collect()
                 };

@@ -18,6 +18,9 @@
 //! with contiguous operands (a dot product, `kiln_dot_f64`); other strides
 //! take the paths above.
 //!
+//! A row-mode `Any` / `All` of a bool pre-map stops after the block that
+//! decides it (a true for `any`, a false for `all`).
+//!
 //! Invariants: as in `reduce` (row mode stores its accumulator once at the
 //! end; column mode updates one accumulator per element); the scratch block
 //! is a 16-byte aligned stack slot, the only memory accessed with
@@ -418,7 +421,22 @@ impl Fused<'_> {
         )?;
         let nb = b.ins().iadd(blk, m);
         b.def_var(self.i_var, nb);
-        b.ins().jump(blk_head, &[]);
+        if masks && matches!(op, ReduceOp::Any | ReduceOp::All) && modes.row() {
+            // Row mode: once `any` has seen a true (`all` a false), no
+            // further element can change the result; skip the rest of the
+            // row (and the scalar tail, by consuming every element).
+            let decided = if op == ReduceOp::Any { 1 } else { 0 };
+            let a = b.use_var(a_var);
+            let mut stop = b.ins().icmp_imm_s(IntCC::Equal, a, decided);
+            if let Some(is_row) = is_row {
+                stop = b.ins().band(stop, is_row);
+            }
+            let i = b.ins().select(stop, self.n, nb);
+            b.def_var(self.i_var, i);
+            b.ins().brif(stop, vdone, &[], blk_head, &[]);
+        } else {
+            b.ins().jump(blk_head, &[]);
+        }
         b.seal_block(blk_head);
         b.switch_to_block(vdone);
         b.seal_block(vdone);
