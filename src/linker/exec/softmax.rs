@@ -19,7 +19,7 @@
 //! makes the finite elements 0 (`-inf` for log) and the infinite ones NaN,
 //! as in the reference; an empty lane writes nothing.
 
-use kiln_runtime::math::{extreme_f64, kiln_exp_f64, sum_exp_shift_f64};
+use kiln_runtime::math::{extreme_f64, kiln_exp_f64, sum_exp_shift_f64, sum_f64};
 
 use super::state::Exec;
 use crate::error::Result;
@@ -51,27 +51,11 @@ fn lane(x: &[f64], out: &mut [f64], log: bool) {
         unsafe { kiln_exp_f64(out.as_ptr(), out.as_mut_ptr(), out.len()) };
         // One division, then products: within 1.5 ULP of `e / s`, inside
         // the softmax's accuracy contract, and several times cheaper.
-        let r = 1.0 / sum(out);
+        let r = 1.0 / sum_f64(out);
         for o in out.iter_mut() {
             *o *= r;
         }
     }
-}
-
-/// `Σ v` with eight independent accumulators (one addition chain each, so
-/// the loop vectorises and is not bound by the latency of one chain); the
-/// order differs from a left-to-right sum, which the softmax's accuracy
-/// contract allows (`tests/differential_support/exact.rs`).
-fn sum(v: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let mut chunks = v.chunks_exact(8);
-    for c in &mut chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a += x;
-        }
-    }
-    let tail: f64 = chunks.remainder().iter().sum();
-    acc.iter().sum::<f64>() + tail
 }
 
 /// Lanes of at least this many elements in all go to one thread: below,
