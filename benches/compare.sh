@@ -27,8 +27,9 @@
 # scale), kiln.jsonl (`kiln bench --suite --json`), kiln_chain.jsonl
 # (`kiln bench --chain K --json`), python.jsonl (benches/compare.py),
 # inprocess.jsonl and inprocess_meta.json (python/benches/inprocess.py),
-# corpus.jsonl and corpus_meta.json (python/benches/corpus.py), and the
-# plots drawn from them. The report tool (benches/report) renders every
+# corpus.jsonl and corpus_meta.json (python/benches/corpus.py),
+# accuracy_kiln.jsonl, accuracy_jax.jsonl and accuracy_meta.json
+# (python/benches/accuracy.py), and the plots drawn from them. The report tool (benches/report) renders every
 # table of the results section from these files only; kiln's test
 # tests/bench_tables.rs checks that BENCHMARKS.md matches benches/results.
 set -u
@@ -116,6 +117,9 @@ if "$PYVENV/bin/python" -c "import kiln, numexpr" 2>/dev/null; then
     "$PYVENV/bin/python" "$ROOT/python/benches/inprocess.py" --out "$OUT" ${QUICK:+--quick} || exit 1
     echo "== kiln in-process: the corpus of everyday expressions =="
     "$PYVENV/bin/python" "$ROOT/python/benches/corpus.py" --out "$OUT" ${QUICK:+--quick} || exit 1
+    echo "== accuracy of float64 functions: kiln, then JAX =="
+    "$PYVENV/bin/python" "$ROOT/python/benches/accuracy.py" --system kiln --out "$OUT" ${QUICK:+--points 10000} || exit 1
+    "$VENV/bin/python" "$ROOT/python/benches/accuracy.py" --system jax --out "$OUT" ${QUICK:+--points 10000} || exit 1
 else
     echo "skipped: $PYVENV has no kiln package (run the README's test command first)"
 fi

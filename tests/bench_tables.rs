@@ -164,3 +164,31 @@ fn malformed_raw_data_is_an_error_naming_the_file_and_line() {
     let e = tables::render(&raw).unwrap_err();
     assert!(e.contains("nodes_before"), "{e}");
 }
+
+#[test]
+fn the_accuracy_table_compares_kiln_and_jax_on_every_function() {
+    let raw = tables::load(&root().join("benches/results")).unwrap();
+    let (meta, rows) = raw
+        .accuracy
+        .as_ref()
+        .expect("benches/results holds accuracy_meta.json and accuracy_*.jsonl");
+    let section = tables::render_accuracy(meta, rows).unwrap();
+    let functions: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["function"].as_str().unwrap())
+        .collect();
+    // The functions issue 16 names where JAX is faster.
+    for f in ["exp", "log1p", "tanh", "softplus", "sigmoid"] {
+        assert!(functions.contains(f), "{f}");
+    }
+    for sys in ["kiln", "jax"] {
+        let n = rows.iter().filter(|r| r["system"] == sys).count();
+        assert_eq!(n, functions.len(), "{sys}");
+    }
+    let body = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| function"))
+        .count();
+    assert_eq!(body, functions.len());
+    assert!(section.contains(meta["commit"].as_str().unwrap()));
+}
