@@ -286,3 +286,66 @@ fn bool_results_leave_the_vector_path_as_bytes() {
         }
     }
 }
+
+/// The integer vector path (`i64`, `u64`, `i32`, `u32` lanes): wrapping
+/// arithmetic, bitwise logic, comparisons (unsigned for unsigned dtypes)
+/// with `where`, bool results stored as bytes, and reductions of
+/// comparisons, at lengths around every boundary of the path, on values
+/// that span the whole range of each dtype (products wrap), equal the
+/// reference's results exactly.
+#[test]
+fn integer_programs_take_the_vector_path_exactly() {
+    use std::collections::HashMap;
+    let exprs = [
+        "i * j + 3 * i - j",
+        "-(i * i) + j",
+        "(i & 7) | (j ^ 2)",
+        "~i & j",
+        "where(i > j, i, j)",
+        "where((i >= j) & (j != 0), i - j, j * 2)",
+        "(i < j) * i + (i == j)",
+        "i > j",
+        "(i <= 5) ^ (j >= i)",
+        "sum(i > j)",
+        "any(i == j)",
+        "all(i != 7)",
+    ];
+    for dtype in [DType::I64, DType::U64, DType::I32, DType::U32] {
+        let i = vector("i", dtype);
+        let j = vector("j", dtype);
+        let vars: HashMap<String, Tensor> =
+            [("i".to_string(), i.clone()), ("j".to_string(), j.clone())]
+                .into_iter()
+                .collect();
+        for src in exprs {
+            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            for (k, &n) in LENGTHS.iter().enumerate() {
+                // Small values (so that comparisons tie and `any(i == j)`
+                // varies) mixed with values anywhere in 64 bits.
+                let values = |seed: u64| {
+                    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                    let v: Vec<i64> = (0..n)
+                        .map(|e| {
+                            s ^= s << 13;
+                            s ^= s >> 7;
+                            s ^= s << 17;
+                            if e % 3 == 0 {
+                                s as i64
+                            } else {
+                                (s % 9) as i64 - 2
+                            }
+                        })
+                        .collect();
+                    Value::from_i64_array(dtype, ArrayD::from_shape_vec(vec![n], v).unwrap())
+                };
+                check(
+                    &[i.clone(), j.clone()],
+                    std::slice::from_ref(&out),
+                    &[values(900 + k as u64), values(1000 + k as u64)],
+                    0,
+                    &format!("{src} ({dtype}, n = {n})"),
+                );
+            }
+        }
+    }
+}

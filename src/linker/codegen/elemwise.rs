@@ -8,12 +8,14 @@
 //! loops the outer dimensions).
 //!
 //! Code paths, chosen at run time from the strides:
-//! - a vector path (`F64X2` / `F32X4`) when every input stride is 0 or the
-//!   element size and every output is contiguous, and every op has an exact
-//!   vector form (bool values between nodes are lane masks: comparisons,
-//!   `isnan`, logic and `where` stay on this path; a bool output is stored
-//!   one byte per element, contiguous meaning a byte stride of 1). It runs in blocks of at most [`BLOCK`] elements;
-//!   transcendental functions are evaluated block-wise
+//! - a vector path (`F64X2` / `F32X4`, or `I64X2` / `I32X4` for 64- and
+//!   32-bit integers) when every input stride is 0 or the element size and
+//!   every output is contiguous, and every op has an exact vector form
+//!   (bool values between nodes are lane masks: comparisons, `isnan`,
+//!   logic and `where` stay on this path; a bool output is stored one byte
+//!   per element, contiguous meaning a byte stride of 1). It runs in
+//!   blocks of at most [`BLOCK`] elements; transcendental functions are
+//!   evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
@@ -117,11 +119,17 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
         .inputs
         .first()
         .or(prog.nodes.first().map(|n| &n.dtype))?;
-    if !dtype.is_float() {
+    let float = dtype.is_float();
+    if !float && !sl::int_vector_dtype(dtype) {
         return None;
     }
-    // Inputs, constants and outputs are of `dtype`; bool values exist only
-    // between nodes, as lane masks (see `scalar`'s module header).
+    // Inputs, constants and outputs are of `dtype` (an integer path takes
+    // integer constants of any dtype, splatted at its width); bool values
+    // exist only between nodes, as lane masks (see `scalar`'s module
+    // header), and as outputs.
+    let const_ok = |c: &crate::ops::ScalarConst| {
+        c.dtype == dtype || (!float && c.dtype != DType::Bool && !c.dtype.is_float())
+    };
     let all_same = prog.inputs.iter().all(|&d| d == dtype)
         && prog.outputs.iter().all(|&o| {
             let d = prog.dtype_of(o);
@@ -130,7 +138,7 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
         && prog.nodes.iter().all(|n| {
             n.args
                 .iter()
-                .all(|&a| !matches!(a, CRef::Const(c) if c.dtype != dtype))
+                .all(|&a| !matches!(a, CRef::Const(c) if !const_ok(&c)))
         });
     if !all_same {
         return None;
@@ -144,15 +152,22 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
             .map(|&a| ref_level(&level, a))
             .max()
             .unwrap_or(0);
-        let arg_dtypes: SmallVec<[DType; 3]> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        // Constants count as `dtype` (checked above).
+        let arg_dtypes: SmallVec<[DType; 3]> = n
+            .args
+            .iter()
+            .map(|&a| match a {
+                CRef::Const(_) => dtype,
+                a => prog.dtype_of(a),
+            })
+            .collect();
         let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
-        let vector = match n.dtype {
-            DType::Bool => sl::mask_capable(n.op, &arg_dtypes, dtype),
-            d => {
-                d == dtype
-                    && args_are(&|a| a == dtype || a == DType::Bool)
-                    && sl::vector_capable(n.op, n.args.len(), dtype)
-            }
+        let vector = match (n.dtype, float) {
+            (DType::Bool, true) => sl::mask_capable(n.op, &arg_dtypes, dtype),
+            (DType::Bool, false) => sl::int_mask_capable(n.op, &arg_dtypes, dtype),
+            (d, _) if d != dtype || !args_are(&|a| a == dtype || a == DType::Bool) => false,
+            (_, true) => sl::vector_capable(n.op, n.args.len(), dtype),
+            (_, false) => sl::int_vector_capable(n.op, dtype),
         };
         if vector {
             level.push(l);
@@ -516,7 +531,7 @@ pub(super) fn vector_bases(
             4,
         ));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
-        let x = b.ins().load(sl::clif_type(dtype), sl::OPERAND, p, 0);
+        let x = b.ins().load(vty.lane_type(), sl::OPERAND, p, 0);
         let v = b.ins().splat(vty, x);
         for u in 0..UNROLL {
             b.ins().store(sl::OWN, v, saddr, 16 * u as i32);
@@ -796,6 +811,13 @@ impl<'a> VecCtx<'a> {
                 return Ok(v);
             }
             let v = match r {
+                CRef::Const(c) if !self.plan.dtype.is_float() => {
+                    let lane = self.vty.lane_type();
+                    let k = b.ins().iconst(lane, c.as_i64());
+                    let v = b.ins().splat(self.vty, k);
+                    consts.insert(r, v);
+                    return Ok(v);
+                }
                 CRef::Const(c) => {
                     let v = sl::float_splat(b, self.vty, c.as_f64());
                     consts.insert(r, v);
@@ -824,7 +846,13 @@ impl<'a> VecCtx<'a> {
                         .map(|&a| self.prog.dtype_of(a) == DType::Bool)
                         .collect();
                     let out_mask = node.dtype == DType::Bool;
-                    sl::emit_vector_masked(b, node.op, &args, &masks, out_mask, self.vty)?
+                    if plan.dtype.is_float() {
+                        sl::emit_vector_masked(b, node.op, &args, &masks, out_mask, self.vty)?
+                    } else {
+                        sl::emit_vector_int(
+                            b, node.op, &args, &masks, out_mask, self.vty, plan.dtype,
+                        )?
+                    }
                 }
                 _ => b.ins().load(self.vty, sl::OWN, srow, slot_off(r, u)),
             };

@@ -492,10 +492,10 @@ impl Fused<'_> {
     }
 }
 
-/// The bool (0 or 1, as `i64`) of the lane mask of a vector path of float
-/// dtype `dtype` stored at `addr` in the scratch block.
+/// The bool (0 or 1, as `i64`) of the lane mask of a vector path of dtype
+/// `dtype` stored at `addr` in the scratch block.
 fn load_mask_01(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
-    let ity = if dtype == DType::F32 {
+    let ity = if dtype.size_of() == 4 {
         types::I32
     } else {
         types::I64
@@ -522,7 +522,7 @@ fn fold_mask_block(
     m: Value,
     a_var: Variable,
 ) -> Result<()> {
-    let (ity, lanes, esz) = if dtype == DType::F32 {
+    let (ity, lanes, esz) = if dtype.size_of() == 4 {
         (types::I32X4, 4u8, 4i64)
     } else {
         (types::I64X2, 2u8, 8i64)

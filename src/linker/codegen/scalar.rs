@@ -16,7 +16,8 @@
 //!
 //! The vector form ([`emit_vector`]) handles a subset of ops on `F64X2` /
 //! `F32X4` whose results equal the scalar ones bit for bit (see
-//! [`vector_capable`]). Bool values on the vector path are lane masks
+//! [`vector_capable`]), and [`emit_vector_int`] the wrapping integer ops
+//! on `I64X2` / `I32X4` ([`int_vector_capable`]). Bool values on the vector path are lane masks
 //! ([`mask_capable`], [`emit_vector_masked`]): every bit of a lane set for
 //! true, clear for false, held in the float vector type of the path (so
 //! they load, store and stage like the float values). A mask is only ever
@@ -46,11 +47,17 @@ pub fn clif_type(dtype: DType) -> Type {
 
 /// The 128-bit vector type for a float dtype.
 pub fn vector_type(dtype: DType) -> Type {
-    if dtype == DType::F32 {
-        types::F32X4
-    } else {
-        types::F64X2
+    match dtype {
+        DType::F32 => types::F32X4,
+        DType::I64 | DType::U64 => types::I64X2,
+        DType::I32 | DType::U32 => types::I32X4,
+        _ => types::F64X2,
     }
+}
+
+/// Whether the vector path handles integer `dtype` (64- and 32-bit lanes).
+pub fn int_vector_dtype(dtype: DType) -> bool {
+    matches!(dtype, DType::I64 | DType::U64 | DType::I32 | DType::U32)
 }
 
 /// Flags of every access to operand memory (inputs, outputs, reduction
@@ -665,6 +672,160 @@ pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
     }
 }
 
+/// True when `op` has an exact vector lowering on lanes of integer `dtype`
+/// (see [`int_vector_dtype`]): wrapping addition, subtraction,
+/// multiplication and negation, bitwise logic, and selection. Wrapping in
+/// the lane width equals the reference's `i64`-domain result wrapped to
+/// the dtype's width.
+pub fn int_vector_capable(op: ScalarOp, dtype: DType) -> bool {
+    use ScalarOp::*;
+    match op {
+        Add | Sub | Mul | Neg | And | Or | Xor | Invert | Switch | Second | Identity => true,
+        Cast(d) => d == dtype,
+        _ => false,
+    }
+}
+
+/// [`mask_capable`] for the vector path of integer `dtype`: comparisons of
+/// `dtype` values (unsigned for unsigned dtypes), logic and (in)equality of
+/// bools, a bool `Switch`, and the truth value of an integer.
+pub fn int_mask_capable(op: ScalarOp, args: &[DType], dtype: DType) -> bool {
+    use ScalarOp::*;
+    let all = |d: DType| args.iter().all(|&a| a == d);
+    match op {
+        Lt | Le | Gt | Ge | Cast(DType::Bool) => all(dtype),
+        Eq | Neq => all(dtype) || all(DType::Bool),
+        And | Or | Xor | Invert | Identity => all(DType::Bool),
+        Switch => {
+            (args[0] == dtype || args[0] == DType::Bool)
+                && args[1..].iter().all(|&a| a == DType::Bool)
+        }
+        _ => false,
+    }
+}
+
+/// [`emit_vector_masked`] for the vector path of integer `dtype` (vector
+/// type `ty`): lane masks are integer lanes of all ones or zeros.
+pub fn emit_vector_int(
+    b: &mut FunctionBuilder<'_>,
+    op: ScalarOp,
+    a: &[Value],
+    masks: &[bool],
+    out_mask: bool,
+    ty: Type,
+    dtype: DType,
+) -> Result<Value> {
+    use ScalarOp::*;
+    let unsigned = matches!(dtype, DType::U64 | DType::U32);
+    let zero = |b: &mut FunctionBuilder<'_>| {
+        let z = b.ins().iconst(ty.lane_type(), 0);
+        b.ins().splat(ty, z)
+    };
+    let cc = |signed: IntCC, unsigned_cc: IntCC| if unsigned { unsigned_cc } else { signed };
+    let both_masks = masks.iter().all(|&m| m);
+    if out_mask {
+        return Ok(match op {
+            Lt => b.ins().icmp(
+                cc(IntCC::SignedLessThan, IntCC::UnsignedLessThan),
+                a[0],
+                a[1],
+            ),
+            Le => b.ins().icmp(
+                cc(IntCC::SignedLessThanOrEqual, IntCC::UnsignedLessThanOrEqual),
+                a[0],
+                a[1],
+            ),
+            Gt => b.ins().icmp(
+                cc(IntCC::SignedGreaterThan, IntCC::UnsignedGreaterThan),
+                a[0],
+                a[1],
+            ),
+            Ge => b.ins().icmp(
+                cc(
+                    IntCC::SignedGreaterThanOrEqual,
+                    IntCC::UnsignedGreaterThanOrEqual,
+                ),
+                a[0],
+                a[1],
+            ),
+            Eq if both_masks => {
+                let d = b.ins().bxor(a[0], a[1]);
+                b.ins().bnot(d)
+            }
+            Neq if both_masks => b.ins().bxor(a[0], a[1]),
+            Eq => b.ins().icmp(IntCC::Equal, a[0], a[1]),
+            Neq => b.ins().icmp(IntCC::NotEqual, a[0], a[1]),
+            Cast(DType::Bool) => {
+                let z = zero(b);
+                b.ins().icmp(IntCC::NotEqual, a[0], z)
+            }
+            And => b.ins().band(a[0], a[1]),
+            Or => b.ins().bor(a[0], a[1]),
+            Xor => b.ins().bxor(a[0], a[1]),
+            Invert => b.ins().bnot(a[0]),
+            Identity => a[0],
+            Switch => {
+                let c = if masks[0] {
+                    a[0]
+                } else {
+                    let z = zero(b);
+                    b.ins().icmp(IntCC::NotEqual, a[0], z)
+                };
+                b.ins().bitselect(c, a[1], a[2])
+            }
+            op => {
+                return Err(Error::Compile(format!(
+                    "{op} has no integer lane-mask lowering"
+                )))
+            }
+        });
+    }
+    // A bool argument of an integer op counts as 0 or 1, except a Switch
+    // condition, which selects directly.
+    let one = {
+        let o = b.ins().iconst(ty.lane_type(), 1);
+        b.ins().splat(ty, o)
+    };
+    let v: Vec<Value> = a
+        .iter()
+        .zip(masks)
+        .enumerate()
+        .map(|(k, (&v, &m))| {
+            if m && !(op == Switch && k == 0) {
+                b.ins().band(v, one)
+            } else {
+                v
+            }
+        })
+        .collect();
+    Ok(match op {
+        Add => v[1..].iter().fold(v[0], |s, &x| b.ins().iadd(s, x)),
+        Mul => v[1..].iter().fold(v[0], |s, &x| b.ins().imul(s, x)),
+        Sub => b.ins().isub(v[0], v[1]),
+        Neg => b.ins().ineg(v[0]),
+        And => b.ins().band(v[0], v[1]),
+        Or => b.ins().bor(v[0], v[1]),
+        Xor => b.ins().bxor(v[0], v[1]),
+        Invert => b.ins().bnot(v[0]),
+        Switch => {
+            let c = if masks[0] {
+                v[0]
+            } else {
+                let z = zero(b);
+                b.ins().icmp(IntCC::NotEqual, v[0], z)
+            };
+            b.ins().bitselect(c, v[1], v[2])
+        }
+        Second => v[1],
+        Identity | Cast(_) => v[0],
+        op => {
+            return Err(Error::Compile(format!(
+                "{op} has no integer vector lowering"
+            )))
+        }
+    })
+}
+
 /// True when `op` producing a bool from arguments of dtypes `args` has a
 /// lane-mask form on the vector path of float dtype `dtype`: comparisons and
 /// classifications of `dtype` values, the logical ops and (in)equality of
@@ -766,19 +927,23 @@ pub fn emit_vector_masked(
     emit_vector(b, op, &vals, ty)
 }
 
-/// Stores the lane mask `m` (of float vector type `ty`) as bools, one byte
+/// Stores the lane mask `m` (of vector type `ty`) as bools, one byte
 /// (0 or 1) per lane, at `addr + offset`: the lanes' sign bits gathered
 /// into an integer (`vhigh_bits`), spread one bit per byte by a multiply
-/// (the bits land in distinct bytes, so no carries), one 2-byte (`F64X2`)
-/// or 4-byte (`F32X4`) store.
+/// (the bits land in distinct bytes, so no carries), one 2-byte (64-bit lanes)
+/// or 4-byte (32-bit lanes) store.
 pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: Value, offset: i32) {
     let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
-    let (ity, sty, spread, ones) = if ty == types::F32X4 {
+    let (ity, sty, spread, ones) = if ty.lane_bits() == 32 {
         (types::I32X4, types::I32, 0x0020_4081i64, 0x0101_0101i64)
     } else {
         (types::I64X2, types::I16, 0x81, 0x0101)
     };
-    let iv = b.ins().bitcast(ity, le, m);
+    let iv = if ty.lane_type().is_int() {
+        m
+    } else {
+        b.ins().bitcast(ity, le, m)
+    };
     let bits = b.ins().vhigh_bits(types::I32, iv);
     let spread = b.ins().imul_imm_s(bits, spread);
     let bytes = b.ins().band_imm_s(spread, ones);
