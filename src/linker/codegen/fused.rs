@@ -20,6 +20,9 @@
 //!
 //! A row-mode `Any` / `All` of a bool pre-map stops after the block that
 //! decides it (a true for `any`, a false for `all`).
+//! In column mode, a float block of mapped values is folded into its
+//! (contiguous) accumulators by the runtime's column pass
+//! (`kiln_column_<op>_<dtype>`, exactly the sequential update).
 //!
 //! Invariants: as in `reduce` (row mode stores its accumulator once at the
 //! end; column mode updates one accumulator per element); the scratch block
@@ -33,7 +36,9 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use super::elemwise::{self, VecCtx, VecPlan};
 use super::jit::JitBuilder;
 use super::mathcalls::BLOCK;
-use super::reduce::{combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc};
+use super::reduce::{
+    column_symbol, combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc,
+};
 use super::scalar as sl;
 use crate::error::{Error, Result};
 use crate::graph::DType;
@@ -182,6 +187,13 @@ pub fn build_fused(
     let aty = sl::clif_type(acc);
     let plan = elemwise::vector_plan(prog);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    // Column mode folds each block of mapped values with the runtime's
+    // column pass (the vector path only; accumulators are contiguous there).
+    let column_pass = column_symbol(op, mapped).filter(|_| modes.column() && plan.is_some());
+    if let Some(sym) = column_pass {
+        let id = jb.import(sym, &[ptr, ptr, types::I64], &[])?;
+        imports.push((sym, id));
+    }
     let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
     if let Some(rk) = row_kernel {
         let (sym, params) = rk.symbol(ptr);
@@ -235,7 +247,7 @@ pub fn build_fused(
         cx.emit_row_kernel(&mut b, &callees, rk, scalar_head);
     }
     if let Some(plan) = &plan {
-        cx.emit_vector_path(&mut b, &callees, ptr, plan, scalar_head)?;
+        cx.emit_vector_path(&mut b, &callees, ptr, plan, column_pass, scalar_head)?;
     }
     b.ins().jump(scalar_head, &[]);
     b.switch_to_block(scalar_head);
@@ -319,6 +331,7 @@ impl Fused<'_> {
         callees: &sl::Callees,
         ptr: Type,
         plan: &VecPlan,
+        column_pass: Option<&'static str>,
         scalar_head: cranelift_codegen::ir::Block,
     ) -> Result<()> {
         let (op, modes, is_row) = (self.op, self.modes, self.is_row);
@@ -399,6 +412,14 @@ impl Fused<'_> {
                 }),
             },
             |b| {
+                if let Some(sym) = column_pass {
+                    // acc[blk..blk + m] = op(acc, block): the runtime's
+                    // column pass (each accumulator as the loop below).
+                    let aoff = b.ins().imul_imm_s(blk, 8);
+                    let aaddr = b.ins().iadd(acc_p, aoff);
+                    b.ins().call(callees[sym], &[aaddr, out_base, m]);
+                    return Ok(());
+                }
                 fold_loop(b, m, |b, j| {
                     let off = b.ins().imul_imm_s(j, esz);
                     let addr = b.ins().iadd(out_base, off);

@@ -567,7 +567,7 @@ fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
 /// The runtime's column pass of `op` over contiguous `input` and
 /// accumulators (C signature `void(A* acc, const T* x, size_t n)`, each
 /// accumulator updated exactly as the sequential loop would), if it has one.
-fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+pub(super) fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     use ReduceOp::*;
     Some(match (op, input) {
         (Sum, DType::F64) => "kiln_column_sum_f64",
