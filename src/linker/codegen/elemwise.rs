@@ -846,7 +846,15 @@ impl<'a> VecCtx<'a> {
                         .map(|&a| self.prog.dtype_of(a) == DType::Bool)
                         .collect();
                     let out_mask = node.dtype == DType::Bool;
-                    if plan.dtype.is_float() {
+                    let const_bounds = matches!(
+                        node.op,
+                        ScalarOp::Maximum | ScalarOp::Minimum | ScalarOp::Clip
+                    ) && node.args[1..]
+                        .iter()
+                        .all(|a| matches!(a, CRef::Const(c) if !c.as_f64().is_nan()));
+                    if plan.dtype.is_float() && const_bounds && !masks[0] {
+                        sl::emit_minmax_const(b, node.op, &args, self.vty)?
+                    } else if plan.dtype.is_float() {
                         sl::emit_vector_masked(b, node.op, &args, &masks, out_mask, self.vty)?
                     } else {
                         sl::emit_vector_int(

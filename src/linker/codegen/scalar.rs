@@ -955,6 +955,38 @@ pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: V
     b.ins().store(OPERAND, bytes, addr, offset);
 }
 
+/// `Maximum`, `Minimum` or `Clip` on float vectors of type `ty` whose
+/// bounds (`a[1..]`) are splatted constants that are not NaN: then
+/// `nan_minmax` is `a < c ? c : a` (maximum) / `c < a ? c : a` (minimum),
+/// NaN and ties keeping `a`, which Cranelift lowers to one `maxp*` /
+/// `minp*` (their "second operand on NaN or equal" rule, with `a` second).
+pub fn emit_minmax_const(
+    b: &mut FunctionBuilder<'_>,
+    op: ScalarOp,
+    a: &[Value],
+    ty: Type,
+) -> Result<Value> {
+    let max = |b: &mut FunctionBuilder<'_>, x: Value, c: Value| {
+        let lt = b.ins().fcmp(FloatCC::LessThan, x, c);
+        let lt = vmask(b, lt, ty);
+        b.ins().bitselect(lt, c, x)
+    };
+    let min = |b: &mut FunctionBuilder<'_>, x: Value, c: Value| {
+        let lt = b.ins().fcmp(FloatCC::LessThan, c, x);
+        let lt = vmask(b, lt, ty);
+        b.ins().bitselect(lt, c, x)
+    };
+    Ok(match op {
+        ScalarOp::Maximum => max(b, a[0], a[1]),
+        ScalarOp::Minimum => min(b, a[0], a[1]),
+        ScalarOp::Clip => {
+            let m = max(b, a[0], a[1]);
+            min(b, m, a[2])
+        }
+        op => return Err(Error::Compile(format!("{op} is not a minimum or maximum"))),
+    })
+}
+
 /// Emits a [`vector_capable`] op on vectors of type `ty` (all arguments of the same type).
 pub fn emit_vector(
     b: &mut FunctionBuilder<'_>,
