@@ -126,6 +126,35 @@ fn column_reductions_take_the_vector_path_bit_exactly() {
     }
 }
 
+/// Inputs `x` and `y` of `dtype` with dimensions `dims` (or `i` and `j`
+/// when `names` says so), and the variables of `build_expression`.
+fn pair(names: [&str; 2], dtype: DType, dims: &[Option<usize>]) -> (Tensor, Tensor, Vars) {
+    let a = kiln::tensor(names[0], dtype, dims);
+    let b = kiln::tensor(names[1], dtype, dims);
+    let vars = [
+        (names[0].to_string(), a.clone()),
+        (names[1].to_string(), b.clone()),
+    ]
+    .into_iter()
+    .collect();
+    (a, b, vars)
+}
+
+type Vars = std::collections::HashMap<String, Tensor>;
+
+/// The graph of expression `src` over `vars`.
+fn build(src: &str, vars: &Vars) -> Tensor {
+    kiln::build_expression(src, vars).unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+/// Two `rand_value` inputs of `shape` (seeds `seed` and `seed + 100`).
+fn two_values(dtype: DType, shape: &[usize], seed: u64) -> [Value; 2] {
+    [
+        jit_support::rand_value(dtype, shape, seed),
+        jit_support::rand_value(dtype, shape, seed + 100),
+    ]
+}
+
 /// Bool values between nodes ride the vector path as lane masks:
 /// comparisons, `isnan` / `isinf` / `isfinite`, logic on bools, a bool
 /// `where`, bools in float arithmetic (as 0 / 1) and a mask staged across a
@@ -136,7 +165,6 @@ fn column_reductions_take_the_vector_path_bit_exactly() {
 /// documented 2 ULP (runtime/ACCURACY.md).
 #[test]
 fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
-    use std::collections::HashMap;
     let exprs = [
         "where(x > 0, x, 0.1 * x)",
         "where(x > y, x - y, y - x) * x",
@@ -151,26 +179,19 @@ fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
         "where(x, y, 2)",
     ];
     for dtype in [DType::F64, DType::F32] {
-        let x = vector("x", dtype);
-        let y = vector("y", dtype);
-        let vars: HashMap<String, Tensor> =
-            [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
-                .into_iter()
-                .collect();
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
         for src in exprs {
-            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let out = build(src, &vars);
+            let max_ulps = if src.contains("log1p") { 2 } else { 0 };
             for (k, &n) in LENGTHS.iter().enumerate() {
-                let vals = [
-                    jit_support::rand_value(dtype, &[n], 300 + k as u64),
-                    jit_support::rand_value(dtype, &[n], 400 + k as u64),
-                ];
-                let max_ulps = if src.contains("log1p") { 2 } else { 0 };
+                let what = format!("{src} ({dtype}, n = {n})");
+                let vals = two_values(dtype, &[n], 300 + k as u64);
                 check(
                     &[x.clone(), y.clone()],
                     std::slice::from_ref(&out),
                     &vals,
                     max_ulps,
-                    &format!("{src} ({dtype}, n = {n})"),
+                    &what,
                 );
             }
         }
@@ -186,8 +207,7 @@ fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
 /// and signed zeros. Integer and bool results equal the reference's.
 #[test]
 fn reductions_of_comparisons_fold_lane_masks_exactly() {
-    use std::collections::HashMap;
-    // The reduction's body: over everything (`{}` empty) or the leading axis.
+    // The reduction's body: over everything (`{}` empty) or one axis.
     let bodies = [
         "sum(x > 0{})",
         "any(x > 3{})",
@@ -201,38 +221,31 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
     ];
     for dtype in [DType::F64, DType::F32] {
         for axis in [None, Some(0), Some(1)] {
-            let matrix = axis.is_some();
-            let dims: &[Option<usize>] = if matrix { &[None, None] } else { &[None] };
-            let x = kiln::tensor("x", dtype, dims);
-            let y = kiln::tensor("y", dtype, dims);
-            let vars: HashMap<String, Tensor> =
-                [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
-                    .into_iter()
-                    .collect();
+            let dims: &[Option<usize>] = if axis.is_some() {
+                &[None, None]
+            } else {
+                &[None]
+            };
+            let (x, y, vars) = pair(["x", "y"], dtype, dims);
+            let shapes: Vec<Vec<usize>> = match axis {
+                Some(_) => vec![vec![3, 5], vec![130, 7], vec![700, 33], vec![5, 1000]],
+                None => LENGTHS.iter().map(|&n| vec![n]).collect(),
+            };
             for body in bodies {
-                // The same reduction over one axis of a matrix.
                 let src = match axis {
                     Some(a) => body.replace("{}", &format!(", axis={a}")),
                     None => body.replace("{}", ""),
                 };
-                let out =
-                    kiln::build_expression(&src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
-                let shapes: Vec<Vec<usize>> = if matrix {
-                    vec![vec![3, 5], vec![130, 7], vec![700, 33], vec![5, 1000]]
-                } else {
-                    LENGTHS.iter().map(|&n| vec![n]).collect()
-                };
+                let out = build(&src, &vars);
                 for (k, shape) in shapes.iter().enumerate() {
-                    let vals = [
-                        jit_support::rand_value(dtype, shape, 500 + k as u64),
-                        jit_support::rand_value(dtype, shape, 600 + k as u64),
-                    ];
+                    let what = format!("{src} ({dtype}, shape {shape:?})");
+                    let vals = two_values(dtype, shape, 500 + k as u64);
                     check(
                         &[x.clone(), y.clone()],
                         std::slice::from_ref(&out),
                         &vals,
                         0,
-                        &format!("{src} ({dtype}, shape {shape:?})"),
+                        &what,
                     );
                 }
             }
@@ -247,7 +260,6 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
 /// result equals the reference's.
 #[test]
 fn bool_results_leave_the_vector_path_as_bytes() {
-    use std::collections::HashMap;
     let exprs = [
         "(x > -1) & (x < 1)",
         "(x > 0) != (y > 0)",
@@ -257,30 +269,17 @@ fn bool_results_leave_the_vector_path_as_bytes() {
         "where(x > y, x < 1, isfinite(y))",
     ];
     for dtype in [DType::F64, DType::F32] {
-        let x = vector("x", dtype);
-        let y = vector("y", dtype);
-        let vars: HashMap<String, Tensor> =
-            [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
-                .into_iter()
-                .collect();
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
         for src in exprs {
-            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let out = build(src, &vars);
             assert_eq!(out.dtype(), DType::Bool, "{src}");
             // The same bools next to a float result of the same inputs.
             let float = &(&x * &y) + 1.0;
             for outs in [vec![out.clone()], vec![out.clone(), float]] {
                 for (k, &n) in LENGTHS.iter().enumerate() {
-                    let vals = [
-                        jit_support::rand_value(dtype, &[n], 700 + k as u64),
-                        jit_support::rand_value(dtype, &[n], 800 + k as u64),
-                    ];
-                    check(
-                        &[x.clone(), y.clone()],
-                        &outs,
-                        &vals,
-                        0,
-                        &format!("{src} ({dtype}, {} outputs, n = {n})", outs.len()),
-                    );
+                    let what = format!("{src} ({dtype}, {} outputs, n = {n})", outs.len());
+                    let vals = two_values(dtype, &[n], 700 + k as u64);
+                    check(&[x.clone(), y.clone()], &outs, &vals, 0, &what);
                 }
             }
         }
@@ -295,7 +294,6 @@ fn bool_results_leave_the_vector_path_as_bytes() {
 /// reference's results exactly.
 #[test]
 fn integer_programs_take_the_vector_path_exactly() {
-    use std::collections::HashMap;
     let exprs = [
         "i * j + 3 * i - j",
         "-(i * i) + j",
@@ -310,40 +308,40 @@ fn integer_programs_take_the_vector_path_exactly() {
         "any(i == j)",
         "all(i != 7)",
     ];
+    // Small values (so that comparisons tie and `any(i == j)` varies) mixed
+    // with values anywhere in 64 bits.
+    let values = |dtype: DType, n: usize, seed: u64| {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let v: Vec<i64> = (0..n)
+            .map(|e| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                if e % 3 == 0 {
+                    s as i64
+                } else {
+                    (s % 9) as i64 - 2
+                }
+            })
+            .collect();
+        Value::from_i64_array(dtype, ArrayD::from_shape_vec(vec![n], v).unwrap())
+    };
     for dtype in [DType::I64, DType::U64, DType::I32, DType::U32] {
-        let i = vector("i", dtype);
-        let j = vector("j", dtype);
-        let vars: HashMap<String, Tensor> =
-            [("i".to_string(), i.clone()), ("j".to_string(), j.clone())]
-                .into_iter()
-                .collect();
+        let (i, j, vars) = pair(["i", "j"], dtype, &[None]);
         for src in exprs {
-            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let out = build(src, &vars);
             for (k, &n) in LENGTHS.iter().enumerate() {
-                // Small values (so that comparisons tie and `any(i == j)`
-                // varies) mixed with values anywhere in 64 bits.
-                let values = |seed: u64| {
-                    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                    let v: Vec<i64> = (0..n)
-                        .map(|e| {
-                            s ^= s << 13;
-                            s ^= s >> 7;
-                            s ^= s << 17;
-                            if e % 3 == 0 {
-                                s as i64
-                            } else {
-                                (s % 9) as i64 - 2
-                            }
-                        })
-                        .collect();
-                    Value::from_i64_array(dtype, ArrayD::from_shape_vec(vec![n], v).unwrap())
-                };
+                let what = format!("{src} ({dtype}, n = {n})");
+                let vals = [
+                    values(dtype, n, 900 + k as u64),
+                    values(dtype, n, 1000 + k as u64),
+                ];
                 check(
                     &[i.clone(), j.clone()],
                     std::slice::from_ref(&out),
-                    &[values(900 + k as u64), values(1000 + k as u64)],
+                    &vals,
                     0,
-                    &format!("{src} ({dtype}, n = {n})"),
+                    &what,
                 );
             }
         }
@@ -358,30 +356,29 @@ fn integer_programs_take_the_vector_path_exactly() {
 /// signed zeros among the inputs.
 #[test]
 fn fused_column_reductions_fold_blocks_exactly() {
-    use std::collections::HashMap;
     let exprs = [
         "sum(x * x, axis=0)",
         "prod(1 + 0.001 * x, axis=0)",
         "max(abs(x), axis=0)",
-        "min(x * 2, axis=0)",
-        "sum(where(x > 0, x, 0.5 * x), axis=0)",
+        "min(x * y, axis=0)",
+        "sum(where(x > 0, x, 0.5 * y), axis=0)",
     ];
     for dtype in [DType::F64, DType::F32] {
-        let x = kiln::tensor("x", dtype, &[None, None]);
-        let vars: HashMap<String, Tensor> = [("x".to_string(), x.clone())].into_iter().collect();
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None, None]);
         for src in exprs {
-            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let out = build(src, &vars);
             for (k, shape) in [[130usize, 7], [37, 300], [5, 1000], [3, 129]]
                 .iter()
                 .enumerate()
             {
-                let vals = [jit_support::rand_value(dtype, shape, 1100 + k as u64)];
+                let what = format!("{src} ({dtype}, shape {shape:?})");
+                let vals = two_values(dtype, shape, 1100 + k as u64);
                 check(
-                    std::slice::from_ref(&x),
+                    &[x.clone(), y.clone()],
                     std::slice::from_ref(&out),
                     &vals,
                     0,
-                    &format!("{src} ({dtype}, shape {shape:?})"),
+                    &what,
                 );
             }
         }
@@ -391,10 +388,10 @@ fn fused_column_reductions_fold_blocks_exactly() {
 /// `maximum`, `minimum` and `clip` against constant bounds lower to one
 /// `maxp*` / `minp*` each on the vector path; NaN inputs stay NaN and a tie
 /// of signed zeros keeps the first operand, as in the reference (bit for
-/// bit, f64 and f32, with NaN, ±inf and ±0 among the inputs).
+/// bit, signs of zeros included, f64 and f32, with NaN, ±inf and ±0 among
+/// the inputs).
 #[test]
 fn min_and_max_against_constants_keep_nan_and_signed_zeros() {
-    use std::collections::HashMap;
     let exprs = [
         "maximum(x, 0)",
         "maximum(x, -0.0)",
@@ -406,26 +403,17 @@ fn min_and_max_against_constants_keep_nan_and_signed_zeros() {
         "minimum(x, -inf)",
     ];
     for dtype in [DType::F64, DType::F32] {
-        let x = vector("x", dtype);
-        let y = vector("y", dtype);
-        let vars: HashMap<String, Tensor> =
-            [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
-                .into_iter()
-                .collect();
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
+        let ins = [x.clone(), y.clone()];
         for src in exprs {
-            let out = kiln::build_expression(src, &vars).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let out = build(src, &vars);
+            let fg = FunctionGraph::new(&ins, std::slice::from_ref(&out)).unwrap();
+            let f = function(&ins, std::slice::from_ref(&out))
+                .compile()
+                .unwrap();
             for (k, &n) in LENGTHS.iter().enumerate() {
-                let vals = [
-                    jit_support::rand_value(dtype, &[n], 1200 + k as u64),
-                    jit_support::rand_value(dtype, &[n], 1300 + k as u64),
-                ];
-                // Bit for bit, signs of zeros included (NaNs as NaNs).
-                let fg = FunctionGraph::new(&[x.clone(), y.clone()], std::slice::from_ref(&out))
-                    .unwrap();
+                let vals = two_values(dtype, &[n], 1200 + k as u64);
                 let want = eval::evaluate(&fg, &vals).unwrap().remove(0);
-                let f = function(&[x.clone(), y.clone()], std::slice::from_ref(&out))
-                    .compile()
-                    .unwrap();
                 let got = f.call_values(&vals).unwrap().remove(0);
                 assert_eq!(got.dtype(), want.dtype(), "{src}");
                 let (g, w) = (got.to_f64_array(), want.to_f64_array());

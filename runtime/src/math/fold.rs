@@ -27,7 +27,7 @@ use super::exp;
 /// Lane partials: two AVX-512 or four AVX2 vectors. The exp of a group is
 /// independent work, so few accumulator chains suffice; more would take
 /// registers the polynomial's constants need.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// e^(v_l - c) for every lane, as the block `exp` computes it.
 #[inline(always)]
@@ -79,7 +79,7 @@ unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
 /// the partials into 2-lane pieces for the whole main loop (128-bit adds
 /// through the stack instead of whole-register accumulators).
 #[inline(never)]
-fn halving_sum(acc: &[f64; LANES]) -> f64 {
+pub(super) fn halving_sum(acc: &[f64; LANES]) -> f64 {
     let mut acc = *acc;
     let mut w = LANES / 2;
     while w > 0 {

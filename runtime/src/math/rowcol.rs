@@ -26,10 +26,10 @@
 use std::ptr;
 
 use super::dispatch::{isa, Isa};
-
-/// Lane partials of a row pass: four AVX2 or two AVX-512 vectors of f64,
-/// enough independent add chains to cover the add latency.
-const LANES: usize = 16;
+// The lane partials and their halving tree are `fold`'s (the same order):
+// four AVX2 or two AVX-512 vectors of f64, enough independent add chains
+// to cover the add latency.
+use super::fold::{halving_sum, LANES};
 
 /// An element type whose values enter the f64 accumulator domain exactly.
 trait Widen: Copy {
@@ -100,22 +100,6 @@ unsafe fn dot(x: *const f64, y: *const f64, n: usize) -> f64 {
         *a += unsafe { *x.add(i + l) * *y.add(i + l) };
     }
     halving_sum(&acc)
-}
-
-/// The lane partials combined by the documented halving tree (out of line,
-/// for the reason `fold`'s copy gives: inlined, LLVM splits the main
-/// loop's accumulators into 2-lane pieces).
-#[inline(never)]
-fn halving_sum(acc: &[f64; LANES]) -> f64 {
-    let mut acc = *acc;
-    let mut w = LANES / 2;
-    while w > 0 {
-        for l in 0..w {
-            acc[l] += acc[l + w];
-        }
-        w /= 2;
-    }
-    acc[0]
 }
 
 /// `acc[j] = f(acc[j], x[j])` for `j < n`.

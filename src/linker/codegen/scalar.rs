@@ -722,8 +722,19 @@ pub fn emit_vector_int(
         b.ins().splat(ty, z)
     };
     let cc = |signed: IntCC, unsigned_cc: IntCC| if unsigned { unsigned_cc } else { signed };
-    let both_masks = masks.iter().all(|&m| m);
+    // The lane mask of a value's truth (a mask already is one).
+    let truth = |b: &mut FunctionBuilder<'_>, v: Value, is_mask: bool| {
+        if is_mask {
+            v
+        } else {
+            let z = zero(b);
+            b.ins().icmp(IntCC::NotEqual, v, z)
+        }
+    };
     if out_mask {
+        if let Some(v) = emit_mask_logic(b, op, a, masks) {
+            return Ok(v);
+        }
         return Ok(match op {
             Lt => b.ins().icmp(
                 cc(IntCC::SignedLessThan, IntCC::UnsignedLessThan),
@@ -748,29 +759,11 @@ pub fn emit_vector_int(
                 a[0],
                 a[1],
             ),
-            Eq if both_masks => {
-                let d = b.ins().bxor(a[0], a[1]);
-                b.ins().bnot(d)
-            }
-            Neq if both_masks => b.ins().bxor(a[0], a[1]),
             Eq => b.ins().icmp(IntCC::Equal, a[0], a[1]),
             Neq => b.ins().icmp(IntCC::NotEqual, a[0], a[1]),
-            Cast(DType::Bool) => {
-                let z = zero(b);
-                b.ins().icmp(IntCC::NotEqual, a[0], z)
-            }
-            And => b.ins().band(a[0], a[1]),
-            Or => b.ins().bor(a[0], a[1]),
-            Xor => b.ins().bxor(a[0], a[1]),
-            Invert => b.ins().bnot(a[0]),
-            Identity => a[0],
+            Cast(DType::Bool) => truth(b, a[0], false),
             Switch => {
-                let c = if masks[0] {
-                    a[0]
-                } else {
-                    let z = zero(b);
-                    b.ins().icmp(IntCC::NotEqual, a[0], z)
-                };
+                let c = truth(b, a[0], masks[0]);
                 b.ins().bitselect(c, a[1], a[2])
             }
             op => {
@@ -808,12 +801,7 @@ pub fn emit_vector_int(
         Xor => b.ins().bxor(v[0], v[1]),
         Invert => b.ins().bnot(v[0]),
         Switch => {
-            let c = if masks[0] {
-                v[0]
-            } else {
-                let z = zero(b);
-                b.ins().icmp(IntCC::NotEqual, v[0], z)
-            };
+            let c = truth(b, v[0], masks[0]);
             b.ins().bitselect(c, v[1], v[2])
         }
         Second => v[1],
@@ -845,6 +833,31 @@ pub fn mask_capable(op: ScalarOp, args: &[DType], dtype: DType) -> bool {
     }
 }
 
+/// The lane-mask ops both vector paths share: logic on masks, and the
+/// (in)equality of two masks; `None` for any other op.
+fn emit_mask_logic(
+    b: &mut FunctionBuilder<'_>,
+    op: ScalarOp,
+    a: &[Value],
+    masks: &[bool],
+) -> Option<Value> {
+    use ScalarOp::*;
+    let both_masks = !masks.is_empty() && masks.iter().all(|&m| m);
+    Some(match op {
+        Eq if both_masks => {
+            let d = b.ins().bxor(a[0], a[1]);
+            b.ins().bnot(d)
+        }
+        Neq if both_masks => b.ins().bxor(a[0], a[1]),
+        And => b.ins().band(a[0], a[1]),
+        Or => b.ins().bor(a[0], a[1]),
+        Xor => b.ins().bxor(a[0], a[1]),
+        Invert => b.ins().bnot(a[0]),
+        Identity => a[0],
+        _ => return None,
+    })
+}
+
 /// Emits one node of the vector path on vectors of type `ty`: with
 /// `out_mask`, a [`mask_capable`] op producing a lane mask; otherwise a
 /// [`vector_capable`] op, where each argument flagged in `masks` is a bool
@@ -864,17 +877,14 @@ pub fn emit_vector_masked(
         vmask(b, m, ty)
     };
     if out_mask {
-        let both_masks = masks.iter().all(|&m| m);
+        if let Some(v) = emit_mask_logic(b, op, a, masks) {
+            return Ok(v);
+        }
         return Ok(match op {
             Lt => fcmp(b, FloatCC::LessThan, a[0], a[1]),
             Le => fcmp(b, FloatCC::LessThanOrEqual, a[0], a[1]),
             Gt => fcmp(b, FloatCC::GreaterThan, a[0], a[1]),
             Ge => fcmp(b, FloatCC::GreaterThanOrEqual, a[0], a[1]),
-            Eq if both_masks => {
-                let d = b.ins().bxor(a[0], a[1]);
-                b.ins().bnot(d)
-            }
-            Neq if both_masks => b.ins().bxor(a[0], a[1]),
             Eq => fcmp(b, FloatCC::Equal, a[0], a[1]),
             // Unordered counts as unequal, as in the scalar form.
             Neq => fcmp(b, FloatCC::NotEqual, a[0], a[1]),
@@ -895,11 +905,6 @@ pub fn emit_vector_masked(
                 let z = float_splat(b, ty, 0.0);
                 fcmp(b, FloatCC::NotEqual, a[0], z)
             }
-            And => b.ins().band(a[0], a[1]),
-            Or => b.ins().bor(a[0], a[1]),
-            Xor => b.ins().bxor(a[0], a[1]),
-            Invert => b.ins().bnot(a[0]),
-            Identity => a[0],
             Switch => {
                 let c = if masks[0] {
                     a[0]
