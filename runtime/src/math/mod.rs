@@ -41,7 +41,7 @@ pub use fold::{
     extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64,
     sum_exp_shift_f64,
 };
-pub use rowcol::{dot_f64, kiln_dot_f64, rowcol_symbols, sum_f64};
+pub use rowcol::{dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64};
 
 macro_rules! math_functions {
     (

@@ -11,7 +11,7 @@
 //! the mapped values never reach memory outside the kernel's stack.
 //!
 //! Two fused `Sum`s over `f64` in row mode are one call of a runtime
-//! map-reduce kernel over the whole row ([`RowKernel`]: its own fixed
+//! map-reduce kernel over the whole row (`RowKernel`: its own fixed
 //! summation order, no scratch block): `exp(x - c)` / `exp(x)` with `x`
 //! contiguous and `c` one value per row (the row pass of a stabilised
 //! log-sum-exp, `kiln_sum_exp_shift_f64`), and `x * y` / `x * x` / `sqr(x)`
