@@ -288,8 +288,9 @@ fn bool_results_leave_the_vector_path_as_bytes() {
 
 /// The integer vector path (`i64`, `u64`, `i32`, `u32` lanes): wrapping
 /// arithmetic, bitwise logic, comparisons (unsigned for unsigned dtypes)
-/// with `where`, bool results stored as bytes, and reductions of
-/// comparisons, at lengths around every boundary of the path, on values
+/// with `where`, bool results stored as bytes, reductions of comparisons,
+/// and constants a 32-bit lane cannot hold (those programs stay on the
+/// scalar path), at lengths around every boundary of the path, on values
 /// that span the whole range of each dtype (products wrap), equal the
 /// reference's results exactly.
 #[test]
@@ -304,6 +305,9 @@ fn integer_programs_take_the_vector_path_exactly() {
         "(i < j) * i + (i == j)",
         "i > j",
         "(i <= 5) ^ (j >= i)",
+        // Constants outside the 32-bit range compare as in the reference.
+        "i < 5000000000",
+        "where(j <= 4294967296, i, j)",
         "sum(i > j)",
         "any(i == j)",
         "all(i != 7)",

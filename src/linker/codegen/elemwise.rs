@@ -109,7 +109,8 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 }
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
-/// float dtype, its other values are of that dtype or bool (lane masks), and
+/// float or 64- / 32-bit integer dtype, its other values are of that dtype or
+/// bool (lane masks), and
 /// every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
@@ -124,11 +125,29 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
         return None;
     }
     // Inputs, constants and outputs are of `dtype` (an integer path takes
-    // integer constants of any dtype, splatted at its width); bool values
-    // exist only between nodes, as lane masks (see `scalar`'s module
-    // header), and as outputs.
+    // integer constants of any dtype whose value `dtype` represents, so that
+    // the splat compares and computes as the reference's `i64` domain
+    // does); bool values exist only between nodes, as lane masks (see
+    // `scalar`'s module header), and as outputs.
     let const_ok = |c: &crate::ops::ScalarConst| {
-        c.dtype == dtype || (!float && c.dtype != DType::Bool && !c.dtype.is_float())
+        if c.dtype == dtype {
+            return true;
+        }
+        if float || c.dtype == DType::Bool || c.dtype.is_float() {
+            return false;
+        }
+        let v = if c.dtype == DType::U64 {
+            c.bits as i128
+        } else {
+            c.as_i64() as i128
+        };
+        let (lo, hi) = match dtype {
+            DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+            DType::U32 => (0, u32::MAX as i128),
+            DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+            _ => (0, u64::MAX as i128),
+        };
+        (lo..=hi).contains(&v)
     };
     let all_same = prog.inputs.iter().all(|&d| d == dtype)
         && prog.outputs.iter().all(|&o| {
