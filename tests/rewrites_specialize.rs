@@ -15,7 +15,8 @@ fn g(src: &str) -> FunctionGraph {
 
 /// C99 `pow(-inf, 0.5)` is `+inf` (and `pow(-inf, -0.5)` is 0) where
 /// `sqrt(-inf)` is NaN: the documented exception of `x ** ±0.5 -> sqrt`
-/// (PyTensor's rule too; the square root of -inf is undefined).
+/// (PyTensor's rule too; the square root of -inf is undefined), and of the
+/// half-integers 1.5 and 2.5 built on it.
 fn pow_half_at_minus_inf(ins: &[f64], _before: f64, after: f64) -> bool {
     ins[0] == f64::NEG_INFINITY && after.is_nan()
 }
@@ -45,6 +46,19 @@ fn pow_specialize_each_exponent() {
         "reciprocal(abs(sqrt(x)))",
         &pow_half_at_minus_inf,
     );
+    for (src, before, after) in [
+        ("x ** 1.5", "(x ** 1.5)", "(abs(x) * abs(sqrt(x)))"),
+        ("x ** 2.5", "(x ** 2.5)", "(sqr(x) * abs(sqrt(x)))"),
+    ] {
+        check_rule_allowing(
+            "local_pow_specialize",
+            g(src),
+            before,
+            after,
+            &pow_half_at_minus_inf,
+        );
+    }
+    check_no_fire("local_pow_specialize", g("x ** 3.5"));
     check_no_fire("local_pow_specialize", g("x ** 3"));
     // Integer reciprocals are not specialised.
     check_no_fire("local_pow_specialize", graph("i=i64[:]", "i ** -1"));

@@ -172,7 +172,11 @@ pub fn rules() -> Vec<Rule> {
 /// (`abs` clears the sign of `sqrt(-0) = -0`: `(-0) ** 0.5` is `+0`, and a
 /// consumer may divide by it. `x ** 0.5` at
 /// `x = -inf` is `+inf` by C99's `pow` but NaN by `sqrt`: the one documented
-/// difference, as in PyTensor.)
+/// difference, as in PyTensor.) The half-integers 1.5 and 2.5, as numexpr
+/// evaluates them: `abs(x) * abs(sqrt(x))` and `sqr(x) * abs(sqrt(x))`, a
+/// per-element `pow` call (about 14 ns) replaced by a square root and one
+/// or two products (within 2 ULP of `pow`; the same -inf difference; a
+/// negative base still gives NaN through `sqrt`, `-0` gives `+0`).
 pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let x = input(fg, n, 0);
     let Some(e) = unique_constant(fg, input(fg, n, 1)) else {
@@ -204,6 +208,15 @@ pub fn local_pow_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
         let s = unary(fg, ScalarOp::Sqrt, x)?;
         let a = unary(fg, ScalarOp::Abs, s)?;
         unary(fg, ScalarOp::Reciprocal, a)?
+    } else if (e == 1.5 || e == 2.5) && float {
+        let s = unary(fg, ScalarOp::Sqrt, x)?;
+        let root = unary(fg, ScalarOp::Abs, s)?;
+        let whole = if e == 1.5 {
+            unary(fg, ScalarOp::Abs, x)?
+        } else {
+            unary(fg, ScalarOp::Sqr, x)?
+        };
+        elemwise(fg, ScalarOp::Mul, &[whole, root])?
     } else if e == -1.0 && float {
         unary(fg, ScalarOp::Reciprocal, x)?
     } else if e == -2.0 && float {

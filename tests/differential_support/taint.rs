@@ -56,7 +56,7 @@
 //! - **Division by a computed zero** (licensed by a rewrite that drops the
 //!   sign of a zero, [`ZERO_SIGN`]): rule 5 frees the sign of a zero, hence
 //!   of the infinity a division by it gives.
-//! - **`x ** ±0.5` at `x = -inf`** (licensed by `local_pow_specialize`,
+//! - **`x ** ±0.5`, `x ** 1.5`, `x ** 2.5` at `x = -inf`** (licensed by `local_pow_specialize`,
 //!   which makes it `sqrt`): README rule 5's documented exception.
 //!
 //! Rounding (not a skip, a tolerance): elements that depend on runtime
@@ -778,9 +778,9 @@ fn sign_sensitive(
     Some(out)
 }
 
-/// For a float `pow`: the elements whose base is `-inf` and exponent ±0.5. C99 gives `+inf`
-/// or `0` there, the `sqrt` / `reciprocal(sqrt)` that rewrites make of
-/// `x ** ±0.5` give NaN: README rule 5's documented exception, unsettled
+/// For a float `pow`: the elements whose base is `-inf` and exponent ±0.5,
+/// 1.5 or 2.5. C99 gives `+inf` or `0` there, the `sqrt`-based forms that
+/// `local_pow_specialize` makes of these powers give NaN: README rule 5's documented exception, unsettled
 /// here so that it is accepted downstream too (`tanh(x ** 0.5)`: reference
 /// 1, compiled NaN). `None` for any other op.
 fn power_of_minus_infinity(op: &Op, args: &[&Value], shape: &[usize]) -> Option<ArrayD<bool>> {
@@ -802,7 +802,9 @@ fn power_of_minus_infinity(op: &Op, args: &[&Value], shape: &[usize]) -> Option<
     Some(
         ndarray::Zip::from(&base)
             .and(&exponent)
-            .map_collect(|&x, &e| x == f64::NEG_INFINITY && e.abs() == 0.5),
+            .map_collect(|&x, &e| {
+                x == f64::NEG_INFINITY && (e.abs() == 0.5 || e == 1.5 || e == 2.5)
+            }),
     )
 }
 
