@@ -182,8 +182,7 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
             .collect();
         let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
         let vector = match (n.dtype, float) {
-            (DType::Bool, true) => sl::mask_capable(n.op, &arg_dtypes, dtype),
-            (DType::Bool, false) => sl::int_mask_capable(n.op, &arg_dtypes, dtype),
+            (DType::Bool, _) => sl::mask_capable(n.op, &arg_dtypes, dtype),
             (d, _) if d != dtype || !args_are(&|a| a == dtype || a == DType::Bool) => false,
             (_, true) => sl::vector_capable(n.op, n.args.len(), dtype),
             (_, false) => sl::int_vector_capable(n.op, dtype),

@@ -686,24 +686,6 @@ pub fn int_vector_capable(op: ScalarOp, dtype: DType) -> bool {
     }
 }
 
-/// [`mask_capable`] for the vector path of integer `dtype`: comparisons of
-/// `dtype` values (unsigned for unsigned dtypes), logic and (in)equality of
-/// bools, a bool `Switch`, and the truth value of an integer.
-pub fn int_mask_capable(op: ScalarOp, args: &[DType], dtype: DType) -> bool {
-    use ScalarOp::*;
-    let all = |d: DType| args.iter().all(|&a| a == d);
-    match op {
-        Lt | Le | Gt | Ge | Cast(DType::Bool) => all(dtype),
-        Eq | Neq => all(dtype) || all(DType::Bool),
-        And | Or | Xor | Invert | Identity => all(DType::Bool),
-        Switch => {
-            (args[0] == dtype || args[0] == DType::Bool)
-                && args[1..].iter().all(|&a| a == DType::Bool)
-        }
-        _ => false,
-    }
-}
-
 /// [`emit_vector_masked`] for the vector path of integer `dtype` (vector
 /// type `ty`): lane masks are integer lanes of all ones or zeros.
 pub fn emit_vector_int(
@@ -815,14 +797,16 @@ pub fn emit_vector_int(
 }
 
 /// True when `op` producing a bool from arguments of dtypes `args` has a
-/// lane-mask form on the vector path of float dtype `dtype`: comparisons and
-/// classifications of `dtype` values, the logical ops and (in)equality of
-/// bools, a bool `Switch`, and the truth value (`Cast(Bool)`) of a float.
+/// lane-mask form on the vector path of dtype `dtype` (float or integer):
+/// comparisons of `dtype` values (unsigned for unsigned dtypes) and, for
+/// floats, their classifications, the logical ops and (in)equality of bools,
+/// a bool `Switch`, and the truth value (`Cast(Bool)`) of a value.
 pub fn mask_capable(op: ScalarOp, args: &[DType], dtype: DType) -> bool {
     use ScalarOp::*;
     let all = |d: DType| args.iter().all(|&a| a == d);
     match op {
-        Lt | Le | Gt | Ge | IsNan | IsInf | IsFinite | Cast(DType::Bool) => all(dtype),
+        Lt | Le | Gt | Ge | Cast(DType::Bool) => all(dtype),
+        IsNan | IsInf | IsFinite => dtype.is_float() && all(dtype),
         Eq | Neq => all(dtype) || all(DType::Bool),
         And | Or | Xor | Invert | Identity => all(DType::Bool),
         Switch => {
