@@ -300,3 +300,69 @@ pub(crate) unsafe fn binary_f32(
         i += len;
     }
 }
+
+/// Defines `extern "C"` entry point `$name` over `$body` (an expression of
+/// the arguments, typically an `#[inline(always)]` kernel call), compiled
+/// three times as the functions `$avx512` (AVX-512), `$avx2` (AVX2+FMA) and
+/// `$base` (baseline), which tests may call directly, and dispatched by
+/// [`isa`]: the run-time CPU dispatch of the `fold` and `rowcol` entry
+/// points.
+macro_rules! dispatched {
+    (
+        $(#[$doc:meta])*
+        $name:ident [$avx512:ident, $avx2:ident, $base:ident]
+        ($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:expr
+    ) => {
+        /// AVX-512 variant of the entry point of the same kernel.
+        ///
+        /// # Safety
+        /// CPU has the features; the entry point's pointer contract.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+        unsafe fn $avx512($($arg: $ty),*) $(-> $ret)? {
+            // SAFETY: forwarded caller contract.
+            unsafe { $body }
+        }
+
+        /// AVX2 variant of the entry point of the same kernel.
+        ///
+        /// # Safety
+        /// CPU has the features; the entry point's pointer contract.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $avx2($($arg: $ty),*) $(-> $ret)? {
+            // SAFETY: forwarded caller contract.
+            unsafe { $body }
+        }
+
+        /// Baseline variant of the entry point of the same kernel.
+        ///
+        /// # Safety
+        /// The entry point's pointer contract.
+        unsafe fn $base($($arg: $ty),*) $(-> $ret)? {
+            // SAFETY: forwarded caller contract.
+            unsafe { $body }
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Every pointer must be valid for `n` elements (reads, and writes
+        /// through `acc`; it may be null when `n == 0`); a written buffer
+        /// must not overlap a read one.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+            // SAFETY: the pointer contract is the caller's; the AVX variants
+            // run only when `isa()` detected their features.
+            unsafe {
+                match $crate::math::isa() {
+                    #[cfg(target_arch = "x86_64")]
+                    $crate::math::Isa::Avx512 => $avx512($($arg),*),
+                    #[cfg(target_arch = "x86_64")]
+                    $crate::math::Isa::Avx2 => $avx2($($arg),*),
+                    _ => $base($($arg),*),
+                }
+            }
+        }
+    };
+}

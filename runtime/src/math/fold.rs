@@ -21,7 +21,9 @@
 
 use std::ptr;
 
-use super::dispatch::{apply_fixup, isa, map_lanes, Isa};
+use super::dispatch::{apply_fixup, map_lanes};
+#[cfg(test)]
+use super::dispatch::{isa, Isa};
 use super::exp;
 
 /// Lane partials: two AVX-512 or four AVX2 vectors. The exp of a group is
@@ -141,137 +143,24 @@ unsafe fn extreme(x: *const f64, n: usize, max: bool) -> f64 {
     }
 }
 
-macro_rules! extreme_entry {
-    ($name:ident, $avx512:ident, $avx2:ident, $base:ident, $max:expr, $doc:literal) => {
-        /// AVX-512 variant.
-        ///
-        /// # Safety
-        /// CPU supports the features; `x` valid for `n >= 1` reads.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-        unsafe fn $avx512(x: *const f64, n: usize) -> f64 {
-            // SAFETY: forwarded caller contract.
-            unsafe { extreme(x, n, $max) }
-        }
-
-        /// AVX2 variant.
-        ///
-        /// # Safety
-        /// CPU supports the features; `x` valid for `n >= 1` reads.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn $avx2(x: *const f64, n: usize) -> f64 {
-            // SAFETY: forwarded caller contract.
-            unsafe { extreme(x, n, $max) }
-        }
-
-        /// Baseline variant.
-        ///
-        /// # Safety
-        /// `x` valid for `n >= 1` reads.
-        unsafe fn $base(x: *const f64, n: usize) -> f64 {
-            // SAFETY: forwarded caller contract.
-            unsafe { extreme(x, n, $max) }
-        }
-
-        #[doc = $doc]
-        ///
-        /// # Safety
-        /// `x` must be valid for `n` reads (it may be null when `n == 0`).
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(x: *const f64, n: usize) -> f64 {
-            if n == 0 {
-                return if $max {
-                    f64::NEG_INFINITY
-                } else {
-                    f64::INFINITY
-                };
-            }
-            // SAFETY: the pointer contract is the caller's, n >= 1; the AVX
-            // variants are only called when `isa()` detected the features.
-            unsafe {
-                match isa() {
-                    #[cfg(target_arch = "x86_64")]
-                    Isa::Avx512 => $avx512(x, n),
-                    #[cfg(target_arch = "x86_64")]
-                    Isa::Avx2 => $avx2(x, n),
-                    _ => $base(x, n),
-                }
-            }
-        }
-    };
-}
-
-extreme_entry!(
-    kiln_max_f64,
-    max_avx512,
-    max_avx2,
-    max_base,
-    true,
-    "Returns the largest of the `n` values at `x` (-inf for `n == 0`), NaN if any is NaN."
+dispatched!(
+    /// Returns the largest of the `n` values at `x` (-inf for `n == 0`), NaN
+    /// if any is NaN.
+    kiln_max_f64 [max_avx512, max_avx2, max_base] (x: *const f64, n: usize) -> f64 =
+        if n == 0 { f64::NEG_INFINITY } else { extreme(x, n, true) }
 );
-extreme_entry!(
-    kiln_min_f64,
-    min_avx512,
-    min_avx2,
-    min_base,
-    false,
-    "Returns the smallest of the `n` values at `x` (+inf for `n == 0`), NaN if any is NaN."
+dispatched!(
+    /// Returns the smallest of the `n` values at `x` (+inf for `n == 0`),
+    /// NaN if any is NaN.
+    kiln_min_f64 [min_avx512, min_avx2, min_base] (x: *const f64, n: usize) -> f64 =
+        if n == 0 { f64::INFINITY } else { extreme(x, n, false) }
 );
-
-/// AVX-512 variant.
-///
-/// # Safety
-/// CPU supports the features; `x` valid for `n` reads.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn sum_exp_shift_avx512(x: *const f64, c: f64, n: usize) -> f64 {
-    // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
-}
-
-/// AVX2 variant.
-///
-/// # Safety
-/// CPU supports the features; `x` valid for `n` reads.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn sum_exp_shift_avx2(x: *const f64, c: f64, n: usize) -> f64 {
-    // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
-}
-
-/// Baseline variant.
-///
-/// # Safety
-/// `x` valid for `n` reads.
-unsafe fn sum_exp_shift_base(x: *const f64, c: f64, n: usize) -> f64 {
-    // SAFETY: forwarded caller contract.
-    unsafe { sum_exp_shift(x, c, n) }
-}
-
-/// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order the
-/// module documents; each term is within 1 ULP of `e^(x[i] - c)`.
-///
-/// # Safety
-/// `x` must be valid for `n` reads (it may be null when `n == 0`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn kiln_sum_exp_shift_f64(x: *const f64, c: f64, n: usize) -> f64 {
-    if n == 0 {
-        return 0.0;
-    }
-    // SAFETY: the pointer contract is the caller's; the AVX variants are
-    // only called when `isa()` detected the features.
-    unsafe {
-        match isa() {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => sum_exp_shift_avx512(x, c, n),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => sum_exp_shift_avx2(x, c, n),
-            _ => sum_exp_shift_base(x, c, n),
-        }
-    }
-}
+dispatched!(
+    /// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order
+    /// the module documents; each term is within 1 ULP of `e^(x[i] - c)`.
+    kiln_sum_exp_shift_f64 [sum_exp_shift_avx512, sum_exp_shift_avx2, sum_exp_shift_base]
+        (x: *const f64, c: f64, n: usize) -> f64 = sum_exp_shift(x, c, n)
+);
 
 /// Safe slice form of [`kiln_sum_exp_shift_f64`]: Σ e^(x_i - c).
 pub fn sum_exp_shift_f64(x: &[f64], c: f64) -> f64 {

@@ -25,6 +25,7 @@
 
 mod activation;
 mod common;
+#[macro_use]
 mod dispatch;
 mod erf;
 mod exp;

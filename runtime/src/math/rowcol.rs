@@ -25,7 +25,6 @@
 
 use std::ptr;
 
-use super::dispatch::{isa, Isa};
 // The lane partials and their halving tree are `fold`'s (the same order):
 // four AVX2 or two AVX-512 vectors of f64, enough independent add chains
 // to cover the add latency.
@@ -134,113 +133,59 @@ fn nan_extreme(a: f64, e: f64, max: bool) -> f64 {
     }
 }
 
-/// Defines `extern "C"` entry point `$name` over `$body`, compiled three
-/// times (AVX-512, AVX2+FMA, baseline) and dispatched by [`isa`].
-macro_rules! dispatched {
-    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? = $body:expr) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// Every pointer must be valid for `n` elements (reads, and writes
-        /// through `acc`); a written buffer must not overlap a read one.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
-            /// AVX-512 variant.
-            ///
-            /// # Safety
-            /// CPU has the features; the entry point's pointer contract.
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-            unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
-                // SAFETY: forwarded caller contract.
-                unsafe { $body }
-            }
-            /// AVX2 variant.
-            ///
-            /// # Safety
-            /// CPU has the features; the entry point's pointer contract.
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
-                // SAFETY: forwarded caller contract.
-                unsafe { $body }
-            }
-            /// Baseline variant.
-            ///
-            /// # Safety
-            /// The entry point's pointer contract.
-            unsafe fn base($($arg: $ty),*) $(-> $ret)? {
-                // SAFETY: forwarded caller contract.
-                unsafe { $body }
-            }
-            // SAFETY: the pointer contract is the caller's; the AVX variants
-            // run only when `isa()` detected their features.
-            unsafe {
-                match isa() {
-                    #[cfg(target_arch = "x86_64")]
-                    Isa::Avx512 => avx512($($arg),*),
-                    #[cfg(target_arch = "x86_64")]
-                    Isa::Avx2 => avx2($($arg),*),
-                    _ => base($($arg),*),
-                }
-            }
-        }
-    };
-}
-
 dispatched!(
     /// Returns Σ x_i over the `n` f64 values at `x` (0 for `n == 0`).
-    kiln_sum_f64(x: *const f64, n: usize) -> f64 = sum(x, n)
+    kiln_sum_f64 [sum_f64_avx512, sum_f64_avx2, sum_f64_base] (x: *const f64, n: usize) -> f64 = sum(x, n)
 );
 dispatched!(
     /// Returns Σ x_i over the `n` f32 values at `x`, in f64 (0 for `n == 0`).
-    kiln_sum_f32(x: *const f32, n: usize) -> f64 = sum(x, n)
+    kiln_sum_f32 [sum_f32_avx512, sum_f32_avx2, sum_f32_base] (x: *const f32, n: usize) -> f64 = sum(x, n)
 );
 dispatched!(
     /// Returns Σ x_i·y_i over `n` f64 pairs (0 for `n == 0`).
-    kiln_dot_f64(x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
+    kiln_dot_f64 [dot_avx512, dot_avx2, dot_base] (x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
 );
 dispatched!(
     /// `acc[j] += x[j]` for `j < n` (f64).
-    kiln_column_sum_f64(acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a + e)
+    kiln_column_sum_f64 [colsum_f64_avx512, colsum_f64_avx2, colsum_f64_base] (acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a + e)
 );
 dispatched!(
     /// `acc[j] += x[j]` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_sum_f32(acc: *mut f64, x: *const f32, n: usize) =
+    kiln_column_sum_f32 [colsum_f32_avx512, colsum_f32_avx2, colsum_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
         column(acc, x, n, |a, e: f32| a + e as f64)
 );
 dispatched!(
     /// `acc[j] *= x[j]` for `j < n` (f64).
-    kiln_column_prod_f64(acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a * e)
+    kiln_column_prod_f64 [colprod_f64_avx512, colprod_f64_avx2, colprod_f64_base] (acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a * e)
 );
 dispatched!(
     /// `acc[j] *= x[j]` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_prod_f32(acc: *mut f64, x: *const f32, n: usize) =
+    kiln_column_prod_f32 [colprod_f32_avx512, colprod_f32_avx2, colprod_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
         column(acc, x, n, |a, e: f32| a * e as f64)
 );
 dispatched!(
     /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f64).
-    kiln_column_max_f64(acc: *mut f64, x: *const f64, n: usize) =
+    kiln_column_max_f64 [colmax_f64_avx512, colmax_f64_avx2, colmax_f64_base] (acc: *mut f64, x: *const f64, n: usize) =
         column(acc, x, n, |a, e| nan_extreme(a, e, true))
 );
 dispatched!(
     /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_max_f32(acc: *mut f64, x: *const f32, n: usize) =
+    kiln_column_max_f32 [colmax_f32_avx512, colmax_f32_avx2, colmax_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
         column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, true))
 );
 dispatched!(
     /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f64).
-    kiln_column_min_f64(acc: *mut f64, x: *const f64, n: usize) =
+    kiln_column_min_f64 [colmin_f64_avx512, colmin_f64_avx2, colmin_f64_base] (acc: *mut f64, x: *const f64, n: usize) =
         column(acc, x, n, |a, e| nan_extreme(a, e, false))
 );
 dispatched!(
     /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_min_f32(acc: *mut f64, x: *const f32, n: usize) =
+    kiln_column_min_f32 [colmin_f32_avx512, colmin_f32_avx2, colmin_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
         column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, false))
 );
 dispatched!(
     /// `acc[j] = acc[j].wrapping_add(x[j])` for `j < n` (i64, or the bits of u64).
-    kiln_column_sum_i64(acc: *mut i64, x: *const i64, n: usize) =
+    kiln_column_sum_i64 [colsum_i64_avx512, colsum_i64_avx2, colsum_i64_base] (acc: *mut i64, x: *const i64, n: usize) =
         column(acc, x, n, |a: i64, e: i64| a.wrapping_add(e))
 );
 
@@ -318,6 +263,55 @@ mod tests {
                 d.to_bits(),
                 lane_order_sum(x.iter().zip(&y).map(|(a, b)| a * b)).to_bits()
             );
+        }
+    }
+
+    /// The documented order depends only on `n`: every variant the CPU
+    /// runs gives the baseline's bits.
+    #[test]
+    fn variants_agree_bitwise() {
+        for n in [0, 1, 17, 1003] {
+            let x = values(n);
+            let y: Vec<f64> = values(n + 5)[5..].to_vec();
+            // SAFETY: x and y hold n values each.
+            let (s, d) = unsafe {
+                (
+                    sum_f64_base(x.as_ptr(), n),
+                    dot_base(x.as_ptr(), y.as_ptr(), n),
+                )
+            };
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::math::{isa, Isa};
+                if matches!(isa(), Isa::Avx2 | Isa::Avx512) {
+                    // SAFETY: features detected; x and y hold n values each.
+                    let (s2, d2) = unsafe {
+                        (
+                            sum_f64_avx2(x.as_ptr(), n),
+                            dot_avx2(x.as_ptr(), y.as_ptr(), n),
+                        )
+                    };
+                    assert_eq!(
+                        (s2.to_bits(), d2.to_bits()),
+                        (s.to_bits(), d.to_bits()),
+                        "n={n}"
+                    );
+                }
+                if isa() == Isa::Avx512 {
+                    // SAFETY: features detected; x and y hold n values each.
+                    let (s5, d5) = unsafe {
+                        (
+                            sum_f64_avx512(x.as_ptr(), n),
+                            dot_avx512(x.as_ptr(), y.as_ptr(), n),
+                        )
+                    };
+                    assert_eq!(
+                        (s5.to_bits(), d5.to_bits()),
+                        (s.to_bits(), d.to_bits()),
+                        "n={n}"
+                    );
+                }
+            }
         }
     }
 
