@@ -15,7 +15,10 @@
 //! (numerator 1 or e^-|x| chosen first). Each is split into the exponent
 //! ([`neg_abs`]) and a finishing step (`*_with`) shared by the fast and
 //! full-range forms. softplus also takes the rounding error of e^-|x|
-//! (`exp_fast_dd`) and adds its first-order effect on log1p.
+//! (`exp_fast_dd`) and adds its first-order effect on log1p; its log1p is
+//! `log1p_unit`, which knows its argument e^-|x| lies in [0, 1] (bit-identical
+//! to `log1p` there, without the general kernel's special cases: softplus
+//! on 1e7 f64 32.3 -> 26.9 ms on two AVX2 threads).
 //!
 //! Accuracy (measured against compositions of std functions, see
 //! ACCURACY.md): <= 3 ULP in f64.
@@ -23,7 +26,7 @@
 use super::common::sel;
 use super::dispatch::Fixup;
 use super::exp::{exp, exp_fast, exp_fast_dd, expm1, EXP_FAST_LIMIT};
-use super::log::{log1p, log_corr};
+use super::log::{log1p_unit, log_corr};
 
 /// The exponent -|x| whose exp [`sigmoid_with`] and [`softplus_with`]
 /// take.
@@ -65,7 +68,7 @@ pub(crate) const SIGMOID_FIXUP: Fixup = Fixup {
 #[inline(always)]
 pub(crate) fn softplus_with(x: f64, e: f64, e_lo: f64) -> f64 {
     let inv = e.mul_add(e.mul_add(0.5, -1.0), 1.0);
-    sel(x > 0.0, x, 0.0) + e_lo.mul_add(inv, log1p(e))
+    sel(x > 0.0, x, 0.0) + e_lo.mul_add(inv, log1p_unit(e))
 }
 
 /// log(1 + e^x) for |x| < 708 (other lanes: [`SOFTPLUS_FIXUP`]).

@@ -146,6 +146,22 @@ pub(crate) fn log1p(x: f64) -> f64 {
     sel(x == 0.0, x, v)
 }
 
+/// log(1 + e) for e in [0, 1] or NaN (the tail of `softplus`, where
+/// e = e^-|x|): [`log1p`]'s reduction without its subnormal, negative,
+/// infinite and -0 cases. u = 1 + e lies in [1, 2], so its exponent in
+/// [`parts`]'s split is 0 or 1 (u >= sqrt(2), the same boundary) and
+/// f = u - 1 or u/2 - 1 is exact; the result is bit-identical to
+/// `log1p(e)` on that domain.
+#[inline(always)]
+pub(crate) fn log1p_unit(e: f64) -> f64 {
+    let u = 1.0 + e;
+    let c = e - (u - 1.0);
+    let big = u >= std::f64::consts::SQRT_2;
+    let f = sel(big, 0.5 * u - 1.0, u - 1.0);
+    let k = sel(big, 1.0, 0.0);
+    k * LN2_HI + (log1p_red(f) + (k * LN2_LO + c / u))
+}
+
 /// log(x) as a double-double (hi, lo) with ~2^-64 relative error, for
 /// positive finite x; specials are left to the caller.
 #[inline(always)]
@@ -172,4 +188,31 @@ pub(crate) fn log_dd(x: f64) -> (f64, f64) {
     let (h2, l2) = two_sum(e * LN2_HI, h);
     let l2 = l2 + (l + e * LN2_LO);
     fast_two_sum(h2, l2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log1p_unit_is_log1p_bit_for_bit_on_the_unit_interval() {
+        // Both sides of the sqrt(2) boundary, the values near it, the tiny
+        // arguments where u rounds to 1 (the correction c/u is the whole
+        // result), subnormals and the ends.
+        let mut xs: Vec<f64> = (0..200_000).map(|i| f64::from(i) / 200_000.0).collect();
+        let b = std::f64::consts::SQRT_2 - 1.0;
+        let mut lo = b;
+        let mut hi = b;
+        for _ in 0..64 {
+            lo = f64::from_bits(lo.to_bits() - 1);
+            hi = f64::from_bits(hi.to_bits() + 1);
+            xs.extend([lo, hi]);
+        }
+        xs.extend((0..2000).map(|i| 2f64.powi(-(i % 1075))));
+        xs.extend([0.0, 1.0, 1e-17, 1.5 * 2f64.powi(-53), f64::MIN_POSITIVE, 5e-324]);
+        for x in xs {
+            assert_eq!(log1p_unit(x).to_bits(), log1p(x).to_bits(), "x = {x:e}");
+        }
+        assert!(log1p_unit(f64::NAN).is_nan());
+    }
 }
