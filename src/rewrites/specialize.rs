@@ -628,14 +628,12 @@ fn negations(fg: &FunctionGraph, v: VarId) -> Vec<VarId> {
         .collect()
 }
 
-/// `log1p(exp(-|x|))` when the graph already computes it.
+/// `softplus(-|x|)` when the graph already computes it.
 fn shared_softplus_tail(fg: &FunctionGraph, x: VarId) -> Option<VarId> {
     for a in unary_clients(fg, x, ScalarOp::Abs) {
         for m in negations(fg, a) {
-            for e in unary_clients(fg, m, ScalarOp::Exp) {
-                if let Some(&l) = unary_clients(fg, e, ScalarOp::Log1p).first() {
-                    return Some(l);
-                }
+            if let Some(&t) = unary_clients(fg, m, ScalarOp::Softplus).first() {
+                return Some(t);
             }
         }
     }
@@ -643,12 +641,13 @@ fn shared_softplus_tail(fg: &FunctionGraph, x: VarId) -> Option<VarId> {
 }
 
 /// `softplus(x)` and `softplus(-x)` both in the graph -> `max(x, 0) + t`
-/// and `max(-x, 0) + t` with one shared `t = log1p(exp(-|x|))`: one
-/// exponential and one `log1p` per element instead of two of each (the
-/// binary cross-entropy of a sigmoid has exactly this pair). Both are the
-/// runtime's own formula for `softplus`, so every value is kept to
-/// rounding, NaN and ±inf included (`softplus(-x) -> softplus(x) - x`
-/// would lose every digit of `softplus(-40) = 4.2e-18`).
+/// and `max(-x, 0) + t` with one shared `t = softplus(-|x|)`
+/// (= log1p(exp(-|x|))): one exponential and one `log1p` per element
+/// instead of two of each (the binary cross-entropy of a sigmoid has
+/// exactly this pair). The runtime's `softplus(y)` is
+/// `max(y, 0) + softplus(-|y|)` with that very addition, so every value
+/// is kept bit for bit, NaN and ±inf included (`softplus(-x) ->
+/// softplus(x) - x` would lose every digit of `softplus(-40) = 4.2e-18`).
 pub fn local_softplus_pair(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let y = input(fg, n, 0);
     if !fg.ty(y).dtype.is_float() {
@@ -659,6 +658,10 @@ pub fn local_softplus_pair(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
         Some(x) if fg.ty(x).dtype == fg.ty(y).dtype => (x, true),
         _ => (y, false),
     };
+    // `softplus(-|x|)` is the shared tail itself.
+    if negated && owner_if(fg, x, ScalarOp::Abs).is_some() {
+        return Ok(None);
+    }
     let tail = shared_softplus_tail(fg, x);
     let partner = if negated {
         !unary_clients(fg, x, ScalarOp::Softplus).is_empty()
@@ -675,8 +678,7 @@ pub fn local_softplus_pair(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<V
         None => {
             let a = unary(fg, ScalarOp::Abs, x)?;
             let m = neg(fg, a)?;
-            let e = unary(fg, ScalarOp::Exp, m)?;
-            unary(fg, ScalarOp::Log1p, e)?
+            unary(fg, ScalarOp::Softplus, m)?
         }
     };
     let zero = scalar_const(fg, fg.ty(y).dtype, 0.0);

@@ -53,7 +53,7 @@ macro_rules! math_functions {
     ) => {
         $(
             mod $m {
-                use super::dispatch::{map_lanes, unary_f32, unary_f64};
+                use super::dispatch::{unary_f32, unary_f64, GroupKernel};
                 #[allow(unused_imports)]
                 use super::{activation, erf, exp, hyperbolic, inverse_trig, log, trig};
 
@@ -65,7 +65,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -75,7 +75,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f64_avx2(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
                 /// Baseline variant.
                 ///
@@ -83,7 +83,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f64`.
                 pub(super) unsafe fn f64_base(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
                 /// AVX-512 variant.
                 ///
@@ -93,7 +93,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -103,7 +103,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
                 /// Baseline variant.
                 ///
@@ -111,7 +111,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| map_lanes(g, $kernel), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
                 }
             }
 
@@ -360,7 +360,7 @@ math_functions! {
         ("tanh", v_tanh, hyperbolic::tanh, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
         ("sigmoid", v_sigmoid, activation::sigmoid, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)"),
-        ("softplus", v_softplus, activation::softplus, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+        ("softplus", v_softplus, activation::SOFTPLUS_STAGED, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
             "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
         ("log1mexp", v_log1mexp, activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
