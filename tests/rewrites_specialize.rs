@@ -315,7 +315,12 @@ fn softplus_pair_in_the_cross_entropy() {
     fast_run_nofusion(&mut unfused);
     let softplus_nodes = unfused
         .node_ids()
-        .filter(|&n| unfused.node(n).op.is_elemwise(kiln::ops::ScalarOp::Softplus))
+        .filter(|&n| {
+            unfused
+                .node(n)
+                .op
+                .is_elemwise(kiln::ops::ScalarOp::Softplus)
+        })
         .count();
     assert_eq!(softplus_nodes, 1, "one shared tail: {}", show(&unfused));
     let t = Value::F64(ndarray::arr1(&[1.0, 0.0, 1.0, 0.0, 1.0]).into_dyn());

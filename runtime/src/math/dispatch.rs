@@ -132,23 +132,6 @@ pub(crate) fn map_lanes<const N: usize>(v: &mut [f64; N], f: impl Fn(f64) -> f64
     }
 }
 
-/// A kernel applied to a whole group of [`LANES`] values: every scalar
-/// kernel `fn(f64) -> f64` (mapped lane by lane, [`map_lanes`]), or a
-/// kernel that runs in stages, each over the whole group, so that the
-/// loop rustc vectorises for one stage holds fewer live values (the
-/// four-vector group of a long kernel otherwise spills).
-pub(crate) trait GroupKernel {
-    /// Replaces every value of the group by the kernel's result.
-    fn apply(&self, v: &mut [f64; LANES]);
-}
-
-impl<F: Fn(f64) -> f64> GroupKernel for F {
-    #[inline(always)]
-    fn apply(&self, v: &mut [f64; LANES]) {
-        map_lanes(v, self);
-    }
-}
-
 /// Maps a group map `g` (a kernel applied to [`LANES`] values at once,
 /// usually [`map_lanes`] of a scalar kernel) over `n` f64 values from `x`
 /// into `out`.

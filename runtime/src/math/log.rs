@@ -209,7 +209,14 @@ mod tests {
             xs.extend([lo, hi]);
         }
         xs.extend((0..2000).map(|i| 2f64.powi(-(i % 1075))));
-        xs.extend([0.0, 1.0, 1e-17, 1.5 * 2f64.powi(-53), f64::MIN_POSITIVE, 5e-324]);
+        xs.extend([
+            0.0,
+            1.0,
+            1e-17,
+            1.5 * 2f64.powi(-53),
+            f64::MIN_POSITIVE,
+            5e-324,
+        ]);
         for x in xs {
             assert_eq!(log1p_unit(x).to_bits(), log1p(x).to_bits(), "x = {x:e}");
         }

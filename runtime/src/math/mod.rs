@@ -44,16 +44,30 @@ pub use fold::{
 };
 pub use rowcol::{dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64};
 
+/// The group map of a unary table entry: `lanes k` maps the scalar kernel
+/// `k` lane by lane ([`dispatch::map_lanes`]); `staged k` calls `k` on the
+/// whole group (a kernel written in stages, each a loop over the group, so
+/// that each vectorised loop holds fewer live values: one loop over a long
+/// kernel spills on AVX2's sixteen registers).
+macro_rules! group_map {
+    ($g:ident, lanes $k:path) => {
+        super::dispatch::map_lanes($g, $k)
+    };
+    ($g:ident, staged $k:path) => {
+        $k($g)
+    };
+}
+
 macro_rules! math_functions {
     (
-        unary: [$(($name:literal, $m:ident, $kernel:path, $fix:expr, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
+        unary: [$(($name:literal, $m:ident, $kind:ident $kernel:path, $fix:expr, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
             $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
         binary: [$(($bname:literal, $bm:ident, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
             $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
     ) => {
         $(
             mod $m {
-                use super::dispatch::{unary_f32, unary_f64, GroupKernel};
+                use super::dispatch::{unary_f32, unary_f64};
                 #[allow(unused_imports)]
                 use super::{activation, erf, exp, hyperbolic, inverse_trig, log, trig};
 
@@ -65,7 +79,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -75,7 +89,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f64_avx2(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// Baseline variant.
                 ///
@@ -83,7 +97,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f64`.
                 pub(super) unsafe fn f64_base(x: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f64(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// AVX-512 variant.
                 ///
@@ -93,7 +107,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -103,7 +117,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// Baseline variant.
                 ///
@@ -111,7 +125,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| $kernel.apply(g), $fix) }
+                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
             }
 
@@ -350,33 +364,33 @@ macro_rules! math_functions {
 
 math_functions! {
     unary: [
-        ("exp", v_exp, exp::exp_fast, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
-        ("exp2", v_exp2, exp::exp2, None, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
-        ("expm1", v_expm1, exp::expm1, None, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
-        ("log", v_log, log::log, None, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
-        ("log2", v_log2, log::log2, None, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
-        ("log10", v_log10, log::log10, None, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
-        ("log1p", v_log1p, log::log1p, None, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
-        ("tanh", v_tanh, hyperbolic::tanh, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
-        ("sigmoid", v_sigmoid, activation::sigmoid, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
+        ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
+        ("exp2", v_exp2, lanes exp::exp2, None, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
+        ("expm1", v_expm1, lanes exp::expm1, None, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
+        ("log", v_log, lanes log::log, None, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
+        ("log2", v_log2, lanes log::log2, None, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
+        ("log10", v_log10, lanes log::log10, None, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
+        ("log1p", v_log1p, lanes log::log1p, None, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
+        ("tanh", v_tanh, lanes hyperbolic::tanh, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
+        ("sigmoid", v_sigmoid, lanes activation::sigmoid, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)"),
-        ("softplus", v_softplus, activation::SOFTPLUS_STAGED, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
             "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
-        ("log1mexp", v_log1mexp, activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
+        ("log1mexp", v_log1mexp, lanes activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
-        ("sin", v_sin, trig::sin, Some(trig::SIN_FIXUP), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("cos", v_cos, trig::cos, Some(trig::COS_FIXUP), kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("tan", v_tan, trig::tan, Some(trig::TAN_FIXUP), kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("arcsin", v_asin, inverse_trig::asin, None, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "0 measured (<= 1 by construction)"),
-        ("arccos", v_acos, inverse_trig::acos, None, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "0 measured (<= 1 by construction)"),
-        ("arctan", v_atan, inverse_trig::atan, None, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "0 measured (<= 1 by construction)"),
-        ("sinh", v_sinh, hyperbolic::sinh, None, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "0 measured (<= 1 by construction)"),
-        ("cosh", v_cosh, hyperbolic::cosh, None, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "0 measured (<= 1 by construction)"),
-        ("arctanh", v_atanh, hyperbolic::atanh, None, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "0 measured (<= 1 by construction)"),
-        ("arcsinh", v_asinh, hyperbolic::asinh, None, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
-        ("arccosh", v_acosh, hyperbolic::acosh, None, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
-        ("erf", v_erf, erf::erf, None, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "3", "0 measured (<= 1 by construction)"),
-        ("erfc", v_erfc, erf::erfc, None, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
+        ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("cos", v_cos, lanes trig::cos, Some(trig::COS_FIXUP), kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("tan", v_tan, lanes trig::tan, Some(trig::TAN_FIXUP), kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("arcsin", v_asin, lanes inverse_trig::asin, None, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "0 measured (<= 1 by construction)"),
+        ("arccos", v_acos, lanes inverse_trig::acos, None, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "0 measured (<= 1 by construction)"),
+        ("arctan", v_atan, lanes inverse_trig::atan, None, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "0 measured (<= 1 by construction)"),
+        ("sinh", v_sinh, lanes hyperbolic::sinh, None, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "0 measured (<= 1 by construction)"),
+        ("cosh", v_cosh, lanes hyperbolic::cosh, None, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "0 measured (<= 1 by construction)"),
+        ("arctanh", v_atanh, lanes hyperbolic::atanh, None, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "0 measured (<= 1 by construction)"),
+        ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
+        ("arccosh", v_acosh, lanes hyperbolic::acosh, None, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
+        ("erf", v_erf, lanes erf::erf, None, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "3", "0 measured (<= 1 by construction)"),
+        ("erfc", v_erfc, lanes erf::erfc, None, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
     binary: [
         ("pow", v_pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "0 measured (<= 1 by construction)"),
