@@ -193,6 +193,41 @@ fn switch_second_and_casts() {
     );
 }
 
+/// A float op of an integer input differentiates in float: the pullback of
+/// `atan2(y, x)` with `y` a u8 cast is `-y / (x² + y²)` with `y²` not
+/// wrapped in u8 (found by the random-graph property test: 250² is 36 in
+/// u8).
+#[test]
+fn integer_operands_of_a_pullback_are_cast_to_float() {
+    let k = vector("k", DType::I64);
+    let x = vector("x", DType::F64);
+    let ins = [k.clone(), x.clone()];
+    let y = k.cast(DType::U8);
+    let cost = elemwise(ScalarOp::ArcTan2, &[&y, &x]).unwrap().sum_all();
+    let g = grad(&cost, std::slice::from_ref(&x)).unwrap();
+    let ks = [-6i64, 17, 250, 0];
+    let xs = [0.5, -2.0, 3.0, 1.5];
+    let vals = [
+        Value::from_i64_array(DType::I64, ndarray::arr1(&ks).into_dyn()),
+        vec1(&xs),
+    ];
+    let expected: Vec<f64> = ks
+        .iter()
+        .zip(xs)
+        .map(|(&k, x)| {
+            let y = f64::from(k as u8);
+            -y / (x * x + y * y)
+        })
+        .collect();
+    let expected = ndarray::arr1(&expected).into_dyn();
+    for (how, r) in [
+        ("reference", reference(&ins, &g, &vals)),
+        ("fast_run", fast_run(&ins, &g, &vals)),
+    ] {
+        assert_close(how, &r[0], &expected, 1e-14, 0.0);
+    }
+}
+
 #[test]
 fn edge_cases_follow_pytensor() {
     let a = sc("a", DType::F64);

@@ -416,6 +416,24 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
             })
             .collect());
     }
+    // The derivative formulas compute in the gradient's float dtype: an
+    // integer input is cast first (`atan2(y, x)` with a u8 `y` pulls back
+    // `y / (x² + y²)`, and `y²` must not wrap in u8). Bool inputs keep
+    // their dtype (a condition, and b² = b), as does every input of
+    // `switch`, whose condition selects.
+    let cast_ints: Vec<Tensor>;
+    let x = if op == Switch {
+        x
+    } else {
+        cast_ints = x
+            .iter()
+            .map(|t| match t.dtype() {
+                d if d.is_float() || d == DType::Bool => t.clone(),
+                _ => t.cast(dt),
+            })
+            .collect();
+        &cast_ints[..]
+    };
     let neg = |t: &Tensor| t.neg();
     let sq = |t: &Tensor| t.sqr();
     let grads: Vec<InputGrad> = match op {
