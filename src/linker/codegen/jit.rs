@@ -1,9 +1,14 @@
 //! JIT module management: host-ISA detection, one `JITModule` per compiled
-//! Function, symbol registration, and freeing the code when the Function
+//! Function, symbol registration, code generation of its kernels (in
+//! parallel when there are several), and freeing the code when the Function
 //! goes away.
 //!
 //! Invariants: a [`JitBuilder`] defines every kernel of one Function and is
-//! finalized exactly once ([`JitBuilder::finish`]); the resulting
+//! finalized exactly once ([`JitBuilder::finish`]), which generates the
+//! machine code of every kernel handed over by
+//! [`JitBuilder::define_current`] (each kernel's `Context` is independent,
+//! so they compile on separate threads; the module then takes the bytes
+//! and relocations one by one, in definition order); the resulting
 //! [`JitCode`] owns the module, and its function pointers stay valid until
 //! it is dropped, when the code pages are released with `free_memory`.
 //! `JITModule` is `Send` but not `Sync`, so it is kept behind a `Mutex` that
@@ -12,13 +17,14 @@
 
 use std::sync::{Arc, Mutex};
 
+use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{self, AbiParam, Signature};
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{FuncId, Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use rustc_hash::FxHashMap;
 
 use super::mathcalls;
@@ -113,9 +119,9 @@ pub struct JitBuilder {
     /// Reusable frontend context.
     pub fctx: FunctionBuilderContext,
     imports: FxHashMap<&'static str, FuncId>,
-    defined: Vec<FuncId>,
-    /// Time spent in Cranelift code generation (`define_function`) so far.
-    pub codegen_time: std::time::Duration,
+    /// Kernels declared and built, in definition order, waiting for code
+    /// generation in [`JitBuilder::finish`]: (name, id, IR).
+    pending: Vec<(String, FuncId, Context)>,
 }
 
 impl JitBuilder {
@@ -133,8 +139,7 @@ impl JitBuilder {
             ctx,
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
-            defined: Vec::new(),
-            codegen_time: Default::default(),
+            pending: Vec::new(),
         })
     }
 
@@ -171,46 +176,95 @@ impl JitBuilder {
         Ok(id)
     }
 
-    /// Compiles the function currently in `self.ctx` under a fresh local
-    /// name and returns its index for [`JitCode::ptr`].
+    /// Declares the function currently in `self.ctx` under a fresh local
+    /// name, hands its IR over for code generation in [`JitBuilder::finish`]
+    /// (leaving a fresh context) and returns its index for [`JitCode::ptr`].
     pub fn define_current(&mut self, name: &str) -> Result<usize> {
         let sig = self.ctx.func.signature.clone();
         let id = self
             .module
             .declare_anonymous_function(&sig)
             .map_err(|e| Error::Compile(format!("declaring kernel {name}: {e}")))?;
-        let t = std::time::Instant::now();
-        let dump = dump_asm();
-        if dump {
-            self.ctx.set_disasm(true);
-            eprintln!("=== kernel {name}\n{}", self.ctx.func.display());
-        }
-        self.module
-            .define_function(id, &mut self.ctx)
-            .map_err(|e| {
-                Error::Compile(format!(
-                    "code generation for kernel {name} failed: {e:?}\n{}",
-                    self.ctx.func.display()
-                ))
-            })?;
-        self.codegen_time += t.elapsed();
-        if dump {
-            if let Some(asm) = self.ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
-                eprintln!("{asm}");
-            }
-        }
-        self.module.clear_context(&mut self.ctx);
-        self.defined.push(id);
-        Ok(self.defined.len() - 1)
+        let ctx = std::mem::replace(&mut self.ctx, self.module.make_context());
+        self.pending.push((name.to_string(), id, ctx));
+        Ok(self.pending.len() - 1)
     }
 
-    /// Finalizes the module: links the code and returns the callable kernels.
+    /// Generates the machine code of every kernel (on up to
+    /// [`kiln_runtime::parallel::num_threads`] threads), links it and
+    /// returns the callable kernels.
     pub fn finish(mut self) -> Result<JitCode> {
+        let dump = dump_asm();
+        let mut pending = std::mem::take(&mut self.pending);
+        if dump {
+            for (name, _, ctx) in &mut pending {
+                ctx.set_disasm(true);
+                eprintln!("=== kernel {name}\n{}", ctx.func.display());
+            }
+        }
+        let isa = self.module.isa();
+        let threads = kiln_runtime::parallel::num_threads().min(pending.len());
+        let errors: Vec<Option<String>> = if threads <= 1 {
+            pending.iter_mut().map(|k| generate(isa, k)).collect()
+        } else {
+            // Kernels are taken from a shared counter, so a long kernel
+            // does not hold up the short ones behind it.
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let slots: Vec<Mutex<&mut (String, FuncId, Context)>> =
+                pending.iter_mut().map(Mutex::new).collect();
+            let errors: Vec<Mutex<Option<String>>> =
+                slots.iter().map(|_| Mutex::new(None)).collect();
+            let work = || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(slot) = slots.get(i) else { break };
+                let mut k = slot.lock().unwrap_or_else(|e| e.into_inner());
+                let e = generate(isa, &mut k);
+                *errors[i].lock().unwrap_or_else(|e| e.into_inner()) = e;
+            };
+            std::thread::scope(|s| {
+                for _ in 1..threads {
+                    s.spawn(work);
+                }
+                work();
+            });
+            errors
+                .into_iter()
+                .map(|e| e.into_inner().unwrap_or_else(|e| e.into_inner()))
+                .collect()
+        };
+        if let Some(e) = errors.into_iter().flatten().next() {
+            return Err(Error::Compile(e));
+        }
+        let mut ids = Vec::with_capacity(pending.len());
+        for (name, id, ctx) in &pending {
+            let code = ctx
+                .compiled_code()
+                .ok_or_else(|| Error::Compile(format!("kernel {name} was not compiled")))?;
+            if dump {
+                if let Some(asm) = code.vcode.as_deref() {
+                    eprintln!("=== machine code of kernel {name}\n{asm}");
+                }
+            }
+            let relocs: Vec<ModuleReloc> = code
+                .buffer
+                .relocs()
+                .iter()
+                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, *id))
+                .collect();
+            self.module
+                .define_function_bytes(
+                    *id,
+                    u64::from(code.buffer.alignment),
+                    code.code_buffer(),
+                    &relocs,
+                )
+                .map_err(|e| Error::Compile(format!("defining kernel {name}: {e}")))?;
+            ids.push(*id);
+        }
         self.module
             .finalize_definitions()
             .map_err(|e| Error::Compile(format!("linking kernels: {e}")))?;
-        let ptrs = self
-            .defined
+        let ptrs = ids
             .iter()
             .map(|&id| self.module.get_finalized_function(id) as usize)
             .collect();
@@ -218,6 +272,20 @@ impl JitBuilder {
             module: Mutex::new(Some(self.module)),
             ptrs,
         })
+    }
+}
+
+/// Generates one kernel's machine code into its context; the error text on
+/// failure.
+fn generate(isa: &dyn TargetIsa, (name, _, ctx): &mut (String, FuncId, Context)) -> Option<String> {
+    let mut ctrl = ControlPlane::default();
+    match ctx.compile(isa, &mut ctrl) {
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "code generation for kernel {name} failed: {:?}\n{}",
+            e.inner,
+            e.func.display()
+        )),
     }
 }
 
