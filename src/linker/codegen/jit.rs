@@ -58,6 +58,9 @@ pub struct CodegenOptions {
     pub optimize: bool,
 }
 
+// Not derived: `verify` follows the build profile (`cfg!(debug_assertions)`,
+// which is `false` in release builds, where clippy would call this derivable).
+#[allow(clippy::derivable_impls)]
 impl Default for CodegenOptions {
     fn default() -> Self {
         CodegenOptions {
