@@ -1,8 +1,10 @@
 //! The parallel launcher: `parallel_for` splits [0, n) into contiguous
-//! chunks of at least `grain` elements and runs them on a rayon thread pool
-//! whose size is set with [`set_num_threads`] (default: the number of
-//! available cores). Ranges of at most `grain` elements, and any call when
-//! the thread count is 1, run inline on the calling thread. [`in_pool`]
+//! chunks of at least `grain` elements, which the calling thread and
+//! helper jobs on a rayon thread pool (size set with [`set_num_threads`],
+//! default: the number of available cores) take from a shared counter, so
+//! work starts on the caller at once and workers join as they wake. Ranges
+//! of at most `grain` elements, and any call when the thread count is 1,
+//! run inline on the calling thread. [`in_pool`]
 //! runs a closure inside that pool, so a library's own rayon parallelism
 //! (the GEMM) uses the same workers.
 //!
@@ -14,7 +16,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use rayon::prelude::*;
 
 /// Chunks per thread: a little over-decomposition lets work stealing even
 /// out noisy neighbours without paying much per-chunk overhead.
@@ -102,13 +103,27 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
     // Chunk c covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at most 1
     // and are >= grain because chunks <= n/grain.
     let bound = |c: usize| ((c as u128 * n as u128) / chunks as u128) as usize;
-    pool.install(|| {
-        (0..chunks).into_par_iter().for_each(|c| {
-            let (s, e) = (bound(c), bound(c + 1));
-            if s < e {
-                f(s, e);
-            }
-        })
+    // The calling thread takes chunks from a shared counter at once, and
+    // `threads - 1` helper jobs on the pool take the others as their
+    // workers wake up: a worker that is slow to wake (an idle core after
+    // single-threaded work, a descheduled virtual CPU) delays nothing, the
+    // caller simply takes more chunks.
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks {
+            break;
+        }
+        let (s, e) = (bound(c), bound(c + 1));
+        if s < e {
+            f(s, e);
+        }
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 1..threads.min(chunks) {
+            scope.spawn(|_| work());
+        }
+        work();
     });
 }
 
