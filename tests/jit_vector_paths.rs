@@ -431,3 +431,73 @@ fn min_and_max_against_constants_keep_nan_and_signed_zeros() {
         }
     }
 }
+
+/// `arctan2` takes the runtime's block function on the contiguous path:
+/// within its 2-ULP bound of the reference (`f64::atan2`) on random pairs,
+/// every quadrant and the quotient boundaries, exact on the IEEE special
+/// pairs (signed zeros, infinities, NaN), in f64 and f32 (rounded once);
+/// a step-2 operand (gathered into blocks by the driver) stays within the
+/// bound too.
+#[test]
+fn arctan2_block_function_and_special_pairs() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        5e-324,
+        -3.5,
+    ];
+    let mut ys = vec![];
+    let mut xs = vec![];
+    for &a in &specials {
+        for &b in &specials {
+            ys.push(a);
+            xs.push(b);
+        }
+    }
+    let r = rand_f64(&[4000], 21, -3.0, 3.0);
+    let s = rand_f64(&[4000], 22, -3.0, 3.0);
+    ys.extend(r.iter());
+    xs.extend(s.iter());
+    let n = ys.len();
+    for dtype in [DType::F64, DType::F32] {
+        let (y, x, vars) = pair(["y", "x"], dtype, &[None]);
+        let out = build("arctan2(y, x)", &vars);
+        let vals = [
+            Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
+            Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
+        ];
+        let fg = FunctionGraph::new(&[y.clone(), x.clone()], std::slice::from_ref(&out)).unwrap();
+        let want = eval::evaluate(&fg, &vals).unwrap();
+        let f = function(&[y, x], &[out]).compile().unwrap();
+        let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
+        let bound = if dtype == DType::F64 { 2 } else { 1 };
+        assert_values(&got[0], &want[0], bound, &format!("arctan2 {dtype:?}"));
+        // The special pairs (the first 81) are exact.
+        let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
+        for i in 0..specials.len() * specials.len() {
+            let exact = !w[i].is_finite() || w[i] == 0.0 || g[i] == 0.0;
+            if exact {
+                assert_eq!(ulps(g[i], w[i], dtype), 0, "pair {i}: {} vs {}", g[i], w[i]);
+            }
+        }
+    }
+    // A step-2 view.
+    let (y, x, vars) = pair(["y", "x"], DType::F64, &[None]);
+    let out = build("arctan2(y[::2], x)", &vars);
+    let vals = [
+        Value::F64(
+            ArrayD::from_shape_vec(
+                vec![8000],
+                rand_f64(&[8000], 23, -2.0, 2.0).into_raw_vec_and_offset().0,
+            )
+            .unwrap(),
+        ),
+        Value::F64(rand_f64(&[4000], 24, -2.0, 2.0)),
+    ];
+    check(&[y, x], &[out], &vals, 2, "arctan2 of a strided operand");
+}

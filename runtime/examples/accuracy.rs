@@ -65,6 +65,18 @@ fn main() {
         "pow        f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
         w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
     );
+    let (w64, w32) = measure_atan2(77);
+    let s = measure_atan2_specials();
+    writeln!(
+        md,
+        "| arctan2 | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | std atan2 | (y, x) ∈ [-1,1]², |y|, |x| ∈ exp[-690,690] with random signs, y/x near ±tan(π/8), ±1, ±tan(3π/8); all pairs of specials |",
+        w64.0, w64.1, w64.2, s.0, w32.0
+    )
+    .unwrap();
+    println!(
+        "arctan2    f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
+        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    );
 
     // sin/cos beyond 1e5.
     writeln!(md, "\n## sin / cos / tan beyond |x| = 1e5\n").unwrap();
@@ -106,11 +118,13 @@ fn main() {
 /// The section on the functions kiln calls per element instead of from this runtime.
 const PER_ELEMENT_NOTE: &str = "\n## Per-element calls outside this runtime
 
-`arctan2`, `hypot` and float `fmod` have no block function: JIT code calls
-per element the same Rust functions the reference evaluator uses
-(`f64::atan2`, `f64::hypot`, `%`, which go to the platform C library's
-`atan2`, `hypot` and `fmod`; `src/linker/codegen/mathcalls.rs`), so compiled
-and reference values are identical bit for bit. Their accuracy is the C
-library's: glibc documents `atan2` and `hypot` within 1 ULP; `fmod` is exact.
-`f32` inputs are computed in `f64` and rounded once.
+`hypot` and float `fmod` have no block function: JIT code calls per element
+the same Rust functions the reference evaluator uses (`f64::hypot`, `%`,
+which go to the platform C library's `hypot` and `fmod`;
+`src/linker/codegen/mathcalls.rs`), so compiled and reference values are
+identical bit for bit. Their accuracy is the C library's: glibc documents
+`hypot` within 1 ULP; `fmod` is exact. `arctan2` has the block function
+above on a kernel's contiguous path (its strided and scalar paths call
+`f64::atan2` per element, like the reference). `f32` inputs are computed in
+`f64` and rounded once.
 ";

@@ -16,7 +16,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
-
 /// Chunks per thread: a little over-decomposition lets work stealing even
 /// out noisy neighbours without paying much per-chunk overhead.
 const CHUNKS_PER_THREAD: usize = 4;

@@ -168,6 +168,34 @@ fn in_place_and_ragged_lengths() {
 }
 
 #[test]
+fn arctan2() {
+    let (w64, w32) = measure_atan2(77);
+    assert!(
+        w64.0 <= 2.0,
+        "arctan2 f64: {} ULP at ({:e}, {:e})",
+        w64.0,
+        w64.1,
+        w64.2
+    );
+    assert!(
+        w32.0 <= 1.0,
+        "arctan2 f32: {} ULP at ({:e}, {:e})",
+        w32.0,
+        w32.1,
+        w32.2
+    );
+    // Zeros, infinities and NaN are exact (a wrong one counts as infinite).
+    let s = measure_atan2_specials();
+    assert!(
+        s.0 <= 2.0,
+        "arctan2 special ({:e}, {:e}): {} ULP",
+        s.1,
+        s.2,
+        s.0
+    );
+}
+
+#[test]
 fn pow_special_cases() {
     let inf = f64::INFINITY;
     let nan = f64::NAN;

@@ -57,7 +57,7 @@ pub fn ulp_bound(op: ScalarOp, dtype: DType) -> Option<u64> {
     use ScalarOp::*;
     let f64_bound = match op {
         Exp | Expm1 | Log | Log1p | Sin | Cos | Pow | Exp2 => 1,
-        Log2 | Log10 | Tanh | ArcTan | Sinh | Cosh | ArcSinh => 2,
+        Log2 | Log10 | Tanh | ArcTan | ArcTan2 | Sinh | Cosh | ArcSinh => 2,
         // ACCURACY.md measures these against compositions of std functions
         // ("from std"), which are the reference evaluator's too and carry
         // their own ~1 ULP: at points its 1,000,000-point sample misses, the

@@ -192,7 +192,8 @@ macro_rules! math_functions {
         $(
             mod $bm {
                 use super::dispatch::{binary_f32, binary_f64};
-                use super::pow;
+                #[allow(unused_imports)]
+                use super::{inverse_trig, pow};
 
                 /// AVX-512 variant.
                 ///
@@ -394,6 +395,8 @@ math_functions! {
     ]
     binary: [
         ("pow", v_pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "0 measured (<= 1 by construction)"),
+        ("arctan2", v_atan2, inverse_trig::atan2, kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
+            "atan2(x, y) (the angle of the point (y, x))", "2", "0 measured (<= 1 by construction)"),
     ]
 }
 

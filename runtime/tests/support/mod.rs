@@ -549,3 +549,88 @@ pub fn measure_pow_specials() -> (f64, f64, f64) {
     }
     w
 }
+
+/// atan2 inputs: pairs with both coordinates uniform in [-1, 1], pairs of
+/// magnitudes spread log-uniformly over [1e-300, 1e300] with random signs
+/// (quotients from tiny to huge), and pairs whose quotient lies near
+/// tan(π/8), 1 and tan(3π/8) (the reduction's boundaries).
+fn atan2_inputs(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = Rng(seed);
+    let mut ys = Vec::with_capacity(n);
+    let mut xs = Vec::with_capacity(n);
+    let sign = |r: &mut Rng| if r.next() < 0.5 { -1.0 } else { 1.0 };
+    for i in 0..n {
+        let (y, x) = match i % 3 {
+            0 => (-1.0 + 2.0 * r.next(), -1.0 + 2.0 * r.next()),
+            1 => {
+                let a = (-690.0 + 1380.0 * r.next()).exp();
+                let b = (-690.0 + 1380.0 * r.next()).exp();
+                (sign(&mut r) * a, sign(&mut r) * b)
+            }
+            _ => {
+                let q = [0.414_213_562_373_095, 1.0, 2.414_213_562_373_095][i % 9 / 3];
+                let x = sign(&mut r) * (0.5 + r.next());
+                (
+                    sign(&mut r) * x.abs() * q * (1.0 + 1e-6 * (r.next() - 0.5)),
+                    x,
+                )
+            }
+        };
+        ys.push(y);
+        xs.push(x);
+    }
+    (ys, xs)
+}
+
+/// Measures atan2 against std's: (f64 max ULP, at (y, x)), (f32 max ULP,
+/// at (y, x)).
+pub fn measure_atan2(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
+    let (ys, xs) = atan2_inputs(points(), seed);
+    let mut out = vec![0.0; ys.len()];
+    m::arctan2_f64(&ys, &xs, &mut out);
+    let mut w64 = (0.0, 0.0, 0.0);
+    for i in 0..ys.len() {
+        let e = ulp64(out[i], ys[i].atan2(xs[i]));
+        if e > w64.0 {
+            w64 = (e, ys[i], xs[i]);
+        }
+    }
+    let y32: Vec<f32> = ys.iter().map(|&v| v as f32).collect();
+    let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+    let mut o32 = vec![0.0f32; ys.len()];
+    m::arctan2_f32(&y32, &x32, &mut o32);
+    let mut w32 = (0.0, 0.0, 0.0);
+    for i in 0..ys.len() {
+        let want = f64::from(y32[i]).atan2(f64::from(x32[i])) as f32;
+        let e = ulp32(o32[i], want);
+        if e > w32.0 {
+            w32 = (e, y32[i], x32[i]);
+        }
+    }
+    (w64, w32)
+}
+
+/// Worst atan2 error over all pairs of special values (±0, ±inf, NaN,
+/// subnormals, ...), against std's atan2.
+pub fn measure_atan2_specials() -> (f64, f64, f64) {
+    let mut sp: Vec<f64> = SPECIALS.to_vec();
+    sp.extend([1.0, -1.0, 3.0, -0.25]);
+    let mut ys = Vec::new();
+    let mut xs = Vec::new();
+    for &y in &sp {
+        for &x in &sp {
+            ys.push(y);
+            xs.push(x);
+        }
+    }
+    let mut out = vec![0.0; ys.len()];
+    m::arctan2_f64(&ys, &xs, &mut out);
+    let mut w = (0.0, 0.0, 0.0);
+    for i in 0..ys.len() {
+        let e = ulp64(out[i], ys[i].atan2(xs[i]));
+        if e > w.0 {
+            w = (e, ys[i], xs[i]);
+        }
+    }
+    w
+}

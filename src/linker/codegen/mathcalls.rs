@@ -6,10 +6,10 @@
 //!   over the reference evaluator's own scalar functions
 //!   ([`ScalarOp::eval_f64`]), so the strided / scalar paths of a kernel are
 //!   bit-identical to the reference evaluator;
-//! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`):
-//!   vectorised AVX2 / AVX-512 implementations (max error 1 ULP, see the
-//!   runtime's ACCURACY.md), used by the contiguous fast path on blocks of
-//!   up to [`BLOCK`] elements.
+//! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`,
+//!   `(x, y, out, n)` for `arctan2`): vectorised AVX2 / AVX-512
+//!   implementations (within the bounds of the runtime's ACCURACY.md), used
+//!   by the contiguous fast path on blocks of up to [`BLOCK`] elements.
 //!
 //! Invariant: every name returned by [`scalar_symbol`] or [`block_symbol`]
 //! is in [`symbols`], so a module built with them always links. No callee
@@ -164,6 +164,7 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
         Sin => "kiln_sin_f64",
         Cos => "kiln_cos_f64",
         Tan => "kiln_tan_f64",
+        ArcTan2 => "kiln_arctan2_f64",
         // Not `pow`: kiln_pow_f64 measured 70-99 ns/element against 20 for the
         // C library's pow called per element (10^7 elements, this machine), so
         // programs with `pow` take the per-element path.
