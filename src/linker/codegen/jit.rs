@@ -45,16 +45,18 @@ pub struct CodegenOptions {
     /// 4.7 vs 3.8, sigmoid_xent 42 vs 36.
     pub single_pass_regalloc: bool,
     /// Run Cranelift's optimising mid-end (`opt_level=speed`: e-graph
-    /// rewrites, GVN, loop-invariant code motion) instead of `opt_level=none`.
-    /// Off by default: the kernel builders already emit hoisted constants
-    /// and shared subexpressions, and with the backtracking allocator the
-    /// mid-end bought no run time (the suite, 4e6-element element-wise,
-    /// comparison, integer and f32 kernels and 2000×2000 row / column
-    /// reductions, interleaved `kiln bench` runs on AVX2: equal within the
-    /// noise) while it costs 15-20% of code generation (poly 1.10 → 0.93 ms
-    /// compile, outer_tanh 1.02 → 0.85, logsumexp 2.9 → 2.3). (With the
-    /// single-pass allocator it was worth 15-20% of sigmoid_xent's run
-    /// time.)
+    /// rewrites, GVN, loop-invariant code motion) on every kernel instead of
+    /// only on those with an integer division or remainder. Off by default:
+    /// the kernel builders already emit hoisted constants and shared
+    /// subexpressions, and with the backtracking allocator the mid-end
+    /// bought no run time on other kernels (the suite, 4e6-element
+    /// element-wise, comparison, integer and f32 kernels and 2000×2000 row /
+    /// column reductions, interleaved `kiln bench` runs on AVX2: equal
+    /// within the noise) while it costs 15-20% of code generation (poly 1.10
+    /// → 0.93 ms compile, outer_tanh 1.02 → 0.85, logsumexp 2.9 → 2.3).
+    /// Integer division and remainder by a constant need it (it turns them
+    /// into multiplications: `i // 3 + i % 4` on 4e6 i64 6.8-9.1 against
+    /// 18.5 ms), so kernels that divide integers always get it.
     pub optimize: bool,
 }
 
@@ -113,6 +115,18 @@ pub fn host_isa(opts: &CodegenOptions) -> Result<Arc<dyn TargetIsa>> {
     Ok(isa)
 }
 
+/// Whether the function divides integers (`sdiv`, `udiv`, `srem`, `urem`):
+/// such kernels are compiled with the optimising mid-end, which turns a
+/// division by a constant into a multiplication.
+fn divides_integers(func: &ir::Function) -> bool {
+    use ir::Opcode::{Sdiv, Srem, Udiv, Urem};
+    func.layout.blocks().any(|b| {
+        func.layout
+            .block_insts(b)
+            .any(|i| matches!(func.dfg.insts[i].opcode(), Sdiv | Udiv | Srem | Urem))
+    })
+}
+
 /// Builds the kernels of one Function into one module.
 pub struct JitBuilder {
     /// The module being built.
@@ -125,12 +139,23 @@ pub struct JitBuilder {
     /// Kernels declared and built, in definition order, waiting for code
     /// generation in [`JitBuilder::finish`]: (name, id, IR).
     pending: Vec<(String, FuncId, Context)>,
+    /// The ISA with the optimising mid-end, for kernels that divide
+    /// integers (the module's own ISA when `optimize` is set).
+    optimizing: Arc<dyn TargetIsa>,
 }
 
 impl JitBuilder {
     /// A new module for the host with every math symbol registered.
     pub fn new(opts: &CodegenOptions) -> Result<Self> {
         let isa = host_isa(opts)?;
+        let optimizing = if opts.optimize {
+            isa.clone()
+        } else {
+            host_isa(&CodegenOptions {
+                optimize: true,
+                ..*opts
+            })?
+        };
         let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
         for (name, ptr) in mathcalls::symbols() {
             jb.symbol(name, ptr);
@@ -143,6 +168,7 @@ impl JitBuilder {
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
             pending: Vec::new(),
+            optimizing,
         })
     }
 
@@ -205,10 +231,10 @@ impl JitBuilder {
                 eprintln!("=== kernel {name}\n{}", ctx.func.display());
             }
         }
-        let isa = self.module.isa();
+        let isas = [self.module.isa(), &*self.optimizing];
         let threads = kiln_runtime::parallel::num_threads().min(pending.len());
         let errors: Vec<Option<String>> = if threads <= 1 {
-            pending.iter_mut().map(|k| generate(isa, k)).collect()
+            pending.iter_mut().map(|k| generate(isas, k)).collect()
         } else {
             // Kernels are taken from a shared counter, so a long kernel
             // does not hold up the short ones behind it.
@@ -221,7 +247,7 @@ impl JitBuilder {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(slot) = slots.get(i) else { break };
                 let mut k = slot.lock().unwrap_or_else(|e| e.into_inner());
-                let e = generate(isa, &mut k);
+                let e = generate(isas, &mut k);
                 *errors[i].lock().unwrap_or_else(|e| e.into_inner()) = e;
             };
             std::thread::scope(|s| {
@@ -278,9 +304,15 @@ impl JitBuilder {
     }
 }
 
-/// Generates one kernel's machine code into its context; the error text on
-/// failure.
-fn generate(isa: &dyn TargetIsa, (name, _, ctx): &mut (String, FuncId, Context)) -> Option<String> {
+/// Generates one kernel's machine code into its context, with `isas[1]`
+/// (the optimising mid-end) when it divides integers, else `isas[0]`; the
+/// error text on failure. Both ISAs are the host's with the same flags but
+/// the optimisation level, so their code shares one module's conventions.
+fn generate(
+    isas: [&dyn TargetIsa; 2],
+    (name, _, ctx): &mut (String, FuncId, Context),
+) -> Option<String> {
+    let isa = isas[usize::from(divides_integers(&ctx.func))];
     let mut ctrl = ControlPlane::default();
     match ctx.compile(isa, &mut ctrl) {
         Ok(_) => None,
@@ -325,5 +357,66 @@ impl Drop for JitCode {
             // call can be running or start after this point.
             unsafe { m.free_memory() };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift_codegen::ir::{types, InstBuilder};
+    use cranelift_frontend::FunctionBuilder;
+
+    /// A function `(a, b) -> a op b` on i64.
+    fn binary(op: fn(&mut FunctionBuilder<'_>, ir::Value, ir::Value) -> ir::Value) -> ir::Function {
+        let mut sig = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+        sig.params
+            .extend([AbiParam::new(types::I64), AbiParam::new(types::I64)]);
+        sig.returns.push(AbiParam::new(types::I64));
+        let mut func = ir::Function::with_name_signature(ir::UserFuncName::default(), sig);
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+        let blk = b.create_block();
+        b.append_block_params_for_function_params(blk);
+        b.switch_to_block(blk);
+        b.seal_block(blk);
+        let (x, y) = (b.block_params(blk)[0], b.block_params(blk)[1]);
+        let r = op(&mut b, x, y);
+        b.ins().return_(&[r]);
+        let isa = host_isa(&CodegenOptions::default()).unwrap();
+        b.finalize(isa.frontend_config());
+        func
+    }
+
+    #[test]
+    fn integer_division_selects_the_optimising_mid_end() {
+        assert!(divides_integers(&binary(|b, x, y| b.ins().sdiv(x, y))));
+        assert!(divides_integers(&binary(|b, x, y| b.ins().urem(x, y))));
+        assert!(!divides_integers(&binary(|b, x, y| b.ins().imul(x, y))));
+    }
+
+    /// Kernels compiled with either ISA link into one module and run: an
+    /// integer division kernel (the optimising ISA) beside a product.
+    #[test]
+    fn kernels_of_both_isas_share_a_module() {
+        let mut jb = JitBuilder::new(&CodegenOptions::default()).unwrap();
+        jb.ctx.func = binary(|b, x, y| b.ins().sdiv(x, y));
+        let div = jb.define_current("div").unwrap();
+        jb.ctx.func = binary(|b, x, y| b.ins().imul(x, y));
+        let mul = jb.define_current("mul").unwrap();
+        let code = jb.finish().unwrap();
+        // SAFETY: both kernels were built with the signature (i64, i64) -> i64
+        // in the host's System V convention.
+        let (d, m) = unsafe {
+            (
+                std::mem::transmute::<*const u8, extern "sysv64" fn(i64, i64) -> i64>(
+                    code.ptr(div),
+                ),
+                std::mem::transmute::<*const u8, extern "sysv64" fn(i64, i64) -> i64>(
+                    code.ptr(mul),
+                ),
+            )
+        };
+        assert_eq!(d(-17, 3), -5);
+        assert_eq!(m(-17, 3), -51);
     }
 }
