@@ -433,8 +433,10 @@ mod tests {
     #[test]
     fn symbols_listed() {
         let s = math_symbols();
-        assert_eq!(s.len(), 50);
+        // 24 unary and 2 binary functions, f64 and f32 each.
+        assert_eq!(s.len(), 52);
         assert!(s.iter().any(|(n, _)| *n == "kiln_pow_f32"));
+        assert!(s.iter().any(|(n, _)| *n == "kiln_arctan2_f64"));
         assert!(s.iter().all(|(_, p)| !p.is_null()));
     }
 }

@@ -490,31 +490,65 @@ fn pow_inputs(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
     (xs, ys)
 }
 
+/// Worst f64 error of the slice form `f` of a binary function against
+/// `reference` over the pairs (a[i], b[i]): (ULP, a, b).
+fn worst_binary_f64(
+    a: &[f64],
+    b: &[f64],
+    f: fn(&[f64], &[f64], &mut [f64]),
+    reference: fn(f64, f64) -> f64,
+) -> (f64, f64, f64) {
+    let mut out = vec![0.0; a.len()];
+    f(a, b, &mut out);
+    let mut w = (0.0, 0.0, 0.0);
+    for i in 0..a.len() {
+        let e = ulp64(out[i], reference(a[i], b[i]));
+        if e > w.0 {
+            w = (e, a[i], b[i]);
+        }
+    }
+    w
+}
+
+/// [`worst_binary_f64`] for the f32 form, against the f64 reference
+/// rounded to f32.
+fn worst_binary_f32(
+    a: &[f32],
+    b: &[f32],
+    f: fn(&[f32], &[f32], &mut [f32]),
+    reference: fn(f64, f64) -> f64,
+) -> (f64, f32, f32) {
+    let mut out = vec![0.0f32; a.len()];
+    f(a, b, &mut out);
+    let mut w = (0.0, 0.0, 0.0);
+    for i in 0..a.len() {
+        let e = ulp32(out[i], reference(f64::from(a[i]), f64::from(b[i])) as f32);
+        if e > w.0 {
+            w = (e, a[i], b[i]);
+        }
+    }
+    w
+}
+
+/// Every ordered pair of `values`, as two parallel lists.
+fn all_pairs(values: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let a = values
+        .iter()
+        .flat_map(|&v| values.iter().map(move |_| v))
+        .collect();
+    let b = values.iter().flat_map(|_| values.iter().copied()).collect();
+    (a, b)
+}
+
 /// Measures pow: (f64 max ULP, at (x, y)), (f32 max ULP, at (x, y)).
 pub fn measure_pow(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
     let (xs, ys) = pow_inputs(points(), seed);
-    let mut out = vec![0.0; xs.len()];
-    m::pow_f64(&xs, &ys, &mut out);
-    let mut w64 = (0.0, 0.0, 0.0);
-    for i in 0..xs.len() {
-        let e = ulp64(out[i], xs[i].powf(ys[i]));
-        if e > w64.0 {
-            w64 = (e, xs[i], ys[i]);
-        }
-    }
     let x32: Vec<f32> = xs.iter().map(|&x| x as f32).collect();
     let y32: Vec<f32> = ys.iter().map(|&y| (y as f32) * 0.1).collect();
-    let mut o32 = vec![0.0f32; xs.len()];
-    m::pow_f32(&x32, &y32, &mut o32);
-    let mut w32 = (0.0, 0.0, 0.0);
-    for i in 0..xs.len() {
-        let want = f64::from(x32[i]).powf(f64::from(y32[i])) as f32;
-        let e = ulp32(o32[i], want);
-        if e > w32.0 {
-            w32 = (e, x32[i], y32[i]);
-        }
-    }
-    (w64, w32)
+    (
+        worst_binary_f64(&xs, &ys, m::pow_f64, f64::powf),
+        worst_binary_f32(&x32, &y32, m::pow_f32, f64::powf),
+    )
 }
 
 /// Worst pow error over all pairs of special values (against std powf).
@@ -530,24 +564,8 @@ pub fn measure_pow_specials() -> (f64, f64, f64) {
         9007199254740994.0,
         -1.5,
     ]);
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
-    for &x in &sp {
-        for &y in &sp {
-            xs.push(x);
-            ys.push(y);
-        }
-    }
-    let mut out = vec![0.0; xs.len()];
-    m::pow_f64(&xs, &ys, &mut out);
-    let mut w = (0.0, 0.0, 0.0);
-    for i in 0..xs.len() {
-        let e = ulp64(out[i], xs[i].powf(ys[i]));
-        if e > w.0 {
-            w = (e, xs[i], ys[i]);
-        }
-    }
-    w
+    let (xs, ys) = all_pairs(&sp);
+    worst_binary_f64(&xs, &ys, m::pow_f64, f64::powf)
 }
 
 /// atan2 inputs: pairs with both coordinates uniform in [-1, 1], pairs of
@@ -586,28 +604,12 @@ fn atan2_inputs(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
 /// at (y, x)).
 pub fn measure_atan2(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
     let (ys, xs) = atan2_inputs(points(), seed);
-    let mut out = vec![0.0; ys.len()];
-    m::arctan2_f64(&ys, &xs, &mut out);
-    let mut w64 = (0.0, 0.0, 0.0);
-    for i in 0..ys.len() {
-        let e = ulp64(out[i], ys[i].atan2(xs[i]));
-        if e > w64.0 {
-            w64 = (e, ys[i], xs[i]);
-        }
-    }
     let y32: Vec<f32> = ys.iter().map(|&v| v as f32).collect();
     let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
-    let mut o32 = vec![0.0f32; ys.len()];
-    m::arctan2_f32(&y32, &x32, &mut o32);
-    let mut w32 = (0.0, 0.0, 0.0);
-    for i in 0..ys.len() {
-        let want = f64::from(y32[i]).atan2(f64::from(x32[i])) as f32;
-        let e = ulp32(o32[i], want);
-        if e > w32.0 {
-            w32 = (e, y32[i], x32[i]);
-        }
-    }
-    (w64, w32)
+    (
+        worst_binary_f64(&ys, &xs, m::arctan2_f64, f64::atan2),
+        worst_binary_f32(&y32, &x32, m::arctan2_f32, f64::atan2),
+    )
 }
 
 /// Worst atan2 error over all pairs of special values (±0, ±inf, NaN,
@@ -615,22 +617,6 @@ pub fn measure_atan2(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
 pub fn measure_atan2_specials() -> (f64, f64, f64) {
     let mut sp: Vec<f64> = SPECIALS.to_vec();
     sp.extend([1.0, -1.0, 3.0, -0.25]);
-    let mut ys = Vec::new();
-    let mut xs = Vec::new();
-    for &y in &sp {
-        for &x in &sp {
-            ys.push(y);
-            xs.push(x);
-        }
-    }
-    let mut out = vec![0.0; ys.len()];
-    m::arctan2_f64(&ys, &xs, &mut out);
-    let mut w = (0.0, 0.0, 0.0);
-    for i in 0..ys.len() {
-        let e = ulp64(out[i], ys[i].atan2(xs[i]));
-        if e > w.0 {
-            w = (e, ys[i], xs[i]);
-        }
-    }
-    w
+    let (ys, xs) = all_pairs(&sp);
+    worst_binary_f64(&ys, &xs, m::arctan2_f64, f64::atan2)
 }
