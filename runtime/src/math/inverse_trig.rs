@@ -101,30 +101,18 @@ pub(crate) fn atan2(y: f64, x: f64) -> f64 {
     let u = sel((un == 0.0 && ud == 0.0) || both_inf, 0.0, un / ud);
     let z = u * u;
     let p = u + u * z * horner(z, &ATAN_C);
-    // angle = b + s·p: b from the octant (0, π/4, π/2, 3π/4 or π), s = ±1.
+    // angle = b + s·p: b from the octant (0, π/4, π/2, 3π/4 or π, each as
+    // a head and a tail), s = ±1. Right half-plane: atan(n/d) = (0 or π/4)
+    // + p, or π/2 minus that when steep; the left half-plane mirrors it
+    // (π - angle).
     let left = x.is_sign_negative();
-    let (b1_hi, b1_lo) = (
-        sel(mid, PIO4_HI, sel(steep, PIO2_HI, 0.0)),
-        sel(mid, PIO4_LO, sel(steep, PIO2_LO, 0.0)),
-    );
-    let b_hi = sel(
-        left,
-        sel(
-            b1_hi == 0.0,
-            PI_HI,
-            sel(b1_hi == PIO4_HI, THREE_PIO4_HI, PIO2_HI),
-        ),
-        b1_hi,
-    );
-    let b_lo = sel(
-        left,
-        sel(
-            b1_hi == 0.0,
-            PI_LO,
-            sel(b1_hi == PIO4_HI, THREE_PIO4_LO, PIO2_LO),
-        ),
-        b1_lo,
-    );
+    let octant = |c: [f64; 5]| {
+        let right = sel(mid, c[1], sel(steep, c[2], c[0]));
+        let mirrored = sel(mid, c[3], sel(steep, c[2], c[4]));
+        sel(left, mirrored, right)
+    };
+    let b_hi = octant([0.0, PIO4_HI, PIO2_HI, THREE_PIO4_HI, PI_HI]);
+    let b_lo = octant([0.0, PIO4_LO, PIO2_LO, THREE_PIO4_LO, PI_LO]);
     let s = sel(steep != left, -p, p);
     copysign(b_hi + (s + b_lo), y)
 }
