@@ -155,6 +155,30 @@ fn two_values(dtype: DType, shape: &[usize], seed: u64) -> [Value; 2] {
     ]
 }
 
+/// [`LENGTHS`] as 1-d shapes.
+fn vector_shapes() -> Vec<Vec<usize>> {
+    LENGTHS.iter().map(|&n| vec![n]).collect()
+}
+
+/// Checks `outs` of the inputs `ins` (two of `dtype`) against the
+/// reference on [`two_values`] of each of `shapes` (seeds `seed + k`),
+/// within `max_ulps`.
+fn check_on_shapes(
+    ins: &[Tensor],
+    outs: &[Tensor],
+    dtype: DType,
+    shapes: &[Vec<usize>],
+    seed: u64,
+    max_ulps: u64,
+    what: &str,
+) {
+    for (k, shape) in shapes.iter().enumerate() {
+        let vals = two_values(dtype, shape, seed + k as u64);
+        let what = format!("{what} ({dtype}, shape {shape:?})");
+        check(ins, outs, &vals, max_ulps, &what);
+    }
+}
+
 /// Bool values between nodes ride the vector path as lane masks:
 /// comparisons, `isnan` / `isinf` / `isfinite`, logic on bools, a bool
 /// `where`, bools in float arithmetic (as 0 / 1) and a mask staged across a
@@ -183,17 +207,8 @@ fn comparisons_and_logic_inside_where_take_the_vector_path_bit_exactly() {
         for src in exprs {
             let out = build(src, &vars);
             let max_ulps = if src.contains("log1p") { 2 } else { 0 };
-            for (k, &n) in LENGTHS.iter().enumerate() {
-                let what = format!("{src} ({dtype}, n = {n})");
-                let vals = two_values(dtype, &[n], 300 + k as u64);
-                check(
-                    &[x.clone(), y.clone()],
-                    std::slice::from_ref(&out),
-                    &vals,
-                    max_ulps,
-                    &what,
-                );
-            }
+            let ins = [x.clone(), y.clone()];
+            check_on_shapes(&ins, &[out], dtype, &vector_shapes(), 300, max_ulps, src);
         }
     }
 }
@@ -229,7 +244,7 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
             let (x, y, vars) = pair(["x", "y"], dtype, dims);
             let shapes: Vec<Vec<usize>> = match axis {
                 Some(_) => vec![vec![3, 5], vec![130, 7], vec![700, 33], vec![5, 1000]],
-                None => LENGTHS.iter().map(|&n| vec![n]).collect(),
+                None => vector_shapes(),
             };
             for body in bodies {
                 let src = match axis {
@@ -237,17 +252,8 @@ fn reductions_of_comparisons_fold_lane_masks_exactly() {
                     None => body.replace("{}", ""),
                 };
                 let out = build(&src, &vars);
-                for (k, shape) in shapes.iter().enumerate() {
-                    let what = format!("{src} ({dtype}, shape {shape:?})");
-                    let vals = two_values(dtype, shape, 500 + k as u64);
-                    check(
-                        &[x.clone(), y.clone()],
-                        std::slice::from_ref(&out),
-                        &vals,
-                        0,
-                        &what,
-                    );
-                }
+                let ins = [x.clone(), y.clone()];
+                check_on_shapes(&ins, &[out], dtype, &shapes, 500, 0, &src);
             }
         }
     }
@@ -276,11 +282,9 @@ fn bool_results_leave_the_vector_path_as_bytes() {
             // The same bools next to a float result of the same inputs.
             let float = &(&x * &y) + 1.0;
             for outs in [vec![out.clone()], vec![out.clone(), float]] {
-                for (k, &n) in LENGTHS.iter().enumerate() {
-                    let what = format!("{src} ({dtype}, {} outputs, n = {n})", outs.len());
-                    let vals = two_values(dtype, &[n], 700 + k as u64);
-                    check(&[x.clone(), y.clone()], &outs, &vals, 0, &what);
-                }
+                let what = format!("{src}, {} outputs", outs.len());
+                let ins = [x.clone(), y.clone()];
+                check_on_shapes(&ins, &outs, dtype, &vector_shapes(), 700, 0, &what);
             }
         }
     }
@@ -371,20 +375,9 @@ fn fused_column_reductions_fold_blocks_exactly() {
         let (x, y, vars) = pair(["x", "y"], dtype, &[None, None]);
         for src in exprs {
             let out = build(src, &vars);
-            for (k, shape) in [[130usize, 7], [37, 300], [5, 1000], [3, 129]]
-                .iter()
-                .enumerate()
-            {
-                let what = format!("{src} ({dtype}, shape {shape:?})");
-                let vals = two_values(dtype, shape, 1100 + k as u64);
-                check(
-                    &[x.clone(), y.clone()],
-                    std::slice::from_ref(&out),
-                    &vals,
-                    0,
-                    &what,
-                );
-            }
+            let shapes = [vec![130, 7], vec![37, 300], vec![5, 1000], vec![3, 129]];
+            let ins = [x.clone(), y.clone()];
+            check_on_shapes(&ins, &[out], dtype, &shapes, 1100, 0, src);
         }
     }
 }
