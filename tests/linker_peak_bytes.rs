@@ -83,12 +83,12 @@ fn intermediates(fg: &FunctionGraph) -> (usize, usize) {
 }
 
 /// Fused FAST_RUN workloads whose peak is the full-size temporary a
-/// reduction reads (sigmoid_xent: the per-element loss before `sum`;
-/// logsumexp: `exp(X - max)` before `sum`). No inplace rewrite can remove
+/// reduction reads (sigmoid_xent: the per-element loss before `sum`). No
+/// inplace rewrite can remove
 /// that buffer (a reduction's output is smaller than its input, so it
 /// cannot overwrite it), and their inplace nodes act on the small buffers
 /// next to it: inplace leaves their peak unchanged.
-const PEAK_IS_A_REDUCTION_INPUT: &[&str] = &["sigmoid_xent", "logsumexp"];
+const PEAK_IS_A_REDUCTION_INPUT: &[&str] = &["sigmoid_xent"];
 
 #[test]
 fn inplace_lowers_the_peak_of_every_suite_workload_with_intermediates() {
@@ -132,7 +132,7 @@ fn inplace_lowers_the_peak_of_every_suite_workload_with_intermediates() {
             }
         }
     }
-    // mlp fused; poly, gauss, sigmoid_xent, logsumexp, outer_tanh, mlp,
-    // stencil unfused.
-    assert_eq!(strict, 8);
+    // mlp fused; poly, gauss, sigmoid_xent, outer_tanh, mlp, stencil
+    // unfused (logsumexp is one LogSumExp node, fused or not).
+    assert_eq!(strict, 7);
 }

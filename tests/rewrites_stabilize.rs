@@ -59,19 +59,34 @@ fn log_add_exp() {
 
 #[test]
 fn log_sum_exp() {
-    let m = "where((abs(max(X, axis=1)) == inf), 0.0, max(X, axis=1))";
+    // One axis: the LogSumExp op.
     check_rule(
         "local_log_sum_exp",
         graph("X=f64[:, :]", "log(sum(exp(X), axis=1))"),
         "log(sum(exp(X), axis=1))",
-        &format!("(log(sum(exp((X - {m}[:, None])), axis=1)) + {m})"),
+        "logsumexp(X, axis=1)",
     );
     // keepdims=True: the DimShuffle between log and sum is kept outside.
     check_rule(
         "local_log_sum_exp",
         graph("X=f64[:, :]", "log(sum(exp(X), axis=1, keepdims=True))"),
         "log(sum(exp(X), axis=1)[:, None])",
-        &format!("(log(sum(exp((X - {m}[:, None])), axis=1)) + {m})[:, None]"),
+        "logsumexp(X, axis=1)[:, None]",
+    );
+    // All axes, listed or not: one lane of every element.
+    check_rule(
+        "local_log_sum_exp",
+        graph("X=f64[:, :]", "log(sum(exp(X), axis=(0, 1)))"),
+        "log(sum(exp(X), axis=(0, 1)))",
+        "logsumexp(X)",
+    );
+    // Several axes but not all: the max-shifted form.
+    let m = "where((abs(max(X, axis=(0, 2))) == inf), 0.0, max(X, axis=(0, 2)))";
+    check_rule(
+        "local_log_sum_exp",
+        graph("X=f64[:, :, :]", "log(sum(exp(X), axis=(0, 2)))"),
+        "log(sum(exp(X), axis=(0, 2)))",
+        &format!("(log(sum(exp((X - {m}[None, :, None])), axis=(0, 2))) + {m})"),
     );
     check_no_fire(
         "local_log_sum_exp",

@@ -1,4 +1,5 @@
-//! The softmax family (`softmax`, `log_softmax`): type inference and
+//! The softmax family (`softmax`, `log_softmax`; `logsumexp` has its own
+//! file, `logsumexp.rs`): type inference and
 //! rejected inputs, reference values (finite and correct at ±1e3, NaN and
 //! infinities per lane, empty arrays), the JIT against the reference within
 //! the bound of `differential_support/exact.rs`, the expression language,
@@ -345,6 +346,13 @@ fn rewrite_log_softmax_from_logsumexp() {
         "(x - log(sum(exp(x))[None]))",
         "log_softmax(x, axis=0)",
     );
+    // Written with the LogSumExp op.
+    check_rule(
+        name,
+        merged("X=f64[:, :]", "X - logsumexp(X, axis=0, keepdims=True)"),
+        "(X - logsumexp(X, axis=0)[None, :])",
+        "log_softmax(X, axis=0)",
+    );
     // Another tensor, another axis, or no keepdims: left alone.
     check_no_fire(
         name,
@@ -352,6 +360,17 @@ fn rewrite_log_softmax_from_logsumexp() {
             "X=f64[:, :]; Y=f64[:, :]",
             "Y - log(sum(exp(X), axis=1, keepdims=True))",
         ),
+    );
+    check_no_fire(
+        name,
+        merged(
+            "X=f64[:, :]; Y=f64[:, :]",
+            "Y - logsumexp(X, axis=1, keepdims=True)",
+        ),
+    );
+    check_no_fire(
+        name,
+        merged("X=f64[:, :]", "X - logsumexp(X, axis=1, keepdims=True).T"),
     );
     check_no_fire(
         name,

@@ -37,6 +37,7 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             })
         }
         Op::Softmax { axis, log } => Ok(vec![softmax(&name, *axis, *log, inputs[0])?]),
+        Op::LogSumExp { axis } => Ok(vec![log_sum_exp(&name, *axis, inputs[0])?]),
         Op::CumReduce { op: r, axis } => Ok(vec![cumulative(&name, *r, *axis, inputs[0])?]),
         Op::Dot => Ok(vec![dot(&name, inputs[0], inputs[1])?]),
         Op::BatchedDot => Ok(vec![batched_dot(&name, inputs, types)?]),
@@ -583,6 +584,38 @@ fn softmax(name: &str, axis: Option<usize>, log: bool, x: &Value) -> Result<Valu
         x.dtype(),
         a.mapv(|v| round_to(v, x.dtype())),
     ))
+}
+
+/// `log(sum(exp(x)))` over `axis` (`None`: all elements), shifted by each
+/// lane's maximum `m`: `ln(Σ exp(x - m)) + m`, in `f64`, rounded once to
+/// the dtype. An infinite `m` is the value itself (`+inf`, or `-inf` for a
+/// lane of `-inf` only or an empty lane).
+fn log_sum_exp(name: &str, axis: Option<usize>, x: &Value) -> Result<Value> {
+    if !x.dtype().is_float() {
+        return Err(Error::eval(
+            name,
+            format!("expects a float input, got {}", x.dtype()),
+        ));
+    }
+    let a = x.to_f64_array();
+    let lane = |lane: ndarray::ArrayViewD<'_, f64>| {
+        let m = lane.iter().fold(f64::NEG_INFINITY, |m, &v| nan_max(m, v));
+        if m.is_infinite() {
+            return m;
+        }
+        let s: f64 = lane.iter().map(|&v| (v - m).exp()).sum();
+        round_to(s.ln() + m, x.dtype())
+    };
+    let out = match axis {
+        Some(ax) => {
+            if ax >= a.ndim() {
+                return Err(Error::eval(name, format!("axis {ax} out of range")));
+            }
+            a.map_axis(Axis(ax), |l| lane(l.into_dyn()))
+        }
+        None => ArrayD::from_elem(IxDyn(&[]), lane(a.view())),
+    };
+    Ok(Value::from_f64_array(x.dtype(), out))
 }
 
 /// numpy's `cumsum` / `cumprod` of `x` along `axis` (`None`: flattened),

@@ -737,6 +737,7 @@ funcs! {
     Argmin => "argmin", Reduction;
     Softmax => "softmax", Reduction;
     LogSoftmax => "log_softmax", Reduction;
+    LogSumExp => "logsumexp", Reduction;
     Cumsum => "cumsum", Reduction;
     Cumprod => "cumprod", Reduction;
     Dot => "dot", Fixed(2);

@@ -216,6 +216,20 @@ pub fn l_op(
             };
             Ok(vec![grad_or_zero(&inputs[0], g)])
         }
+        Op::LogSumExp { axis } => {
+            // d logsumexp(x) / dx = softmax(x) over the same lane.
+            let x = &inputs[0];
+            let axes: Option<Vec<usize>> = axis.map(|a| vec![a]);
+            let s = Tensor::apply(
+                Op::Softmax {
+                    axis: *axis,
+                    log: false,
+                },
+                &[x],
+            )?;
+            let g = mul(&expand_reduced(gz, x.ndim(), axes.as_deref())?, &s)?;
+            Ok(vec![grad_or_zero(x, g)])
+        }
         Op::CumReduce {
             op: ReduceOp::Sum,
             axis,

@@ -401,6 +401,10 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
                 Some(d) => format!("{f}({}, axis={d})", args[0]),
             }
         }
+        Op::LogSumExp { axis } => match axis {
+            None => format!("logsumexp({})", args[0]),
+            Some(d) => format!("logsumexp({}, axis={d})", args[0]),
+        },
         Op::ArgReduce {
             op: a,
             axis,

@@ -223,6 +223,19 @@ pub enum Op {
         /// `log_softmax` instead of `softmax`.
         log: bool,
     },
+    /// `logsumexp(x) = log(sum(exp(x)))` over one axis (`None`: over all
+    /// elements), computed as `log(sum(exp(x - m))) + m` with `m` the lane's
+    /// maximum, so that it neither overflows nor underflows (made by
+    /// stabilize's `local_log_sum_exp`, or by `logsumexp(x)` in an
+    /// expression). Float inputs only; the output has the input's dtype and
+    /// its shape without the reduced axis (a 0-d output for `None`). The
+    /// value is that of `log(sum(exp(x)))` wherever the latter is finite: a
+    /// NaN in a lane gives NaN, a `+inf` gives `+inf`, a lane of `-inf`
+    /// only, or an empty lane, gives `-inf` (`log(0)`).
+    LogSumExp {
+        /// The reduced axis, or `None` for all elements.
+        axis: Option<usize>,
+    },
     /// numpy's `cumsum` (`op` = `Sum`) or `cumprod` (`Prod`) along one axis
     /// (`None`: the flattened input in C order, a 1-d output). The output
     /// dtype is the reduction's (`ReduceOp::output_dtype`: `bool` and
@@ -385,6 +398,7 @@ impl Op {
             Op::FusedReduce { .. } => OpKind::FusedReduce,
             Op::ArgReduce { .. } => OpKind::ArgReduce,
             Op::Softmax { .. } => OpKind::Softmax,
+            Op::LogSumExp { .. } => OpKind::LogSumExp,
             Op::CumReduce { .. } => OpKind::CumReduce,
             Op::Dot => OpKind::Dot,
             Op::BatchedDot => OpKind::BatchedDot,
@@ -448,6 +462,10 @@ impl Op {
                 let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
                 let name = if *log { "LogSoftmax" } else { "Softmax" };
                 format!("{name}{{axis={axis}}}")
+            }
+            Op::LogSumExp { axis } => {
+                let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
+                format!("LogSumExp{{axis={axis}}}")
             }
             Op::CumReduce { op, axis } => {
                 let axis = axis.map_or_else(|| "None".to_string(), |a| a.to_string());
@@ -594,6 +612,26 @@ impl Op {
                     return Err(err(format!("axis {a} out of range for input {}", x.ty)));
                 }
                 Ok(vec![x.ty.clone()])
+            }
+            Op::LogSumExp { axis } => {
+                let [x] = inputs else {
+                    return Err(err(format!("expects 1 input, got {}", inputs.len())));
+                };
+                if !x.ty.dtype.is_float() {
+                    return Err(err(format!("expects a float input, got {}", x.ty)));
+                }
+                let shape = match *axis {
+                    Some(a) if a >= x.ty.ndim() => {
+                        return Err(err(format!("axis {a} out of range for input {}", x.ty)));
+                    }
+                    Some(a) => {
+                        let mut s = x.ty.shape.clone();
+                        s.remove(a);
+                        s
+                    }
+                    None => Vec::new(),
+                };
+                Ok(vec![TensorType::new(x.ty.dtype, shape)])
             }
             Op::CumReduce { op, axis } => {
                 let [x] = inputs else {
@@ -1086,6 +1124,7 @@ pub enum OpKind {
     FusedReduce,
     ArgReduce,
     Softmax,
+    LogSumExp,
     CumReduce,
     Dot,
     BatchedDot,
@@ -1250,6 +1289,7 @@ impl PartialEq for Op {
                 },
             ) => a == b && x == y && p == q,
             (Op::Softmax { axis: a, log: p }, Op::Softmax { axis: b, log: q }) => a == b && p == q,
+            (Op::LogSumExp { axis: a }, Op::LogSumExp { axis: b }) => a == b,
             (Op::CumReduce { op: a, axis: x }, Op::CumReduce { op: b, axis: y }) => {
                 a == b && x == y
             }
@@ -1330,6 +1370,7 @@ impl Hash for Op {
                 axis.hash(state);
                 log.hash(state);
             }
+            Op::LogSumExp { axis } => axis.hash(state),
             Op::CumReduce { op, axis } => {
                 op.hash(state);
                 axis.hash(state);

@@ -15,11 +15,12 @@
 //!   DimShuffle must cover the same axis (or all axes).
 //! - `local_exp_log_softmax`: `exp(log_softmax(x))` -> `softmax(x)`.
 //! - `local_log_softmax_from_logsumexp` (registered in canonicalize, through
-//!   [`canonicalize_rules`]): `x - log(sum(exp(x), axis, keepdims))` ->
-//!   `log_softmax(x, axis)`. PyTensor has it in stabilize, after its
-//!   `LogSumExp` op; kiln has no such op, and stabilize's max-shift of the
-//!   log-sum-exp (`local_log_sum_exp`) would hide the pattern, so it runs
-//!   before, in canonicalize. The original is `inf - inf = NaN` at `x = 1e3`.
+//!   [`canonicalize_rules`]): `x - log(sum(exp(x), axis, keepdims))`, or
+//!   `x - logsumexp(x, axis, keepdims)` written with the `LogSumExp` op, ->
+//!   `log_softmax(x, axis)`. PyTensor has it in stabilize; here stabilize's
+//!   `local_log_sum_exp` would turn the hand-written form into the op or a
+//!   max-shifted graph first, so it runs before, in canonicalize. The
+//!   original is `inf - inf = NaN` at `x = 1e3`.
 
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
@@ -57,12 +58,21 @@ pub fn local_log_softmax(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     finish(fg, n, new)
 }
 
-/// When `v` is a `keepdims` DimShuffle of a `CAReduce` of `op` over one
-/// axis (or all axes) of an `ndim`-d input: that input and the softmax axis.
+/// The reductions [`keepdims_reduction`] looks through.
+#[derive(Clone, Copy, PartialEq)]
+enum Reduction {
+    /// A `CAReduce` of this op.
+    CAReduce(ReduceOp),
+    /// `Op::LogSumExp`.
+    LogSumExp,
+}
+
+/// When `v` is a `keepdims` DimShuffle of reduction `want` over one axis
+/// (or all axes) of an `ndim`-d input: that input and the softmax axis.
 fn keepdims_reduction(
     fg: &FunctionGraph,
     v: VarId,
-    op: ReduceOp,
+    want: Reduction,
     ndim: usize,
 ) -> Option<(VarId, Option<usize>)> {
     let d = fg.owner(v)?;
@@ -70,15 +80,17 @@ fn keepdims_reduction(
         return None;
     };
     let r = fg.owner(fg.node(d).inputs[0])?;
-    let Op::CAReduce { op: rop, axes } = &fg.node(r).op else {
-        return None;
+    let axes = match (&fg.node(r).op, want) {
+        (Op::CAReduce { op, axes }, Reduction::CAReduce(w)) if *op == w => axes.clone(),
+        (Op::LogSumExp { axis }, Reduction::LogSumExp) => axis.map(|a| vec![a]),
+        _ => return None,
     };
-    if *rop != op || new_order.len() != ndim {
+    if new_order.len() != ndim {
         return None;
     }
     let reduced: Vec<usize> = match axes {
         None => (0..ndim).collect(),
-        Some(a) => a.clone(),
+        Some(a) => a,
     };
     // The DimShuffle puts the kept dimensions back in order and a new
     // (broadcastable) one at each reduced axis.
@@ -114,7 +126,9 @@ pub fn local_softmax_recognize(fg: &mut FunctionGraph, n: NodeId) -> Result<Opti
     if fg.ty(a).dtype != out_ty.dtype || !out_ty.dtype.is_float() || fg.ty(num) != &out_ty {
         return Ok(None);
     }
-    let Some((summed, axis)) = keepdims_reduction(fg, den, ReduceOp::Sum, ndim) else {
+    let Some((summed, axis)) =
+        keepdims_reduction(fg, den, Reduction::CAReduce(ReduceOp::Sum), ndim)
+    else {
         return Ok(None);
     };
     if summed != num {
@@ -125,7 +139,8 @@ pub fn local_softmax_recognize(fg: &mut FunctionGraph, n: NodeId) -> Result<Opti
         .map(|s| (fg.node(s).inputs[0], fg.node(s).inputs[1]))
         .filter(|&(x, m)| {
             fg.ty(x) == fg.ty(a)
-                && keepdims_reduction(fg, m, ReduceOp::Max, ndim) == Some((x, axis))
+                && keepdims_reduction(fg, m, Reduction::CAReduce(ReduceOp::Max), ndim)
+                    == Some((x, axis))
         })
         .map_or(a, |(x, _)| x);
     let axis = if ndim == 1 { Some(0) } else { axis };
@@ -149,8 +164,9 @@ pub fn local_exp_log_softmax(fg: &mut FunctionGraph, n: NodeId) -> Result<Option
     finish(fg, n, new)
 }
 
-/// `x - log(sum(exp(x), axis, keepdims))` -> `log_softmax(x, axis)` (see
-/// the module docs for why in canonicalize). Float `x` of the output's type
+/// `x - log(sum(exp(x), axis, keepdims))`, or `x - logsumexp(x, axis,
+/// keepdims)` with the op, -> `log_softmax(x, axis)` (see the module docs
+/// for why in canonicalize). Float `x` of the output's type
 /// only; the reduction and the keepdims DimShuffle must cover the same axis
 /// (or all axes).
 pub fn local_log_softmax_from_logsumexp(
@@ -166,17 +182,26 @@ pub fn local_log_softmax_from_logsumexp(
     if fg.ty(x) != &out_ty || !out_ty.dtype.is_float() {
         return Ok(None);
     }
-    let Some(log) = owner_if(fg, l, ScalarOp::Log) else {
-        return Ok(None);
-    };
     let ndim = out_ty.ndim();
-    let Some((e, axis)) = keepdims_reduction(fg, fg.node(log).inputs[0], ReduceOp::Sum, ndim)
-    else {
-        return Ok(None);
+    let axis = if let Some((y, axis)) = keepdims_reduction(fg, l, Reduction::LogSumExp, ndim) {
+        // `x - logsumexp(x, axis, keepdims)`, as written with the op.
+        if y != x {
+            return Ok(None);
+        }
+        axis
+    } else {
+        let Some(log) = owner_if(fg, l, ScalarOp::Log) else {
+            return Ok(None);
+        };
+        let sum = Reduction::CAReduce(ReduceOp::Sum);
+        let Some((e, axis)) = keepdims_reduction(fg, fg.node(log).inputs[0], sum, ndim) else {
+            return Ok(None);
+        };
+        if owner_if(fg, e, ScalarOp::Exp).is_none_or(|ex| fg.node(ex).inputs[0] != x) {
+            return Ok(None);
+        }
+        axis
     };
-    if owner_if(fg, e, ScalarOp::Exp).is_none_or(|ex| fg.node(ex).inputs[0] != x) {
-        return Ok(None);
-    }
     let axis = if ndim == 1 { Some(0) } else { axis };
     let new = fg.apply1(Op::Softmax { axis, log: true }, &[x])?;
     finish(fg, n, new)

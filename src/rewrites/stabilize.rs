@@ -277,8 +277,10 @@ pub fn local_log_add_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     finish(fg, n, new)
 }
 
-/// `log(sum(exp(X), axes)) -> log(sum(exp(X - m), axes)) + m` with
-/// `m = max(X, axes)`, where an infinite `m` is replaced by 0 in the shift.
+/// `log(sum(exp(X), axes))` -> `logsumexp(X, axis)` ([`Op::LogSumExp`]) when
+/// `axes` is one axis or all of them, else `log(sum(exp(X - m), axes)) + m`
+/// with `m = max(X, axes)`, where an infinite `m` is replaced by 0 in the
+/// shift (PyTensor's form; the op computes the same shift per lane).
 /// A DimShuffle between the `log` and the `sum` (`keepdims=True`, or a
 /// transpose lifted there by canonicalize) is kept around the result: `log`
 /// is element-wise, so `log(D(s)) = D(log(s))` for any DimShuffle `D`.
@@ -309,18 +311,32 @@ pub fn local_log_sum_exp(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
     if !x_ty.dtype.is_float() || is_max_shifted(fg, x) {
         return Ok(None);
     }
-    let (m_safe, m_keep) = max_shift(fg, x, &axes)?;
-    let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
-    let ex = unary(fg, ScalarOp::Exp, shifted)?;
-    let sum = fg.apply1(
-        Op::CAReduce {
-            op: ReduceOp::Sum,
-            axes,
-        },
-        &[ex],
-    )?;
-    let l = unary(fg, ScalarOp::Log, sum)?;
-    let mut new = elemwise(fg, ScalarOp::Add, &[l, m_safe])?;
+    let ndim = x_ty.ndim();
+    let lane_axis = match axes.as_deref() {
+        None => Some(None),
+        Some(a) if a.len() == ndim => Some(None),
+        Some(&[a]) => Some(Some(a)),
+        Some(_) => None,
+    };
+    let mut new = match lane_axis {
+        // One lane axis (or all elements): the op, which shifts each lane by
+        // its own maximum in one native pass.
+        Some(axis) => fg.apply1(Op::LogSumExp { axis }, &[x])?,
+        None => {
+            let (m_safe, m_keep) = max_shift(fg, x, &axes)?;
+            let shifted = elemwise(fg, ScalarOp::Sub, &[x, m_keep])?;
+            let ex = unary(fg, ScalarOp::Exp, shifted)?;
+            let sum = fg.apply1(
+                Op::CAReduce {
+                    op: ReduceOp::Sum,
+                    axes,
+                },
+                &[ex],
+            )?;
+            let l = unary(fg, ScalarOp::Log, sum)?;
+            elemwise(fg, ScalarOp::Add, &[l, m_safe])?
+        }
+    };
     if let Some(d) = dimshuffle {
         new = fg.apply1(d, &[new])?;
     }

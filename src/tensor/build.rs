@@ -346,7 +346,12 @@ impl Tensor {
         if !keepdims {
             return Ok(r);
         }
-        let reduced = |d: usize| axes_norm.as_ref().is_none_or(|a| a.contains(&d));
+        self.keep_reduced_dims(&r, |d| axes_norm.as_ref().is_none_or(|a| a.contains(&d)))
+    }
+
+    /// `r`, a reduction of `self` over the dimensions `reduced` picks, with
+    /// those dimensions put back as broadcastable ones (numpy's `keepdims`).
+    fn keep_reduced_dims(&self, r: &Tensor, reduced: impl Fn(usize) -> bool) -> Result<Tensor> {
         let mut k = 0;
         let order: Vec<Option<usize>> = (0..self.ndim())
             .map(|d| {
@@ -359,6 +364,39 @@ impl Tensor {
             })
             .collect();
         r.dimshuffle(&order)
+    }
+
+    /// `log(sum(exp(x)))` over `axes` (negative counts from the end;
+    /// `None`: all elements), as PyTensor's and scipy's `logsumexp`, with
+    /// `keepdims` as numpy's. One axis, or all of them, is the
+    /// [`Op::LogSumExp`] op; several but not all axes build
+    /// `log(sum(exp(x), axes))`, which stabilize shifts by the maximum.
+    /// Integer and bool inputs are cast to `f64` first.
+    pub fn logsumexp(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.cast(DType::F64)
+        };
+        let mut norm = Vec::new();
+        for &a in axes.unwrap_or(&[]) {
+            let b = x.normalize_axis("logsumexp", a)?;
+            if norm.contains(&b) {
+                return Err(Error::ty("logsumexp", format!("axis {a} repeated")));
+            }
+            norm.push(b);
+        }
+        let axis = match (axes, norm.as_slice()) {
+            (None, _) => None,
+            (Some(_), [a]) if x.ndim() > 1 => Some(*a),
+            (Some(_), n) if n.len() == x.ndim() => None,
+            (Some(a), _) => return Ok(x.exp().reduce(ReduceOp::Sum, Some(a), keepdims)?.log()),
+        };
+        let r = Tensor::apply(Op::LogSumExp { axis }, &[&x])?;
+        if !keepdims {
+            return Ok(r);
+        }
+        x.keep_reduced_dims(&r, |d| axis.is_none_or(|a| a == d))
     }
 
     /// numpy's `argmax` (`op` = [`ArgOp::Max`]) or `argmin` over `axis`
@@ -382,18 +420,7 @@ impl Tensor {
         if !keepdims {
             return Ok(r);
         }
-        let mut k = 0;
-        let order: Vec<Option<usize>> = (0..self.ndim())
-            .map(|d| {
-                if axis.is_none_or(|a| a == d) {
-                    None
-                } else {
-                    k += 1;
-                    Some(k - 1)
-                }
-            })
-            .collect();
-        r.dimshuffle(&order)
+        self.keep_reduced_dims(&r, |d| axis.is_none_or(|a| a == d))
     }
 
     /// `softmax` along `axis` (negative counts from the end; `None`: over

@@ -251,6 +251,7 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::LogSumExp => x.logsumexp(axes.as_deref(), r.keepdims),
                     Func::Cumsum | Func::Cumprod => {
                         let bad = |msg: String| Error::Parse { pos, msg };
                         if r.keepdims {
@@ -503,6 +504,7 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Argmin
         | Func::Softmax
         | Func::LogSoftmax
+        | Func::LogSumExp
         | Func::Cumsum
         | Func::Cumprod
         | Func::Alloc => {

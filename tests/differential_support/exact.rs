@@ -303,12 +303,14 @@ pub fn check_node(
             let bounds = w.mapv(|r| 2.0 * gamma(n, unit(dtype)) * r.abs());
             within(&g, &w, &flags, &bounds, dtype, Skip::ProductRange, stats)
         }
-        Op::Softmax { axis, log } => {
+        Op::Softmax { axis, .. } | Op::LogSumExp { axis } => {
             // Both sides compute in f64: 1-ULP exps, a sum of `n` of them in
             // another order, a division or a log, then one rounding to the
             // dtype (one ULP of an f32 result apart when the f64 values
             // straddle a rounding boundary). `log_softmax` is `(x - m) - ln s`
-            // with `ln s <= ln n`: an absolute error from `ln s`.
+            // and `logsumexp` is `ln s + m`, with `ln s <= ln n`: an absolute
+            // error from `ln s`.
+            let log = !matches!(op, Op::Softmax { log: false, .. });
             let n = match axis {
                 Some(a) => args[0].shape()[*a],
                 None => args[0].len(),
@@ -316,7 +318,7 @@ pub fn check_node(
             let g64 = 2.0 * gamma(n + 4, unit(DType::F64));
             let ln_n = (n.max(1) as f64).ln();
             let bounds = w.mapv(|r| {
-                let base = if *log {
+                let base = if log {
                     g64 * (r.abs() + 2.0 * ln_n + 2.0)
                 } else {
                     g64 * r.abs()

@@ -64,7 +64,7 @@
 //! reassociable arithmetic when a reassociating rewrite was applied.
 //!
 //! The taint is exact element-wise through Elemwise, Composite, DimShuffle,
-//! Reshape, reductions, arg-reductions and softmax (per lane), cumulative
+//! Reshape, reductions, arg-reductions, softmax and logsumexp (per lane), cumulative
 //! ops (per lane prefix), Dot and BatchedDot; any other op taints its whole output when an
 //! input is tainted.
 
@@ -484,6 +484,7 @@ fn propagate(
                 None => ArrayD::from_elem(IxDyn(shape), any.iter().any(|&b| b)),
             }
         }
+        Op::LogSumExp { axis } => any_over(ins[0], axis.map(|a| vec![a]))?,
         Op::Shape | Op::ShapeI(_) => ArrayD::from_elem(IxDyn(shape), false),
         Op::Split { .. } => {
             // The parts of x's taint; which part this output is, its shape
@@ -964,11 +965,11 @@ fn ill_conditioned_sum(
 /// Ops whose compiled value may differ from the reference's by a few ULPs:
 /// functions the vector path takes from the runtime (bounds in
 /// runtime/ACCURACY.md), `pow`, which rewrites turn into products, and the
-/// softmax family (runtime exps, sums in another order).
+/// softmax family and logsumexp (runtime exps, sums in another order).
 fn approximated(op: &Op) -> bool {
     match op {
         // Runtime exps and a sum in another order (see `exact.rs`).
-        Op::Softmax { .. } => true,
+        Op::Softmax { .. } | Op::LogSumExp { .. } => true,
         Op::Elemwise { scalar, .. } => {
             *scalar == kiln::ScalarOp::Pow
                 || kiln::linker::mathcalls::block_symbol(*scalar, DType::F64).is_some()

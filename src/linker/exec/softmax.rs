@@ -1,34 +1,52 @@
-//! Execution of `softmax` / `log_softmax` (`Op::Softmax`): the input in
-//! standard layout seen as `(outer, n, inner)` around the axis; each lane
-//! of `n` values is normalised with two passes of kiln-runtime's
-//! vectorised row functions: its maximum `m` (NaN-propagating), then
+//! Execution of the softmax family (`Op::Softmax`: `softmax`,
+//! `log_softmax`; `Op::LogSumExp`): the input in standard layout seen as
+//! `(outer, n, inner)` around the axis; each lane of `n` values gets two
+//! passes of kiln-runtime's vectorised row functions: its maximum `m`
+//! (NaN-propagating), then
 //! - softmax: `e = exp(x - m)` written into the output (block exp), its
 //!   sum `s`, and `e · (1 / s)`;
 //! - log-softmax: `s = Σ exp(x - m)` in one fused pass (no exp stored),
-//!   and `(x - m) - ln(s)`.
+//!   and `(x - m) - ln(s)`;
+//! - logsumexp: the same `s`, and `ln(s) + m`, one value per lane (the
+//!   output is `(outer, inner)` in standard layout: lane `l`'s value is its
+//!   element `l`).
 //!
 //! Lanes along the innermost axis are read in place; other lanes are
-//! gathered into a scratch row first and scattered back. `f32` lanes are
-//! computed in `f64` and rounded once, as the reference does. Lanes are
-//! spread over kiln's threads (`parallel_for`) once they hold
-//! `PAR_ELEMENTS` elements in all.
+//! gathered into a scratch row first (and softmax lanes scattered back).
+//! `f32` lanes are computed in `f64` and rounded once, as the reference
+//! does. Lanes are spread over kiln's threads (`parallel_for`) once they
+//! hold `PAR_ELEMENTS` elements in all.
 //!
 //! Invariants: every lane is finite and correct whatever its magnitude
 //! (the shift by the maximum: ±1e3 inputs give no overflow); a NaN in a
-//! lane (or a lane of `-inf` only) makes the lane NaN, a `+inf` maximum
-//! makes the finite elements 0 (`-inf` for log) and the infinite ones NaN,
-//! as in the reference; an empty lane writes nothing.
+//! lane makes the lane NaN; for softmax, a lane of `-inf` only is NaN and a
+//! `+inf` maximum makes the finite elements 0 (`-inf` for log) and the
+//! infinite ones NaN; logsumexp is `+inf` at a `+inf` maximum and `-inf`
+//! for a lane of `-inf` only or an empty one, all as in the reference; an
+//! empty softmax lane writes nothing.
 
 use kiln_runtime::math::{extreme_f64, kiln_exp_f64, sum_exp_shift_f64, sum_f64};
 
 use super::state::Exec;
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::plan::step::SoftmaxStep;
+use crate::linker::plan::step::{LanePass, SoftmaxStep};
 
-/// Normalises one contiguous lane `x` into `out` (same length, `n >= 1`).
-fn lane(x: &[f64], out: &mut [f64], log: bool) {
+/// Computes `pass` over one contiguous lane `x` into `out`: `n` values, or
+/// one for `LogSumExp` (`n = 0` only for `LogSumExp`: `-inf`).
+fn lane(x: &[f64], out: &mut [f64], pass: LanePass) {
     let m = extreme_f64(x, true);
+    if pass == LanePass::LogSumExp {
+        // An infinite maximum is the value: `+inf`, or `-inf` when every
+        // element is `-inf` (`log(0)`); NaN propagates through `m`.
+        out[0] = if m.is_infinite() {
+            m
+        } else {
+            sum_exp_shift_f64(x, m).ln() + m
+        };
+        return;
+    }
+    let log = pass == LanePass::LogSoftmax;
     if m == f64::INFINITY {
         // As the reference: finite elements vanish, infinite ones are NaN.
         let zero = if log { f64::NEG_INFINITY } else { 0.0 };
@@ -63,11 +81,11 @@ fn lane(x: &[f64], out: &mut [f64], log: bool) {
 const PAR_ELEMENTS: usize = 32 * 1024;
 
 impl Exec<'_> {
-    /// Runs a softmax step.
+    /// Runs a step of the softmax family.
     pub(super) fn softmax(&mut self, name: &str, step: &SoftmaxStep) -> Result<()> {
         let SoftmaxStep {
             axis,
-            log,
+            pass,
             input,
             output,
         } = step;
@@ -83,40 +101,58 @@ impl Exec<'_> {
                 shape[a + 1..].iter().product(),
             ),
         };
-        let out = self.alloc_slot(name, *output, x.dtype, &shape)?;
+        let pass = *pass;
+        let reduces = pass == LanePass::LogSumExp;
+        let out_shape: Vec<usize> = match (reduces, *axis) {
+            (false, _) => shape.clone(),
+            (true, None) => Vec::new(),
+            (true, Some(a)) => [&shape[..a], &shape[a + 1..]].concat(),
+        };
+        let out = self.alloc_slot(name, *output, x.dtype, &out_shape)?;
         let lanes = outer * inner;
         let dtype = x.dtype;
         // Addresses as integers, so the closure can cross into the pool.
         let (px, po) = (x.ptr as usize, out.ptr as usize);
-        let log = *log;
+        // Each lane's output: `n` values at stride `inner` from the lane's
+        // own base (softmax), or one value at the lane's index (logsumexp).
+        let out_len = if reduces { 1 } else { n };
         // Lanes [s, e): lane l is (o, i) = (l / inner, l % inner), its
         // elements at o·n·inner + i + k·inner for k < n.
         let run = |s: usize, e: usize| {
-            let mut scratch =
-                (dtype != DType::F64 || inner != 1).then(|| (vec![0.0f64; n], vec![0.0f64; n]));
+            let mut scratch = (dtype != DType::F64 || inner != 1)
+                .then(|| (vec![0.0f64; n], vec![0.0f64; out_len]));
             for l in s..e {
                 let base = (l / inner) * n * inner + l % inner;
-                // SAFETY: `x` and `out` are standard-layout arrays of `total`
-                // elements of the (float) dtype; `out` is fresh (or the
+                let ob = if reduces { l } else { base };
+                // SAFETY: `x` is a standard-layout array of `total` elements
+                // of the (float) dtype, `out` one of `out_shape` (`total`
+                // elements, or `lanes` for logsumexp); `out` is fresh (or the
                 // caller's destination) and never aliases `x`. Lane `l` reads
-                // and writes only the `n` elements at `base + k·inner`
-                // (k < n), all below `total`; distinct lanes (running on
-                // different threads) write disjoint elements of `out`.
+                // only the `n` elements at `base + k·inner` (k < n), all below
+                // `total`, and writes only its `out_len` elements at
+                // `ob + k·inner`: below `total` for softmax, `l < lanes` for
+                // logsumexp. Distinct lanes (running on different threads)
+                // write disjoint elements of `out`.
                 unsafe {
                     match (dtype, &mut scratch) {
                         (DType::F64, None) => {
-                            let xl = std::slice::from_raw_parts((px as *const f64).add(base), n);
-                            let ol = std::slice::from_raw_parts_mut((po as *mut f64).add(base), n);
-                            lane(xl, ol, log);
+                            let xl: &[f64] = if n == 0 {
+                                &[]
+                            } else {
+                                std::slice::from_raw_parts((px as *const f64).add(base), n)
+                            };
+                            let ol =
+                                std::slice::from_raw_parts_mut((po as *mut f64).add(ob), out_len);
+                            lane(xl, ol, pass);
                         }
                         (DType::F64, Some((xs, os))) => {
                             let (xp, op) = (px as *const f64, po as *mut f64);
                             for (k, v) in xs.iter_mut().enumerate() {
                                 *v = *xp.add(base + k * inner);
                             }
-                            lane(xs, os, log);
+                            lane(xs, os, pass);
                             for (k, &v) in os.iter().enumerate() {
-                                *op.add(base + k * inner) = v;
+                                *op.add(ob + k * inner) = v;
                             }
                         }
                         (DType::F32, Some((xs, os))) => {
@@ -124,9 +160,9 @@ impl Exec<'_> {
                             for (k, v) in xs.iter_mut().enumerate() {
                                 *v = f64::from(*xp.add(base + k * inner));
                             }
-                            lane(xs, os, log);
+                            lane(xs, os, pass);
                             for (k, &v) in os.iter().enumerate() {
-                                *op.add(base + k * inner) = v as f32;
+                                *op.add(ob + k * inner) = v as f32;
                             }
                         }
                         (d, _) => unreachable!("softmax of {d}: type inference admits floats only"),
@@ -134,7 +170,8 @@ impl Exec<'_> {
                 }
             }
         };
-        if total > 0 {
+        // Empty lanes: nothing to normalise; logsumexp's is `log(0)`.
+        if lanes > 0 && (n > 0 || reduces) {
             let grain = (PAR_ELEMENTS / n.max(1)).max(1);
             kiln_runtime::parallel::parallel_for(lanes, grain, &run);
         }

@@ -29,7 +29,7 @@ use ctx::{LowerCx, NodeSlots};
 
 use crate::error::Result;
 use crate::graph::Apply;
-use crate::linker::plan::step::Step;
+use crate::linker::plan::step::{LanePass, Step};
 use crate::linker::plan::Lowering;
 use crate::ops::Op;
 
@@ -50,7 +50,15 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
             axis,
             with_value,
         } => Ok(argreduce::lower_argreduce(io, *op, *axis, *with_value)),
-        Op::Softmax { axis, log } => Ok(softmax::lower_softmax(io, *axis, *log)),
+        Op::Softmax { axis, log } => {
+            let pass = if *log {
+                LanePass::LogSoftmax
+            } else {
+                LanePass::Softmax
+            };
+            Ok(softmax::lower_softmax(io, *axis, pass))
+        }
+        Op::LogSumExp { axis } => Ok(softmax::lower_softmax(io, *axis, LanePass::LogSumExp)),
         Op::CumReduce { op, axis } => Ok(cumulative::lower_cumulative(cx, node, io, *op, *axis)),
         Op::Dot => gemm::lower_dot(cx, node, io),
         Op::BatchedDot => gemm::lower_batched_dot(cx, node, io),

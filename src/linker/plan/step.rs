@@ -188,13 +188,25 @@ pub struct ArgReduceStep {
     pub index: Slot,
 }
 
-/// `softmax` / `log_softmax` along one axis (`Op::Softmax`).
+/// What a [`SoftmaxStep`] computes from each lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanePass {
+    /// `softmax` (`Op::Softmax`): a lane of the input's shape.
+    Softmax,
+    /// `log_softmax` (`Op::Softmax` with `log`): a lane of the input's shape.
+    LogSoftmax,
+    /// `logsumexp` (`Op::LogSumExp`): one value per lane.
+    LogSumExp,
+}
+
+/// The softmax family along one axis (`Op::Softmax`, `Op::LogSumExp`):
+/// native passes over each lane of the input.
 #[derive(Debug, Clone)]
 pub struct SoftmaxStep {
-    /// The normalised axis (`None`: all elements).
+    /// The lanes' axis (`None`: all elements are one lane).
     pub axis: Option<usize>,
-    /// `log_softmax` instead of `softmax`.
-    pub log: bool,
+    /// What each lane gives.
+    pub pass: LanePass,
     /// Input slot.
     pub input: Slot,
     /// Output slot.
