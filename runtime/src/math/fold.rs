@@ -7,6 +7,10 @@
 //! rounded difference (the fast kernel `exp_fast`, lanes outside its range
 //! recomputed by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
 //!
+//! `kiln_exp_shift_store_f64(x, c, out, n)` = the same sum, also writing
+//! each `e^(x_i - c)` to `out` (a softmax row's exps and their sum in one
+//! pass).
+//!
 //! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
 //! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
 //! returned on a tie is unspecified): the row pass of a vectorised
@@ -46,18 +50,25 @@ fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
     t
 }
 
-/// Σ e^(x_i - c) over `n` values at `x` in the documented order.
+/// Σ e^(x_i - c) over `n` values at `x` in the documented order; with
+/// `STORE`, each e^(x_i - c) is also written to `out[i]`.
 ///
 /// # Safety
-/// `x` must be valid for `n` reads.
+/// `x` must be valid for `n` reads; with `STORE`, `out` for `n` writes
+/// (it may equal `x`, but not overlap it otherwise).
 #[inline(always)]
-unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
+unsafe fn sum_exp_shift<const STORE: bool>(x: *const f64, c: f64, out: *mut f64, n: usize) -> f64 {
     let mut acc = [0.0f64; LANES];
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
         let t = exp_shift_group(v, c);
+        if STORE {
+            // SAFETY: out[i..i + LANES] is writable (caller contract); the
+            // group was read before.
+            unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], t) };
+        }
         // Indexed (not zipped) so the adds stay whole-register wide.
         for l in 0..LANES {
             acc[l] += t[l];
@@ -68,7 +79,12 @@ unsafe fn sum_exp_shift(x: *const f64, c: f64, n: usize) -> f64 {
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        for (a, t) in acc.iter_mut().zip(exp_shift_group(v, c)).take(n - i) {
+        let t = exp_shift_group(v, c);
+        if STORE {
+            // SAFETY: out[i..n] is writable (caller contract).
+            unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out.add(i), n - i) };
+        }
+        for (a, t) in acc.iter_mut().zip(t).take(n - i) {
             *a += t;
         }
     }
@@ -159,13 +175,37 @@ dispatched!(
     /// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order
     /// the module documents; each term is within 1 ULP of `e^(x[i] - c)`.
     kiln_sum_exp_shift_f64 [sum_exp_shift_avx512, sum_exp_shift_avx2, sum_exp_shift_base]
-        (x: *const f64, c: f64, n: usize) -> f64 = sum_exp_shift(x, c, n)
+        (x: *const f64, c: f64, n: usize) -> f64 =
+            sum_exp_shift::<false>(x, c, ptr::null_mut(), n)
+);
+dispatched!(
+    /// Writes `out[i] = e^(x[i] - c)` for `i < n` (each within 1 ULP) and
+    /// returns their sum, in the order of [`kiln_sum_exp_shift_f64`] (the
+    /// same value, bit for bit).
+    kiln_exp_shift_store_f64 [exp_shift_store_avx512, exp_shift_store_avx2, exp_shift_store_base]
+        (x: *const f64, c: f64, out: *mut f64, n: usize) -> f64 =
+            sum_exp_shift::<true>(x, c, out, n)
 );
 
 /// Safe slice form of [`kiln_sum_exp_shift_f64`]: Σ e^(x_i - c).
 pub fn sum_exp_shift_f64(x: &[f64], c: f64) -> f64 {
     // SAFETY: the slice holds `x.len()` readable values.
     unsafe { kiln_sum_exp_shift_f64(x.as_ptr(), c, x.len()) }
+}
+
+/// Safe slice form of [`kiln_exp_shift_store_f64`]: `out = e^(x - c)`, and
+/// its sum.
+///
+/// # Panics
+/// If `out` is shorter than `x`.
+pub fn exp_shift_store_f64(x: &[f64], c: f64, out: &mut [f64]) -> f64 {
+    assert!(
+        out.len() >= x.len(),
+        "exp_shift_store_f64: output too short"
+    );
+    // SAFETY: `x` holds `x.len()` readable values and `out` at least as many
+    // writable ones; two slices (one shared, one exclusive) never overlap.
+    unsafe { kiln_exp_shift_store_f64(x.as_ptr(), c, out.as_mut_ptr(), x.len()) }
 }
 
 /// Safe slice form of [`kiln_max_f64`] (`max`) / [`kiln_min_f64`].
@@ -222,6 +262,24 @@ mod tests {
                     "n={n} c={c}: {s} vs {r}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn stored_exps_and_their_sum_match_the_sum_alone() {
+        let x = inputs();
+        for n in [0, 1, 5, 16, 31, 33, x.len()] {
+            let mut out = vec![f64::NAN; n];
+            let s = exp_shift_store_f64(&x[..n], 1.25, &mut out);
+            assert_eq!(
+                s.to_bits(),
+                sum_exp_shift_f64(&x[..n], 1.25).to_bits(),
+                "n={n}"
+            );
+            let terms: Vec<f64> = x[..n].iter().map(|&v| v - 1.25).collect();
+            let mut e = vec![0.0; n];
+            super::super::exp_f64(&terms, &mut e);
+            assert_eq!(out, e, "n={n}");
         }
     }
 

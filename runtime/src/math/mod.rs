@@ -39,8 +39,8 @@ mod trig;
 
 pub use dispatch::{isa, Isa};
 pub use fold::{
-    extreme_f64, fold_symbols, kiln_max_f64, kiln_min_f64, kiln_sum_exp_shift_f64,
-    sum_exp_shift_f64,
+    exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
+    kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,
 };
 pub use rowcol::{dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64};
 

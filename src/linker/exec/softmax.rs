@@ -3,8 +3,8 @@
 //! `(outer, n, inner)` around the axis; each lane of `n` values gets two
 //! passes of kiln-runtime's vectorised row functions: its maximum `m`
 //! (NaN-propagating), then
-//! - softmax: `e = exp(x - m)` written into the output (block exp), its
-//!   sum `s`, and `e · (1 / s)`;
+//! - softmax: `e = exp(x - m)` written into the output with its sum `s`
+//!   in one pass, then `e · (1 / s)`;
 //! - log-softmax: `s = Σ exp(x - m)` in one fused pass (no exp stored),
 //!   and `(x - m) - ln(s)`;
 //! - logsumexp: the same `s`, and `ln(s) + m`, one value per lane (the
@@ -25,7 +25,7 @@
 //! for a lane of `-inf` only or an empty one, all as in the reference; an
 //! empty softmax lane writes nothing.
 
-use kiln_runtime::math::{extreme_f64, kiln_exp_f64, sum_exp_shift_f64, sum_f64};
+use kiln_runtime::math::{exp_shift_store_f64, extreme_f64, sum_exp_shift_f64};
 
 use super::state::Exec;
 use crate::error::Result;
@@ -61,15 +61,11 @@ fn lane(x: &[f64], out: &mut [f64], pass: LanePass) {
             *o = (v - m) - ls;
         }
     } else {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = v - m;
-        }
-        // SAFETY: `out` holds `out.len()` values, read and written in
-        // place (the runtime allows `out == x`).
-        unsafe { kiln_exp_f64(out.as_ptr(), out.as_mut_ptr(), out.len()) };
+        // The exps and their sum in one pass.
+        let s = exp_shift_store_f64(x, m, out);
         // One division, then products: within 1.5 ULP of `e / s`, inside
         // the softmax's accuracy contract, and several times cheaper.
-        let r = 1.0 / sum_f64(out);
+        let r = 1.0 / s;
         for o in out.iter_mut() {
             *o *= r;
         }
