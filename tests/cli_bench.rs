@@ -3,8 +3,9 @@ mod cli_support;
 
 use cli_support::*;
 
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "codegen_ms",
+    "compile_first_ms",
     "compile_ms",
     "mode",
     "nodes_after",

@@ -29,6 +29,11 @@ pub enum Command {
     Rewrite(RewriteArgs),
     /// Measure compile time, run time, node counts and peak buffer bytes.
     ///
+    /// compile_ms (rewrite_ms + codegen_ms) is the median of 5 compiles
+    /// without the compile cache; compile_first_ms (in --json) is the first
+    /// of them, which also pays the process's one-time costs when it is the
+    /// process's first compile.
+    ///
     /// peak_bytes is the most bytes held at once, during one call, in the
     /// intermediate buffers the linker allocates, results included (an
     /// inplace result lives in an intermediate's buffer); the inputs and

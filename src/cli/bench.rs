@@ -48,11 +48,15 @@ pub struct Row {
     pub workload: String,
     /// Mode name as given.
     pub mode: String,
-    /// Rewriting plus code generation, ms.
+    /// Rewriting plus code generation, ms: the median of
+    /// [`COMPILE_SAMPLES`] compiles.
     pub compile_ms: f64,
-    /// Rewriting, ms.
+    /// The first of those compiles, ms (with the process's one-time costs
+    /// when it is the first compile of the process).
+    pub compile_first_ms: f64,
+    /// Rewriting, ms, in the median compile.
     pub rewrite_ms: f64,
-    /// Lowering and code generation, ms.
+    /// Lowering and code generation, ms, in the median compile.
     pub codegen_ms: f64,
     /// Median run time, ms.
     pub run_ms: f64,
@@ -79,6 +83,7 @@ impl Row {
             "workload": self.workload,
             "mode": self.mode,
             "compile_ms": r3(self.compile_ms),
+            "compile_first_ms": r3(self.compile_first_ms),
             "rewrite_ms": r3(self.rewrite_ms),
             "codegen_ms": r3(self.codegen_ms),
             "run_ms": r3(self.run_ms),
@@ -111,25 +116,43 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-/// Compiles `case` under `mode` (as `kiln::function` does, without the
-/// compile cache) and times `runs` calls after one profiled warm-up call,
-/// each followed by a timed `call_into` on the warm-up call's results.
+/// How many times [`measure`] compiles a case (odd): its compile times are
+/// those of the median compile (the first compile of a process also pays
+/// one-time costs: the rewrite database, the host ISA, cold caches).
+pub const COMPILE_SAMPLES: usize = 5;
+
+/// Compiles `case` under `mode` [`COMPILE_SAMPLES`] times (as
+/// `kiln::function` does, without the compile cache) and times `runs` calls
+/// of the last compile after one profiled warm-up call, each followed by a
+/// timed `call_into` on the warm-up call's results.
 pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliResult<Row> {
     let fail = |e: crate::Error| CliError::usage(format!("{} under {mode_name}: {e}", case.name));
-    let t0 = Instant::now();
-    let mut fg = case.graph.clone();
-    let nodes_before = fg.n_nodes();
-    let t_rw = Instant::now();
-    rewrite_graph(&mut fg, mode).map_err(fail)?;
-    let rewrite = t_rw.elapsed();
+    let nodes_before = case.graph.n_nodes();
     let opts = CompileOptions {
         no_cache: true,
         ..Default::default()
     };
-    let t_cg = Instant::now();
-    let f = linker::compile(&fg, &opts).map_err(fail)?;
-    let codegen = t_cg.elapsed();
-    let compile = t0.elapsed();
+    let (mut rewrites, mut codegens, mut compiles) = (Vec::new(), Vec::new(), Vec::new());
+    let mut compiled = None;
+    for _ in 0..COMPILE_SAMPLES {
+        let t0 = Instant::now();
+        let mut fg = case.graph.clone();
+        let t_rw = Instant::now();
+        rewrite_graph(&mut fg, mode).map_err(fail)?;
+        rewrites.push(ms(t_rw.elapsed()));
+        let t_cg = Instant::now();
+        let f = linker::compile(&fg, &opts).map_err(fail)?;
+        codegens.push(ms(t_cg.elapsed()));
+        compiles.push(ms(t0.elapsed()));
+        compiled = Some((fg, f));
+    }
+    let (fg, f) = compiled.expect("COMPILE_SAMPLES > 0");
+    let compile_first_ms = compiles[0];
+    // The median compile (an odd count) and its own parts, so that the
+    // parts add up to at most the whole.
+    let mut order: Vec<usize> = (0..COMPILE_SAMPLES).collect();
+    order.sort_by(|&a, &b| compiles[a].total_cmp(&compiles[b]));
+    let mid = order[COMPILE_SAMPLES / 2];
     let args: Vec<Arg<'_>> = case.values.iter().map(Arg::from).collect();
     let (mut reused, warm) = f.call_profiled(&args).map_err(fail)?;
     let mut times = Vec::with_capacity(runs);
@@ -146,9 +169,10 @@ pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliRes
     Ok(Row {
         workload: case.name.clone(),
         mode: mode_name.to_string(),
-        compile_ms: ms(compile),
-        rewrite_ms: ms(rewrite),
-        codegen_ms: ms(codegen),
+        compile_ms: compiles[mid],
+        compile_first_ms,
+        rewrite_ms: rewrites[mid],
+        codegen_ms: codegens[mid],
         run_ms: median(times),
         run_into_ms: median(into_times),
         runs,
