@@ -2,13 +2,15 @@
 //! reference values (finite and correct at ±1e3, NaN and infinities per
 //! lane, empty lanes), the JIT against the reference on contiguous and
 //! gathered lanes, `f32`, lanes split over threads, the expression
-//! language, and the gradient.
+//! language, the gradient, and a property test over random shapes, axes,
+//! dtypes and special values.
 
 use std::collections::HashMap;
 
 use kiln::eval::evaluate;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
+use proptest::prelude::*;
 
 fn f64s(shape: &[usize], v: Vec<f64>) -> Value {
     Value::F64(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
@@ -286,4 +288,70 @@ fn gradient_is_the_softmax() {
     let f = function(&[x, w], &[g]).compile().unwrap();
     let got = f.call(&[(&vx).into(), (&vw).into()]).unwrap().remove(0);
     assert_near(&got, &want, 1e-15, "compiled gradient");
+}
+
+/// Special values mixed into the property test's inputs.
+const SPECIAL: [f64; 6] = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e3, -1e3, 0.0];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// JIT (FAST_RUN and no rewriting) against the reference on random
+    /// shapes (empty ones included), axes, dtypes and inputs with specials:
+    /// NaN where NaN, equal infinities, and finite values within the
+    /// bound of `differential_support/exact.rs` for the op (f64 sums of `n`
+    /// 1-ULP exps in another order, then `ln s + m`, one rounding).
+    #[test]
+    fn random_lanes_match_the_reference(
+        shape in proptest::collection::vec(prop_oneof![0..4usize, 30..70usize], 1..4),
+        axis_pick in 0..4usize,
+        f32 in any::<bool>(),
+        seed in any::<u64>(),
+        specials in 0..4usize,
+    ) {
+        let dtype = if f32 { DType::F32 } else { DType::F64 };
+        let x = tensor("X", dtype, &vec![None; shape.len()]);
+        let axis = (axis_pick < shape.len()).then_some(axis_pick);
+        let n: usize = shape.iter().product();
+        let mut state = seed | 1;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let data: Vec<f64> = (0..n)
+            .map(|_| {
+                let r = next();
+                if (r % 97) < specials as u64 {
+                    SPECIAL[(r >> 8) as usize % SPECIAL.len()]
+                } else {
+                    ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 80.0
+                }
+            })
+            .collect();
+        let v = f64s(&shape, data).cast(dtype);
+        let axes: Option<Vec<isize>> = axis.map(|a| vec![a as isize]);
+        let y = x.logsumexp(axes.as_deref(), false).unwrap();
+        let want = eval1(&x, &y, &v);
+        let lane = axis.map_or(n, |a| shape[a]);
+        let unit = if f32 { f64::from(f32::EPSILON) / 2.0 } else { f64::EPSILON / 2.0 };
+        let g64 = 2.0 * (lane + 4) as f64 * f64::EPSILON / 2.0;
+        let bound = g64 * (2.0 * (lane.max(1) as f64).ln() + 2.0);
+        for mode in [kiln::rewriting::Mode::none(), kiln::rewriting::Mode::fast_run()] {
+            let got = jit1(&x, &y, &v, mode);
+            prop_assert_eq!(got.dtype(), want.dtype());
+            prop_assert_eq!(got.shape(), want.shape());
+            let (g, w) = (got.to_f64_array(), want.to_f64_array());
+            for (&a, &b) in g.iter().zip(w.iter()) {
+                let ok = if a.is_nan() || b.is_nan() {
+                    a.is_nan() && b.is_nan()
+                } else if a.is_infinite() || b.is_infinite() {
+                    a == b
+                } else {
+                    (a - b).abs() <= bound + 2.0 * unit * b.abs()
+                };
+                prop_assert!(ok, "{:?} axis {:?}: compiled {:e}, reference {:e}", shape, axis, a, b);
+            }
+        }
+    }
 }
