@@ -361,7 +361,16 @@ pub fn preserves_allowing(
         let tame = si + 3 >= n_sets;
         let a = match evaluate(old, &ins) {
             Ok(a) => a,
-            Err(_) => continue, // shapes the original graph does not accept
+            // Inputs the original graph rejects (shapes that do not
+            // broadcast, ...): the rewritten graph must reject them too.
+            Err(e) => match evaluate(new, &ins) {
+                Ok(_) => {
+                    return Some(format!(
+                        "the rewritten graph accepts inputs the original rejects ({e}): {ins:?}"
+                    ))
+                }
+                Err(_) => continue,
+            },
         };
         let b = match evaluate(new, &ins) {
             Ok(b) => b,
