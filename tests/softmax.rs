@@ -416,7 +416,8 @@ fn rewrite_log_softmax_from_logsumexp() {
 #[test]
 fn large_arrays_split_over_threads_match_the_reference() {
     // 300 x 2000 elements: the lanes are spread over threads (both the
-    // in-place rows of axis 1 and the gathered columns of axis 0).
+    // in-place rows of axis 1 and the gathered columns of axis 0), for
+    // softmax, log_softmax and logsumexp.
     let (r, c) = (300, 2000);
     let data: Vec<f64> = (0..r * c)
         .map(|i| ((i * 7919 % 10007) as f64 / 10007.0 - 0.5) * 60.0)
@@ -434,6 +435,11 @@ fn large_arrays_split_over_threads_match_the_reference() {
             let got = jit1(&x, &y, &v, "fast_run");
             assert_near(&got, &want, 1e-12, &format!("axis {axis:?} log {log}"));
         }
+        // logsumexp runs on the same lane passes: one value per lane.
+        let axes: Option<Vec<isize>> = axis.map(|a| vec![a]);
+        let y = x.logsumexp(axes.as_deref(), false).unwrap();
+        let (got, want) = (jit1(&x, &y, &v, "fast_run"), eval1(&x, &y, &v));
+        assert_near(&got, &want, 1e-13, &format!("logsumexp axis {axis:?}"));
     }
 }
 
