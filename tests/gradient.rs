@@ -7,7 +7,7 @@
 mod gradient_support;
 use gradient_support::*;
 
-use kiln::gradient::{grad_with, DisconnectedInputs, GradOptions};
+use kiln::gradient::{disconnected_warnings, grad_with, DisconnectedInputs, GradOptions};
 use kiln::ops::{CRef, Composite};
 use kiln::{
     alloc, clip, constant, dot, elemwise, gemm, grad, hessian, jacobian, jvp, scalar as sc, switch,
@@ -557,6 +557,19 @@ fn disconnected_and_integer_conventions() {
         );
         assert_eq!(r[0], ndarray::arr1(&[0.0, 0.0]).into_dyn());
     }
+    // The warnings Warn would print, for callers that report them their
+    // way: one per disconnected wrt, in order (k is connected).
+    let w = disconnected_warnings(
+        Some(&cost),
+        &[x.clone(), y.clone(), k.clone()],
+        &GradOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("the cost does not depend on wrt[1] (y: f64(?,))"),
+        "{w:?}"
+    );
     // An integer input is connected, with a float zero gradient (PyTensor).
     let g = grad(&cost, &[x.clone(), k.clone()]).unwrap();
     assert_eq!(g[1].dtype(), DType::F64);

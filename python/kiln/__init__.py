@@ -269,8 +269,8 @@ def grad(cost, wrt, known_grads=None, disconnected_inputs="raise"):
     ``kiln.function``. ``known_grads`` maps variables to their given
     gradients (variables or arrays; ``cost`` may then be ``None``).
     ``disconnected_inputs``: ``"raise"`` (a ``ValueError`` when the cost
-    does not depend on a ``wrt``), ``"warn"`` (zeros, and kiln's warning on
-    standard error) or ``"ignore"`` (zeros)."""
+    does not depend on a ``wrt``), ``"warn"`` (zeros, and a ``UserWarning``
+    through Python's ``warnings``) or ``"ignore"`` (zeros)."""
     ws, single = _wrt_list(wrt)
     known = [(v, _as_variable(g)) for v, g in (known_grads or {}).items()]
     gs = _kiln.grad(cost, ws, known, disconnected_inputs)

@@ -8,8 +8,8 @@
 //! `wrt`, a non-scalar cost, a Jacobian of dynamic length) are
 //! `ValueError`s with kiln's message.
 
-use kiln::gradient::DisconnectedInputs;
-use pyo3::exceptions::PyValueError;
+use kiln::gradient::{disconnected_warnings, DisconnectedInputs, GradOptions};
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 
 use crate::graph::Variable;
@@ -35,8 +35,8 @@ fn build(py: Python<'_>, kind: Kind, operands: Vec<Variable>) -> PyResult<Vec<Va
 /// The gradients of the 0-d `cost` (or of the seeds `known_grads` alone,
 /// when `cost` is `None`) with respect to each of `wrt`.
 /// `known_grads` pairs a variable with its given gradient (PyTensor's dict);
-/// `disconnected_inputs` is `"raise"`, `"warn"` (a warning on standard
-/// error, as kiln's Rust API prints it) or `"ignore"`.
+/// `disconnected_inputs` is `"raise"`, `"warn"` (zeros, and a Python
+/// `UserWarning` naming each such `wrt`) or `"ignore"`.
 #[pyfunction]
 #[pyo3(signature = (cost, wrt, known_grads=vec![], disconnected_inputs="raise"))]
 pub fn grad(
@@ -46,10 +46,32 @@ pub fn grad(
     known_grads: Vec<(Variable, Variable)>,
     disconnected_inputs: &str,
 ) -> PyResult<Vec<Variable>> {
+    let mut disconnected = policy(disconnected_inputs)?;
+    if disconnected == DisconnectedInputs::Warn {
+        // Warned here, through Python's `warnings`; the step itself (also
+        // replayed when unpickled) then gives zeros silently.
+        let options = GradOptions {
+            disconnected_inputs: DisconnectedInputs::Ignore,
+            known_grads: known_grads
+                .iter()
+                .map(|(v, g)| (v.tensor.clone(), g.tensor.clone()))
+                .collect(),
+        };
+        let ws: Vec<_> = wrt.iter().map(|w| w.tensor.clone()).collect();
+        let cost_t = cost.as_ref().map(|c| c.tensor.clone());
+        let messages = py
+            .detach(|| disconnected_warnings(cost_t.as_ref(), &ws, &options))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for m in messages {
+            let m = std::ffi::CString::new(m).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            PyErr::warn(py, &py.get_type::<PyUserWarning>(), &m, 1)?;
+        }
+        disconnected = DisconnectedInputs::Ignore;
+    }
     let kind = Kind::Grad {
         has_cost: cost.is_some(),
         wrt: wrt.len(),
-        disconnected: policy(disconnected_inputs)?,
+        disconnected,
     };
     let mut operands: Vec<Variable> = cost.into_iter().chain(wrt).collect();
     operands.extend(known_grads.into_iter().flat_map(|(v, g)| [v, g]));

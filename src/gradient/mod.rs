@@ -20,4 +20,4 @@ mod reverse;
 
 pub use derived::{hessian, jacobian, jvp};
 pub use pullback::{l_op, scalar_l_op, InputGrad};
-pub use reverse::{grad, grad_with, vjp, DisconnectedInputs, GradOptions};
+pub use reverse::{disconnected_warnings, grad, grad_with, vjp, DisconnectedInputs, GradOptions};

@@ -69,6 +69,53 @@ pub fn grad_with(
     wrt: &[Tensor],
     options: &GradOptions,
 ) -> Result<Vec<Tensor>> {
+    let found = backprop(&seeds(cost, options)?, wrt, false)?;
+    found
+        .into_iter()
+        .zip(wrt)
+        .enumerate()
+        .map(|(i, (g, w))| match g {
+            Some(Some(t)) => Ok(t),
+            Some(None) => Ok(zeros_like(w)),
+            None => match options.disconnected_inputs {
+                DisconnectedInputs::Ignore => Ok(zeros_like(w)),
+                DisconnectedInputs::Warn => {
+                    eprintln!("warning: {}", disconnected_message(i, w));
+                    Ok(zeros_like(w))
+                }
+                DisconnectedInputs::Raise => Err(Error::Gradient(format!(
+                    "{} (set disconnected_inputs to \"ignore\" to get zeros)",
+                    disconnected_message(i, w)
+                ))),
+            },
+        })
+        .collect()
+}
+
+/// The message [`DisconnectedInputs::Warn`] prints for each `wrt` the cost
+/// (and `options.known_grads`) does not depend on, in `wrt` order, for
+/// callers that report warnings their own way (Python's `warnings`) and
+/// then ask [`grad_with`] for the gradients with
+/// [`DisconnectedInputs::Ignore`].
+pub fn disconnected_warnings(
+    cost: Option<&Tensor>,
+    wrt: &[Tensor],
+    options: &GradOptions,
+) -> Result<Vec<String>> {
+    let found = backprop(&seeds(cost, options)?, wrt, false)?;
+    Ok(found
+        .iter()
+        .zip(wrt)
+        .enumerate()
+        .filter(|(_, (g, _))| g.is_none())
+        .map(|(i, (_, w))| disconnected_message(i, w))
+        .collect())
+}
+
+/// The walk's starting points: the cost with gradient 1 (none for a
+/// non-float cost), then the known gradients; checked as [`grad_with`]
+/// documents.
+fn seeds(cost: Option<&Tensor>, options: &GradOptions) -> Result<Vec<(Tensor, Option<Tensor>)>> {
     let mut seeds: Vec<(Tensor, Option<Tensor>)> = Vec::new();
     if let Some(cost) = cost {
         if cost.ndim() != 0 {
@@ -98,27 +145,7 @@ pub fn grad_with(
             "nothing to differentiate: give a cost or known gradients".to_string(),
         ));
     }
-    let found = backprop(&seeds, wrt, false)?;
-    found
-        .into_iter()
-        .zip(wrt)
-        .enumerate()
-        .map(|(i, (g, w))| match g {
-            Some(Some(t)) => Ok(t),
-            Some(None) => Ok(zeros_like(w)),
-            None => match options.disconnected_inputs {
-                DisconnectedInputs::Ignore => Ok(zeros_like(w)),
-                DisconnectedInputs::Warn => {
-                    eprintln!("warning: {}", disconnected_message(i, w));
-                    Ok(zeros_like(w))
-                }
-                DisconnectedInputs::Raise => Err(Error::Gradient(format!(
-                    "{} (set disconnected_inputs to \"ignore\" to get zeros)",
-                    disconnected_message(i, w)
-                ))),
-            },
-        })
-        .collect()
+    Ok(seeds)
 }
 
 fn disconnected_message(i: usize, w: &Tensor) -> String {
