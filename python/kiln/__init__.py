@@ -38,7 +38,8 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None, mode="fast_run"):
     ``dot``, ...) over the arrays it names, as ``numexpr.evaluate`` does.
 
     Variables are looked up in ``local_dict`` then ``global_dict``, which
-    default to the caller's locals and globals. Dtypes and ranks come from
+    default to the caller's locals and globals; ``inf`` and ``nan`` are
+    always the constants. Dtypes and ranks come from
     the arrays; the compiled function is cached by expression, mode, and the
     inputs' dtypes and broadcast patterns. With ``out``, the result is
     written into that array (of the result's dtype and shape) and ``out`` is

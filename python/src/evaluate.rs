@@ -12,6 +12,10 @@
 //! every array length. Each cache holds at most [`CACHE_CAPACITY`] entries
 //! and is emptied when full. The GIL is released while a function compiles
 //! and while it runs.
+//!
+//! `inf`, `nan` and `NaN` are always the non-finite constants (the
+//! printers' names for them), never looked up: `maximum(x, -inf)` needs no
+//! `inf` in the caller's scope.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +33,10 @@ use pyo3::types::PyDict;
 
 use crate::arrays::{numpy_name, readable, to_numpy, Borrowed, Writable};
 use crate::errors::{cli_to_py, to_py};
+
+/// Names the expression builder reads as non-finite constants when no
+/// variable has them (see the module docs).
+const NONFINITE: [&str; 3] = ["inf", "nan", "NaN"];
 
 /// Entries each cache keeps before it is emptied (numexpr keeps 256 too).
 pub const CACHE_CAPACITY: usize = 256;
@@ -70,7 +78,10 @@ fn parsed(expr: &str, mode: &str) -> PyResult<Arc<Parsed>> {
         )
     })?;
     let p = Arc::new(Parsed {
-        names: free_variables(&e),
+        names: free_variables(&e)
+            .into_iter()
+            .filter(|n| !NONFINITE.contains(&n.as_str()))
+            .collect(),
         mode: kiln::cli::parse_mode(mode).map_err(cli_to_py)?,
         compiled: Mutex::new(HashMap::new()),
     });

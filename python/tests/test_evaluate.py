@@ -27,6 +27,16 @@ def test_stable_softplus_is_finite():
     close(y, np.logaddexp(0, x))
 
 
+def test_inf_and_nan_are_constants_without_a_variable():
+    x = np.array([-np.inf, -1.0, 2.0])
+    close(kiln.evaluate("maximum(x, -inf)"), x)
+    r = kiln.evaluate("where(x > 1, nan, x)")
+    assert np.isnan(r[2]) and np.array_equal(r[:2], x[:2])
+    # Never looked up: a variable named inf does not replace the constant.
+    inf = np.array([5.0, 5.0, 5.0])  # noqa: F841
+    close(kiln.evaluate("minimum(x, inf)"), x)
+
+
 def test_caller_locals_then_globals():
     x = np.arange(5.0)
     close(kiln.evaluate("x * GLOBAL_G"), x * GLOBAL_G)
