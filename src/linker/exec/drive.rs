@@ -63,8 +63,16 @@ pub(super) fn drive(
 }
 
 /// Elements of a strided input gathered per kernel call by
-/// [`drive_elemwise`] (a block that stays in L1 with its output).
-const GATHER: usize = 1024;
+/// [`drive_elemwise`]. Small blocks let the prefetch of a block ahead
+/// ([`GATHER_AHEAD`]) overlap the kernel's work on this one in small
+/// bursts: with 1024-element blocks and no prefetch, a step-2 input's
+/// gather waited on memory as a phase of its own (measured in
+/// BENCHMARKS.md, fifteenth session).
+const GATHER: usize = 128;
+
+/// How many blocks ahead of the one being gathered [`drive_elemwise`]
+/// prefetches a strided input (8 KB of a step-2 f64 row).
+const GATHER_AHEAD: usize = 4;
 
 /// [`drive`] for an element-wise kernel whose first `n_inputs` operands are
 /// inputs and the rest outputs: when every output is contiguous along the
@@ -113,6 +121,30 @@ unsafe fn gather(src: *const u8, stride: isize, esz: usize, dst: *mut u8, n: usi
             4 => go::<u32>(src, stride, dst, n),
             8 => go::<u64>(src, stride, dst, n),
             _ => unreachable!("element sizes are 1, 2, 4 or 8 bytes"),
+        }
+    }
+}
+
+/// Prefetch hints for the `n` elements at `first`, `first + stride`, ...
+/// (`stride` in bytes, either sign): the lines they span when they are
+/// at most a line apart, else each element's line. Only hints, which
+/// never fault, so the addresses need not be valid.
+fn prefetch_strided(first: *const u8, stride: isize, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let step = stride.unsigned_abs();
+    if step <= 64 {
+        let span = (n - 1) * step + 1;
+        let low = if stride < 0 {
+            first.wrapping_sub(span - 1)
+        } else {
+            first
+        };
+        kiln_runtime::mem::kiln_prefetch(low, span);
+    } else {
+        for j in 0..n {
+            kiln_runtime::mem::kiln_prefetch(first.wrapping_offset(j as isize * stride), 1);
         }
     }
 }
@@ -227,6 +259,11 @@ fn drive_impl(
                     // holds GATHER >= m elements of at most 8 bytes and is
                     // owned by this closure call.
                     unsafe { gather(q[k], inner_st[k], esz[k], dst, m) };
+                    // Elements a..b of the row, GATHER_AHEAD blocks on.
+                    let a = (i + GATHER_AHEAD * GATHER).min(i1);
+                    let b = (a + GATHER).min(i1);
+                    let first = q[k].wrapping_offset((a - i) as isize * inner_st[k]);
+                    prefetch_strided(first, inner_st[k], b - a);
                     q[k] = dst;
                 }
                 // SAFETY: outputs and ungathered inputs address elements
