@@ -6,7 +6,9 @@
 //! storage is a zero-filled or wrapped `Value`, or, for buffers that a
 //! kernel overwrites entirely, a plain allocation with unspecified contents
 //! ([`Buffer::uninit`], numpy's `empty`): the allocator then reuses blocks
-//! that earlier results freed without faulting or clearing them again. Such
+//! that earlier results freed without faulting or clearing them again, if
+//! it kept them (glibc hands blocks over 32 MB back to the kernel; the
+//! `kiln` binary's jemalloc keeps them). Such
 //! a buffer becomes a `Value` only once every element is written. An
 //! [`Arr`] describes one variable's array during a call: a data pointer to
 //! its first logical element, shape and strides (in elements, possibly zero
