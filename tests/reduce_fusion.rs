@@ -773,3 +773,92 @@ fn fused_counts(fg: &FunctionGraph) -> (usize, usize) {
             .count(),
     )
 }
+
+/// Reductions over outer axes that keep the innermost one (`sum(X,
+/// axis=0)`, a middle axis of a 3-d array) are cut into chunks of rows
+/// above the parallel threshold, reduced into partial accumulator arrays
+/// and folded in chunk order: every op and accumulator dtype (NaN in a
+/// max, wrapping i64 sums) matches the reference, and one, two and three
+/// threads give the same bits (the cut depends on the shape only).
+#[test]
+fn outer_axis_reductions_are_chunked_by_rows_whatever_the_thread_count() {
+    let x = tensor("x", DType::F64, &[None, None]);
+    let y = tensor("y", DType::F64, &[None, None]);
+    let x3 = tensor("x3", DType::F64, &[None, None, None]);
+    let i = tensor("i", DType::I64, &[None, None]);
+    let mut vx = rand_f64(&[1500, 301], 51, -2.0, 2.0);
+    vx[[700, 5]] = f64::NAN;
+    vx[[1400, 7]] = f64::INFINITY;
+    let vx = Value::from(vx);
+    let vy = Value::from(rand_f64(&[1500, 301], 52, 0.5, 1.5));
+    let v3 = Value::from(rand_f64(&[3, 900, 101], 53, -1.0, 1.0));
+    let big = rand_f64(&[1500, 301], 54, -1.0, 1.0).mapv(|v| (v * 9.0e18) as i64);
+    let vi = Value::I64(big.into_dyn());
+    let careduce = |op, axes: Vec<usize>, t: &Tensor| {
+        Tensor::apply(
+            Op::CAReduce {
+                op,
+                axes: Some(axes),
+            },
+            &[t],
+        )
+        .unwrap()
+    };
+    let mut cases: Vec<(String, Vec<Tensor>, Tensor, Vec<Value>)> = Vec::new();
+    for op in [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ] {
+        let vals = if op == ReduceOp::Prod {
+            vy.clone()
+        } else {
+            vx.clone()
+        };
+        cases.push((
+            format!("{op:?} axis 0"),
+            vec![x.clone()],
+            careduce(op, vec![0], &x),
+            vec![vals],
+        ));
+        cases.push((
+            format!("{op:?} middle axis"),
+            vec![x3.clone()],
+            careduce(op, vec![1], &x3),
+            vec![v3.clone()],
+        ));
+    }
+    cases.push((
+        "i64 wrapping sum".into(),
+        vec![i.clone()],
+        careduce(ReduceOp::Sum, vec![0], &i),
+        vec![vi],
+    ));
+    cases.push((
+        "fused x * y + x".into(),
+        vec![x.clone(), y.clone()],
+        fused(ReduceOp::Sum, Some(vec![0]), mul_add(DType::F64), &[&x, &y]),
+        vec![vx.clone(), vy.clone()],
+    ));
+    for (what, ins, out, vals) in &cases {
+        check_reduction(ins, std::slice::from_ref(out), vals, what);
+        let fg = FunctionGraph::new(ins, std::slice::from_ref(out)).unwrap();
+        let f = compile(&fg, &CompileOptions::default()).unwrap();
+        let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+        let mut runs = Vec::new();
+        for threads in [1, 2, 3] {
+            kiln::linker::set_num_threads(threads);
+            runs.push(f.call(&args).unwrap().remove(0));
+        }
+        kiln::linker::set_num_threads(0);
+        for (got, threads) in runs[1..].iter().zip([2, 3]) {
+            assert!(
+                got.same_as(&runs[0]),
+                "{what}: {threads} threads differ from one"
+            );
+        }
+    }
+}

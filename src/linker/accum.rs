@@ -65,24 +65,41 @@ pub fn identity_bits(op: ReduceOp, acc: DType) -> u64 {
 /// chunked full reduction (a few per million elements), so no kernel is
 /// generated for it.
 pub fn fold_partials(op: ReduceOp, acc: DType, init: u64, partials: &[u64]) -> u64 {
+    let mut a = [init];
+    for &x in partials {
+        combine_into(op, acc, &mut a, &[x]);
+    }
+    a[0]
+}
+
+/// `dst[j] = op(dst[j], src[j])` over the common length, on bits of `acc`
+/// values, as [`fold_partials`] combines two values: how the partial
+/// accumulator arrays of a chunked reduction over outer axes are folded,
+/// in chunk order. The op is matched once, outside the loops.
+pub fn combine_into(op: ReduceOp, acc: DType, dst: &mut [u64], src: &[u64]) {
     use crate::ops::scalar::{nan_max, nan_min};
+    fn each(dst: &mut [u64], src: &[u64], f: impl Fn(u64, u64) -> u64) {
+        for (a, &x) in dst.iter_mut().zip(src) {
+            *a = f(*a, x);
+        }
+    }
     let f = acc == DType::F64;
     let u = acc == DType::U64;
     let (ff, fi) = (f64::from_bits, |v: u64| v as i64);
-    partials.iter().fold(init, |a, &x| match op {
-        ReduceOp::Sum if f => (ff(a) + ff(x)).to_bits(),
-        ReduceOp::Sum => fi(a).wrapping_add(fi(x)) as u64,
-        ReduceOp::Prod if f => (ff(a) * ff(x)).to_bits(),
-        ReduceOp::Prod => fi(a).wrapping_mul(fi(x)) as u64,
-        ReduceOp::Max if f => nan_max(ff(a), ff(x)).to_bits(),
-        ReduceOp::Max if u => a.max(x),
-        ReduceOp::Min if u => a.min(x),
-        ReduceOp::Max => fi(a).max(fi(x)) as u64,
-        ReduceOp::Min if f => nan_min(ff(a), ff(x)).to_bits(),
-        ReduceOp::Min => fi(a).min(fi(x)) as u64,
-        ReduceOp::All => (a != 0 && x != 0) as u64,
-        ReduceOp::Any => (a != 0 || x != 0) as u64,
-    })
+    match op {
+        ReduceOp::Sum if f => each(dst, src, |a, x| (ff(a) + ff(x)).to_bits()),
+        ReduceOp::Sum => each(dst, src, |a, x| fi(a).wrapping_add(fi(x)) as u64),
+        ReduceOp::Prod if f => each(dst, src, |a, x| (ff(a) * ff(x)).to_bits()),
+        ReduceOp::Prod => each(dst, src, |a, x| fi(a).wrapping_mul(fi(x)) as u64),
+        ReduceOp::Max if f => each(dst, src, |a, x| nan_max(ff(a), ff(x)).to_bits()),
+        ReduceOp::Max if u => each(dst, src, |a, x| a.max(x)),
+        ReduceOp::Min if u => each(dst, src, |a, x| a.min(x)),
+        ReduceOp::Max => each(dst, src, |a, x| fi(a).max(fi(x)) as u64),
+        ReduceOp::Min if f => each(dst, src, |a, x| nan_min(ff(a), ff(x)).to_bits()),
+        ReduceOp::Min => each(dst, src, |a, x| fi(a).min(fi(x)) as u64),
+        ReduceOp::All => each(dst, src, |a, x| (a != 0 && x != 0) as u64),
+        ReduceOp::Any => each(dst, src, |a, x| (a != 0 || x != 0) as u64),
+    }
 }
 
 /// The accumulator modes a reduction kernel handles (see the module

@@ -1,28 +1,34 @@
 //! Execution of the reduction family (`Reduce`, `FusedReduce`): the
 //! accumulator (filled with the reduction's identity), the kernel run in
-//! the accumulator modes it has, a full reduction chunked over threads
-//! with a deterministic fold of the partials, and the cast to the output
-//! dtype.
+//! the accumulator modes it has, a full reduction, or one over outer
+//! dimensions, chunked over threads with a deterministic fold of the
+//! partials, and the cast to the output dtype.
 //!
 //! Invariants: max and min of an empty axis are errors (no identity), as in
-//! the reference; a chunked full reduction cuts the shape the same way on
-//! any thread count, so its result does not depend on it.
+//! the reference; whether a reduction is chunked, and where it is cut,
+//! depend on the shape and the parallel threshold only, never on the
+//! thread count, so neither does its result.
 
 use smallvec::SmallVec;
 
 use super::broadcast::{broadcast_shape, broadcast_strides};
 use super::drive::jit_fn;
-use super::drive::{drive, drive_full};
+use super::drive::{drive, drive_full, ParallelOptions};
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::accum::{fold_partials, identity_bits};
+use crate::linker::accum::{combine_into, fold_partials, identity_bits, Modes};
 use crate::linker::buffer::Arr;
 use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
 use crate::ops::ReduceOp;
 
 /// Elements per partial of a parallel full reduction.
 pub const REDUCE_CHUNK: usize = 1 << 16;
+
+/// Elements per chunk of a parallel reduction over outer dimensions
+/// ([`Exec::outer_reduce_chunked`]); each chunk also folds one partial
+/// array of the accumulator's size.
+pub const OUTER_CHUNK: usize = 1 << 18;
 
 impl Exec<'_> {
     /// Runs a `CAReduce` step.
@@ -55,14 +61,15 @@ impl Exec<'_> {
                 bits,
             );
         } else {
-            drive(
-                jit_fn(self.code, *kernel),
+            self.reduce_into(
+                *kernel,
+                *modes,
+                (*op, *acc),
                 &[accum.ptr, x.ptr],
                 &[&acc_strides, &xs],
                 &[8, x.dtype.size_of()],
                 &x.shape,
-                self.par,
-                Some(*modes),
+                bits,
             );
         }
         let res = match cast {
@@ -114,14 +121,15 @@ impl Exec<'_> {
             all_strides.extend(&strides);
             let mut all_esz = vec![8];
             all_esz.extend(&esz);
-            drive(
-                jit_fn(self.code, *kernel),
+            self.reduce_into(
+                *kernel,
+                *modes,
+                (*op, *acc),
                 &ptrs,
                 &all_strides,
                 &all_esz,
                 &shape,
-                self.par,
-                Some(*modes),
+                bits,
             );
         }
         drop(ins);
@@ -133,14 +141,136 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// Whether a full reduction of `n` elements is split over threads.
-    fn chunked(&self, n: usize) -> bool {
-        self.par.threshold > 0
-            && n >= self.par.threshold
-            && kiln_runtime::parallel::num_threads() > 1
+    /// Runs reduction `kernel` (accumulator modes `modes`) over `shape`
+    /// into the accumulator that is operand 0 of `ptrs` (8-byte elements
+    /// holding the identity `bits`; element strides in `strides[0]`, 0 on
+    /// the reduced dimensions). A reduction over outer dimensions that
+    /// keeps the innermost one (column mode, e.g. `sum(X, axis=0)`) and is
+    /// large enough to be split over threads goes to
+    /// [`Exec::outer_reduce_chunked`]; any other is driven as is.
+    #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
+    fn reduce_into(
+        &self,
+        kernel: usize,
+        modes: Modes,
+        combine: (ReduceOp, DType),
+        ptrs: &[*mut u8],
+        strides: &[&[isize]],
+        esz: &[usize],
+        shape: &[usize],
+        bits: u64,
+    ) {
+        let total: usize = shape.iter().product();
+        let acc_st = strides[0];
+        // The innermost dimension left after dropping size-1 ones is kept
+        // (column mode), and the outermost reduced one is cut into chunks.
+        let column = shape
+            .iter()
+            .rposition(|&s| s > 1)
+            .is_some_and(|d| acc_st[d] != 0);
+        let cut = (0..shape.len()).find(|&d| shape[d] > 1 && acc_st[d] == 0);
+        if let (true, Some(d0), true) = (column, cut, self.chunked(total)) {
+            let per_chunk = (OUTER_CHUNK / (total / shape[d0]).max(1)).max(1);
+            if shape[d0] > per_chunk {
+                self.outer_reduce_chunked(
+                    kernel, modes, combine, ptrs, strides, esz, shape, d0, per_chunk, bits,
+                );
+                return;
+            }
+        }
+        drive(
+            jit_fn(self.code, kernel),
+            ptrs,
+            strides,
+            esz,
+            shape,
+            self.par,
+            Some(modes),
+        );
     }
 
-    /// The zero-filled-then-identity accumulator of reducing `shape` with
+    /// A reduction over outer dimensions, over threads: reduced dimension
+    /// `d0` is cut into chunks of `per_chunk` indices, each reduced by
+    /// `kernel` into its own partial accumulator array (the identity
+    /// `bits`, then the chunk's elements in order) in parallel, and the
+    /// partial arrays are folded into the accumulator (operand 0 of
+    /// `ptrs`, contiguous) in chunk order by [`combine_into`]. Each chunk
+    /// reads a contiguous run of whole rows, which streams from memory at
+    /// full speed, where splitting the kept columns between threads made
+    /// each thread read a page-sized piece of every row. The cut depends
+    /// only on the shape, so the result does not depend on the thread
+    /// count; a sum or product differs from the sequential order only by
+    /// reassociation, as in [`Exec::full_reduce_chunked`].
+    #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
+    fn outer_reduce_chunked(
+        &self,
+        kernel: usize,
+        modes: Modes,
+        combine: (ReduceOp, DType),
+        ptrs: &[*mut u8],
+        strides: &[&[isize]],
+        esz: &[usize],
+        shape: &[usize],
+        d0: usize,
+        per_chunk: usize,
+        bits: u64,
+    ) {
+        let acc_len: usize = shape
+            .iter()
+            .zip(strides[0])
+            .filter(|(_, &st)| st != 0)
+            .map(|(&s, _)| s)
+            .product();
+        let chunks = shape[d0].div_ceil(per_chunk);
+        // Filled by writing, not `vec![0; n]`'s fresh zero pages: the
+        // kernels read each accumulator before writing it, and a write to
+        // a page first mapped by a read is a copy-on-write fault that
+        // flushes the TLB of every core (most of the run time with 64
+        // chunks).
+        let mut partials = Vec::with_capacity(chunks * acc_len);
+        partials.resize(chunks * acc_len, bits);
+        let pbase = partials.as_mut_ptr() as usize;
+        let bases: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
+        let f = jit_fn(self.code, kernel);
+        let run = |c0: usize, c1: usize| {
+            let mut sub = shape.to_vec();
+            let mut p: Vec<*mut u8> = vec![std::ptr::null_mut(); bases.len()];
+            for c in c0..c1 {
+                let s = c * per_chunk;
+                sub[d0] = per_chunk.min(shape[d0] - s);
+                // The chunk's partial array, laid out as the accumulator.
+                p[0] = (pbase + 8 * c * acc_len) as *mut u8;
+                for k in 1..bases.len() {
+                    let off = s as isize * strides[k][d0] * esz[k] as isize;
+                    p[k] = (bases[k] as isize + off) as *mut u8;
+                }
+                let sequential = ParallelOptions {
+                    threshold: 0,
+                    ..ParallelOptions::default()
+                };
+                drive(f, &p, strides, esz, &sub, sequential, Some(modes));
+            }
+        };
+        kiln_runtime::parallel::parallel_for(chunks, 1, &run);
+        // SAFETY: the accumulator is a contiguous buffer of `acc_len`
+        // 8-byte elements (its strides cover the kept dimensions in
+        // standard layout), not aliased by the partials.
+        let dst = unsafe { std::slice::from_raw_parts_mut(ptrs[0] as *mut u64, acc_len) };
+        let (op, acc) = combine;
+        for part in partials.chunks_exact(acc_len) {
+            combine_into(op, acc, dst, part);
+        }
+    }
+
+    /// Whether a reduction of `n` elements is cut into chunks (reduced
+    /// over the threads there are). Not a function of the thread count:
+    /// one thread reduces the same chunks in turn, so the result has the
+    /// same bits on any number of threads.
+    fn chunked(&self, n: usize) -> bool {
+        self.par.threshold > 0 && n >= self.par.threshold
+    }
+
+    /// The identity-filled accumulator of reducing `shape` with
     /// `op` over `axes`, its strides over the dimensions of `shape` (0 on
     /// the reduced axes) and the identity's bits. Max and min of an empty
     /// axis are errors, as in the reference.
@@ -167,14 +297,16 @@ impl Exec<'_> {
             .filter(|d| !axes.contains(d))
             .map(|d| shape[d])
             .collect();
-        let accum = self.alloc_zeroed(name, acc, &out_shape)?;
+        let accum = self.alloc(name, acc, &out_shape)?;
         let bits = identity_bits(op, acc);
-        if bits != 0 {
-            let n = accum.len();
-            // SAFETY: the accumulator buffer holds `n` 8-byte elements.
-            let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
-            sl.fill(bits);
-        }
+        // Written, not taken zero-filled when the identity is 0: a fresh
+        // zero-filled buffer is mapped to the zero page until written, and
+        // the kernels read each accumulator before writing it (a
+        // copy-on-write fault with a TLB flush on every core per page).
+        let n = accum.len();
+        // SAFETY: the accumulator buffer holds `n` 8-byte elements.
+        let sl = unsafe { std::slice::from_raw_parts_mut(accum.ptr as *mut u64, n) };
+        sl.fill(bits);
         let mut acc_strides: SmallVec<[isize; 4]> = SmallVec::new();
         let mut kd = 0;
         for d in 0..shape.len() {

@@ -206,17 +206,6 @@ impl<'a> Exec<'a> {
         })
     }
 
-    /// A zero-filled buffer for `shape` (pooled buffers are cleared).
-    pub(super) fn alloc_zeroed(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
-        Ok(match self.pool.take(dtype, shape) {
-            Some(mut b) => {
-                b.zero();
-                Arr::from_buffer(b, shape)
-            }
-            None => Arr::from_buffer(Buffer::zeros(name, dtype, shape)?, shape),
-        })
-    }
-
     /// `x` converted to `to` by the cast `kernel` into a fresh array.
     pub(super) fn cast(&self, name: &str, x: &Arr, kernel: usize, to: DType) -> Result<Arr> {
         let out = self.alloc(name, to, &x.shape)?;
