@@ -196,7 +196,8 @@ fn call_into_writes_a_fortran_ordered_callers_array_in_place() {
 /// the element-wise driver, with prefetches a few blocks ahead: a step-2
 /// slice, a reversed step-3 slice and a step-9 slice (elements more than a
 /// cache line apart), over rows of several blocks plus a remainder, large
-/// enough to be split over threads. The values are those of the same call
+/// enough to be split over threads, and a step-2 slice whose result is
+/// large enough to be written with non-temporal stores. The values are those of the same call
 /// on contiguous copies, bit for bit but for each row's last element.
 #[test]
 fn gathered_strided_inputs_match_contiguous_copies() {
@@ -206,12 +207,15 @@ fn gathered_strided_inputs_match_contiguous_copies() {
     let out = &(&x.exp() * 2.0) + &y;
     let f = compiled(&[x, y], &[out], Mode::fast_run());
     let base = ramp(&[403, 3 * 1111]);
+    // A result of at least 16 MB is streamed out of scratch blocks.
+    let wide = ramp(&[2100, 2 * 1001]);
     let views = [
         base.slice(s![.., ..;2])
             .slice_move(s![.., ..1111])
             .into_dyn(),
         base.slice(s![.., ..;-3]).into_dyn(),
         base.slice(s![.., 1..;9]).into_dyn(),
+        wide.slice(s![.., ..;2]).into_dyn(),
     ];
     for (k, v) in views.iter().enumerate() {
         assert!(v.strides()[1].unsigned_abs() > 1, "view {k} is strided");

@@ -5,7 +5,8 @@
 //!   run-time CPU dispatch (AVX-512 / AVX2 / baseline) and `extern "C"`
 //!   entry points listed by [`math::math_symbols`].
 //! - [`gemm`]: strided GEMM `C = alpha·A·B + beta·C` for f64 / f32.
-//! - [`mem`]: transparent-huge-page advice for large buffers.
+//! - [`mem`]: transparent-huge-page advice for large buffers, non-temporal
+//!   (streaming) copies, and cache prefetch hints.
 //! - [`parallel`]: a contiguous-chunk parallel-for over a resizable thread
 //!   pool, with an `extern "C"` form that never unwinds into its caller.
 //!

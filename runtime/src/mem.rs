@@ -1,4 +1,5 @@
-//! Memory helpers for large run-time buffers, and cache prefetch hints.
+//! Memory helpers for large run-time buffers: huge-page advice, streaming
+//! copies, and cache prefetch hints.
 //!
 //! [`advise_hugepages`] asks Linux for transparent huge pages on a freshly
 //! allocated, not yet touched region (as numpy does for allocations of 4 MB
@@ -6,6 +7,9 @@
 //! faults in ~40 2 MB pages instead of ~20 000 4 KB pages. It only sets a
 //! flag on the mapping; contents and ownership are unchanged, so it is a
 //! no-op (and harmless) elsewhere or when the kernel refuses.
+//!
+//! [`copy_streaming`] copies with non-temporal stores (and [`store_fence`]
+//! orders them), for large outputs written block by block from scratch.
 //!
 //! [`kiln_prefetch`] and [`kiln_prefetch_write`] are called by JIT code
 //! once per block of a blocked element-wise kernel, to fetch the next
@@ -65,6 +69,56 @@ pub extern "C" fn kiln_prefetch(p: *const u8, bytes: usize) {
     {
         let _ = (p, bytes);
     }
+}
+
+/// Copies `bytes` bytes from `src` to `dst`, storing the 16-byte aligned
+/// part of `dst` with non-temporal stores (x86-64 `MOVNTDQ`, in SSE2, so
+/// on every x86-64 CPU): the destination's lines are written to memory
+/// without first being read into the cache, which saves a third of the
+/// memory traffic of a large streaming output. Elsewhere, a plain copy.
+/// Non-temporal stores are weakly ordered: call [`store_fence`] before
+/// another thread may read the destination.
+///
+/// # Safety
+/// `src` must be valid for `bytes` reads and `dst` for `bytes` writes, and
+/// the two must not overlap.
+pub unsafe fn copy_streaming(dst: *mut u8, src: *const u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let head = dst.align_offset(16).min(bytes);
+        let body = (bytes - head) / 16 * 16;
+        // SAFETY: every access stays inside the caller's `bytes` bytes of
+        // `src` and `dst`: the head and tail are plain copies, and the
+        // body's 16-byte stores start at a 16-byte aligned `dst + head`
+        // (SSE2 is part of x86-64).
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut off = head;
+            while off < head + body {
+                let v = _mm_loadu_si128(src.add(off) as *const __m128i);
+                _mm_stream_si128(dst.add(off) as *mut __m128i, v);
+                off += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.add(off), dst.add(off), bytes - off);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+    }
+}
+
+/// Orders the non-temporal stores of [`copy_streaming`] before every
+/// later store (`SFENCE`), so that a thread that synchronises with this
+/// one afterwards sees them.
+pub fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SFENCE has no operands and no effect but ordering.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 /// The `extern "C"` entry points of this module as (symbol, address).
@@ -137,6 +191,30 @@ unsafe fn prefetch_write_lines(p: usize, bytes: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streaming_copies_equal_plain_copies_at_any_alignment_and_length() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for d_off in 0..17 {
+            for s_off in [0, 1, 5, 8] {
+                for bytes in [0, 1, 15, 16, 17, 31, 64, 100, 250] {
+                    let mut dst = vec![0xAAu8; 300];
+                    // SAFETY: both ranges lie inside their vectors and the
+                    // vectors are distinct.
+                    unsafe {
+                        copy_streaming(dst.as_mut_ptr().add(d_off), src.as_ptr().add(s_off), bytes)
+                    };
+                    store_fence();
+                    assert_eq!(&dst[d_off..d_off + bytes], &src[s_off..s_off + bytes]);
+                    assert!(dst[..d_off].iter().all(|&b| b == 0xAA), "nothing before");
+                    assert!(
+                        dst[d_off + bytes..].iter().all(|&b| b == 0xAA),
+                        "nothing after"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn prefetch_hints_accept_any_address_and_change_nothing() {

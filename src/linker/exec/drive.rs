@@ -70,6 +70,14 @@ pub(super) fn drive(
 /// BENCHMARKS.md, fifteenth session).
 const GATHER: usize = 128;
 
+/// Output bytes of an element-wise call from which the gathered path
+/// writes its outputs with non-temporal stores (each block computed into
+/// a scratch block, then streamed out): an output this large is not in
+/// the cache for its consumer anyway, and streaming saves reading each
+/// output line before writing it. The step-2 layout case, memory-bound
+/// on two threads, gained about 10% (BENCHMARKS.md, fifteenth session).
+const STREAM_MIN_BYTES: usize = 16 << 20;
+
 /// How many blocks ahead of the one being gathered [`drive_elemwise`]
 /// prefetches a strided input (8 KB of a step-2 f64 row).
 const GATHER_AHEAD: usize = 4;
@@ -236,6 +244,10 @@ fn drive_impl(
         }
         off
     };
+    // Large outputs of the gathered path are written by non-temporal
+    // stores from a scratch block (see STREAM_MIN_BYTES).
+    let out_bytes: usize = (n_gather..nops).map(|k| esz[k]).sum::<usize>() * total;
+    let stream_out = !gathered.is_empty() && out_bytes >= STREAM_MIN_BYTES;
     let run_gathered = |r0: usize, r1: usize, i0: usize, i1: usize| {
         // One scratch block per gathered input (u64s: aligned for every dtype).
         let mut scratch: Vec<Vec<u64>> = gathered.iter().map(|_| vec![0u64; GATHER]).collect();
@@ -244,6 +256,14 @@ fn drive_impl(
             st[k] = esz[k] as isize;
         }
         let mut q: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+        // With `stream_out`: one scratch block per output, and the outputs'
+        // real addresses for the current block.
+        let mut out_scratch: Vec<Vec<u64>> = if stream_out {
+            (n_gather..nops).map(|_| vec![0u64; GATHER]).collect()
+        } else {
+            Vec::new()
+        };
+        let mut real: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
         for r in r0..r1 {
             let off = row_offset(r);
             let mut i = i0;
@@ -266,13 +286,33 @@ fn drive_impl(
                     prefetch_strided(first, inner_st[k], b - a);
                     q[k] = dst;
                 }
+                if stream_out {
+                    for k in n_gather..nops {
+                        real[k] = q[k];
+                        q[k] = out_scratch[k - n_gather].as_mut_ptr() as *mut u8;
+                    }
+                }
                 // SAFETY: outputs and ungathered inputs address elements
-                // i..i+m of this row (in bounds, as above); gathered inputs
+                // i..i+m of this row (in bounds, as above), or outputs their
+                // scratch blocks of GATHER >= m elements; gathered inputs
                 // address their m contiguous scratch elements; chunks handed
                 // to other threads write disjoint output elements.
                 unsafe { f(q.as_ptr(), st.as_ptr(), m) };
+                if stream_out {
+                    for k in n_gather..nops {
+                        // SAFETY: output k's elements i..i+m of this row are
+                        // contiguous (the gather path's condition) and in
+                        // bounds; its scratch block holds the m elements the
+                        // kernel just wrote, and does not overlap the output.
+                        unsafe { kiln_runtime::mem::copy_streaming(real[k], q[k], m * esz[k]) };
+                    }
+                }
                 i += m;
             }
+        }
+        if stream_out {
+            // Before the launcher's synchronisation hands the outputs on.
+            kiln_runtime::mem::store_fence();
         }
     };
     let run_rows = |r0: usize, r1: usize, i0: usize, i1: usize| {
