@@ -862,3 +862,86 @@ fn outer_axis_reductions_are_chunked_by_rows_whatever_the_thread_count() {
         }
     }
 }
+
+/// Reference sums of `|x|` over `axes` of `v` (f64), for the error bound
+/// of a reassociated float sum.
+fn abs_sums(v: &Value, axes: &Option<Vec<usize>>) -> Vec<f64> {
+    let a = v.to_f64_array().mapv(f64::abs);
+    let axes: Vec<usize> = match axes {
+        Some(ax) => ax.clone(),
+        None => (0..a.ndim()).collect(),
+    };
+    let mut r = a;
+    for &ax in axes.iter().rev() {
+        r = r.sum_axis(ndarray::Axis(ax));
+    }
+    r.iter().copied().collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..Default::default() })]
+    /// Chunked reductions (full, and over outer axes keeping the innermost
+    /// one) on small random arrays, cut by a small parallel grain, against
+    /// the reference: every op, f64 / f32 / i64 / bool inputs, any axes,
+    /// inputs with NaN, infinities and signed zeros. Integer, bool, max,
+    /// min, any and all results exactly; float sums within the bound of a
+    /// reassociated sum (2·n·eps·Σ|x|, plus the f32 result's rounding),
+    /// products (of values in [0.5, 1.5), no specials) within 4·n·eps.
+    #[test]
+    fn chunked_reductions_match_the_reference(
+        shape in proptest::collection::vec(1usize..24, 1..4),
+        axes_mask in 0u8..8,
+        op_i in 0usize..6,
+        dtype_i in 0usize..4,
+        seed in proptest::prelude::any::<u64>(),
+        grain in 1usize..16,
+    ) {
+        let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Any, ReduceOp::All];
+        let dtypes = [DType::F64, DType::F32, DType::I64, DType::Bool];
+        let (op, dtype) = (ops[op_i], dtypes[dtype_i]);
+        let nd = shape.len();
+        let picked: Vec<usize> = (0..nd).filter(|d| axes_mask & (1 << d) != 0).collect();
+        let axes = (!picked.is_empty() && picked.len() < nd).then_some(picked);
+        let vals = if op == ReduceOp::Prod && dtype.is_float() {
+            Value::from(rand_f64(&shape, seed, 0.5, 1.5)).cast(dtype)
+        } else {
+            rand_value(dtype, &shape, seed)
+        };
+        let x = tensor("x", dtype, &vec![None; nd]);
+        let out = Tensor::apply(Op::CAReduce { op, axes: axes.clone() }, &[&x]);
+        // Max / min of bool and the like may be type errors: nothing to run.
+        let Ok(out) = out else { return Ok(()) };
+        let fg = FunctionGraph::new(std::slice::from_ref(&x), std::slice::from_ref(&out)).unwrap();
+        let want = kiln::eval::evaluate(&fg, std::slice::from_ref(&vals)).unwrap();
+        let opts = CompileOptions {
+            parallel: kiln::linker::ParallelOptions { threshold: 1, grain },
+            ..CompileOptions::default()
+        };
+        let f = compile(&fg, &opts).unwrap();
+        let got = f.call(&[Arg::from(&vals)]).unwrap();
+        let (g, w) = (&got[0], &want[0]);
+        proptest::prop_assert_eq!(g.dtype(), w.dtype());
+        proptest::prop_assert_eq!(g.shape(), w.shape());
+        let float_sum_or_prod = g.dtype().is_float() && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
+        if !float_sum_or_prod {
+            proptest::prop_assert!(g.same_as(w), "{:?} {:?} {:?}: got {:?}, want {:?}", op, dtype, axes, g, w);
+            return Ok(());
+        }
+        let n = (shape.iter().product::<usize>() / w.to_f64_array().len().max(1)) as f64;
+        let bound_sums = abs_sums(&vals, &axes);
+        let f32_out = g.dtype() == DType::F32;
+        for (k, (a, b)) in g.to_f64_array().iter().zip(w.to_f64_array().iter()).enumerate() {
+            if a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() {
+                proptest::prop_assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()), "element {}: {} vs {}", k, a, b);
+                continue;
+            }
+            let rounding = if f32_out { b.abs() * f32::EPSILON as f64 } else { 0.0 };
+            let tol = if op == ReduceOp::Sum {
+                2.0 * n * f64::EPSILON * bound_sums[k] + rounding
+            } else {
+                4.0 * n * f64::EPSILON * b.abs() + rounding
+            };
+            proptest::prop_assert!((a - b).abs() <= tol, "{:?} {:?} {:?} element {}: {} vs {} (tol {})", op, dtype, axes, k, a, b, tol);
+        }
+    }
+}

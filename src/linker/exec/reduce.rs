@@ -22,13 +22,15 @@ use crate::linker::buffer::Arr;
 use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
 use crate::ops::ReduceOp;
 
-/// Elements per partial of a parallel full reduction.
-pub const REDUCE_CHUNK: usize = 1 << 16;
+/// Elements per partial of a parallel full reduction, in units of the
+/// parallel grain (2^16 with the default grain of 2^15).
+pub const REDUCE_CHUNK_GRAINS: usize = 2;
 
 /// Elements per chunk of a parallel reduction over outer dimensions
-/// ([`Exec::outer_reduce_chunked`]); each chunk also folds one partial
-/// array of the accumulator's size.
-pub const OUTER_CHUNK: usize = 1 << 18;
+/// ([`Exec::outer_reduce_chunked`]), in units of the parallel grain (2^18
+/// by default); each chunk also folds one partial array of the
+/// accumulator's size. Tests set a small grain to cut small arrays.
+pub const OUTER_CHUNK_GRAINS: usize = 8;
 
 impl Exec<'_> {
     /// Runs a `CAReduce` step.
@@ -170,7 +172,8 @@ impl Exec<'_> {
             .is_some_and(|d| acc_st[d] != 0);
         let cut = (0..shape.len()).find(|&d| shape[d] > 1 && acc_st[d] == 0);
         if let (true, Some(d0), true) = (column, cut, self.chunked(total)) {
-            let per_chunk = (OUTER_CHUNK / (total / shape[d0]).max(1)).max(1);
+            let chunk = OUTER_CHUNK_GRAINS * self.par.grain.max(1);
+            let per_chunk = (chunk / (total / shape[d0]).max(1)).max(1);
             if shape[d0] > per_chunk {
                 self.outer_reduce_chunked(
                     kernel, modes, combine, ptrs, strides, esz, shape, d0, per_chunk, bits,
@@ -323,7 +326,7 @@ impl Exec<'_> {
     /// A full reduction over threads of operands `ptrs` (element `strides`,
     /// `esz` bytes per element) covering `shape`, into the one-element
     /// `accum` (holding the identity `bits`): the outermost dimension larger
-    /// than 1 is cut into chunks of about [`REDUCE_CHUNK`] elements, each reduced
+    /// than 1 is cut into chunks of about [`REDUCE_CHUNK_GRAINS`] parallel grains of elements, each reduced
     /// by `kernel` into its own partial in parallel, then the partials are
     /// folded in chunk order by [`fold_partials`] with `combine`
     /// (the reduction and its accumulator dtype). The chunking depends only on the shape, so the
@@ -348,7 +351,8 @@ impl Exec<'_> {
             return;
         };
         let inner = total / shape[d0];
-        let per_chunk = (REDUCE_CHUNK / inner.max(1)).max(1);
+        let chunk = REDUCE_CHUNK_GRAINS * self.par.grain.max(1);
+        let per_chunk = (chunk / inner.max(1)).max(1);
         let chunks = shape[d0].div_ceil(per_chunk);
         let mut partials = vec![bits; chunks];
         let pbase = partials.as_mut_ptr() as usize;
