@@ -27,7 +27,7 @@ use crate::ops::ReduceOp;
 pub const REDUCE_CHUNK_GRAINS: usize = 2;
 
 /// Elements per chunk of a parallel reduction over outer dimensions
-/// ([`Exec::outer_reduce_chunked`]), in units of the parallel grain (2^18
+/// (`Exec::outer_reduce_chunked`), in units of the parallel grain (2^18
 /// by default); each chunk also folds one partial array of the
 /// accumulator's size. Tests set a small grain to cut small arrays.
 pub const OUTER_CHUNK_GRAINS: usize = 8;
