@@ -21,6 +21,8 @@
 #   KILN         a kiln binary to measure instead of building target/release/kiln
 #   PYVENV       the environment with the kiln Python package (default
 #                target/python-venv, which the README's test command builds)
+#   KILN_ISA     avx2: on an AVX-512 machine, measure the AVX2 path (kiln,
+#                numpy and JAX capped; recorded in meta.json's isa)
 #
 # Raw data written to OUT: meta.json (commit, date, CPU model, cores, vector
 # ISA, load average at the start and at the end, package versions, runs,
@@ -89,6 +91,15 @@ CORES="$(nproc)"
 if grep -qw avx512f /proc/cpuinfo; then ISA="AVX-512"
 elif grep -qw avx2 /proc/cpuinfo; then ISA="AVX2"
 else ISA="no AVX2"; fi
+# KILN_ISA=avx2 on an AVX-512 machine measures the AVX2 path (issue 16):
+# kiln reads it itself; numpy's dispatch and XLA's code generation are capped
+# the same way. numexpr has no run-time dispatch; PyTensor's C backend
+# compiles with -march=native and numba for the host: neither is capped.
+if [ "${KILN_ISA:-}" = "avx2" ] && [ "$ISA" = "AVX-512" ]; then
+    export NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR"
+    export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_cpu_max_isa=AVX2"
+    ISA="AVX2 forced on an AVX-512 CPU: KILN_ISA=avx2, numpy and JAX capped too, PyTensor and numba not"
+fi
 LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 PACKAGES="$("$VENV/bin/pip" freeze 2>/dev/null | grep -iE '^(numpy|numexpr|pytensor|numba|jax|jaxlib)==' | sort)"
 echo "commit $COMMIT, $DATE, $CPU ($CORES cores, $ISA), load $LOAD_START"

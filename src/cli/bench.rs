@@ -76,7 +76,8 @@ pub struct Row {
 impl Row {
     /// The row as a JSON object with the documented keys (times in ms to
     /// the µs, and the run times also in µs to the ns: `run_us`,
-    /// `run_into_us`, for calls of a few µs).
+    /// `run_into_us`, for calls of a few µs; `isa`: the runtime math
+    /// variant in use, after the `KILN_ISA` cap).
     pub fn to_json(&self) -> serde_json::Value {
         let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
         serde_json::json!({
@@ -94,6 +95,7 @@ impl Row {
             "nodes_before": self.nodes_before,
             "nodes_after": self.nodes_after,
             "peak_bytes": self.peak_bytes,
+            "isa": kiln_runtime::math::isa().name(),
         })
     }
 }

@@ -10,9 +10,11 @@
 //!
 //! The drivers are instantiated three times per function (AVX-512, AVX2+FMA
 //! and baseline, see `math::mod`); [`isa`] picks one with
-//! `is_x86_feature_detected!` on first use and caches the choice in an
-//! atomic. Accuracy is that of the kernels: the variants give bitwise
-//! identical results (no FMA contraction is performed by rustc).
+//! `is_x86_feature_detected!` on first use, lowered to the cap the
+//! `KILN_ISA` environment variable names if it is set ([`requested_isa`]:
+//! how an AVX-512 machine measures the AVX2 path), and caches the choice
+//! in an atomic. Accuracy is that of the kernels: the variants give
+//! bitwise identical results (no FMA contraction is performed by rustc).
 
 use std::ptr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -20,8 +22,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// Elements processed per block (the stack buffers hold this many).
 pub(crate) const BLOCK: usize = 64;
 
-/// Instruction-set variant used by the vectorised math functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Instruction-set variant used by the vectorised math functions, ordered
+/// from the narrowest to the widest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Isa {
     /// Baseline code of the target (SSE2 on x86_64).
     Baseline,
@@ -33,7 +36,45 @@ pub enum Isa {
 
 static ISA: AtomicU8 = AtomicU8::new(0);
 
-fn detect() -> Isa {
+/// The environment variable that caps the instruction set kiln uses.
+pub const ISA_ENV: &str = "KILN_ISA";
+
+impl Isa {
+    /// The name `KILN_ISA` accepts for this variant.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Baseline => "baseline",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// Parses a `KILN_ISA` value (`avx512`, `avx2` or `baseline`, any case).
+    pub fn parse(s: &str) -> Result<Isa, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "avx512" | "avx-512" => Ok(Isa::Avx512),
+            "avx2" => Ok(Isa::Avx2),
+            "baseline" | "sse2" => Ok(Isa::Baseline),
+            _ => Err(format!(
+                "{ISA_ENV}={s:?}: expected one of avx512, avx2, baseline"
+            )),
+        }
+    }
+}
+
+/// The cap `KILN_ISA` asks for: `Ok(None)` when the variable is unset or
+/// empty, an error naming the accepted values when it is set to anything
+/// else. The code generator reports that error when a function is
+/// compiled; [`isa`] ignores an invalid value (it cannot fail).
+pub fn requested_isa() -> Result<Option<Isa>, String> {
+    match std::env::var(ISA_ENV) {
+        Ok(v) if !v.trim().is_empty() => Isa::parse(&v).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The widest variant this CPU supports, whatever `KILN_ISA` says.
+pub fn detected_isa() -> Isa {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f")
@@ -51,8 +92,17 @@ fn detect() -> Isa {
     Isa::Baseline
 }
 
-/// The variant the math functions use on this CPU (detected once, then
-/// cached).
+/// The detected variant lowered to the `KILN_ISA` cap, if any.
+fn detect() -> Isa {
+    let hw = detected_isa();
+    match requested_isa() {
+        Ok(Some(cap)) => hw.min(cap),
+        _ => hw,
+    }
+}
+
+/// The variant the math functions use on this CPU: the widest it supports,
+/// at most the `KILN_ISA` cap (detected once, then cached).
 #[inline]
 pub fn isa() -> Isa {
     match ISA.load(Ordering::Relaxed) {
@@ -365,4 +415,29 @@ macro_rules! dispatched {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isa_names_parse_back_and_order_by_width() {
+        for isa in [Isa::Baseline, Isa::Avx2, Isa::Avx512] {
+            assert_eq!(Isa::parse(isa.name()), Ok(isa));
+        }
+        assert_eq!(Isa::parse(" AVX-512 "), Ok(Isa::Avx512));
+        assert_eq!(Isa::parse("sse2"), Ok(Isa::Baseline));
+        assert!(Isa::Baseline < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);
+        let e = Isa::parse("avx3").unwrap_err();
+        assert!(
+            e.contains("KILN_ISA") && e.contains("avx512, avx2, baseline"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_variant_in_use_never_exceeds_the_cpu() {
+        assert!(isa() <= detected_isa());
+    }
 }

@@ -37,7 +37,7 @@ mod pow;
 mod rowcol;
 mod trig;
 
-pub use dispatch::{isa, Isa};
+pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
 pub use fold::{
     exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
     kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,

@@ -1,4 +1,4 @@
-//! JIT module management: host-ISA detection, one `JITModule` per compiled
+//! JIT module management: host-ISA detection (capped by `KILN_ISA`), one `JITModule` per compiled
 //! Function, symbol registration, code generation of its kernels (in
 //! parallel when there are several), and freeing the code when the Function
 //! goes away.
@@ -108,11 +108,55 @@ pub fn host_isa(opts: &CodegenOptions) -> Result<Arc<dyn TargetIsa>> {
     if opts.single_pass_regalloc {
         set(&mut flags, "regalloc_algorithm", "single_pass")?;
     }
-    let isa = cranelift_native::builder()
-        .map_err(|e| Error::Compile(format!("unsupported host {triple}: {e}")))?
+    let mut isa_builder = cranelift_native::builder()
+        .map_err(|e| Error::Compile(format!("unsupported host {triple}: {e}")))?;
+    cap_isa_flags(&mut isa_builder)?;
+    let isa = isa_builder
         .finish(settings::Flags::new(flags))
         .map_err(|e| Error::Compile(format!("cannot build the ISA for host {triple}: {e}")))?;
     Ok(isa)
+}
+
+/// Lowers the detected host features to the `KILN_ISA` cap
+/// (`kiln_runtime::math::requested_isa`), so that an AVX-512 machine can
+/// measure the code an AVX2 machine would run: below `avx512` the AVX-512
+/// encodings are off, below `avx2` also AVX, AVX2, FMA and BMI (Cranelift
+/// keeps SSE4.2). An unrecognised value is an `Error::Compile` naming the
+/// accepted ones.
+fn cap_isa_flags(b: &mut cranelift_codegen::isa::Builder) -> Result<()> {
+    use kiln_runtime::math::Isa;
+    let Some(cap) = kiln_runtime::math::requested_isa().map_err(Error::Compile)? else {
+        return Ok(());
+    };
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(());
+    }
+    let mut off: Vec<&str> = Vec::new();
+    if cap < Isa::Avx512 {
+        off.extend([
+            "has_avx512bitalg",
+            "has_avx512dq",
+            "has_avx512vl",
+            "has_avx512vbmi",
+            "has_avx512f",
+            "has_avx512vnni",
+        ]);
+    }
+    if cap < Isa::Avx2 {
+        off.extend([
+            "has_avx",
+            "has_avx2",
+            "has_fma",
+            "has_avx_vnni",
+            "has_bmi1",
+            "has_bmi2",
+        ]);
+    }
+    for k in off {
+        b.set(k, "false")
+            .map_err(|e| Error::Compile(format!("cranelift setting {k}=false: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Whether the function divides integers (`sdiv`, `udiv`, `srem`, `urem`):
