@@ -557,16 +557,40 @@ fn fold_mask_block(
     let j_var = b.declare_var(types::I64);
     let zero = b.ins().iconst(types::I64, 0);
     b.def_var(j_var, zero);
+    // Masks are 0 or -1 per lane: a count subtracts them, any / all or /
+    // and them. Four vectors per step, combined pairwise before they meet
+    // the accumulator (the loop's overhead was most of the fold), then one
+    // vector per step for the rest of the block.
+    let fold = |b: &mut FunctionBuilder<'_>, v: Value, x: Value| match op {
+        ReduceOp::Sum => b.ins().isub(v, x),
+        ReduceOp::Any => b.ins().bor(v, x),
+        _ => b.ins().band(v, x),
+    };
+    let pair = |b: &mut FunctionBuilder<'_>, x: Value, y: Value| match op {
+        ReduceOp::Sum => b.ins().iadd(x, y),
+        ReduceOp::Any => b.ins().bor(x, y),
+        _ => b.ins().band(x, y),
+    };
+    elemwise::counted_loop(b, j_var, m, 4 * lanes as i64, |b, j| {
+        let off = b.ins().imul_imm_s(j, esz);
+        let addr = b.ins().iadd(base, off);
+        let x: Vec<Value> = (0..4)
+            .map(|k| b.ins().load(ity, sl::OWN, addr, 16 * k))
+            .collect();
+        let x01 = pair(b, x[0], x[1]);
+        let x23 = pair(b, x[2], x[3]);
+        let x = pair(b, x01, x23);
+        let v = b.use_var(v_var);
+        let v = fold(b, v, x);
+        b.def_var(v_var, v);
+        Ok(())
+    })?;
     elemwise::counted_loop(b, j_var, m, lanes as i64, |b, j| {
         let off = b.ins().imul_imm_s(j, esz);
         let addr = b.ins().iadd(base, off);
         let x = b.ins().load(ity, sl::OWN, addr, 0);
         let v = b.use_var(v_var);
-        let v = match op {
-            ReduceOp::Sum => b.ins().isub(v, x),
-            ReduceOp::Any => b.ins().bor(v, x),
-            _ => b.ins().band(v, x),
-        };
+        let v = fold(b, v, x);
         b.def_var(v_var, v);
         Ok(())
     })?;
