@@ -24,7 +24,7 @@
 //! combined bitwise, never compared as a float (its true pattern is a NaN).
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{types, ConstantData, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use rustc_hash::FxHashMap;
 
@@ -247,18 +247,28 @@ pub fn nan_minmax(b: &mut FunctionBuilder<'_>, a: Value, x: Value, max: bool, ty
     }
 }
 
-/// A float constant of type `ty` (scalar or splat vector).
+/// A float constant of type `ty` (scalar or splat vector). A vector is a
+/// `vconst`: one load from the function's constant pool, where a `splat`
+/// of a scalar constant costs an integer move, a transfer and a shuffle
+/// each time it is emitted (the default `opt_level=none` does not share
+/// repeated constants).
 pub fn float_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: f64) -> Value {
     let lane = ty.lane_type();
-    let s = if lane == types::F32 {
+    if ty.is_vector() {
+        let bytes: Vec<u8> = if lane == types::F32 {
+            (0..ty.lane_count())
+                .flat_map(|_| (v as f32).to_le_bytes())
+                .collect()
+        } else {
+            (0..ty.lane_count()).flat_map(|_| v.to_le_bytes()).collect()
+        };
+        let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
+        return b.ins().vconst(ty, c);
+    }
+    if lane == types::F32 {
         b.ins().f32const(v as f32)
     } else {
         b.ins().f64const(v)
-    };
-    if ty.is_vector() {
-        b.ins().splat(ty, s)
-    } else {
-        s
     }
 }
 
