@@ -830,9 +830,7 @@ impl<'a> VecCtx<'a> {
             }
             let v = match r {
                 CRef::Const(c) if !self.plan.dtype.is_float() => {
-                    let lane = self.vty.lane_type();
-                    let k = b.ins().iconst(lane, c.as_i64());
-                    let v = b.ins().splat(self.vty, k);
+                    let v = sl::int_splat(b, self.vty, c.as_i64());
                     consts.insert(r, v);
                     return Ok(v);
                 }

@@ -272,6 +272,17 @@ pub fn float_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: f64) -> Value {
     }
 }
 
+/// An integer vector constant of type `ty` with every lane `v` (truncated
+/// to the lane width), as a `vconst` like [`float_splat`].
+pub fn int_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
+    let lane_bytes = ty.lane_type().bytes() as usize;
+    let bytes: Vec<u8> = (0..ty.lane_count())
+        .flat_map(|_| v.to_le_bytes()[..lane_bytes].to_vec())
+        .collect();
+    let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    b.ins().vconst(ty, c)
+}
+
 /// `c ? x : y` on two f32 or f64 scalars without a branch. Cranelift lowers
 /// a float `select` to a conditional jump around a register move, which
 /// mispredicts on data-dependent conditions (`where(x > 0, ...)` on random
@@ -709,10 +720,7 @@ pub fn emit_vector_int(
 ) -> Result<Value> {
     use ScalarOp::*;
     let unsigned = matches!(dtype, DType::U64 | DType::U32);
-    let zero = |b: &mut FunctionBuilder<'_>| {
-        let z = b.ins().iconst(ty.lane_type(), 0);
-        b.ins().splat(ty, z)
-    };
+    let zero = |b: &mut FunctionBuilder<'_>| int_splat(b, ty, 0);
     let cc = |signed: IntCC, unsigned_cc: IntCC| if unsigned { unsigned_cc } else { signed };
     // The lane mask of a value's truth (a mask already is one).
     let truth = |b: &mut FunctionBuilder<'_>, v: Value, is_mask: bool| {
@@ -767,10 +775,7 @@ pub fn emit_vector_int(
     }
     // A bool argument of an integer op counts as 0 or 1, except a Switch
     // condition, which selects directly.
-    let one = {
-        let o = b.ins().iconst(ty.lane_type(), 1);
-        b.ins().splat(ty, o)
-    };
+    let one = int_splat(b, ty, 1);
     let v: Vec<Value> = a
         .iter()
         .zip(masks)
