@@ -3,10 +3,11 @@ mod cli_support;
 
 use cli_support::*;
 
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "codegen_ms",
     "compile_first_ms",
     "compile_ms",
+    "isa",
     "mode",
     "nodes_after",
     "nodes_before",

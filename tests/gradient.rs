@@ -70,6 +70,7 @@ const POSITIVE: [f64; 4] = [0.3, 0.9, 1.7, 3.1];
 const UNIT: [f64; 4] = [-0.8, -0.2, 0.3, 0.7];
 const ABOVE_ONE: [f64; 4] = [1.2, 1.9, 2.5, 4.0];
 const NEGATIVE: [f64; 4] = [-3.0, -0.9, -0.2, -0.05];
+const TARGET: [f64; 4] = [0.1, 0.5, 0.9, 0.3];
 
 /// The points each scalar op is differentiated at (one vector per input),
 /// or `None` for ops whose gradient is checked elsewhere. The match is
@@ -81,6 +82,7 @@ fn domain(op: ScalarOp) -> Option<Vec<[f64; 4]>> {
         TrueDiv => vec![GENERIC, OTHER],
         IntDiv | Mod | Fmod => vec![[2.3, -1.7, 0.9, 3.4], [0.7, 1.1, -1.3, 2.2]],
         ArcTan2 | Hypot | CopySign => vec![GENERIC, OTHER],
+        SigmoidBinaryCrossentropy => vec![GENERIC, TARGET],
         Pow => vec![POSITIVE, OTHER],
         Clip => vec![
             [-1.5, 0.2, 0.8, 2.0],

@@ -82,7 +82,7 @@ fn every_scalar_op_infers_its_output_dtype_through_elemwise() {
     let ops = ScalarOp::all();
     assert_eq!(
         ops.len(),
-        66 + 11,
+        67 + 11,
         "every scalar op and a cast to each dtype"
     );
     for op in ops {

@@ -400,6 +400,16 @@ fn templates() -> Vec<Template> {
         t("log1msigm_to_softplus", Vectors, |[a, ..], _| {
             (1.0 - a.sigmoid()).log()
         }),
+        t(
+            "local_sigmoid_binary_crossentropy",
+            Vectors,
+            |[a, b, _], _| &(b * &(-a).softplus()) + &(&(&c(1.0) - b) * &a.softplus()),
+        ),
+        t(
+            "local_sigmoid_binary_crossentropy",
+            Vectors,
+            |[a, b, _], _| &(&(&c(1.0) - b) * &(-&a.softplus())) + &(b * &(-&(-a).softplus())),
+        ),
         t("log1p_neg_sigmoid", Vectors, |[a, ..], _| {
             (-&a.sigmoid()).log1p()
         }),

@@ -298,14 +298,20 @@ fn softplus_pair() {
     check_no_fire(name, g("softplus(x)"));
 }
 
-/// The binary cross-entropy of a sigmoid under FAST_RUN: one `softplus`
-/// left, the shared `softplus(-|z|)` (one exponential and one log1p per
-/// element), and the values of the pair kept where `softplus(x) - x` would
-/// cancel (`softplus(-40) = 4.25e-18`).
+/// A weighted pair of log-sigmoids that is not a cross-entropy (the
+/// weights are not `t` and `1 - t`) under FAST_RUN: one `softplus` left,
+/// the shared `softplus(-|z|)` (one exponential and one log1p per element),
+/// and the values of the pair kept where `softplus(x) - x` would cancel
+/// (`softplus(-40) = 4.25e-18`). The cross-entropy itself becomes one
+/// `sigmoid_binary_crossentropy` (stabilize).
 #[test]
 fn softplus_pair_in_the_cross_entropy() {
     let decl = "t=f64[:]; z=f64[:]";
     let src = "-(t*log(sigmoid(z)) + (1-t)*log(1 - sigmoid(z)))";
+    let mut xent = graph(decl, src);
+    kiln::rewrites::rewrite_graph(&mut xent, &kiln::rewriting::Mode::fast_run()).unwrap();
+    assert_eq!(show(&xent), "sigmoid_binary_crossentropy(z, t)");
+    let src = "-(t*log(sigmoid(z)) + (2-t)*log(1 - sigmoid(z)))";
     let mut fg = graph(decl, src);
     kiln::rewrites::rewrite_graph(&mut fg, &kiln::rewriting::Mode::fast_run()).unwrap();
     let shown = show(&fg);
@@ -323,14 +329,15 @@ fn softplus_pair_in_the_cross_entropy() {
         })
         .count();
     assert_eq!(softplus_nodes, 1, "one shared tail: {}", show(&unfused));
-    let t = Value::F64(ndarray::arr1(&[1.0, 0.0, 1.0, 0.0, 1.0]).into_dyn());
+    // Weights 2 and 0: twice the softplus of the term that survives.
+    let t = Value::F64(ndarray::arr1(&[2.0, 0.0, 2.0, 0.0, 2.0]).into_dyn());
     let z = Value::F64(ndarray::arr1(&[40.0, -40.0, -800.0, 800.0, 0.5]).into_dyn());
     let want = [
-        4.248_354_255_291_589e-18,
-        4.248_354_255_291_589e-18,
-        800.0,
-        800.0,
-        0.474_076_984_180_106_6,
+        2.0 * 4.248_354_255_291_589e-18,
+        2.0 * 4.248_354_255_291_589e-18,
+        1600.0,
+        1600.0,
+        2.0 * 0.474_076_984_180_106_6,
     ];
     // (The original graph is NaN at ±40 and ±800: `0 * log(0)`.)
     let out = kiln::eval::evaluate(&fg, &[t, z]).unwrap();

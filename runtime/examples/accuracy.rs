@@ -77,6 +77,18 @@ fn main() {
         "arctan2    f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
         w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
     );
+    let (w64, w32) = measure_sigmoid_xent(31);
+    let s = measure_sigmoid_xent_specials();
+    writeln!(
+        md,
+        "| sigmoid_binary_crossentropy | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | from std: log1p(exp(-|z|)) + ((1-t)·max(z,0) + t·max(-z,0)) | z ∈ [-50,50] (1 in 10: [-750,750]) × t ∈ [0,1] (a third exactly 0 or 1); all pairs of specials |",
+        w64.0, w64.1, w64.2, s.0, w32.0
+    )
+    .unwrap();
+    println!(
+        "sigmoid_binary_crossentropy f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
+        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    );
 
     // sin/cos beyond 1e5.
     writeln!(md, "\n## sin / cos / tan beyond |x| = 1e5\n").unwrap();

@@ -226,3 +226,24 @@ fn pow_special_cases() {
         );
     }
 }
+
+#[test]
+fn sigmoid_binary_crossentropy() {
+    let (w64, w32) = measure_sigmoid_xent(31);
+    assert!(
+        w64.0 <= 2.0,
+        "f64: {} ULP at ({:e}, {:e})",
+        w64.0,
+        w64.1,
+        w64.2
+    );
+    assert!(
+        w32.0 <= 1.0,
+        "f32: {} ULP at ({:e}, {:e})",
+        w32.0,
+        w32.1,
+        w32.2
+    );
+    let s = measure_sigmoid_xent_specials();
+    assert!(s.0 <= 2.0, "special ({:e}, {:e}): {} ULP", s.1, s.2, s.0);
+}

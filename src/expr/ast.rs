@@ -720,6 +720,7 @@ funcs! {
     Isfinite => "isfinite", Fixed(1);
     Arctan2 => "arctan2", Fixed(2);
     Hypot => "hypot", Fixed(2);
+    SigmoidBinaryCrossentropy => "sigmoid_binary_crossentropy", Fixed(2);
     Copysign => "copysign", Fixed(2);
     Fmod => "fmod", Fixed(2);
     Maximum => "maximum", Fixed(2);

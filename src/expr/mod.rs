@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 74);
+        assert_eq!(Func::ALL.len(), 75);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }

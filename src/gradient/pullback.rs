@@ -507,6 +507,11 @@ pub fn scalar_l_op(op: ScalarOp, x: &[Tensor], z: &Tensor, gz: &Tensor) -> Resul
                 g(neg(&true_div(&mul(gz, y)?, &r2)?)),
             ]
         }
+        // t·softplus(-z) + (1-t)·softplus(z): dz = sigmoid(z) - t, dt = -z.
+        SigmoidBinaryCrossentropy => vec![
+            g(mul(gz, &sub(&x[0].sigmoid(), &x[1])?)?),
+            g(neg(&mul(gz, &x[0])?)),
+        ],
         // hypot(a, b) = sqrt(a² + b²): da = a / z, db = b / z (NaN at the origin,
         // where it has no derivative).
         Hypot => vec![

@@ -85,6 +85,13 @@ pub enum ScalarOp {
     Hypot,
     CopySign,
     Fmod,
+    /// Binary cross-entropy of a logit `a` against a target `b`,
+    /// `b·softplus(-a) + (1-b)·softplus(a)`, computed as
+    /// `log1p(exp(-|a|)) + ((1-b)·max(a, 0) + b·max(-a, 0))` (one exp and
+    /// one log1p, no cancellation for `b` in [0, 1]); stabilize's
+    /// `local_sigmoid_binary_crossentropy` forms it from the log-sigmoid
+    /// expression.
+    SigmoidBinaryCrossentropy,
     // Classification (bool results).
     IsNan,
     IsInf,
@@ -124,12 +131,73 @@ impl ScalarOp {
     pub fn all() -> Vec<ScalarOp> {
         use ScalarOp::*;
         let mut v = vec![
-            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum,
-            Minimum, Clip, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus,
-            Log1mexp, Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh,
-            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Trunc, ArcTan2, Hypot, CopySign, Fmod, IsNan,
-            IsInf, IsFinite, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert, LeftShift, RightShift,
-            Switch, Second, Identity,
+            Add,
+            Sub,
+            Mul,
+            TrueDiv,
+            IntDiv,
+            Mod,
+            Pow,
+            Neg,
+            Reciprocal,
+            Abs,
+            Sign,
+            Sqr,
+            Maximum,
+            Minimum,
+            Clip,
+            Exp,
+            Exp2,
+            Expm1,
+            Log,
+            Log2,
+            Log10,
+            Log1p,
+            Sqrt,
+            Sigmoid,
+            Softplus,
+            Log1mexp,
+            Sin,
+            Cos,
+            Tan,
+            ArcSin,
+            ArcCos,
+            ArcTan,
+            Sinh,
+            Cosh,
+            Tanh,
+            ArcSinh,
+            ArcCosh,
+            ArcTanh,
+            Erf,
+            Erfc,
+            Floor,
+            Ceil,
+            Round,
+            Trunc,
+            ArcTan2,
+            Hypot,
+            CopySign,
+            Fmod,
+            SigmoidBinaryCrossentropy,
+            IsNan,
+            IsInf,
+            IsFinite,
+            Lt,
+            Le,
+            Gt,
+            Ge,
+            Eq,
+            Neq,
+            And,
+            Or,
+            Xor,
+            Invert,
+            LeftShift,
+            RightShift,
+            Switch,
+            Second,
+            Identity,
         ];
         v.extend(DType::ALL.iter().map(|&d| Cast(d)));
         v
@@ -185,6 +253,7 @@ impl ScalarOp {
             Trunc => "trunc",
             ArcTan2 => "arctan2",
             Hypot => "hypot",
+            SigmoidBinaryCrossentropy => "sigmoid_binary_crossentropy",
             CopySign => "copysign",
             Fmod => "fmod",
             IsNan => "isnan",
@@ -220,9 +289,30 @@ impl ScalarOp {
         use ScalarOp::*;
         match self {
             Add | Mul => Arity::Variadic,
-            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq
-            | Neq | And | Or | Xor | Second | ArcTan2 | Hypot | CopySign | Fmod | LeftShift
-            | RightShift => Arity::Fixed(2),
+            Sub
+            | TrueDiv
+            | IntDiv
+            | Mod
+            | Pow
+            | Maximum
+            | Minimum
+            | Lt
+            | Le
+            | Gt
+            | Ge
+            | Eq
+            | Neq
+            | And
+            | Or
+            | Xor
+            | Second
+            | ArcTan2
+            | Hypot
+            | CopySign
+            | Fmod
+            | LeftShift
+            | RightShift
+            | SigmoidBinaryCrossentropy => Arity::Fixed(2),
             Clip | Switch => Arity::Fixed(3),
             _ => Arity::Fixed(1),
         }
@@ -293,6 +383,7 @@ impl ScalarOp {
                 | ArcTan2
                 | Hypot
                 | CopySign
+                | SigmoidBinaryCrossentropy
         )
     }
 
@@ -485,6 +576,7 @@ impl ScalarOp {
             Trunc => a.trunc(),
             ArcTan2 => a.atan2(b()),
             Hypot => a.hypot(b()),
+            SigmoidBinaryCrossentropy => sigmoid_binary_crossentropy(a, b()),
             CopySign => a.copysign(b()),
             // Rust's `%` on floats is C's `fmod` (exact, sign of the dividend).
             Fmod => a % b(),
@@ -796,6 +888,18 @@ pub fn softplus(x: f64) -> f64 {
     } else {
         x.exp().ln_1p()
     }
+}
+
+/// Binary cross-entropy of the logit `z` against the target `t`,
+/// `t·softplus(-z) + (1-t)·softplus(z)`, as
+/// `log1p(exp(-|z|)) + ((1-t)·max(z, 0) + t·max(-z, 0))`: no cancellation
+/// for `t` in [0, 1]; NaN for a NaN argument, and for `0·inf` (`t = 1` at
+/// `z = +inf`, `t = 0` at `z = -inf`) as in the expression it replaces.
+pub fn sigmoid_binary_crossentropy(z: f64, t: f64) -> f64 {
+    let l = (-z.abs()).exp().ln_1p();
+    let pos = if z > 0.0 { z } else { 0.0 };
+    let neg = if z < 0.0 { -z } else { 0.0 };
+    l + ((1.0 - t) * pos + t * neg)
 }
 
 /// `log(1 - exp(x))` for `x <= 0`, accurate near 0 and for very negative x; NaN for x > 0.

@@ -174,6 +174,10 @@ binary_fns! {
     arctan2 => ArcTan2;
     /// `sqrt(a² + b²)` without undue overflow or underflow.
     hypot => Hypot;
+    /// Binary cross-entropy of the logit `a` against the target `b`:
+    /// `b·softplus(-a) + (1-b)·softplus(a)`, i.e.
+    /// `-(b·log(sigmoid(a)) + (1-b)·log(1 - sigmoid(a)))`.
+    sigmoid_binary_crossentropy => SigmoidBinaryCrossentropy;
     /// `|a|` with the sign (bit) of `b`.
     copysign => CopySign;
     /// C `fmod`: the remainder with the sign of the dividend `a` (numpy `fmod`;

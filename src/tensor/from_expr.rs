@@ -473,6 +473,7 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         Func::Second => build::elemwise(ScalarOp::Second, &[&a[0], &a[1]]),
         Func::Arctan2 => build::arctan2(&a[0], &a[1]),
         Func::Hypot => build::hypot(&a[0], &a[1]),
+        Func::SigmoidBinaryCrossentropy => build::sigmoid_binary_crossentropy(&a[0], &a[1]),
         Func::Copysign => build::copysign(&a[0], &a[1]),
         Func::Fmod => build::fmod(&a[0], &a[1]),
         Func::Maximum => build::maximum(&a[0], &a[1]),

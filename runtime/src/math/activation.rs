@@ -1,5 +1,6 @@
 //! Numerically stable activation-style compositions: `sigmoid`,
-//! `softplus`, `log1mexp`.
+//! `softplus`, `log1mexp`, and the binary cross-entropy of a logit
+//! (`sigmoid_binary_crossentropy`).
 //!
 //! - sigmoid(x) = 1/(1+e^-|x|) for x >= 0, e^-|x|/(1+e^-|x|) otherwise
 //!   (never overflows; underflows gradually to 0 for x < -745).
@@ -97,6 +98,55 @@ pub(crate) const SOFTPLUS_FIXUP: Fixup = Fixup {
     limit: EXP_FAST_LIMIT,
     exact: softplus_full,
 };
+
+/// Binary cross-entropy of a logit `z` against a target `t`,
+/// t·softplus(-z) + (1 - t)·softplus(z) = -(t·log σ(z) + (1-t)·log(1-σ(z))),
+/// as log1p(e^-|z|) + ((1 - t)·max(z, 0) + t·max(-z, 0)): one exp and one
+/// log1p per element, and for t in [0, 1] a sum of non-negative terms (no
+/// cancellation, where softplus(z) - t·z loses the small losses of
+/// confident logits). No fixup is needed: subnormal
+/// e^-|z| and ±inf are exact; 0·inf (t = 1 at z = +inf, t = 0 at z = -inf)
+/// is NaN, as in the expression it replaces. e^-|z| is the fast exp's
+/// inside its range and the full-range exp's outside it, as in
+/// [`sigmoid_binary_crossentropy_staged`].
+#[inline(always)]
+pub(crate) fn sigmoid_binary_crossentropy(z: f64, t: f64) -> f64 {
+    let inside = z.abs() < EXP_FAST_LIMIT;
+    let e = sel(inside, exp_fast(neg_abs(z)), exp(neg_abs(z)));
+    let l = log1p_unit(e);
+    let pos = sel(z > 0.0, z, 0.0);
+    let neg = sel(z < 0.0, -z, 0.0);
+    l + ((1.0 - t) * pos + t * neg)
+}
+
+/// [`sigmoid_binary_crossentropy`] over a group (`z` replaced by the
+/// result), in two stages like [`softplus_staged`]: every e^-|z| first,
+/// by the fast exp with the lanes outside its range (|z| >= 708, ±inf,
+/// NaN) recomputed by the full-range one, then the logarithms and the rest
+/// (one loop spills on AVX2). Bit-identical to the scalar kernel lane by
+/// lane (the two exps agree inside the fast one's range).
+#[inline(always)]
+pub(crate) fn sigmoid_binary_crossentropy_staged(z: &mut [f64; LANES], t: &[f64; LANES]) {
+    let mut e = [0.0; LANES];
+    for (z, e) in z.iter().zip(&mut e) {
+        *e = exp_fast(neg_abs(*z));
+    }
+    // Written negated so that NaN counts as outside.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let outside = |z: f64| !(z.abs() < EXP_FAST_LIMIT);
+    if z.iter().fold(false, |acc, &v| acc | outside(v)) {
+        for (z, e) in z.iter().zip(&mut e) {
+            if outside(*z) {
+                *e = exp(neg_abs(*z));
+            }
+        }
+    }
+    for ((z, e), t) in z.iter_mut().zip(&e).zip(t) {
+        let pos = sel(*z > 0.0, *z, 0.0);
+        let neg = sel(*z < 0.0, -*z, 0.0);
+        *z = log1p_unit(*e) + ((1.0 - *t) * pos + *t * neg);
+    }
+}
 
 /// log(1 - e^x) for x <= 0.
 #[inline(always)]

@@ -273,7 +273,20 @@ pub(crate) unsafe fn unary_f32(
     }
 }
 
-/// Maps a binary kernel over `n` f64 pairs (groups of [`LANES`] as in
+/// Maps a binary kernel lane by lane over a group: `a[i] = f(a[i], b[i])`.
+#[inline(always)]
+pub(crate) fn map_lanes2<const N: usize>(
+    a: &mut [f64; N],
+    b: &[f64; N],
+    f: impl Fn(f64, f64) -> f64,
+) {
+    for (p, q) in a.iter_mut().zip(b.iter()) {
+        *p = f(*p, *q);
+    }
+}
+
+/// Maps a binary group map `g` (`a = g(a, b)` on [`LANES`] pairs, usually
+/// [`map_lanes2`] of a scalar kernel) over `n` f64 pairs (groups as in
 /// [`unary_f64`]).
 ///
 /// # Safety
@@ -285,7 +298,7 @@ pub(crate) unsafe fn binary_f64(
     y: *const f64,
     out: *mut f64,
     n: usize,
-    f: impl Fn(f64, f64) -> f64,
+    g: impl Fn(&mut [f64; LANES], &[f64; LANES]),
 ) {
     let mut i = 0;
     while i + LANES <= n {
@@ -296,9 +309,7 @@ pub(crate) unsafe fn binary_f64(
                 ptr::read_unaligned(y.add(i) as *const [f64; LANES]),
             )
         };
-        for (p, q) in a.iter_mut().zip(b.iter()) {
-            *p = f(*p, *q);
-        }
+        g(&mut a, &b);
         // SAFETY: out[i..i+LANES] is writable; both inputs were read above.
         unsafe { ptr::write_unaligned(out.add(i) as *mut [f64; LANES], a) };
         i += LANES;
@@ -312,9 +323,7 @@ pub(crate) unsafe fn binary_f64(
             ptr::copy_nonoverlapping(x.add(i), a.as_mut_ptr(), len);
             ptr::copy_nonoverlapping(y.add(i), b.as_mut_ptr(), len);
         }
-        for (p, q) in a.iter_mut().zip(b.iter()) {
-            *p = f(*p, *q);
-        }
+        g(&mut a, &b);
         // SAFETY: out[i..n] writable.
         unsafe { ptr::copy_nonoverlapping(a.as_ptr(), out.add(i), len) };
     }

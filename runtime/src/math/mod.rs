@@ -58,11 +58,24 @@ macro_rules! group_map {
     };
 }
 
+/// The group map of a binary table entry: `lanes k` maps the scalar kernel
+/// `k` pair by pair ([`dispatch::map_lanes2`]); `staged k` calls `k` on the
+/// whole group (see `group_map`). The f32 drivers always take the scalar
+/// kernel.
+macro_rules! bgroup_map {
+    ($a:ident, $b:ident, lanes $k:path) => {
+        super::dispatch::map_lanes2($a, $b, $k)
+    };
+    ($a:ident, $b:ident, staged $k:path) => {
+        $k($a, $b)
+    };
+}
+
 macro_rules! math_functions {
     (
         unary: [$(($name:literal, $m:ident, $kind:ident $kernel:path, $fix:expr, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
             $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
-        binary: [$(($bname:literal, $bm:ident, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
+        binary: [$(($bname:literal, $bm:ident, $bkind:ident $bgroup:path, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
             $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
     ) => {
         $(
@@ -193,7 +206,7 @@ macro_rules! math_functions {
             mod $bm {
                 use super::dispatch::{binary_f32, binary_f64};
                 #[allow(unused_imports)]
-                use super::{inverse_trig, pow};
+                use super::{activation, inverse_trig, pow};
 
                 /// AVX-512 variant.
                 ///
@@ -203,7 +216,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f64_avx512(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| bgroup_map!(a, b, $bkind $bgroup)) }
                 }
                 /// AVX2 variant.
                 ///
@@ -213,7 +226,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f64_avx2(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| bgroup_map!(a, b, $bkind $bgroup)) }
                 }
                 /// Baseline variant.
                 ///
@@ -221,7 +234,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `binary_f64`.
                 pub(super) unsafe fn f64_base(x: *const f64, y: *const f64, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { binary_f64(x, y, out, n, #[inline(always)] |a, b| bgroup_map!(a, b, $bkind $bgroup)) }
                 }
                 /// AVX-512 variant.
                 ///
@@ -394,9 +407,14 @@ math_functions! {
         ("erfc", v_erfc, lanes erf::erfc, None, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
     binary: [
-        ("pow", v_pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "0 measured (<= 1 by construction)"),
-        ("arctan2", v_atan2, inverse_trig::atan2, kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
+        ("pow", v_pow, lanes pow::pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "0 measured (<= 1 by construction)"),
+        ("arctan2", v_atan2, lanes inverse_trig::atan2, inverse_trig::atan2, kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
             "atan2(x, y) (the angle of the point (y, x))", "2", "0 measured (<= 1 by construction)"),
+        ("sigmoid_binary_crossentropy", v_sigmoid_xent,
+            staged activation::sigmoid_binary_crossentropy_staged, activation::sigmoid_binary_crossentropy,
+            kiln_sigmoid_binary_crossentropy_f64, kiln_sigmoid_binary_crossentropy_f32,
+            sigmoid_binary_crossentropy_f64, sigmoid_binary_crossentropy_f32,
+            "y·softplus(-x) + (1-y)·softplus(x) (x a logit, y its target)", "2", "0 measured (<= 1 by construction)"),
     ]
 }
 
@@ -433,8 +451,11 @@ mod tests {
     #[test]
     fn symbols_listed() {
         let s = math_symbols();
-        // 24 unary and 2 binary functions, f64 and f32 each.
-        assert_eq!(s.len(), 52);
+        // 24 unary and 3 binary functions, f64 and f32 each.
+        assert_eq!(s.len(), 54);
+        assert!(s
+            .iter()
+            .any(|(n, _)| *n == "kiln_sigmoid_binary_crossentropy_f32"));
         assert!(s.iter().any(|(n, _)| *n == "kiln_pow_f32"));
         assert!(s.iter().any(|(n, _)| *n == "kiln_arctan2_f64"));
         assert!(s.iter().all(|(_, p)| !p.is_null()));

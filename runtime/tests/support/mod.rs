@@ -620,3 +620,52 @@ pub fn measure_atan2_specials() -> (f64, f64, f64) {
     let (ys, xs) = all_pairs(&sp);
     worst_binary_f64(&ys, &xs, m::arctan2_f64, f64::atan2)
 }
+
+/// `y·softplus(-x) + (1-y)·softplus(x)` from std functions, in the
+/// kernel's non-cancelling form (non-negative terms for y in [0, 1]).
+fn xent_ref(z: f64, t: f64) -> f64 {
+    let l = (-z.abs()).exp().ln_1p();
+    let pos = if z > 0.0 { z } else { 0.0 };
+    let neg = if z < 0.0 { -z } else { 0.0 };
+    l + ((1.0 - t) * pos + t * neg)
+}
+
+/// Measures `sigmoid_binary_crossentropy` against [`xent_ref`]: logits
+/// over [-50, 50] and, one in ten, [-750, 750] (past the fast exp's range,
+/// subnormal e^-|z|); targets in [0, 1], a third of them exactly 0 or 1.
+/// Returns (f64 max ULP, at (z, t)), (f32 max ULP, at (z, t)).
+pub fn measure_sigmoid_xent(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
+    let n = points();
+    let mut rng = Rng(seed);
+    let zs: Vec<f64> = (0..n)
+        .map(|i| {
+            let u = rng.next();
+            if i % 10 == 0 {
+                (u - 0.5) * 1500.0
+            } else {
+                (u - 0.5) * 100.0
+            }
+        })
+        .collect();
+    let ts: Vec<f64> = (0..n)
+        .map(|i| match i % 3 {
+            0 => (i % 2) as f64,
+            _ => rng.next(),
+        })
+        .collect();
+    let z32: Vec<f32> = zs.iter().map(|&v| v as f32).collect();
+    let t32: Vec<f32> = ts.iter().map(|&v| v as f32).collect();
+    (
+        worst_binary_f64(&zs, &ts, m::sigmoid_binary_crossentropy_f64, xent_ref),
+        worst_binary_f32(&z32, &t32, m::sigmoid_binary_crossentropy_f32, xent_ref),
+    )
+}
+
+/// Worst `sigmoid_binary_crossentropy` error over all pairs of special
+/// values and a few targets in [0, 1], against [`xent_ref`].
+pub fn measure_sigmoid_xent_specials() -> (f64, f64, f64) {
+    let mut sp: Vec<f64> = SPECIALS.to_vec();
+    sp.extend([1.0, 0.5, 0.25]);
+    let (zs, ts) = all_pairs(&sp);
+    worst_binary_f64(&zs, &ts, m::sigmoid_binary_crossentropy_f64, xent_ref)
+}

@@ -7,7 +7,7 @@
 //!   ([`ScalarOp::eval_f64`]), so the strided / scalar paths of a kernel are
 //!   bit-identical to the reference evaluator;
 //! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`,
-//!   `(x, y, out, n)` for `arctan2`): vectorised AVX2 / AVX-512
+//!   `(x, y, out, n)` for `arctan2` and `sigmoid_binary_crossentropy`): vectorised AVX2 / AVX-512
 //!   implementations (within the bounds of the runtime's ACCURACY.md), used
 //!   by the contiguous fast path on blocks of up to [`BLOCK`] elements.
 //!
@@ -86,6 +86,10 @@ extern "C" fn kiln_ref_hypot(x: f64, y: f64) -> f64 {
     ScalarOp::Hypot.eval_f64(&[x, y])
 }
 
+extern "C" fn kiln_ref_sigmoid_binary_crossentropy(z: f64, t: f64) -> f64 {
+    ScalarOp::SigmoidBinaryCrossentropy.eval_f64(&[z, t])
+}
+
 extern "C" fn kiln_ref_floor_div(x: f64, y: f64) -> f64 {
     float_floor_div(x, y)
 }
@@ -120,6 +124,9 @@ pub fn scalar_symbol(op: ScalarOp) -> Option<(&'static str, ScalarSig)> {
         ScalarOp::Fmod => Some(("kiln_ref_c_fmod", ScalarSig::F2)),
         ScalarOp::ArcTan2 => Some(("kiln_ref_arctan2", ScalarSig::F2)),
         ScalarOp::Hypot => Some(("kiln_ref_hypot", ScalarSig::F2)),
+        ScalarOp::SigmoidBinaryCrossentropy => {
+            Some(("kiln_ref_sigmoid_binary_crossentropy", ScalarSig::F2))
+        }
         _ => unary_table()
             .into_iter()
             .find(|(o, _, _)| *o == op)
@@ -165,6 +172,7 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
         Cos => "kiln_cos_f64",
         Tan => "kiln_tan_f64",
         ArcTan2 => "kiln_arctan2_f64",
+        SigmoidBinaryCrossentropy => "kiln_sigmoid_binary_crossentropy_f64",
         // Not `pow`: kiln_pow_f64 measured 70-99 ns/element against 20 for the
         // C library's pow called per element (10^7 elements, this machine), so
         // programs with `pow` take the per-element path.
@@ -200,6 +208,10 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     v.push(("kiln_ref_c_fmod", kiln_ref_c_fmod as *const u8));
     v.push(("kiln_ref_arctan2", kiln_ref_arctan2 as *const u8));
     v.push(("kiln_ref_hypot", kiln_ref_hypot as *const u8));
+    v.push((
+        "kiln_ref_sigmoid_binary_crossentropy",
+        kiln_ref_sigmoid_binary_crossentropy as *const u8,
+    ));
     v.push(("kiln_ref_int_pow", kiln_ref_int_pow as *const u8));
     v.push(("kiln_ref_uint_pow", kiln_ref_uint_pow as *const u8));
     v.extend(kiln_runtime::symbols());
