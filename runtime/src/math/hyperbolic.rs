@@ -24,6 +24,7 @@
 //! Accuracy (measured, see ACCURACY.md): <= 3 ULP in f64.
 
 use super::common::{copysign, horner, pow2i, round_k, scale, sel, LN2_HI, LN2_LO};
+use super::dispatch::LANES;
 use super::exp::exp_reduce;
 use super::log::{log1p, log_corr};
 use std::f64::consts::LOG2_E;
@@ -58,37 +59,49 @@ const TANH_SPLIT: f64 = 0.5625;
 /// |x| is clamped to this before e^(2|x|) is formed: tanh(x) rounds to ±1 for |x| > 19.1.
 const TANH_CLAMP: f64 = 20.0;
 
-/// tanh x.
+/// tanh x over a group of lanes, in two stages: every lane's (numerator,
+/// denominator) first, then the divisions and the finish (one loop doing
+/// both spilled on AVX2's sixteen registers: in-cache block 8.34 → 7.13 µs
+/// per 4096 elements on AVX2, 4.63 → 4.38 on AVX-512, `cargo bench -p
+/// kiln-runtime --bench math`).
 #[inline(always)]
-pub(crate) fn tanh(x: f64) -> f64 {
-    let t = x.abs();
-    let t = sel(t > TANH_CLAMP, TANH_CLAMP, t);
-    let small = t < TANH_SPLIT;
-    // Large lanes: 2t = k·ln2 + r with |r| <= ln2/2 from a gather-free
-    // reduction (k·LN2_HI is exact), and e^r = (Q + S)/(Q - S) with
-    // S = h·(Q + w·P), h = r/2, w = h²: the same continued fraction as the
-    // small lanes, at |h| <= 0.174 where it is far more accurate.
-    let (kf, k) = round_k(2.0 * t * LOG2_E);
-    let r = (2.0 * t - kf * LN2_HI) - kf * LN2_LO;
-    let h = sel(small, t, 0.5 * r);
-    let w = h * h;
-    let p = horner(w, &TANH_P);
-    let q = horner(w, &TANH_Q);
-    let hwp = h * w * p;
-    // Small lanes: tanh t = t + t·w·P/Q (the correction is < 11% of t).
-    // Large lanes: tanh t = 1 - 2/(E + 1) = 1 - 2D/(2^k·N + D) with
-    // N = Q + S, D = Q - S, E = 2^k·N/D; k >= 2 there, so the quotient is
-    // < 1/2 and the subtraction adds no cancellation.
-    let s = h.mul_add(q, hwp);
-    let n = q + s;
-    let d = q - s;
-    // One division serves both ranges. The denominator is selected on
-    // t² (same lanes as t, NaN in neither) so that LLVM does not hoist the
-    // division into both arms of one select.
-    let num = sel(small, hwp, 2.0 * d);
-    let den = sel(t * t < TANH_SPLIT * TANH_SPLIT, q, pow2i(k).mul_add(n, d));
-    let rr = num / den;
-    copysign(sel(small, t + rr, 1.0 - rr), x)
+pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
+    let mut num = [0.0; LANES];
+    let mut den = [0.0; LANES];
+    let mut abs = [0.0; LANES];
+    for (((x, num), den), a) in v.iter().zip(&mut num).zip(&mut den).zip(&mut abs) {
+        let t = x.abs();
+        let t = sel(t > TANH_CLAMP, TANH_CLAMP, t);
+        let small = t < TANH_SPLIT;
+        // Large lanes: 2t = k·ln2 + r with |r| <= ln2/2 from a gather-free
+        // reduction (k·LN2_HI is exact), and e^r = (Q + S)/(Q - S) with
+        // S = h·(Q + w·P), h = r/2, w = h²: the same continued fraction as
+        // the small lanes, at |h| <= 0.174 where it is far more accurate.
+        let (kf, k) = round_k(2.0 * t * LOG2_E);
+        let r = (2.0 * t - kf * LN2_HI) - kf * LN2_LO;
+        let h = sel(small, t, 0.5 * r);
+        let w = h * h;
+        let p = horner(w, &TANH_P);
+        let q = horner(w, &TANH_Q);
+        let hwp = h * w * p;
+        // Small lanes: tanh t = t + t·w·P/Q (the correction is < 11% of t).
+        // Large lanes: tanh t = 1 - 2/(E + 1) = 1 - 2D/(2^k·N + D) with
+        // N = Q + S, D = Q - S, E = 2^k·N/D; k >= 2 there, so the quotient
+        // is < 1/2 and the subtraction adds no cancellation.
+        let s = h.mul_add(q, hwp);
+        let n = q + s;
+        let d = q - s;
+        // One division serves both ranges. The denominator is selected on
+        // t² (same lanes as t, NaN in neither) so that LLVM does not hoist
+        // the division into both arms of one select.
+        *num = sel(small, hwp, 2.0 * d);
+        *den = sel(t * t < TANH_SPLIT * TANH_SPLIT, q, pow2i(k).mul_add(n, d));
+        *a = t;
+    }
+    for (((x, num), den), t) in v.iter_mut().zip(&num).zip(&den).zip(&abs) {
+        let rr = num / den;
+        *x = copysign(sel(*t < TANH_SPLIT, t + rr, 1.0 - rr), *x);
+    }
 }
 
 /// E = e^t / 2 for t >= 0 without intermediate overflow.
