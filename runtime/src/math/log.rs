@@ -11,6 +11,7 @@
 //! ACCURACY.md): <= 1 ULP (log, log1p), <= 2 ULP (log2, log10) in f64.
 
 use super::common::{fast_two_sum, horner, sel, two_prod, two_sum, LN2_HI, LN2_LO};
+use super::dispatch::LANES;
 
 /// 2/(2n+1) for n = 1..=11: R(z)/z.
 const LOG_R: [f64; 11] = [
@@ -98,12 +99,25 @@ fn log_special(x: f64, v: f64) -> f64 {
     sel(x >= 0.0, v, f64::NAN)
 }
 
-/// Natural logarithm.
+/// Natural logarithm over a group of lanes, in two stages: every lane's
+/// reduction and the division s = f/(2+f) first, then the series and the
+/// finish (as [`log1p_red`] and [`log_special`]; one loop spilled on AVX2:
+/// in-cache block 9.87 → 8.3-9.1 µs per 4096 f64 on AVX2, unchanged on
+/// AVX-512, `cargo bench -p kiln-runtime --bench math`).
 #[inline(always)]
-pub(crate) fn log(x: f64) -> f64 {
-    let (e, f) = parts(x);
-    let v = e * LN2_HI + (log1p_red(f) + e * LN2_LO);
-    log_special(x, v)
+pub(crate) fn log_staged(v: &mut [f64; LANES]) {
+    let mut es = [0.0; LANES];
+    let mut fs = [0.0; LANES];
+    let mut ss = [0.0; LANES];
+    for (((x, e), f), s) in v.iter().zip(&mut es).zip(&mut fs).zip(&mut ss) {
+        (*e, *f) = parts(*x);
+        *s = *f / (2.0 + *f);
+    }
+    for (((x, e), f), s) in v.iter_mut().zip(&es).zip(&fs).zip(&ss) {
+        let z = s * s;
+        let l = f - s * (f - z * log_r(z));
+        *x = log_special(*x, e * LN2_HI + (l + e * LN2_LO));
+    }
 }
 
 /// log(u) + c/u where c is a small correction term (u + c is the exact
@@ -144,6 +158,44 @@ pub(crate) fn log1p(x: f64) -> f64 {
     let c = sel(u == f64::INFINITY, 0.0, c);
     let v = log_corr(u, c);
     sel(x == 0.0, x, v)
+}
+
+/// [`log1p`] over a group of lanes in two stages (as [`log_staged`]): the
+/// reductions and both divisions first, then the series and the finish.
+/// Bit-identical to [`log1p`] lane by lane.
+#[inline(always)]
+pub(crate) fn log1p_staged(v: &mut [f64; LANES]) {
+    let mut es = [0.0; LANES];
+    let mut fs = [0.0; LANES];
+    let mut ss = [0.0; LANES];
+    let mut cu = [0.0; LANES];
+    let mut us = [0.0; LANES];
+    for ((((x, e), f), s), (c, u)) in v
+        .iter()
+        .zip(&mut es)
+        .zip(&mut fs)
+        .zip(&mut ss)
+        .zip(cu.iter_mut().zip(&mut us))
+    {
+        *u = 1.0 + *x;
+        // c is meaningless when u is infinite; log(inf) is inf anyway.
+        let corr = sel(*u == f64::INFINITY, 0.0, *x - (*u - 1.0));
+        (*e, *f) = parts(*u);
+        *s = *f / (2.0 + *f);
+        *c = corr / *u;
+    }
+    for ((((x, e), f), s), (c, u)) in v
+        .iter_mut()
+        .zip(&es)
+        .zip(&fs)
+        .zip(&ss)
+        .zip(cu.iter().zip(&us))
+    {
+        let z = s * s;
+        let l = f - s * (f - z * log_r(z));
+        let r = log_special(*u, e * LN2_HI + (l + (e * LN2_LO + c)));
+        *x = sel(*x == 0.0, *x, r);
+    }
 }
 
 /// log(1 + e) for e in [0, 1] or NaN (the tail of `softplus`, where
@@ -193,6 +245,34 @@ pub(crate) fn log_dd(x: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log1p_staged_is_log1p_bit_for_bit() {
+        let mut xs: Vec<f64> = (0..20_000)
+            .map(|i| (f64::from(i) - 2000.0) * 0.013)
+            .collect();
+        xs.extend((0..1100).map(|i| 2f64.powi(-(i % 1075))));
+        xs.extend([
+            -1.0,
+            -0.999_999,
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MAX,
+            -2.0,
+            1e-310,
+        ]);
+        for group in xs.chunks(LANES) {
+            let mut v = [0.0; LANES];
+            v[..group.len()].copy_from_slice(group);
+            let want: Vec<u64> = v.iter().map(|&x| log1p(x).to_bits()).collect();
+            log1p_staged(&mut v);
+            let got: Vec<u64> = v.iter().map(|x| x.to_bits()).collect();
+            assert_eq!(got, want, "{group:?}");
+        }
+    }
 
     #[test]
     fn log1p_unit_is_log1p_bit_for_bit_on_the_unit_interval() {
