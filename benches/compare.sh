@@ -82,7 +82,9 @@ fi
 
 # Where and when: recorded before measuring (the load average again at the end).
 COMMIT="$(git rev-parse --short=12 HEAD)"
-if [ -n "$(git status --porcelain --untracked-files=no -- src runtime benches ':!benches/results' Cargo.toml Cargo.lock)" ]; then
+# The results folder (and OUT, which holds a copy of the document by now)
+# is not code.
+if [ -n "$(git status --porcelain --untracked-files=no -- src runtime benches ':!benches/results' ":!${OUT#"$ROOT"/}" Cargo.toml Cargo.lock)" ]; then
     COMMIT="$COMMIT (with uncommitted changes)"
 fi
 DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
