@@ -131,74 +131,14 @@ impl ScalarOp {
     pub fn all() -> Vec<ScalarOp> {
         use ScalarOp::*;
         let mut v = vec![
-            Add,
-            Sub,
-            Mul,
-            TrueDiv,
-            IntDiv,
-            Mod,
-            Pow,
-            Neg,
-            Reciprocal,
-            Abs,
-            Sign,
-            Sqr,
-            Maximum,
-            Minimum,
-            Clip,
-            Exp,
-            Exp2,
-            Expm1,
-            Log,
-            Log2,
-            Log10,
-            Log1p,
-            Sqrt,
-            Sigmoid,
-            Softplus,
-            Log1mexp,
-            Sin,
-            Cos,
-            Tan,
-            ArcSin,
-            ArcCos,
-            ArcTan,
-            Sinh,
-            Cosh,
-            Tanh,
-            ArcSinh,
-            ArcCosh,
-            ArcTanh,
-            Erf,
-            Erfc,
-            Floor,
-            Ceil,
-            Round,
-            Trunc,
-            ArcTan2,
-            Hypot,
-            CopySign,
-            Fmod,
-            SigmoidBinaryCrossentropy,
-            IsNan,
-            IsInf,
-            IsFinite,
-            Lt,
-            Le,
-            Gt,
-            Ge,
-            Eq,
-            Neq,
-            And,
-            Or,
-            Xor,
-            Invert,
-            LeftShift,
-            RightShift,
-            Switch,
-            Second,
-            Identity,
+            Add, Sub, Mul, TrueDiv, IntDiv, Mod, Pow, Neg, Reciprocal, Abs, Sign, Sqr, Maximum,
+            Minimum, Clip, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Sigmoid, Softplus,
+            Log1mexp, Sin, Cos, Tan, ArcSin, ArcCos, ArcTan, Sinh, Cosh, Tanh, ArcSinh, ArcCosh,
+            ArcTanh, Erf, Erfc, Floor, Ceil, Round, Trunc, ArcTan2, Hypot, CopySign, Fmod, IsNan,
+            IsInf, IsFinite, Lt, Le, Gt, Ge, Eq, Neq, And, Or, Xor, Invert, LeftShift, RightShift,
+            Switch, Second, Identity,
         ];
+        v.push(SigmoidBinaryCrossentropy);
         v.extend(DType::ALL.iter().map(|&d| Cast(d)));
         v
     }
@@ -289,30 +229,10 @@ impl ScalarOp {
         use ScalarOp::*;
         match self {
             Add | Mul => Arity::Variadic,
-            Sub
-            | TrueDiv
-            | IntDiv
-            | Mod
-            | Pow
-            | Maximum
-            | Minimum
-            | Lt
-            | Le
-            | Gt
-            | Ge
-            | Eq
-            | Neq
-            | And
-            | Or
-            | Xor
-            | Second
-            | ArcTan2
-            | Hypot
-            | CopySign
-            | Fmod
-            | LeftShift
-            | RightShift
-            | SigmoidBinaryCrossentropy => Arity::Fixed(2),
+            Sub | TrueDiv | IntDiv | Mod | Pow | Maximum | Minimum | Lt | Le | Gt | Ge | Eq
+            | Neq | And | Or | Xor | Second | ArcTan2 | Hypot | CopySign | Fmod | LeftShift
+            | RightShift => Arity::Fixed(2),
+            SigmoidBinaryCrossentropy => Arity::Fixed(2),
             Clip | Switch => Arity::Fixed(3),
             _ => Arity::Fixed(1),
         }
