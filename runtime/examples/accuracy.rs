@@ -53,41 +53,29 @@ fn main() {
             u.name, r.max64.0, r.max64.1, s.0, s.1, r.max32.0
         );
     }
-    let (w64, w32) = measure_pow(99);
-    let s = measure_pow_specials();
-    writeln!(
-        md,
-        "| pow | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | std powf | x∈exp[-23,23]×y∈[-30,30], x∈[0.5,2]×y∈[-1000,1000], x<0 × integer y, x∈exp[-700,700]×y∈[-2,2]; all pairs of specials |",
-        w64.0, w64.1, w64.2, s.0, w32.0
-    )
-    .unwrap();
-    println!(
-        "pow        f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
-        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    binary_row(
+        &mut md,
+        "pow",
+        measure_pow(99),
+        measure_pow_specials(),
+        "std powf",
+        "x∈exp[-23,23]×y∈[-30,30], x∈[0.5,2]×y∈[-1000,1000], x<0 × integer y, x∈exp[-700,700]×y∈[-2,2]; all pairs of specials",
     );
-    let (w64, w32) = measure_atan2(77);
-    let s = measure_atan2_specials();
-    writeln!(
-        md,
-        "| arctan2 | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | std atan2 | (y, x) ∈ [-1,1]², |y|, |x| ∈ exp[-690,690] with random signs, y/x near ±tan(π/8), ±1, ±tan(3π/8); all pairs of specials |",
-        w64.0, w64.1, w64.2, s.0, w32.0
-    )
-    .unwrap();
-    println!(
-        "arctan2    f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
-        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    binary_row(
+        &mut md,
+        "arctan2",
+        measure_atan2(77),
+        measure_atan2_specials(),
+        "std atan2",
+        "(y, x) ∈ [-1,1]², |y|, |x| ∈ exp[-690,690] with random signs, y/x near ±tan(π/8), ±1, ±tan(3π/8); all pairs of specials",
     );
-    let (w64, w32) = measure_sigmoid_xent(31);
-    let s = measure_sigmoid_xent_specials();
-    writeln!(
-        md,
-        "| sigmoid_binary_crossentropy | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | from std: log1p(exp(-|z|)) + ((1-t)·max(z,0) + t·max(-z,0)) | z ∈ [-50,50] (1 in 10: [-750,750]) × t ∈ [0,1] (a third exactly 0 or 1); all pairs of specials |",
-        w64.0, w64.1, w64.2, s.0, w32.0
-    )
-    .unwrap();
-    println!(
-        "sigmoid_binary_crossentropy f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
-        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    binary_row(
+        &mut md,
+        "sigmoid_binary_crossentropy",
+        measure_sigmoid_xent(31),
+        measure_sigmoid_xent_specials(),
+        "from std: log1p(exp(-|z|)) + ((1-t)·max(z,0) + t·max(-z,0))",
+        "z ∈ [-50,50] (1 in 10: [-750,750]) × t ∈ [0,1] (a third exactly 0 or 1); all pairs of specials",
     );
 
     // sin/cos beyond 1e5.
@@ -125,6 +113,28 @@ fn main() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/ACCURACY.md");
     std::fs::write(path, md).expect("write ACCURACY.md");
     println!("wrote {path}");
+}
+
+/// One table row (and a progress line) of a two-argument function: its
+/// worst f64 and f32 errors with their arguments, and its worst special pair.
+fn binary_row(
+    md: &mut String,
+    name: &str,
+    (w64, w32): ((f64, f64, f64), (f64, f32, f32)),
+    s: (f64, f64, f64),
+    reference: &str,
+    domain: &str,
+) {
+    writeln!(
+        md,
+        "| {name} | {:.3} | ({:e}, {:e}) | {:.3} | {:.3} | {reference} | {domain} |",
+        w64.0, w64.1, w64.2, s.0, w32.0
+    )
+    .unwrap();
+    println!(
+        "{name:10} f64 {:.3} at ({:e},{:e}) specials {:.3} at ({:e},{:e}) f32 {:.3}",
+        w64.0, w64.1, w64.2, s.0, s.1, s.2, w32.0
+    );
 }
 
 /// The section on the functions kiln calls per element instead of from this runtime.

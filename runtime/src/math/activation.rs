@@ -25,7 +25,7 @@
 //! ACCURACY.md): <= 3 ULP in f64.
 
 use super::common::sel;
-use super::dispatch::{Fixup, LANES};
+use super::dispatch::{apply_fixup, Fixup, LANES};
 use super::exp::{exp, exp_fast, exp_fast_dd, expm1, EXP_FAST_LIMIT};
 use super::log::{log1p_unit, log_corr};
 
@@ -121,39 +121,43 @@ pub(crate) const SOFTPLUS_FIXUP: Fixup = Fixup {
 #[inline(always)]
 pub(crate) fn sigmoid_binary_crossentropy(z: f64, t: f64) -> f64 {
     let inside = z.abs() < EXP_FAST_LIMIT;
-    let e = sel(inside, exp_fast(neg_abs(z)), exp(neg_abs(z)));
-    let l = log1p_unit(e);
-    let pos = sel(z > 0.0, z, 0.0);
-    let neg = sel(z < 0.0, -z, 0.0);
-    l + ((1.0 - t) * pos + t * neg)
+    let e = sel(inside, exp_fast(neg_abs(z)), exp_neg_abs_full(z));
+    xent_with(z, t, e)
 }
 
+/// The cross-entropy from e^-|z| given by `exp_neg_abs`.
+#[inline(always)]
+fn xent_with(z: f64, t: f64, exp_neg_abs: f64) -> f64 {
+    let pos = sel(z > 0.0, z, 0.0);
+    let neg = sel(z < 0.0, -z, 0.0);
+    log1p_unit(exp_neg_abs) + ((1.0 - t) * pos + t * neg)
+}
+
+/// e^-|z| by the full-range exp.
+fn exp_neg_abs_full(z: f64) -> f64 {
+    exp(neg_abs(z))
+}
+
+/// Lanes of e^-|z| outside the fast exp's range take the full-range one.
+const EXP_NEG_ABS_FIXUP: Fixup = Fixup {
+    limit: EXP_FAST_LIMIT,
+    exact: exp_neg_abs_full,
+};
+
 /// [`sigmoid_binary_crossentropy`] over a group (`z` replaced by the
-/// result), in two stages like [`softplus_staged`]: every e^-|z| first,
-/// by the fast exp with the lanes outside its range (|z| >= 708, ±inf,
-/// NaN) recomputed by the full-range one, then the logarithms and the rest
-/// (one loop spills on AVX2). Bit-identical to the scalar kernel lane by
-/// lane (the two exps agree inside the fast one's range).
+/// result), in two stages like [`softplus_staged`]: every e^-|z| first, by
+/// the fast exp with [`EXP_NEG_ABS_FIXUP`] for the lanes outside its range
+/// (|z| >= 708, ±inf, NaN), then the logarithms and the rest (one loop
+/// spills on AVX2). Bit-identical to the scalar kernel lane by lane.
 #[inline(always)]
 pub(crate) fn sigmoid_binary_crossentropy_staged(z: &mut [f64; LANES], t: &[f64; LANES]) {
     let mut e = [0.0; LANES];
     for (z, e) in z.iter().zip(&mut e) {
         *e = exp_fast(neg_abs(*z));
     }
-    // Written negated so that NaN counts as outside.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    let outside = |z: f64| !(z.abs() < EXP_FAST_LIMIT);
-    if z.iter().fold(false, |acc, &v| acc | outside(v)) {
-        for (z, e) in z.iter().zip(&mut e) {
-            if outside(*z) {
-                *e = exp(neg_abs(*z));
-            }
-        }
-    }
+    apply_fixup(z, &mut e, Some(EXP_NEG_ABS_FIXUP));
     for ((z, e), t) in z.iter_mut().zip(&e).zip(t) {
-        let pos = sel(*z > 0.0, *z, 0.0);
-        let neg = sel(*z < 0.0, -*z, 0.0);
-        *z = log1p_unit(*e) + ((1.0 - *t) * pos + *t * neg);
+        *z = xent_with(*z, *t, *e);
     }
 }
 

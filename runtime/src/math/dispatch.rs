@@ -64,13 +64,18 @@ impl Isa {
 
 /// The cap `KILN_ISA` asks for: `Ok(None)` when the variable is unset or
 /// empty, an error naming the accepted values when it is set to anything
-/// else. The code generator reports that error when a function is
-/// compiled; [`isa`] ignores an invalid value (it cannot fail).
+/// else. Read once per process, so the runtime's variant and the code
+/// generator's flags always follow the same value. The code generator
+/// reports the error when a function is compiled; [`isa`] ignores an
+/// invalid value (it cannot fail).
 pub fn requested_isa() -> Result<Option<Isa>, String> {
-    match std::env::var(ISA_ENV) {
-        Ok(v) if !v.trim().is_empty() => Isa::parse(&v).map(Some),
-        _ => Ok(None),
-    }
+    static REQUESTED: std::sync::OnceLock<Result<Option<Isa>, String>> = std::sync::OnceLock::new();
+    REQUESTED
+        .get_or_init(|| match std::env::var(ISA_ENV) {
+            Ok(v) if !v.trim().is_empty() => Isa::parse(&v).map(Some),
+            _ => Ok(None),
+        })
+        .clone()
 }
 
 /// The widest variant this CPU supports, whatever `KILN_ISA` says.

@@ -253,22 +253,11 @@ pub fn nan_minmax(b: &mut FunctionBuilder<'_>, a: Value, x: Value, max: bool, ty
 /// each time it is emitted (the default `opt_level=none` does not share
 /// repeated constants).
 pub fn float_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: f64) -> Value {
-    let lane = ty.lane_type();
-    if ty.is_vector() {
-        let bytes: Vec<u8> = if lane == types::F32 {
-            (0..ty.lane_count())
-                .flat_map(|_| (v as f32).to_le_bytes())
-                .collect()
-        } else {
-            (0..ty.lane_count()).flat_map(|_| v.to_le_bytes()).collect()
-        };
-        let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
-        return b.ins().vconst(ty, c);
-    }
-    if lane == types::F32 {
-        b.ins().f32const(v as f32)
-    } else {
-        b.ins().f64const(v)
+    match (ty.is_vector(), ty.lane_type() == types::F32) {
+        (true, true) => vconst_splat(b, ty, &(v as f32).to_le_bytes()),
+        (true, false) => vconst_splat(b, ty, &v.to_le_bytes()),
+        (false, true) => b.ins().f32const(v as f32),
+        (false, false) => b.ins().f64const(v),
     }
 }
 
@@ -276,9 +265,13 @@ pub fn float_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: f64) -> Value {
 /// to the lane width), as a `vconst` like [`float_splat`].
 pub fn int_splat(b: &mut FunctionBuilder<'_>, ty: Type, v: i64) -> Value {
     let lane_bytes = ty.lane_type().bytes() as usize;
-    let bytes: Vec<u8> = (0..ty.lane_count())
-        .flat_map(|_| v.to_le_bytes()[..lane_bytes].to_vec())
-        .collect();
+    vconst_splat(b, ty, &v.to_le_bytes()[..lane_bytes])
+}
+
+/// The vector `ty` with every lane the little-endian bytes `lane`, from the
+/// function's constant pool.
+fn vconst_splat(b: &mut FunctionBuilder<'_>, ty: Type, lane: &[u8]) -> Value {
+    let bytes = lane.repeat(ty.lane_count() as usize);
     let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
     b.ins().vconst(ty, c)
 }
