@@ -233,6 +233,12 @@ impl CompiledFunction {
         &self.rewrite_profile
     }
 
+    /// Blocks until the compiled kernels run their final code (see
+    /// [`linker::Function::wait_final`]); calls need not wait.
+    pub fn wait_final(&self) -> bool {
+        self.function.wait_final()
+    }
+
     /// The lowering profile (how each node was compiled, lowering and codegen time).
     pub fn compile_profile(&self) -> &CompileProfile {
         &self.function.profile

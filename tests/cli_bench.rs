@@ -3,10 +3,11 @@ mod cli_support;
 
 use cli_support::*;
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "codegen_ms",
     "compile_first_ms",
     "compile_ms",
+    "final_ms",
     "isa",
     "mode",
     "nodes_after",

@@ -166,8 +166,8 @@ fn rss_pages() -> usize {
 fn compile_and_drop_keeps_rss_flat() {
     let codegen = kiln::linker::CodegenOptions {
         verify: false,
-        single_pass_regalloc: false,
         optimize: true,
+        ..Default::default()
     };
     let opts = CompileOptions {
         no_cache: true,

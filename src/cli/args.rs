@@ -30,9 +30,13 @@ pub enum Command {
     /// Measure compile time, run time, node counts and peak buffer bytes.
     ///
     /// compile_ms (rewrite_ms + codegen_ms) is the median of 5 compiles
-    /// without the compile cache; compile_first_ms (in --json) is the first
-    /// of them, which also pays the process's one-time costs when it is the
-    /// process's first compile.
+    /// without the compile cache, until the Function is callable;
+    /// compile_first_ms (in --json) is the first of them, which also pays
+    /// the process's one-time costs when it is the process's first compile.
+    /// final_ms (in --json) is the time from the start of that compile until
+    /// its kernels run their final code (code generation is tiered: a fast
+    /// first tier, then the final code from a background thread); calls are
+    /// timed after it.
     ///
     /// peak_bytes is the most bytes held at once, during one call, in the
     /// intermediate buffers the linker allocates, results included (an

@@ -21,7 +21,6 @@ use super::plan::schedule::{number_slots, schedule};
 use super::plan::{Lowering, Plan, Slot};
 use crate::error::{Error, Result};
 use crate::graph::{DType, FunctionGraph, Value};
-use crate::ops::Op;
 
 /// Timings and lowering decisions of one compilation.
 #[derive(Debug, Clone, Default)]
@@ -52,31 +51,6 @@ impl CompileProfile {
     }
 }
 
-/// Scalar programs of more nodes than this are register-allocated by the
-/// backtracking allocator even when [`CodegenOptions::single_pass_regalloc`]
-/// is set: on the chain graph's 256-node kernels single-pass allocation ran
-/// 13-15% slower (spills), while the suite's kernels (at most a few dozen
-/// nodes) ran no slower and compiled 1.3-2x faster.
-pub const SINGLE_PASS_MAX_NODES: usize = 64;
-
-/// The code-generation options for `fg`: `opts`, without single-pass
-/// register allocation when a scalar program exceeds [`SINGLE_PASS_MAX_NODES`].
-fn options_for(fg: &FunctionGraph, opts: &CodegenOptions) -> CodegenOptions {
-    let largest = fg
-        .node_ids()
-        .map(|n| match &fg.node(n).op {
-            Op::Composite { composite, .. } => composite.nodes.len(),
-            Op::FusedReduce { pre, .. } => pre.nodes.len(),
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0);
-    CodegenOptions {
-        single_pass_regalloc: opts.single_pass_regalloc && largest <= SINGLE_PASS_MAX_NODES,
-        ..*opts
-    }
-}
-
 /// Compiles `fg` into a plan and its JIT code.
 pub fn compile_plan(
     fg: &FunctionGraph,
@@ -85,7 +59,7 @@ pub fn compile_plan(
     let t0 = Instant::now();
     let order = schedule(fg)?;
     let slots = number_slots(fg, &order);
-    let mut jb = JitBuilder::new(&options_for(fg, opts))?;
+    let mut jb = JitBuilder::new(opts)?;
     let mut cx = LowerCx::new(fg, &mut jb);
     let mut steps = Vec::with_capacity(order.len());
     let mut uses: Vec<Vec<Slot>> = Vec::with_capacity(order.len());

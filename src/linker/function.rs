@@ -344,6 +344,16 @@ impl Function {
         Ok((vals, times))
     }
 
+    /// Blocks until the kernels run their final code (code generation is
+    /// tiered, see [`Tiering`](super::Tiering)):
+    /// at once when the Function was compiled untiered, else until the
+    /// background second tier is installed. Calls need not wait: they run
+    /// the first tier's code until then, with the same results. False only
+    /// when the second tier failed and the first tier's code stays in use.
+    pub fn wait_final(&self) -> bool {
+        self.compiled.code.wait_final()
+    }
+
     /// Evaluates the graph on `inputs`; results are freshly owned arrays.
     /// The inputs are never written (a destroyed mutable input is copied).
     pub fn call(&self, inputs: &[Arg<'_>]) -> Result<Vec<Value>> {

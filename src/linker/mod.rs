@@ -33,7 +33,7 @@ pub mod plan;
 
 pub use accum::Modes;
 pub use cache::CompileOptions;
-pub use codegen::jit::CodegenOptions;
+pub use codegen::jit::{CodegenOptions, Tiering};
 pub use codegen::mathcalls;
 pub use compile::CompileProfile;
 pub use exec::ParallelOptions;

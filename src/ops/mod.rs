@@ -150,6 +150,10 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     fn perform(&self, inputs: &[&Value]) -> Result<Vec<Value>>;
 }
 
+/// Composites of more nodes than this are named by their size in
+/// [`Op::short_name`].
+pub const SHORT_NAME_NODES: usize = 16;
+
 /// What an Apply node computes.
 #[derive(Debug, Clone)]
 pub enum Op {
@@ -415,6 +419,25 @@ impl Op {
             Op::Join { .. } => OpKind::Join,
             Op::Split { .. } => OpKind::Split,
             Op::Custom(_) => OpKind::Custom,
+        }
+    }
+
+    /// A name for messages that stays short: [`Op::name`], except that a
+    /// Composite of more than [`SHORT_NAME_NODES`] scalar nodes is named by
+    /// its size (the full program of a large fused kernel runs to
+    /// kilobytes, and rendering it for every operand description was a
+    /// measurable share of compiling large graphs).
+    pub fn short_name(&self) -> String {
+        match self {
+            Op::Composite { composite, inplace } if composite.nodes.len() > SHORT_NAME_NODES => {
+                format!(
+                    "Composite{{{} scalar ops, {} outputs}}{}",
+                    composite.nodes.len(),
+                    composite.outputs.len(),
+                    if inplace.is_empty() { "" } else { "{inplace}" }
+                )
+            }
+            _ => self.name(),
         }
     }
 
@@ -1405,5 +1428,33 @@ impl Hash for Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exp_chain(n: usize) -> Op {
+        let mut c = Composite::new(vec![DType::F64]);
+        let mut r = CRef::Input(0);
+        for _ in 0..n {
+            r = c.push(ScalarOp::Exp, &[r]).unwrap();
+        }
+        c.outputs = vec![r];
+        Op::Composite {
+            composite: Arc::new(c),
+            inplace: Default::default(),
+        }
+    }
+
+    #[test]
+    fn short_names_of_large_composites_give_their_size() {
+        let small = exp_chain(SHORT_NAME_NODES);
+        assert_eq!(small.short_name(), small.name());
+        assert!(small.name().starts_with("Composite{exp(exp("), "{}", small.name());
+        let large = exp_chain(SHORT_NAME_NODES + 1);
+        assert_eq!(large.short_name(), "Composite{17 scalar ops, 1 outputs}");
+        assert!(large.name().len() > 50);
     }
 }

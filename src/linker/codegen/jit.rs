@@ -3,6 +3,14 @@
 //! parallel when there are several), and freeing the code when the Function
 //! goes away.
 //!
+//! Code generation is tiered ([`CodegenOptions::tiered`]): the first tier
+//! allocates registers with Cranelift's single-pass allocator, so that a
+//! Function is callable soon, and `tier` generates the same IR again with
+//! the backtracking allocator on a background thread, then switches every
+//! kernel to that code. Both tiers run the same instructions on the same
+//! values (register allocation only adds moves and spills), so a kernel's
+//! results do not depend on the tier that computed them.
+//!
 //! Invariants: a [`JitBuilder`] defines every kernel of one Function and is
 //! finalized exactly once ([`JitBuilder::finish`]), which generates the
 //! machine code of every kernel handed over by
@@ -13,7 +21,9 @@
 //! it is dropped, when the code pages are released with `free_memory`.
 //! `JITModule` is `Send` but not `Sync`, so it is kept behind a `Mutex` that
 //! is only locked on drop; finalized code is immutable and may be called
-//! from many threads at once.
+//! from many threads at once. A second tier's module is owned by the
+//! kernels' shared pointer table ([`tier::Tiers`]), which outlives every
+//! call that could have read a pointer into it.
 
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +38,7 @@ use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use rustc_hash::FxHashMap;
 
 use super::mathcalls;
+use super::tier::{self, Tiers};
 use crate::error::{Error, Result};
 
 /// Code-generation settings.
@@ -35,15 +46,9 @@ use crate::error::{Error, Result};
 pub struct CodegenOptions {
     /// Run Cranelift's IR verifier (slower compiles; on in debug builds by default).
     pub verify: bool,
-    /// Use the single-pass register allocator instead of the backtracking
-    /// one for functions of small scalar programs (larger programs keep the
-    /// backtracking one: `linker::compile::SINGLE_PASS_MAX_NODES`). Off by
-    /// default: it compiles the suite's kernels 1.2-1.4x faster (about
-    /// 0.2-0.9 ms less per workload), but it spills loop-carried values, and
-    /// interleaved runs (`kiln bench`, 4e6 f64, AVX2) were slower with it:
-    /// `sum(x > 0)` 6.9 vs 1.6 ms, `sum(abs(x))` 2.5 vs 1.6, `exp(x)*2+1`
-    /// 4.7 vs 3.8, sigmoid_xent 42 vs 36.
-    pub single_pass_regalloc: bool,
+    /// Which register allocator generates the code, and when (see
+    /// [`Tiering`]).
+    pub tiering: Tiering,
     /// Run Cranelift's optimising mid-end (`opt_level=speed`: e-graph
     /// rewrites, GVN, loop-invariant code motion) on every kernel instead of
     /// only on those with an integer division or remainder. Off by default:
@@ -60,6 +65,33 @@ pub struct CodegenOptions {
     pub optimize: bool,
 }
 
+/// Which of Cranelift's register allocators generates a module's code.
+///
+/// The single-pass allocator generates code about 3x faster on large
+/// kernels (the chain graph of 3000 operations: 85 against 28 ms on one
+/// thread), but it spills loop-carried values, and its code is slower:
+/// interleaved runs (`kiln bench`, 4e6 f64, AVX2) of `sum(x > 0)` 6.9 vs
+/// 1.6 ms, `sum(abs(x))` 2.5 vs 1.6, `exp(x)*2+1` 4.7 vs 3.8, the chain
+/// graph's kernels 12-17% slower. Both compute the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Tiering {
+    /// Single-pass first, so that the Function is callable soon; the
+    /// backtracking allocator's code replaces it once a background thread
+    /// has generated it ([`JitCode::wait_final`] waits for that). The
+    /// default. `KILN_DUMP_ASM` turns it into [`Tiering::Final`] (the dump
+    /// shows the code that runs), and so do hosts other than x86-64, where
+    /// switching a running program to new code needs instruction-cache
+    /// maintenance that kiln does not do.
+    #[default]
+    Tiered,
+    /// The backtracking allocator only: slower to compile, full speed from
+    /// the first call.
+    Final,
+    /// The single-pass allocator only: the fastest compile, and slower code
+    /// for good (a Function called once or twice).
+    First,
+}
+
 // Not derived: `verify` follows the build profile (`cfg!(debug_assertions)`,
 // which is `false` in release builds, where clippy would call this derivable).
 #[allow(clippy::derivable_impls)]
@@ -67,7 +99,7 @@ impl Default for CodegenOptions {
     fn default() -> Self {
         CodegenOptions {
             verify: cfg!(debug_assertions),
-            single_pass_regalloc: false,
+            tiering: Tiering::Tiered,
             optimize: false,
         }
     }
@@ -85,8 +117,22 @@ fn set(b: &mut settings::Builder, k: &str, v: &str) -> Result<()> {
         .map_err(|e| Error::Compile(format!("cranelift setting {k}={v}: {e}")))
 }
 
-/// The Cranelift ISA of the host CPU, or `Error::Compile` on an unsupported host.
-pub fn host_isa(opts: &CodegenOptions) -> Result<Arc<dyn TargetIsa>> {
+impl CodegenOptions {
+    /// Whether a module built with these options is generated in two tiers.
+    fn tiers(&self) -> bool {
+        self.tiering == Tiering::Tiered && cfg!(target_arch = "x86_64") && !dump_asm()
+    }
+
+    /// Whether this module's (first) code uses the single-pass allocator.
+    fn single_pass(&self) -> bool {
+        self.tiering == Tiering::First || self.tiers()
+    }
+}
+
+/// The Cranelift ISA of the host CPU with `opts`' settings (the single-pass
+/// register allocator when `single_pass`), or `Error::Compile` on an
+/// unsupported host.
+pub fn host_isa(opts: &CodegenOptions, single_pass: bool) -> Result<Arc<dyn TargetIsa>> {
     let triple = target_lexicon::HOST;
     if triple.pointer_width().map(|w| w.bits()) != Ok(64) {
         return Err(Error::Compile(format!(
@@ -105,7 +151,7 @@ pub fn host_isa(opts: &CodegenOptions) -> Result<Arc<dyn TargetIsa>> {
         "enable_verifier",
         if opts.verify { "true" } else { "false" },
     )?;
-    if opts.single_pass_regalloc {
+    if single_pass {
         set(&mut flags, "regalloc_algorithm", "single_pass")?;
     }
     let mut isa_builder = cranelift_native::builder()
@@ -171,6 +217,72 @@ fn divides_integers(func: &ir::Function) -> bool {
     })
 }
 
+/// The two ISAs a module's kernels are generated with: the host's with
+/// `opts`' settings, and the same with the optimising mid-end, for kernels
+/// that divide integers (the same ISA when `optimize` is set).
+struct Isas {
+    plain: Arc<dyn TargetIsa>,
+    optimizing: Arc<dyn TargetIsa>,
+}
+
+impl Isas {
+    /// The host's ISAs for `opts` (the single-pass allocator when `single_pass`).
+    fn host(opts: &CodegenOptions, single_pass: bool) -> Result<Self> {
+        let plain = host_isa(opts, single_pass)?;
+        let optimizing = if opts.optimize {
+            plain.clone()
+        } else {
+            let o = CodegenOptions {
+                optimize: true,
+                ..*opts
+            };
+            host_isa(&o, single_pass)?
+        };
+        Ok(Isas { plain, optimizing })
+    }
+
+    /// A new, empty module for these ISAs with every math symbol registered.
+    fn module(&self) -> JITModule {
+        let mut jb = JITBuilder::with_isa(
+            self.plain.clone(),
+            cranelift_module::default_libcall_names(),
+        );
+        for (name, ptr) in mathcalls::symbols() {
+            jb.symbol(name, ptr);
+        }
+        JITModule::new(jb)
+    }
+}
+
+/// One declaration of a module, in order: replaying them into a fresh
+/// module gives every function the same `FuncId`, so a kernel's IR (which
+/// names its callees by id) links into either tier's module.
+#[derive(Clone)]
+enum Decl {
+    /// An imported runtime function.
+    Import(&'static str, Signature),
+    /// A kernel (an anonymous local function).
+    Kernel(Signature),
+}
+
+impl Decl {
+    /// Declares `self` in `module`.
+    fn declare(&self, module: &mut JITModule) -> Result<FuncId> {
+        match self {
+            Decl::Import(name, sig) => module
+                .declare_function(name, Linkage::Import, sig)
+                .map_err(|e| Error::Compile(format!("declaring {name}: {e}"))),
+            Decl::Kernel(sig) => module
+                .declare_anonymous_function(sig)
+                .map_err(|e| Error::Compile(format!("declaring a kernel: {e}"))),
+        }
+    }
+}
+
+/// A kernel waiting for code generation: its name (for messages), its id in
+/// the module and its IR (compiled in place).
+type Pending = (String, FuncId, Context);
+
 /// Builds the kernels of one Function into one module.
 pub struct JitBuilder {
     /// The module being built.
@@ -181,30 +293,20 @@ pub struct JitBuilder {
     pub fctx: FunctionBuilderContext,
     imports: FxHashMap<&'static str, FuncId>,
     /// Kernels declared and built, in definition order, waiting for code
-    /// generation in [`JitBuilder::finish`]: (name, id, IR).
-    pending: Vec<(String, FuncId, Context)>,
-    /// The ISA with the optimising mid-end, for kernels that divide
-    /// integers (the module's own ISA when `optimize` is set).
-    optimizing: Arc<dyn TargetIsa>,
+    /// generation in [`JitBuilder::finish`].
+    pending: Vec<Pending>,
+    /// The ISAs of this module's code (the first tier's when tiered).
+    isas: Isas,
+    /// Every declaration and its id, in order (replayed by the second tier).
+    decls: Vec<(Decl, FuncId)>,
+    opts: CodegenOptions,
 }
 
 impl JitBuilder {
     /// A new module for the host with every math symbol registered.
     pub fn new(opts: &CodegenOptions) -> Result<Self> {
-        let isa = host_isa(opts)?;
-        let optimizing = if opts.optimize {
-            isa.clone()
-        } else {
-            host_isa(&CodegenOptions {
-                optimize: true,
-                ..*opts
-            })?
-        };
-        let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-        for (name, ptr) in mathcalls::symbols() {
-            jb.symbol(name, ptr);
-        }
-        let module = JITModule::new(jb);
+        let isas = Isas::host(opts, opts.single_pass())?;
+        let module = isas.module();
         let ctx = module.make_context();
         Ok(JitBuilder {
             module,
@@ -212,7 +314,9 @@ impl JitBuilder {
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
             pending: Vec::new(),
-            optimizing,
+            isas,
+            decls: Vec::new(),
+            opts: *opts,
         })
     }
 
@@ -240,11 +344,9 @@ impl JitBuilder {
         if let Some(&id) = self.imports.get(name) {
             return Ok(id);
         }
-        let sig = self.signature(params, returns);
-        let id = self
-            .module
-            .declare_function(name, Linkage::Import, &sig)
-            .map_err(|e| Error::Compile(format!("declaring {name}: {e}")))?;
+        let decl = Decl::Import(name, self.signature(params, returns));
+        let id = decl.declare(&mut self.module)?;
+        self.decls.push((decl, id));
         self.imports.insert(name, id);
         Ok(id)
     }
@@ -253,11 +355,11 @@ impl JitBuilder {
     /// name, hands its IR over for code generation in [`JitBuilder::finish`]
     /// (leaving a fresh context) and returns its index for [`JitCode::ptr`].
     pub fn define_current(&mut self, name: &str) -> Result<usize> {
-        let sig = self.ctx.func.signature.clone();
-        let id = self
-            .module
-            .declare_anonymous_function(&sig)
-            .map_err(|e| Error::Compile(format!("declaring kernel {name}: {e}")))?;
+        let decl = Decl::Kernel(self.ctx.func.signature.clone());
+        let id = decl
+            .declare(&mut self.module)
+            .map_err(|e| Error::Compile(format!("kernel {name}: {e}")))?;
+        self.decls.push((decl, id));
         let ctx = std::mem::replace(&mut self.ctx, self.module.make_context());
         self.pending.push((name.to_string(), id, ctx));
         Ok(self.pending.len() - 1)
@@ -265,7 +367,8 @@ impl JitBuilder {
 
     /// Generates the machine code of every kernel (on up to
     /// [`kiln_runtime::parallel::num_threads`] threads), links it and
-    /// returns the callable kernels.
+    /// returns the callable kernels; when tiered, also hands their IR to
+    /// the second tier.
     pub fn finish(mut self) -> Result<JitCode> {
         let dump = dump_asm();
         let mut pending = std::mem::take(&mut self.pending);
@@ -275,88 +378,193 @@ impl JitBuilder {
                 eprintln!("=== kernel {name}\n{}", ctx.func.display());
             }
         }
-        let isas = [self.module.isa(), &*self.optimizing];
-        let threads = kiln_runtime::parallel::num_threads().min(pending.len());
-        let errors: Vec<Option<String>> = if threads <= 1 {
-            pending.iter_mut().map(|k| generate(isas, k)).collect()
-        } else {
-            // Kernels are taken from a shared counter, so a long kernel
-            // does not hold up the short ones behind it.
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let slots: Vec<Mutex<&mut (String, FuncId, Context)>> =
-                pending.iter_mut().map(Mutex::new).collect();
-            let errors: Vec<Mutex<Option<String>>> =
-                slots.iter().map(|_| Mutex::new(None)).collect();
-            let work = || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(slot) = slots.get(i) else { break };
-                let mut k = slot.lock().unwrap_or_else(|e| e.into_inner());
-                let e = generate(isas, &mut k);
-                *errors[i].lock().unwrap_or_else(|e| e.into_inner()) = e;
-            };
-            std::thread::scope(|s| {
-                for _ in 1..threads {
-                    s.spawn(work);
-                }
-                work();
-            });
-            errors
-                .into_iter()
-                .map(|e| e.into_inner().unwrap_or_else(|e| e.into_inner()))
+        // The second tier compiles the IR as built (compiling rewrites a
+        // context's function in place).
+        let second: Option<Vec<(String, ir::Function)>> = self.opts.tiers().then(|| {
+            pending
+                .iter()
+                .map(|(name, _, ctx)| (name.clone(), ctx.func.clone()))
                 .collect()
-        };
-        if let Some(e) = errors.into_iter().flatten().next() {
-            return Err(Error::Compile(e));
-        }
-        let mut ids = Vec::with_capacity(pending.len());
-        for (name, id, ctx) in &pending {
-            let code = ctx
-                .compiled_code()
-                .ok_or_else(|| Error::Compile(format!("kernel {name} was not compiled")))?;
-            if dump {
-                if let Some(asm) = code.vcode.as_deref() {
+        });
+        let threads = kiln_runtime::parallel::num_threads().min(pending.len());
+        generate_all(&self.isas, &mut pending, threads)?;
+        if dump {
+            for (name, _, ctx) in &pending {
+                if let Some(asm) = ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
                     eprintln!("=== machine code of kernel {name}\n{asm}");
                 }
             }
-            let relocs: Vec<ModuleReloc> = code
-                .buffer
-                .relocs()
-                .iter()
-                .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, *id))
-                .collect();
-            self.module
-                .define_function_bytes(
-                    *id,
-                    u64::from(code.buffer.alignment),
-                    code.code_buffer(),
-                    &relocs,
-                )
-                .map_err(|e| Error::Compile(format!("defining kernel {name}: {e}")))?;
-            ids.push(*id);
         }
-        self.module
-            .finalize_definitions()
-            .map_err(|e| Error::Compile(format!("linking kernels: {e}")))?;
-        let ptrs = ids
-            .iter()
-            .map(|&id| self.module.get_finalized_function(id) as usize)
-            .collect();
+        let ptrs = link(&mut self.module, &pending)?;
+        let tiers = Arc::new(Tiers::new(ptrs, second.is_none()));
+        if let Some(kernels) = second {
+            let (opts, decls) = (self.opts, self.decls);
+            tier::submit(
+                Arc::downgrade(&tiers),
+                Box::new(move |alive| second_tier(alive, &opts, &decls, &kernels)),
+            );
+        }
         Ok(JitCode {
             module: Mutex::new(Some(self.module)),
-            ptrs,
+            tiers,
         })
     }
 }
 
-/// Generates one kernel's machine code into its context, with `isas[1]`
-/// (the optimising mid-end) when it divides integers, else `isas[0]`; the
-/// error text on failure. Both ISAs are the host's with the same flags but
-/// the optimisation level, so their code shares one module's conventions.
-fn generate(
-    isas: [&dyn TargetIsa; 2],
-    (name, _, ctx): &mut (String, FuncId, Context),
-) -> Option<String> {
-    let isa = isas[usize::from(divides_integers(&ctx.func))];
+/// Generates the machine code of every kernel of `pending` with `isas`, on
+/// up to `threads` threads.
+fn generate_all(isas: &Isas, pending: &mut [Pending], threads: usize) -> Result<()> {
+    let errors: Vec<Option<String>> = if threads <= 1 {
+        pending.iter_mut().map(|k| generate(isas, k)).collect()
+    } else {
+        // Kernels are taken from a shared counter, so a long kernel
+        // does not hold up the short ones behind it.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<Mutex<&mut Pending>> = pending.iter_mut().map(Mutex::new).collect();
+        let errors: Vec<Mutex<Option<String>>> = slots.iter().map(|_| Mutex::new(None)).collect();
+        let work = || loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let mut k = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let e = generate(isas, &mut k);
+            *errors[i].lock().unwrap_or_else(|e| e.into_inner()) = e;
+        };
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(work);
+            }
+            work();
+        });
+        errors
+            .into_iter()
+            .map(|e| e.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    };
+    match errors.into_iter().flatten().next() {
+        Some(e) => Err(Error::Compile(e)),
+        None => Ok(()),
+    }
+}
+
+/// Defines the generated code of every kernel of `pending` in `module`,
+/// links it and returns the kernels' addresses, in order.
+fn link(module: &mut JITModule, pending: &[Pending]) -> Result<Vec<usize>> {
+    for (name, id, ctx) in pending {
+        let code = ctx
+            .compiled_code()
+            .ok_or_else(|| Error::Compile(format!("kernel {name} was not compiled")))?;
+        let relocs: Vec<ModuleReloc> = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, *id))
+            .collect();
+        module
+            .define_function_bytes(
+                *id,
+                u64::from(code.buffer.alignment),
+                code.code_buffer(),
+                &relocs,
+            )
+            .map_err(|e| Error::Compile(format!("defining kernel {name}: {e}")))?;
+    }
+    module
+        .finalize_definitions()
+        .map_err(|e| Error::Compile(format!("linking kernels: {e}")))?;
+    Ok(pending
+        .iter()
+        .map(|(_, id, _)| module.get_finalized_function(*id) as usize)
+        .collect())
+}
+
+/// The second tier of a module built with `opts`, from its declarations
+/// (and their ids) and its kernels' IR: a new module with the same
+/// declarations (replayed in order, so every `FuncId` in the IR means the
+/// same function; a different id is an error), the kernels generated with
+/// the backtracking allocator one by one (stopping with `Ok(None)` as soon
+/// as `alive` is false), linked. Returns the module and the kernels'
+/// addresses.
+fn second_tier(
+    alive: &dyn Fn() -> bool,
+    opts: &CodegenOptions,
+    decls: &[(Decl, FuncId)],
+    kernels: &[(String, ir::Function)],
+) -> Result<Option<(JITModule, Vec<usize>)>> {
+    if !alive() {
+        return Ok(None);
+    }
+    let isas = Isas::host(opts, false)?;
+    let mut module = isas.module();
+    // Nothing of `module` is published before it is returned, so every
+    // early exit may free it.
+    let free = |m: JITModule| {
+        // SAFETY: no address into `m` was published.
+        unsafe { m.free_memory() }
+    };
+    let mut pending: Vec<Pending> = Vec::with_capacity(kernels.len());
+    let mut kernel_ir = kernels.iter();
+    for (d, first) in decls {
+        let id = match d.declare(&mut module) {
+            Ok(id) if id == *first => id,
+            Ok(_) => {
+                free(module);
+                return Err(Error::Compile(
+                    "second tier: a replayed declaration got another id".into(),
+                ));
+            }
+            Err(e) => {
+                free(module);
+                return Err(e);
+            }
+        };
+        if matches!(d, Decl::Kernel(_)) {
+            let Some((name, func)) = kernel_ir.next() else {
+                free(module);
+                return Err(Error::Compile(
+                    "second tier: more kernels declared than built".into(),
+                ));
+            };
+            let mut ctx = module.make_context();
+            ctx.func = func.clone();
+            pending.push((name.clone(), id, ctx));
+        }
+    }
+    if kernel_ir.next().is_some() {
+        free(module);
+        return Err(Error::Compile(
+            "second tier: more kernels built than declared".into(),
+        ));
+    }
+    // Kernel by kernel, so that an abandoned module stops early.
+    for k in pending.chunks_mut(1) {
+        if !alive() {
+            free(module);
+            return Ok(None);
+        }
+        if let Err(e) = generate_all(&isas, k, 1) {
+            free(module);
+            return Err(e);
+        }
+    }
+    match link(&mut module, &pending) {
+        Ok(ptrs) => Ok(Some((module, ptrs))),
+        Err(e) => {
+            free(module);
+            Err(e)
+        }
+    }
+}
+
+/// Generates one kernel's machine code into its context, with the
+/// optimising ISA when it divides integers, else the plain one; the error
+/// text on failure. Both ISAs are the host's with the same flags but the
+/// optimisation level, so their code shares one module's conventions.
+fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
+    let isa = if divides_integers(&ctx.func) {
+        &*isas.optimizing
+    } else {
+        &*isas.plain
+    };
     let mut ctrl = ControlPlane::default();
     match ctx.compile(isa, &mut ctrl) {
         Ok(_) => None,
@@ -370,20 +578,31 @@ fn generate(
 
 /// The finalized code of one Function; frees its memory on drop.
 pub struct JitCode {
+    /// The first tier's module (the only one when not tiered).
     module: Mutex<Option<JITModule>>,
-    ptrs: Vec<usize>,
+    /// The kernels' current addresses (and the second tier's module).
+    tiers: Arc<Tiers>,
 }
 
 impl JitCode {
-    /// The address of kernel `i` (as returned by [`JitBuilder::define_current`]).
+    /// The address of kernel `i` (as returned by [`JitBuilder::define_current`]):
+    /// its second tier's code once installed, else its first tier's.
     pub fn ptr(&self, i: usize) -> *const u8 {
-        self.ptrs[i] as *const u8
+        self.tiers.ptr(i)
+    }
+
+    /// Blocks until the kernels run their final code: at once when the
+    /// module was not tiered, else until the second tier is installed or
+    /// has failed. True when the final code is installed (false only when
+    /// the second tier failed, and the first tier's code stays in use).
+    pub fn wait_final(&self) -> bool {
+        self.tiers.wait()
     }
 }
 
 impl std::fmt::Debug for JitCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "JitCode({} kernels)", self.ptrs.len())
+        write!(f, "JitCode({} kernels)", self.tiers.len())
     }
 }
 
@@ -396,9 +615,11 @@ impl Drop for JitCode {
             .take();
         if let Some(m) = module {
             // SAFETY: the only pointers into this module's code are in
-            // `self.ptrs`, which die with `self`; every Function that could
-            // call them holds an `Arc` to the owner of this `JitCode`, so no
-            // call can be running or start after this point.
+            // `self.tiers`, read through `self.ptr`; every Function that
+            // could call them holds an `Arc` to the owner of this
+            // `JitCode`, so no call can be running or start after this
+            // point (the second tier may still hold the table, but it only
+            // writes it).
             unsafe { m.free_memory() };
         }
     }
@@ -426,7 +647,7 @@ mod tests {
         let (x, y) = (b.block_params(blk)[0], b.block_params(blk)[1]);
         let r = op(&mut b, x, y);
         b.ins().return_(&[r]);
-        let isa = host_isa(&CodegenOptions::default()).unwrap();
+        let isa = host_isa(&CodegenOptions::default(), false).unwrap();
         b.finalize(isa.frontend_config());
         func
     }

@@ -84,10 +84,10 @@ fn describe(fg: &FunctionGraph, v: VarId) -> String {
         }
         match fg.owner(cur) {
             Some(n) if fg.node(n).op.view_map().len() == 1 => {
-                via.push(fg.node(n).op.name());
+                via.push(fg.node(n).op.short_name());
                 cur = fg.node(n).inputs[0];
             }
-            Some(n) => return format!("the output of {}", fg.node(n).op.name()),
+            Some(n) => return format!("the output of {}", fg.node(n).op.short_name()),
             None => {
                 return if fg.var(cur).is_constant() {
                     "a constant".into()

@@ -1,0 +1,162 @@
+//! The second tier of code generation: one background thread per process
+//! generates every tiered module's kernels again with the backtracking
+//! register allocator and switches the module's kernels to that code.
+//!
+//! The generation itself (`jit::second_tier`) is handed over as a closure,
+//! so this module only owns the queue, the thread and the table.
+//!
+//! Invariants: a module's kernels are called through [`Tiers::ptr`], which
+//! reads the current address with `Acquire`; the second tier stores each
+//! new address with `Release` only after its module is finalized (its code
+//! written and made executable), and never changes an address again. The
+//! second tier's module is owned by the [`Tiers`] whose addresses point
+//! into it and is freed with it; the first tier's module is freed by its
+//! `JitCode`, after which nobody reads the table. A job whose `JitCode` is
+//! gone is abandoned (its module freed at once).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Condvar, Mutex, OnceLock, Weak};
+
+use cranelift_jit::JITModule;
+
+use crate::error::Result;
+
+/// The current addresses of a module's kernels and, once installed, the
+/// second tier's module.
+pub(super) struct Tiers {
+    ptrs: Vec<AtomicUsize>,
+    /// The second tier's module (freed on drop).
+    upper: Mutex<Option<JITModule>>,
+    /// `None` while the second tier is pending, then whether it installed.
+    settled: Mutex<Option<bool>>,
+    on_settle: Condvar,
+}
+
+impl Tiers {
+    /// The table of kernels at `ptrs`; `final_code` when these addresses are
+    /// already the final ones (no second tier follows).
+    pub(super) fn new(ptrs: Vec<usize>, final_code: bool) -> Self {
+        Tiers {
+            ptrs: ptrs.into_iter().map(AtomicUsize::new).collect(),
+            upper: Mutex::new(None),
+            settled: Mutex::new(final_code.then_some(true)),
+            on_settle: Condvar::new(),
+        }
+    }
+
+    /// The current address of kernel `i`.
+    pub(super) fn ptr(&self, i: usize) -> *const u8 {
+        self.ptrs[i].load(Ordering::Acquire) as *const u8
+    }
+
+    /// The number of kernels.
+    pub(super) fn len(&self) -> usize {
+        self.ptrs.len()
+    }
+
+    /// Blocks until the table is settled; true when its addresses are final.
+    pub(super) fn wait(&self) -> bool {
+        let mut s = self.settled.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *s {
+                Some(installed) => return installed,
+                None => s = self.on_settle.wait(s).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    fn settle(&self, installed: bool) {
+        *self.settled.lock().unwrap_or_else(|e| e.into_inner()) = Some(installed);
+        self.on_settle.notify_all();
+    }
+
+    /// Switches every kernel to the second tier's `ptrs` in `module`.
+    fn install(&self, module: JITModule, ptrs: Vec<usize>) {
+        *self.upper.lock().unwrap_or_else(|e| e.into_inner()) = Some(module);
+        for (slot, p) in self.ptrs.iter().zip(ptrs) {
+            slot.store(p, Ordering::Release);
+        }
+        self.settle(true);
+    }
+}
+
+impl Drop for Tiers {
+    fn drop(&mut self) {
+        let module = self
+            .upper
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(m) = module {
+            // SAFETY: addresses into this module are only read through
+            // `self.ptr`; the table is dropped, so no call can read one, and
+            // every running call holds (through its Function) the `JitCode`
+            // that owns an `Arc` to this table.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// A second tier's code generation: given a test of whether its table is
+/// still alive (to stop early when not), the finalized module and kernel
+/// addresses, `Ok(None)` when abandoned.
+pub(super) type Generate =
+    Box<dyn FnOnce(&dyn Fn() -> bool) -> Result<Option<(JITModule, Vec<usize>)>> + Send>;
+
+/// A queued second tier.
+struct Job {
+    tiers: Weak<Tiers>,
+    generate: Generate,
+}
+
+/// Queues the second tier `generate` of the module whose table is `tiers`
+/// for the background thread (started on first use). When the thread
+/// cannot be started, the table settles at once on its first tier.
+pub(super) fn submit(tiers: Weak<Tiers>, generate: Generate) {
+    static WORKER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
+    let worker = WORKER.get_or_init(|| {
+        let (tx, rx) = channel::<Job>();
+        std::thread::Builder::new()
+            .name("kiln-tier2".into())
+            .spawn(move || {
+                for job in rx {
+                    run(job);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    let job = Job { tiers, generate };
+    let sent = match worker {
+        Some(tx) => tx.lock().unwrap_or_else(|e| e.into_inner()).send(job),
+        None => Err(std::sync::mpsc::SendError(job)),
+    };
+    if let Err(std::sync::mpsc::SendError(job)) = sent {
+        if let Some(t) = job.tiers.upgrade() {
+            t.settle(false);
+        }
+    }
+}
+
+/// Runs one job: installs the second tier, or settles the table on its
+/// first tier when generating it failed.
+fn run(job: Job) {
+    let Job { tiers, generate } = job;
+    let alive = || tiers.strong_count() > 0;
+    match generate(&alive) {
+        Ok(Some((module, ptrs))) => match tiers.upgrade() {
+            Some(t) => t.install(module, ptrs),
+            // SAFETY: the table is gone, so no address into `module` was
+            // ever published.
+            None => unsafe { module.free_memory() },
+        },
+        // Abandoned: nobody waits.
+        Ok(None) => {}
+        Err(_) => {
+            if let Some(t) = tiers.upgrade() {
+                t.settle(false);
+            }
+        }
+    }
+}
