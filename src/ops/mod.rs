@@ -1452,7 +1452,11 @@ mod tests {
     fn short_names_of_large_composites_give_their_size() {
         let small = exp_chain(SHORT_NAME_NODES);
         assert_eq!(small.short_name(), small.name());
-        assert!(small.name().starts_with("Composite{exp(exp("), "{}", small.name());
+        assert!(
+            small.name().starts_with("Composite{exp(exp("),
+            "{}",
+            small.name()
+        );
         let large = exp_chain(SHORT_NAME_NODES + 1);
         assert_eq!(large.short_name(), "Composite{17 scalar ops, 1 outputs}");
         assert!(large.name().len() > 50);

@@ -365,8 +365,8 @@ impl JitBuilder {
         Ok(self.pending.len() - 1)
     }
 
-    /// Generates the machine code of every kernel (on up to
-    /// [`kiln_runtime::parallel::num_threads`] threads), links it and
+    /// Generates the machine code of every kernel (on the runtime's worker
+    /// threads), links it and
     /// returns the callable kernels; when tiered, also hands their IR to
     /// the second tier.
     pub fn finish(mut self) -> Result<JitCode> {
@@ -380,14 +380,14 @@ impl JitBuilder {
         }
         // The second tier compiles the IR as built (compiling rewrites a
         // context's function in place).
-        let second: Option<Vec<(String, ir::Function)>> = self.opts.tiers().then(|| {
-            pending
-                .iter()
-                .map(|(name, _, ctx)| (name.clone(), ctx.func.clone()))
-                .collect()
-        });
-        let threads = kiln_runtime::parallel::num_threads().min(pending.len());
-        generate_all(&self.isas, &mut pending, threads)?;
+        let second: Option<Vec<(String, ir::Function)>> =
+            (self.opts.tiers() && !pending.is_empty()).then(|| {
+                pending
+                    .iter()
+                    .map(|(name, _, ctx)| (name.clone(), ctx.func.clone()))
+                    .collect()
+            });
+        generate_all(&self.isas, &mut pending, true)?;
         if dump {
             for (name, _, ctx) in &pending {
                 if let Some(asm) = ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
@@ -411,33 +411,26 @@ impl JitBuilder {
     }
 }
 
-/// Generates the machine code of every kernel of `pending` with `isas`, on
-/// up to `threads` threads.
-fn generate_all(isas: &Isas, pending: &mut [Pending], threads: usize) -> Result<()> {
-    let errors: Vec<Option<String>> = if threads <= 1 {
+/// Generates the machine code of every kernel of `pending` with `isas`: on
+/// the runtime's worker threads when `parallel` (kernels taken one at a
+/// time, so that a long kernel does not hold up the short ones behind it,
+/// and no thread is started per compile), else on the calling thread.
+fn generate_all(isas: &Isas, pending: &mut [Pending], parallel: bool) -> Result<()> {
+    let errors: Vec<Option<String>> = if !parallel || pending.len() < 2 {
         pending.iter_mut().map(|k| generate(isas, k)).collect()
     } else {
-        // Kernels are taken from a shared counter, so a long kernel
-        // does not hold up the short ones behind it.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<Mutex<&mut Pending>> = pending.iter_mut().map(Mutex::new).collect();
-        let errors: Vec<Mutex<Option<String>>> = slots.iter().map(|_| Mutex::new(None)).collect();
-        let work = || loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(slot) = slots.get(i) else { break };
-            let mut k = slot.lock().unwrap_or_else(|e| e.into_inner());
-            let e = generate(isas, &mut k);
-            *errors[i].lock().unwrap_or_else(|e| e.into_inner()) = e;
-        };
-        std::thread::scope(|s| {
-            for _ in 1..threads {
-                s.spawn(work);
+        let slots: Vec<Mutex<(&mut Pending, Option<String>)>> =
+            pending.iter_mut().map(|k| Mutex::new((k, None))).collect();
+        kiln_runtime::parallel::parallel_for(slots.len(), 1, &|s, e| {
+            for slot in &slots[s..e] {
+                let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                let (k, err) = &mut *slot;
+                *err = generate(isas, k);
             }
-            work();
         });
-        errors
+        slots
             .into_iter()
-            .map(|e| e.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()).1)
             .collect()
     };
     match errors.into_iter().flatten().next() {
@@ -541,7 +534,7 @@ fn second_tier(
             free(module);
             return Ok(None);
         }
-        if let Err(e) = generate_all(&isas, k, 1) {
+        if let Err(e) = generate_all(&isas, k, false) {
             free(module);
             return Err(e);
         }
