@@ -50,10 +50,10 @@ use crate::error::Result;
 use crate::graph::DType;
 use crate::ops::{CRef, Composite, ScalarOp};
 
-/// The runtime's cache prefetch hints (read, write), called once per block
-/// by the blocked vector path.
-const PREFETCH: &str = "kiln_prefetch";
-const PREFETCH_WRITE: &str = "kiln_prefetch_write";
+/// The runtime's cache prefetch hint for a block of every operand of a
+/// pointer / stride array (`kiln_prefetch_operands`), called once per block
+/// by the blocked vector path for the inputs and once for the outputs.
+const PREFETCH: &str = "kiln_prefetch_operands";
 
 /// Calls of at least this many elements prefetch their next block (see
 /// [`prefetch_flag`]).
@@ -346,7 +346,8 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         }
         let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
         let flag = prefetch_flag(&mut b, n);
-        let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_prefetch(flag, true);
+        let cx =
+            VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_prefetch(flag, (pp, sp), true);
         // Blocks of at most BLOCK elements, even without block-wise calls:
         // each block prefetches the next one (see `emit_levels`).
         let sbase = if plan.slots.is_empty() {
@@ -497,11 +498,9 @@ pub(super) fn import_callees(
     if let Some(p) = plan {
         // Every blocked path (and a fused reduction's is always blocked)
         // prefetches its next block.
-        imports.push((PREFETCH, jb.import(PREFETCH, &[ptr, types::I64], &[])?));
-        imports.push((
-            PREFETCH_WRITE,
-            jb.import(PREFETCH_WRITE, &[ptr, types::I64], &[])?,
-        ));
+        let i64 = types::I64;
+        let params = [ptr, ptr, i64, i64, i64, i64];
+        imports.push((PREFETCH, jb.import(PREFETCH, &params, &[])?));
         for (i, n) in prog.nodes.iter().enumerate() {
             if p.block[i] {
                 let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
@@ -606,11 +605,13 @@ pub(super) struct VecCtx<'a> {
     vty: cranelift_codegen::ir::Type,
     esz: i64,
     /// When the blocked path prefetches the next block: `Some((flag,
-    /// outputs))` with `flag` an `i8` value, true for calls long enough to
-    /// stream from memory ([`prefetch_flag`]), and `outputs` whether the
+    /// arrays, outputs))` with `flag` an `i8` value, true for calls long
+    /// enough to stream from memory ([`prefetch_flag`]), `arrays` the
+    /// addresses of the inputs' entries in the kernel's pointer and stride
+    /// arguments (the outputs' follow them), and `outputs` whether the
     /// outputs are prefetched too (real memory in an element-wise kernel,
     /// not a reduction's scratch). `None`: never.
-    prefetch: Option<(Value, bool)>,
+    prefetch: Option<(Value, (Value, Value), bool)>,
     /// Vectors per main-loop iteration ([`unroll_for`]).
     unroll: usize,
     /// Bool outputs stay lane masks (a fused reduction's scratch block)
@@ -678,9 +679,15 @@ impl<'a> VecCtx<'a> {
 
     /// Makes the blocked path prefetch the next block of every input, and
     /// of every output when `outputs`, in calls where the `i8` value `flag`
-    /// is true.
-    pub(super) fn with_prefetch(mut self, flag: Value, outputs: bool) -> Self {
-        self.prefetch = Some((flag, outputs));
+    /// is true; `arrays` are the addresses of the inputs' first pointer and
+    /// stride arguments (the outputs' follow the inputs').
+    pub(super) fn with_prefetch(
+        mut self,
+        flag: Value,
+        arrays: (Value, Value),
+        outputs: bool,
+    ) -> Self {
+        self.prefetch = Some((flag, arrays, outputs));
         self
     }
 
@@ -700,30 +707,29 @@ impl<'a> VecCtx<'a> {
         let prog = self.prog;
         let (n_in, esz, ptrs, direct_out) = (self.n_in, self.esz, self.ptrs, self.direct_out);
         let lanes = 16 / esz;
-        if let Some((flag, outputs)) = self.prefetch {
+        if let Some((flag, (pp, sp), outputs)) = self.prefetch {
             let fetch = b.create_block();
             let go_on = b.create_block();
             b.ins().brif(flag, fetch, &[], go_on, &[]);
             b.switch_to_block(fetch);
             b.seal_block(fetch);
             // Start loading the next block's inputs (a broadcast input has
-            // stride 0 and asks for nothing).
+            // stride 0 and asks for nothing), then its outputs (contiguous on
+            // this path: their strides are their element sizes).
             let next = b.ins().iadd(blk, m);
-            for (&p, &s) in ptrs.iter().zip(self.strides).take(n_in) {
-                let off = b.ins().imul(next, s);
-                let addr = b.ins().iadd(p, off);
-                let bytes = b.ins().imul(m, s);
-                b.ins().call(callees[PREFETCH], &[addr, bytes]);
-            }
+            let n = b.ins().iconst(types::I64, n_in as i64);
+            let read = b.ins().iconst(types::I64, 0);
+            b.ins().call(callees[PREFETCH], &[pp, sp, n, next, m, read]);
             if outputs {
-                // Outputs are contiguous on this path.
-                for (o, &p) in ptrs[n_in..].iter().enumerate() {
-                    let size = self.out_size(o);
-                    let off = b.ins().imul_imm_s(next, size);
-                    let bytes = b.ins().imul_imm_s(m, size);
-                    let addr = b.ins().iadd(p, off);
-                    b.ins().call(callees[PREFETCH_WRITE], &[addr, bytes]);
-                }
+                let n_out = self.prog.outputs.len() as i64;
+                let (po, so) = (
+                    b.ins().iadd_imm_s(pp, 8 * n_in as i64),
+                    b.ins().iadd_imm_s(sp, 8 * n_in as i64),
+                );
+                let n = b.ins().iconst(types::I64, n_out);
+                let write = b.ins().iconst(types::I64, 1);
+                b.ins()
+                    .call(callees[PREFETCH], &[po, so, n, next, m, write]);
             }
             b.ins().jump(go_on, &[]);
             b.switch_to_block(go_on);

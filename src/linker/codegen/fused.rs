@@ -153,6 +153,9 @@ struct Fused<'p> {
     /// Accumulator pointer and byte stride.
     acc_p: Value,
     acc_s: Value,
+    /// The kernel's pointer and stride arguments (operand 0 the accumulator).
+    pp: Value,
+    sp: Value,
     /// Input pointers and byte strides.
     ptrs: Vec<Value>,
     strides: Vec<Value>,
@@ -236,6 +239,8 @@ pub fn build_fused(
         is_row,
         acc_p,
         acc_s,
+        pp,
+        sp,
         ptrs,
         strides,
         n,
@@ -375,10 +380,15 @@ impl Fused<'_> {
         // The program writes its output "element blk + j" at out_base + j * esz.
         let boff = b.ins().imul_imm_s(blk, esz);
         let out_ptr = b.ins().isub(out_base, boff);
+        // The inputs' entries of the argument arrays follow the accumulator's.
+        let (inputs_pp, inputs_sp) = (
+            b.ins().iadd_imm_s(self.pp, 8),
+            b.ins().iadd_imm_s(self.sp, 8),
+        );
         let mut vptrs = self.ptrs.clone();
         vptrs.push(out_ptr);
         let cx = VecCtx::new(plan, self.prog, &bases, &self.strides, &vptrs)
-            .with_prefetch(flag, false)
+            .with_prefetch(flag, (inputs_pp, inputs_sp), false)
             .with_mask_outputs();
         cx.emit_levels(b, callees, sbase, blk, m)?;
         // Fold the block.
