@@ -14,6 +14,7 @@
 //! reaches it only through the `kiln_*` `extern "C"` functions, whose names
 //! and addresses [`symbols`] lists.
 
+pub mod clock;
 pub mod gemm;
 pub mod math;
 pub mod mem;
