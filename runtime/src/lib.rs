@@ -7,6 +7,8 @@
 //! - [`gemm`]: strided GEMM `C = alpha·A·B + beta·C` for f64 / f32.
 //! - [`mem`]: transparent-huge-page advice for large buffers, non-temporal
 //!   (streaming) copies, and cache prefetch hints.
+//! - [`operands`]: checks kernels run on their own stride arrays.
+//! - [`clock`]: a cheap tick counter for profiles of many short calls.
 //! - [`parallel`]: a contiguous-chunk parallel-for over a resizable thread
 //!   pool, with an `extern "C"` form that never unwinds into its caller.
 //!
@@ -18,6 +20,7 @@ pub mod clock;
 pub mod gemm;
 pub mod math;
 pub mod mem;
+pub mod operands;
 pub mod parallel;
 
 /// Every `extern "C"` entry point of the runtime (math, GEMM, parallel
@@ -29,5 +32,6 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     s.extend(gemm::gemm_symbols());
     s.extend(parallel::parallel_symbols());
     s.extend(mem::mem_symbols());
+    s.extend(operands::operand_symbols());
     s
 }

@@ -55,6 +55,29 @@ use crate::ops::{CRef, Composite, ScalarOp};
 /// by the blocked vector path for the inputs and once for the outputs.
 const PREFETCH: &str = "kiln_prefetch_operands";
 
+/// The runtime's check of a stride array (`kiln_strides_are`).
+const STRIDES_ARE: &str = "kiln_strides_are";
+
+/// Kernels of more inputs (or outputs) than this check their strides for
+/// the vector path with one call of [`STRIDES_ARE`] instead of inline.
+const STRIDES_CALL_MIN: usize = 8;
+
+/// Whether `prog`'s vector path checks its inputs' strides, and its
+/// outputs', with a [`STRIDES_ARE`] call: when they are more than
+/// [`STRIDES_CALL_MIN`] (and, for the outputs, all of the path's element
+/// size, i.e. no bool output).
+fn strides_by_call(prog: &Composite, plan: &VecPlan) -> (bool, bool) {
+    let esz = plan.dtype.size_of();
+    let outs_plain = prog
+        .output_dtypes()
+        .iter()
+        .all(|d| d.size_of().min(esz) == esz);
+    (
+        prog.inputs.len() > STRIDES_CALL_MIN,
+        prog.outputs.len() > STRIDES_CALL_MIN && outs_plain,
+    )
+}
+
 /// Calls of at least this many elements prefetch their next block (see
 /// [`prefetch_flag`]).
 const PREFETCH_MIN: i64 = 4096;
@@ -284,9 +307,30 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
     if let Some(plan) = &plan {
         let esz = plan.dtype.size_of() as i64;
         let lanes = 16 / esz;
-        // Vector path condition (a bool output's elements are bytes).
+        // Vector path condition (a bool output's elements are bytes). The
+        // inputs, and outputs of the path's element size, are checked by one
+        // runtime call when there are many (see `strides_by_call`).
+        let (call_in, call_out) = strides_by_call(prog, plan);
         let mut ok = b.ins().iconst(types::I8, 1);
+        for (first, count, allow_zero) in [(0, n_in, 1), (n_in, n_ops - n_in, 0)] {
+            if (first == 0 && !call_in) || (first > 0 && !call_out) {
+                continue;
+            }
+            let table = b.ins().iadd_imm_s(sp, 8 * first as i64);
+            let args = [
+                table,
+                b.ins().iconst(types::I64, count as i64),
+                b.ins().iconst(types::I64, esz),
+                b.ins().iconst(types::I64, allow_zero),
+            ];
+            let call = b.ins().call(callees[STRIDES_ARE], &args);
+            let c = b.inst_results(call)[0];
+            ok = b.ins().band(ok, c);
+        }
         for (k, &s) in strides.iter().enumerate() {
+            if (k < n_in && call_in) || (k >= n_in && call_out) {
+                continue;
+            }
             let c =
                 b.ins()
                     .icmp_imm_s(IntCC::Equal, s, op_dt(k).size_of().min(esz as usize) as i64);
@@ -501,6 +545,10 @@ pub(super) fn import_callees(
         let i64 = types::I64;
         let params = [ptr, ptr, i64, i64, i64, i64];
         imports.push((PREFETCH, jb.import(PREFETCH, &params, &[])?));
+        if strides_by_call(prog, p) != (false, false) {
+            let params = [ptr, i64, i64, i64];
+            imports.push((STRIDES_ARE, jb.import(STRIDES_ARE, &params, &[types::I8])?));
+        }
         for (i, n) in prog.nodes.iter().enumerate() {
             if p.block[i] {
                 let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");

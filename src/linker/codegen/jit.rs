@@ -3,7 +3,7 @@
 //! parallel when there are several), and freeing the code when the Function
 //! goes away.
 //!
-//! Code generation is tiered ([`CodegenOptions::tiered`]): the first tier
+//! Code generation is tiered ([`Tiering`]): the first tier
 //! allocates registers with Cranelift's single-pass allocator, so that a
 //! Function is callable soon, and `tier` generates the same IR again with
 //! the backtracking allocator on a background thread, then switches every
@@ -22,8 +22,8 @@
 //! `JITModule` is `Send` but not `Sync`, so it is kept behind a `Mutex` that
 //! is only locked on drop; finalized code is immutable and may be called
 //! from many threads at once. A second tier's module is owned by the
-//! kernels' shared pointer table ([`tier::Tiers`]), which outlives every
-//! call that could have read a pointer into it.
+//! kernels' shared address table (`tier::Tiers`), which outlives every
+//! call that could have read an address into it.
 
 use std::sync::{Arc, Mutex};
 
@@ -366,9 +366,8 @@ impl JitBuilder {
     }
 
     /// Generates the machine code of every kernel (on the runtime's worker
-    /// threads), links it and
-    /// returns the callable kernels; when tiered, also hands their IR to
-    /// the second tier.
+    /// threads), links it and returns the callable kernels; when tiered,
+    /// also hands their IR to the second tier.
     pub fn finish(mut self) -> Result<JitCode> {
         let dump = dump_asm();
         let mut pending = std::mem::take(&mut self.pending);
