@@ -181,6 +181,10 @@ class _Compiled:
         """The compiled graph in infix form."""
         return self.fn.pprint()
 
+    def wait_final(self):
+        """Blocks until the kernels run their final code (see ``Function.wait_final``)."""
+        return self.fn.wait_final()
+
 
 def _unpickle_variable(payload):
     """Rebuilds a pickled ``Variable`` (its recipe: how it was built)."""

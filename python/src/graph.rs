@@ -854,6 +854,16 @@ impl Function {
         Ok(res.into_iter().map(|v| to_numpy(py, v)).collect())
     }
 
+    /// Blocks (without the GIL) until the compiled kernels run their final
+    /// code: kiln generates code in two tiers, a fast first one so that
+    /// the function is callable at once, then the final one on a
+    /// background thread. Calls need not wait (both tiers give the same
+    /// results); a benchmark may, so as to time the final code. Returns
+    /// False only if the second tier failed and the first stays in use.
+    fn wait_final(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.f.wait_final())
+    }
+
     /// The function profile so far.
     #[getter]
     fn profile(&self) -> Profile {

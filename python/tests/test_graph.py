@@ -144,6 +144,16 @@ def test_profile_and_printers():
     assert "exp" in repr(kiln.exp(x))
 
 
+def test_wait_final_gives_the_same_results():
+    x = kiln.vector("x")
+    f = kiln.function([x], kiln.tanh(x) * kiln.exp(-x) + x)
+    a = np.linspace(-3.0, 3.0, 1001)
+    early = f(a)
+    assert f.wait_final() is True
+    np.testing.assert_array_equal(f(a), early)
+    assert f.wait_final() is True
+
+
 def test_rewrite():
     x = kiln.vector("x")
     y = kiln.rewrite(kiln.log(1 + kiln.exp(x)))
