@@ -170,3 +170,30 @@ def test_function_inputs_of_any_layout():
     a = np.arange(30.0).reshape(5, 6)
     for arg in [a, a[::-1, ::2], np.asfortranarray(a), np.broadcast_to(a[0], (5, 6))]:
         np.testing.assert_allclose(f(arg), (arg * 2).sum(1))
+
+
+def test_forked_children_compile_run_in_parallel_and_tier_up():
+    import multiprocessing as mp
+
+    x = kiln.vector("x")
+    f = kiln.function([x], kiln.tanh(x) * 2 + kiln.exp(-x))
+    a = np.linspace(-2.0, 2.0, 1_000_001)
+    want = f(a)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child():
+        g = kiln.function([x], kiln.tanh(x) * 2 + kiln.exp(-x) + 0.0 * x)
+        got = g(a)  # a million elements: split over the (child's own) workers
+        q.put((bool(g.wait_final()), isinstance(f.wait_final(), bool),
+               bool(np.allclose(got, want, rtol=1e-15, atol=0)),
+               bool(np.array_equal(f(a), want))))
+
+    p = ctx.Process(target=child, daemon=True)
+    p.start()
+    p.join(timeout=120)
+    if p.exitcode is None:
+        p.kill()
+        p.join()
+    assert p.exitcode == 0, "the forked child hung or failed"
+    assert q.get(timeout=10) == (True, True, True, True)

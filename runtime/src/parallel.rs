@@ -11,10 +11,15 @@
 //! [`kiln_parallel_for`] is the `extern "C"` form for JIT code: it catches
 //! every panic of the runtime and reports it as a non-zero return code, so
 //! no unwinding ever crosses into JIT frames.
+//!
+//! A forked child has none of its parent's threads: [`fork_generation`]
+//! changes in the child, and a pool built before the fork is then replaced
+//! (and leaked, since its workers are gone) instead of being waited on
+//! forever.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Once, OnceLock, RwLock};
 
 /// Chunks per thread: a little over-decomposition lets work stealing even
 /// out noisy neighbours without paying much per-chunk overhead.
@@ -25,9 +30,34 @@ static NUM_THREADS: AtomicUsize = AtomicUsize::new(0);
 /// `available_parallelism` reads cgroup files (several system calls), far
 /// too slow for the call path of a small compiled function.
 static AVAILABLE: OnceLock<usize> = OnceLock::new();
-/// The pool and its size. Launches only read it (concurrent callers share
-/// the read lock); it is written when the configured count changes.
-static POOL: RwLock<Option<(usize, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
+/// The pool, the fork generation it was built in and its size. Launches
+/// only read it (concurrent callers share the read lock); it is written
+/// when the configured count or the generation changes.
+static POOL: RwLock<Option<(usize, usize, Arc<rayon::ThreadPool>)>> = RwLock::new(None);
+
+/// Forks this process has gone through (incremented in each child).
+static FORK_GENERATION: AtomicUsize = AtomicUsize::new(0);
+
+/// The number of forks between the process's start and the calling
+/// process: threads started in an earlier generation do not exist in this
+/// one. No system call (a `pthread_atfork` child handler, registered on
+/// first use, counts).
+pub fn fork_generation() -> usize {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        #[cfg(unix)]
+        {
+            extern "C" fn in_child() {
+                // Only an atomic add: async-signal-safe, as a fork handler must be.
+                FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+            }
+            // SAFETY: registers a handler that only performs an atomic add;
+            // failure (ENOMEM) leaves forks uncounted, as before.
+            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        }
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
 
 /// Sets the number of worker threads used by [`parallel_for`]; `0` restores
 /// the default (the number of available cores). Takes effect for the next
@@ -48,11 +78,12 @@ pub fn num_threads() -> usize {
 /// The pool for `threads` workers, rebuilt when the count changed; `None`
 /// if the operating system refused to create threads.
 fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
-    type Slot = Option<(usize, Arc<rayon::ThreadPool>)>;
+    type Slot = Option<(usize, usize, Arc<rayon::ThreadPool>)>;
+    let generation = fork_generation();
     let cached = |slot: &Slot| {
         slot.as_ref()
-            .filter(|(t, _)| *t == threads)
-            .map(|(_, p)| p.clone())
+            .filter(|(g, t, _)| *g == generation && *t == threads)
+            .map(|(_, _, p)| p.clone())
     };
     if let Some(p) = cached(&POOL.read().unwrap_or_else(|e| e.into_inner())) {
         return Some(p);
@@ -69,7 +100,13 @@ fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
             .build()
             .ok()?,
     );
-    *guard = Some((threads, p.clone()));
+    if let Some((g, _, old)) = guard.replace((generation, threads, p.clone())) {
+        if g != generation {
+            // Built before a fork: its workers do not exist here, and
+            // dropping it could wait on them.
+            std::mem::forget(old);
+        }
+    }
     Some(p)
 }
 

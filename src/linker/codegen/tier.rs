@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Condvar, Mutex, Weak};
 
 use cranelift_jit::JITModule;
 
@@ -31,6 +31,9 @@ pub(super) struct Tiers {
     /// `None` while the second tier is pending, then whether it installed.
     settled: Mutex<Option<bool>>,
     on_settle: Condvar,
+    /// The fork generation the table was made in: in a forked child no
+    /// thread will settle it (the queue's thread stayed in the parent).
+    generation: usize,
 }
 
 impl Tiers {
@@ -42,6 +45,7 @@ impl Tiers {
             upper: Mutex::new(None),
             settled: Mutex::new(final_code.then_some(true)),
             on_settle: Condvar::new(),
+            generation: kiln_runtime::parallel::fork_generation(),
         }
     }
 
@@ -55,12 +59,17 @@ impl Tiers {
         self.ptrs.len()
     }
 
-    /// Blocks until the table is settled; true when its addresses are final.
+    /// Blocks until the table is settled; true when its addresses are final
+    /// (false at once in a forked child of the process that made a table
+    /// still pending: its first tier stays).
     pub(super) fn wait(&self) -> bool {
         let mut s = self.settled.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             match *s {
                 Some(installed) => return installed,
+                None if kiln_runtime::parallel::fork_generation() != self.generation => {
+                    return false
+                }
                 None => s = self.on_settle.wait(s).unwrap_or_else(|e| e.into_inner()),
             }
         }
@@ -111,27 +120,31 @@ struct Job {
 }
 
 /// Queues the second tier `generate` of the module whose table is `tiers`
-/// for the background thread (started on first use). When the thread
+/// for the background thread (started on first use, and again in a forked
+/// child, which has no copy of its parent's threads). When the thread
 /// cannot be started, the table settles at once on its first tier.
 pub(super) fn submit(tiers: Weak<Tiers>, generate: Generate) {
-    static WORKER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
-    let worker = WORKER.get_or_init(|| {
+    /// The worker's fork generation and queue.
+    static WORKER: Mutex<Option<(usize, Sender<Job>)>> = Mutex::new(None);
+    let job = Job { tiers, generate };
+    let generation = kiln_runtime::parallel::fork_generation();
+    let mut worker = WORKER.lock().unwrap_or_else(|e| e.into_inner());
+    if worker.as_ref().is_none_or(|(g, _)| *g != generation) {
         let (tx, rx) = channel::<Job>();
-        std::thread::Builder::new()
+        let started = std::thread::Builder::new()
             .name("kiln-tier2".into())
             .spawn(move || {
                 for job in rx {
                     run(job);
                 }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    let job = Job { tiers, generate };
-    let sent = match worker {
-        Some(tx) => tx.lock().unwrap_or_else(|e| e.into_inner()).send(job),
+            });
+        *worker = started.ok().map(|_| (generation, tx));
+    }
+    let sent = match worker.as_ref() {
+        Some((_, tx)) => tx.send(job),
         None => Err(std::sync::mpsc::SendError(job)),
     };
+    drop(worker);
     if let Err(std::sync::mpsc::SendError(job)) = sent {
         if let Some(t) = job.tiers.upgrade() {
             t.settle(false);
