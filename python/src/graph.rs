@@ -859,7 +859,8 @@ impl Function {
     /// the function is callable at once, then the final one on a
     /// background thread. Calls need not wait (both tiers give the same
     /// results); a benchmark may, so as to time the final code. Returns
-    /// False only if the second tier failed and the first stays in use.
+    /// False only if the first tier stays in use (the second failed, or
+    /// this is a forked child of the process that compiled the function).
     fn wait_final(&self, py: Python<'_>) -> bool {
         py.detach(|| self.f.wait_final())
     }

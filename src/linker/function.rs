@@ -349,7 +349,9 @@ impl Function {
     /// at once when the Function was compiled untiered, else until the
     /// background second tier is installed. Calls need not wait: they run
     /// the first tier's code until then, with the same results. False only
-    /// when the second tier failed and the first tier's code stays in use.
+    /// when the first tier's code stays in use: the second tier failed, or
+    /// this is a forked child of the process that compiled the Function
+    /// before its second tier was installed.
     pub fn wait_final(&self) -> bool {
         self.compiled.code.wait_final()
     }

@@ -586,7 +586,8 @@ impl JitCode {
     /// Blocks until the kernels run their final code: at once when the
     /// module was not tiered, else until the second tier is installed or
     /// has failed. True when the final code is installed (false only when
-    /// the second tier failed, and the first tier's code stays in use).
+    /// the first tier's code stays in use: the second tier failed, or the
+    /// module was compiled before a fork and this is the child).
     pub fn wait_final(&self) -> bool {
         self.tiers.wait()
     }
