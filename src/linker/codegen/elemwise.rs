@@ -312,8 +312,9 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize>
         // runtime call when there are many (see `strides_by_call`).
         let (call_in, call_out) = strides_by_call(prog, plan);
         let mut ok = b.ins().iconst(types::I8, 1);
-        for (first, count, allow_zero) in [(0, n_in, 1), (n_in, n_ops - n_in, 0)] {
-            if (first == 0 && !call_in) || (first > 0 && !call_out) {
+        let groups = [(call_in, 0, n_in, 1), (call_out, n_in, n_ops - n_in, 0)];
+        for (by_call, first, count, allow_zero) in groups {
+            if !by_call {
                 continue;
             }
             let table = b.ins().iadd_imm_s(sp, 8 * first as i64);

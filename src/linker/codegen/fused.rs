@@ -376,15 +376,15 @@ impl Fused<'_> {
         let vars = va.map(|va| va.init(b));
         let vdone = b.create_block();
         let flag = elemwise::prefetch_flag(b, self.n);
-        let (blk_head, blk, m) = elemwise::open_block_loop(b, self.i_var, self.n, lanes, vdone);
-        // The program writes its output "element blk + j" at out_base + j * esz.
-        let boff = b.ins().imul_imm_s(blk, esz);
-        let out_ptr = b.ins().isub(out_base, boff);
         // The inputs' entries of the argument arrays follow the accumulator's.
         let (inputs_pp, inputs_sp) = (
             b.ins().iadd_imm_s(self.pp, 8),
             b.ins().iadd_imm_s(self.sp, 8),
         );
+        let (blk_head, blk, m) = elemwise::open_block_loop(b, self.i_var, self.n, lanes, vdone);
+        // The program writes its output "element blk + j" at out_base + j * esz.
+        let boff = b.ins().imul_imm_s(blk, esz);
+        let out_ptr = b.ins().isub(out_base, boff);
         let mut vptrs = self.ptrs.clone();
         vptrs.push(out_ptr);
         let cx = VecCtx::new(plan, self.prog, &bases, &self.strides, &vptrs)

@@ -17,13 +17,11 @@
 //! [`JitBuilder::define_current`] (each kernel's `Context` is independent,
 //! so they compile on separate threads; the module then takes the bytes
 //! and relocations one by one, in definition order); the resulting
-//! [`JitCode`] owns the module, and its function pointers stay valid until
-//! it is dropped, when the code pages are released with `free_memory`.
-//! `JITModule` is `Send` but not `Sync`, so it is kept behind a `Mutex` that
-//! is only locked on drop; finalized code is immutable and may be called
-//! from many threads at once. A second tier's module is owned by the
-//! kernels' shared address table (`tier::Tiers`), which outlives every
-//! call that could have read an address into it.
+//! [`JitCode`] holds the kernels' address table (`tier::Tiers`), which owns
+//! the module (and the second tier's, once installed); its function
+//! pointers stay valid until the table is dropped, when the code pages are
+//! released with `free_memory`. Finalized code is immutable and may be
+//! called from many threads at once.
 
 use std::sync::{Arc, Mutex};
 
@@ -395,7 +393,7 @@ impl JitBuilder {
             }
         }
         let ptrs = link(&mut self.module, &pending)?;
-        let tiers = Arc::new(Tiers::new(ptrs, second.is_none()));
+        let tiers = Arc::new(Tiers::new(self.module, ptrs, second.is_none()));
         if let Some(kernels) = second {
             let (opts, decls) = (self.opts, self.decls);
             tier::submit(
@@ -403,10 +401,7 @@ impl JitBuilder {
                 Box::new(move |alive| second_tier(alive, &opts, &decls, &kernels)),
             );
         }
-        Ok(JitCode {
-            module: Mutex::new(Some(self.module)),
-            tiers,
-        })
+        Ok(JitCode { tiers })
     }
 }
 
@@ -487,64 +482,58 @@ fn second_tier(
     }
     let isas = Isas::host(opts, false)?;
     let mut module = isas.module();
-    // Nothing of `module` is published before it is returned, so every
-    // early exit may free it.
-    let free = |m: JITModule| {
-        // SAFETY: no address into `m` was published.
-        unsafe { m.free_memory() }
-    };
+    match fill_second_tier(&mut module, &isas, alive, decls, kernels) {
+        Ok(Some(ptrs)) => Ok(Some((module, ptrs))),
+        other => {
+            // SAFETY: no address into `module` was published.
+            unsafe { module.free_memory() };
+            other.map(|_| None)
+        }
+    }
+}
+
+/// [`second_tier`]'s work in its fresh `module`: the kernels' addresses,
+/// `Ok(None)` when abandoned.
+fn fill_second_tier(
+    module: &mut JITModule,
+    isas: &Isas,
+    alive: &dyn Fn() -> bool,
+    decls: &[(Decl, FuncId)],
+    kernels: &[(String, ir::Function)],
+) -> Result<Option<Vec<usize>>> {
     let mut pending: Vec<Pending> = Vec::with_capacity(kernels.len());
     let mut kernel_ir = kernels.iter();
     for (d, first) in decls {
-        let id = match d.declare(&mut module) {
-            Ok(id) if id == *first => id,
-            Ok(_) => {
-                free(module);
-                return Err(Error::Compile(
-                    "second tier: a replayed declaration got another id".into(),
-                ));
-            }
-            Err(e) => {
-                free(module);
-                return Err(e);
-            }
-        };
+        let id = d.declare(module)?;
+        if id != *first {
+            return Err(Error::Compile(
+                "second tier: a replayed declaration got another id".into(),
+            ));
+        }
         if matches!(d, Decl::Kernel(_)) {
-            let Some((name, func)) = kernel_ir.next() else {
-                free(module);
-                return Err(Error::Compile(
-                    "second tier: more kernels declared than built".into(),
-                ));
-            };
+            let (name, func) = kernel_ir.next().ok_or_else(|| {
+                Error::Compile("second tier: more kernels declared than built".into())
+            })?;
             let mut ctx = module.make_context();
             ctx.func = func.clone();
             pending.push((name.clone(), id, ctx));
         }
     }
     if kernel_ir.next().is_some() {
-        free(module);
         return Err(Error::Compile(
             "second tier: more kernels built than declared".into(),
         ));
     }
     // Kernel by kernel, so that an abandoned module stops early.
-    for k in pending.chunks_mut(1) {
+    for k in &mut pending {
         if !alive() {
-            free(module);
             return Ok(None);
         }
-        if let Err(e) = generate_all(&isas, k, false) {
-            free(module);
-            return Err(e);
+        if let Some(e) = generate(isas, k) {
+            return Err(Error::Compile(e));
         }
     }
-    match link(&mut module, &pending) {
-        Ok(ptrs) => Ok(Some((module, ptrs))),
-        Err(e) => {
-            free(module);
-            Err(e)
-        }
-    }
+    link(module, &pending).map(Some)
 }
 
 /// Generates one kernel's machine code into its context, with the
@@ -568,11 +557,11 @@ fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
     }
 }
 
-/// The finalized code of one Function; frees its memory on drop.
+/// The finalized code of one Function; its memory is freed with the last
+/// reference to its address table (this `JitCode`'s, or the second tier's
+/// while it installs).
 pub struct JitCode {
-    /// The first tier's module (the only one when not tiered).
-    module: Mutex<Option<JITModule>>,
-    /// The kernels' current addresses (and the second tier's module).
+    /// The kernels' current addresses and the modules they point into.
     tiers: Arc<Tiers>,
 }
 
@@ -596,25 +585,6 @@ impl JitCode {
 impl std::fmt::Debug for JitCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "JitCode({} kernels)", self.tiers.len())
-    }
-}
-
-impl Drop for JitCode {
-    fn drop(&mut self) {
-        let module = self
-            .module
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(m) = module {
-            // SAFETY: the only pointers into this module's code are in
-            // `self.tiers`, read through `self.ptr`; every Function that
-            // could call them holds an `Arc` to the owner of this
-            // `JitCode`, so no call can be running or start after this
-            // point (the second tier may still hold the table, but it only
-            // writes it).
-            unsafe { m.free_memory() };
-        }
     }
 }
 

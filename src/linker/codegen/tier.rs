@@ -8,11 +8,10 @@
 //! Invariants: a module's kernels are called through [`Tiers::ptr`], which
 //! reads the current address with `Acquire`; the second tier stores each
 //! new address with `Release` only after its module is finalized (its code
-//! written and made executable), and never changes an address again. The
-//! second tier's module is owned by the [`Tiers`] whose addresses point
-//! into it and is freed with it; the first tier's module is freed by its
-//! `JitCode`, after which nobody reads the table. A job whose `JitCode` is
-//! gone is abandoned (its module freed at once).
+//! written and made executable), and never changes an address again. Both
+//! tiers' modules are owned by the [`Tiers`] whose addresses point into
+//! them and are freed with it, when no Function can call them any more. A
+//! job whose `JitCode` is gone is abandoned (its module freed at once).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -22,12 +21,13 @@ use cranelift_jit::JITModule;
 
 use crate::error::Result;
 
-/// The current addresses of a module's kernels and, once installed, the
-/// second tier's module.
+/// The current addresses of a module's kernels, and the modules they point
+/// into: the first tier's, then the second tier's once installed.
 pub(super) struct Tiers {
     ptrs: Vec<AtomicUsize>,
-    /// The second tier's module (freed on drop).
-    upper: Mutex<Option<JITModule>>,
+    /// The modules (freed on drop). `JITModule` is `Send` but not `Sync`;
+    /// the lock is only taken to install the second tier and on drop.
+    modules: Mutex<Vec<JITModule>>,
     /// `None` while the second tier is pending, then whether it installed.
     settled: Mutex<Option<bool>>,
     on_settle: Condvar,
@@ -37,12 +37,12 @@ pub(super) struct Tiers {
 }
 
 impl Tiers {
-    /// The table of kernels at `ptrs`; `final_code` when these addresses are
-    /// already the final ones (no second tier follows).
-    pub(super) fn new(ptrs: Vec<usize>, final_code: bool) -> Self {
+    /// The table of kernels at `ptrs` in `module`; `final_code` when these
+    /// addresses are already the final ones (no second tier follows).
+    pub(super) fn new(module: JITModule, ptrs: Vec<usize>, final_code: bool) -> Self {
         Tiers {
             ptrs: ptrs.into_iter().map(AtomicUsize::new).collect(),
-            upper: Mutex::new(None),
+            modules: Mutex::new(vec![module]),
             settled: Mutex::new(final_code.then_some(true)),
             on_settle: Condvar::new(),
             generation: kiln_runtime::parallel::fork_generation(),
@@ -82,7 +82,10 @@ impl Tiers {
 
     /// Switches every kernel to the second tier's `ptrs` in `module`.
     fn install(&self, module: JITModule, ptrs: Vec<usize>) {
-        *self.upper.lock().unwrap_or_else(|e| e.into_inner()) = Some(module);
+        self.modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(module);
         for (slot, p) in self.ptrs.iter().zip(ptrs) {
             slot.store(p, Ordering::Release);
         }
@@ -92,16 +95,12 @@ impl Tiers {
 
 impl Drop for Tiers {
     fn drop(&mut self) {
-        let module = self
-            .upper
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(m) = module {
-            // SAFETY: addresses into this module are only read through
+        let modules = std::mem::take(self.modules.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for m in modules {
+            // SAFETY: addresses into these modules are only read through
             // `self.ptr`; the table is dropped, so no call can read one, and
-            // every running call holds (through its Function) the `JitCode`
-            // that owns an `Arc` to this table.
+            // every running call holds (through its Function) the
+            // `JitCode` that owns an `Arc` to this table.
             unsafe { m.free_memory() };
         }
     }
