@@ -6,7 +6,10 @@
 //! a loop rustc auto-vectorises — and copies the results out. Because the
 //! input block is copied before any output is written, `out` may be the
 //! same pointer as `x` (in place); partially overlapping buffers are not
-//! supported. f32 drivers widen to f64, run the f64 kernel and round once.
+//! supported. f32 drivers widen to f64, run the f64 kernel and round once,
+//! except for the functions with a native single-precision kernel
+//! (`single`), whose driver maps groups of f32 loaded straight from the
+//! input.
 //!
 //! The drivers are instantiated three times per function (AVX-512, AVX2+FMA
 //! and baseline, see `math::mod`); [`isa`] picks one with
@@ -16,6 +19,7 @@
 //! in an atomic. Accuracy is that of the kernels: the variants give
 //! bitwise identical results (no FMA contraction is performed by rustc).
 
+use super::single::LANES32;
 use std::ptr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -275,6 +279,42 @@ pub(crate) unsafe fn unary_f32(
         // SAFETY: see `unary_f64`.
         unsafe { ptr::copy_nonoverlapping(buf.as_ptr(), out.add(i), len) };
         i += len;
+    }
+}
+
+/// f32 driver of the native single-precision kernels (`single`): maps the
+/// group map `g` over groups of [`LANES32`] f32 values loaded straight
+/// from `x` (no widening); the last `n % LANES32` go through a zero-padded
+/// local array. Each group is read before it is written, so `out == x`
+/// is fine.
+///
+/// # Safety
+/// As for [`unary_f64`].
+#[inline(always)]
+pub(crate) unsafe fn unary_f32_native(
+    x: *const f32,
+    out: *mut f32,
+    n: usize,
+    g: impl Fn(&mut [f32; LANES32]),
+) {
+    let mut i = 0;
+    while i + LANES32 <= n {
+        // SAFETY: x[i..i+LANES32] is readable (caller contract).
+        let mut v: [f32; LANES32] =
+            unsafe { ptr::read_unaligned(x.add(i) as *const [f32; LANES32]) };
+        g(&mut v);
+        // SAFETY: out[i..i+LANES32] is writable; this group was read above.
+        unsafe { ptr::write_unaligned(out.add(i) as *mut [f32; LANES32], v) };
+        i += LANES32;
+    }
+    if i < n {
+        let len = n - i;
+        let mut v = [0.0f32; LANES32];
+        // SAFETY: x[i..n] is readable and len < LANES32 fits the local array.
+        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
+        g(&mut v);
+        // SAFETY: out[i..n] is writable.
+        unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };
     }
 }
 

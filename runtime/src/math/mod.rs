@@ -14,7 +14,10 @@
 //! family, each documents its method and accuracy); each is compiled for
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
-//! round once, so they are within 1 ULP (measured maxima in ACCURACY.md).
+//! round once, so they are within 1 ULP (measured maxima in ACCURACY.md),
+//! except `exp` and `tanh`, whose f32 forms are native single-precision
+//! kernels (`single`: twice the lanes, faithfully rounded, so also within
+//! 1 ULP). A table row names its f32 form: `widen` or `(native kernel)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
 //! intrinsics), so all variants give the same bits.
 //!
@@ -35,6 +38,7 @@ mod inverse_trig;
 mod log;
 mod pow;
 mod rowcol;
+mod single;
 mod trig;
 
 pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
@@ -71,18 +75,42 @@ macro_rules! bgroup_map {
     };
 }
 
+/// The f32 driver call of a unary table entry: `widen` evaluates the f64
+/// group map on widened values and rounds once (`dispatch::unary_f32`);
+/// `(native k)` maps the single-precision group kernel `k` over f32 lanes
+/// (`dispatch::unary_f32_native`, kernels in `single`).
+macro_rules! f32_map {
+    (widen, $x:ident, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
+        unary_f32($x, $out, $n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)
+    };
+    ((native $k:path), $x:ident, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
+        unary_f32_native($x, $out, $n, #[inline(always)] |g| $k(g))
+    };
+}
+
+/// Whether a unary table entry's f32 form is native (see `f32_map`).
+macro_rules! f32_is_native {
+    (widen) => {
+        false
+    };
+    ((native $k:path)) => {
+        true
+    };
+}
+
 macro_rules! math_functions {
     (
-        unary: [$(($name:literal, $m:ident, $kind:ident $kernel:path, $fix:expr, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
+        unary: [$(($name:literal, $m:ident, $kind:ident $kernel:path, $fix:expr, $f32:tt, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
             $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
         binary: [$(($bname:literal, $bm:ident, $bkind:ident $bgroup:path, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
             $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
     ) => {
         $(
             mod $m {
-                use super::dispatch::{unary_f32, unary_f64};
                 #[allow(unused_imports)]
-                use super::{activation, erf, exp, hyperbolic, inverse_trig, log, trig};
+                use super::dispatch::{unary_f32, unary_f32_native, unary_f64};
+                #[allow(unused_imports)]
+                use super::{activation, erf, exp, hyperbolic, inverse_trig, log, single, trig};
 
                 /// AVX-512 variant.
                 ///
@@ -120,7 +148,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
                 }
                 /// AVX2 variant.
                 ///
@@ -130,7 +158,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
                 }
                 /// Baseline variant.
                 ///
@@ -138,7 +166,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { unary_f32(x, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
                 }
             }
 
@@ -164,7 +192,7 @@ macro_rules! math_functions {
                 }
             }
 
-            #[doc = concat!("Computes `", $desc, "` elementwise for `n` f32 values (evaluated in f64, rounded once).\n\n",
+            #[doc = concat!("Computes `", $desc, "` elementwise for `n` f32 values.\n\n",
                 "Measured max error: ", $ulp32, " ULP (see `ACCURACY.md`).\n\n",
                 "# Safety\nAs for the f64 version: `x` valid for `n` reads, `out` for `n` writes, `out == x` allowed.")]
             #[unsafe(no_mangle)]
@@ -343,6 +371,48 @@ macro_rules! math_functions {
             ]
         }
 
+        /// The unary functions whose f32 form is a native single-precision
+        /// kernel (module `single`) rather than the widened f64 kernel.
+        pub fn native_f32_functions() -> Vec<&'static str> {
+            let mut names = Vec::new();
+            $(
+                if f32_is_native!($f32) {
+                    names.push($name);
+                }
+            )*
+            names
+        }
+
+        /// Test hook: as [`all_variants_unary`], for the f32 forms.
+        #[cfg(test)]
+        pub(crate) fn all_variants_unary_f32(x: &[f32]) -> Vec<(&'static str, Vec<Vec<f32>>)> {
+            let mut res = Vec::new();
+            $(
+                {
+                    let mut outs = Vec::new();
+                    let mut o = vec![0.0; x.len()];
+                    // SAFETY: slices of equal length.
+                    unsafe { $m::f32_base(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                    outs.push(o.clone());
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                            // SAFETY: features checked; slices of equal length.
+                            unsafe { $m::f32_avx2(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                            outs.push(o.clone());
+                        }
+                        if isa() == Isa::Avx512 {
+                            // SAFETY: features checked; slices of equal length.
+                            unsafe { $m::f32_avx512(x.as_ptr(), o.as_mut_ptr(), x.len()) };
+                            outs.push(o.clone());
+                        }
+                    }
+                    res.push(($name, outs));
+                }
+            )*
+            res
+        }
+
         /// Test hook: runs every unary function with each ISA variant the CPU
         /// supports and returns, per function name, the results of each.
         #[cfg(test)]
@@ -378,33 +448,33 @@ macro_rules! math_functions {
 
 math_functions! {
     unary: [
-        ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "0 measured (<= 1 by construction)"),
-        ("exp2", v_exp2, lanes exp::exp2, None, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
-        ("expm1", v_expm1, lanes exp::expm1, None, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
-        ("log", v_log, staged log::log_staged, None, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
-        ("log2", v_log2, lanes log::log2, None, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
-        ("log10", v_log10, lanes log::log10, None, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
-        ("log1p", v_log1p, staged log::log1p_staged, None, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
-        ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "0 measured (<= 1 by construction)"),
-        ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
+        ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), (native single::exp_staged), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("exp2", v_exp2, lanes exp::exp2, None, widen, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
+        ("expm1", v_expm1, lanes exp::expm1, None, widen, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
+        ("log", v_log, staged log::log_staged, None, widen, kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "0 measured (<= 1 by construction)"),
+        ("log2", v_log2, lanes log::log2, None, widen, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
+        ("log10", v_log10, lanes log::log10, None, widen, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
+        ("log1p", v_log1p, staged log::log1p_staged, None, widen, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
+        ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), widen, kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "0 measured (<= 1 by construction)"),
-        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), widen, kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
             "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
-        ("log1mexp", v_log1mexp, lanes activation::log1mexp, None, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
+        ("log1mexp", v_log1mexp, lanes activation::log1mexp, None, widen, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
-        ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("cos", v_cos, lanes trig::cos, Some(trig::COS_FIXUP), kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("tan", v_tan, lanes trig::tan, Some(trig::TAN_FIXUP), kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("arcsin", v_asin, lanes inverse_trig::asin, None, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "0 measured (<= 1 by construction)"),
-        ("arccos", v_acos, lanes inverse_trig::acos, None, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "0 measured (<= 1 by construction)"),
-        ("arctan", v_atan, lanes inverse_trig::atan, None, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "0 measured (<= 1 by construction)"),
-        ("sinh", v_sinh, lanes hyperbolic::sinh, None, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "0 measured (<= 1 by construction)"),
-        ("cosh", v_cosh, lanes hyperbolic::cosh, None, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "0 measured (<= 1 by construction)"),
-        ("arctanh", v_atanh, lanes hyperbolic::atanh, None, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "0 measured (<= 1 by construction)"),
-        ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
-        ("arccosh", v_acosh, lanes hyperbolic::acosh, None, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
-        ("erf", v_erf, lanes erf::erf, None, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "3", "0 measured (<= 1 by construction)"),
-        ("erfc", v_erfc, lanes erf::erfc, None, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
+        ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), widen, kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("cos", v_cos, lanes trig::cos, Some(trig::COS_FIXUP), widen, kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("tan", v_tan, lanes trig::tan, Some(trig::TAN_FIXUP), widen, kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
+        ("arcsin", v_asin, lanes inverse_trig::asin, None, widen, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "0 measured (<= 1 by construction)"),
+        ("arccos", v_acos, lanes inverse_trig::acos, None, widen, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "0 measured (<= 1 by construction)"),
+        ("arctan", v_atan, lanes inverse_trig::atan, None, widen, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "0 measured (<= 1 by construction)"),
+        ("sinh", v_sinh, lanes hyperbolic::sinh, None, widen, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "0 measured (<= 1 by construction)"),
+        ("cosh", v_cosh, lanes hyperbolic::cosh, None, widen, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "0 measured (<= 1 by construction)"),
+        ("arctanh", v_atanh, lanes hyperbolic::atanh, None, widen, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "0 measured (<= 1 by construction)"),
+        ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, widen, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
+        ("arccosh", v_acosh, lanes hyperbolic::acosh, None, widen, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
+        ("erf", v_erf, lanes erf::erf, None, widen, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "3", "0 measured (<= 1 by construction)"),
+        ("erfc", v_erfc, lanes erf::erfc, None, widen, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
     binary: [
         ("pow", v_pow, lanes pow::pow, pow::pow, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "0 measured (<= 1 by construction)"),
@@ -436,6 +506,36 @@ mod tests {
             -0.5,
         ]);
         for (name, outs) in all_variants_unary(&x) {
+            for o in &outs[1..] {
+                for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
+                    assert!(
+                        a.to_bits() == b.to_bits(),
+                        "{name}({}) differs: {a} vs {b}",
+                        x[i]
+                    );
+                }
+            }
+        }
+    }
+
+    /// The f32 forms, native kernels included, give the same bits in every
+    /// ISA variant (lengths not a multiple of the group, so the padded tail
+    /// runs too).
+    #[test]
+    fn f32_variants_agree_bitwise() {
+        let mut x: Vec<f32> = (0..1001).map(|i| (i as f32 - 500.0) * 0.21).collect();
+        x.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-40,
+            88.7,
+            -103.5,
+            0.625,
+        ]);
+        for (name, outs) in all_variants_unary_f32(&x) {
             for o in &outs[1..] {
                 for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
                     assert!(

@@ -669,3 +669,79 @@ pub fn measure_sigmoid_xent_specials() -> (f64, f64, f64) {
     let (zs, ts) = all_pairs(&sp);
     worst_binary_f64(&zs, &ts, m::sigmoid_binary_crossentropy_f64, xent_ref)
 }
+
+/// Result of [`sweep_f32`]: the worst error and its input, and how many
+/// results were not the correctly rounded reference.
+pub struct Sweep {
+    /// Max ULP error against the f64 reference rounded to f32.
+    pub max: f64,
+    /// An input with that error.
+    pub worst: f32,
+    /// Results that differ from the rounded reference at all.
+    pub not_rounded: u64,
+    /// Inputs checked.
+    pub checked: u64,
+}
+
+/// Checks `u`'s f32 function on every `step`-th bit pattern of f32
+/// (`step` = 1: all 2^32 inputs, NaNs and infinities included), on two
+/// threads, against the f64 reference rounded to f32.
+pub fn sweep_f32(u: &Unary, step: u32) -> Sweep {
+    let step = u64::from(step.max(1));
+    let total = 1u64 << 32;
+    let per_thread = total.div_ceil(2);
+    let chunk = 1u64 << 16;
+    let parts: Vec<Sweep> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2u64)
+            .map(|t| {
+                s.spawn(move || {
+                    let (lo, hi) = (t * per_thread, ((t + 1) * per_thread).min(total));
+                    // First multiple of `step` at or above `lo`.
+                    let mut b = lo.div_ceil(step) * step;
+                    let mut acc = Sweep {
+                        max: 0.0,
+                        worst: 0.0,
+                        not_rounded: 0,
+                        checked: 0,
+                    };
+                    let mut xs = Vec::with_capacity(chunk as usize);
+                    let mut out = vec![0.0f32; chunk as usize];
+                    while b < hi {
+                        xs.clear();
+                        while b < hi && xs.len() < chunk as usize {
+                            xs.push(f32::from_bits(b as u32));
+                            b += step;
+                        }
+                        (u.f32)(&xs, &mut out[..xs.len()]);
+                        for (&x, &y) in xs.iter().zip(&out) {
+                            let want = (u.reference)(f64::from(x)) as f32;
+                            let e = ulp32(y, want);
+                            if e > 0.0 {
+                                acc.not_rounded += 1;
+                            }
+                            if e > acc.max || e.is_nan() {
+                                acc.max = e;
+                                acc.worst = x;
+                            }
+                        }
+                        acc.checked += xs.len() as u64;
+                    }
+                    acc
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sweep thread"))
+            .collect()
+    });
+    parts
+        .into_iter()
+        .reduce(|a, b| Sweep {
+            max: if b.max > a.max { b.max } else { a.max },
+            worst: if b.max > a.max { b.worst } else { a.worst },
+            not_rounded: a.not_rounded + b.not_rounded,
+            checked: a.checked + b.checked,
+        })
+        .expect("two parts")
+}
