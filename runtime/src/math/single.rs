@@ -1,9 +1,11 @@
-//! Native single-precision kernels: `exp` and `tanh` computed in f32
-//! lanes (sixteen per AVX-512 vector, eight per AVX2 vector), where the
-//! other f32 functions widen to f64 and run the f64 kernel.
+//! Native single-precision kernels: `exp`, `tanh`, `sigmoid` and `log`
+//! computed in f32 lanes (sixteen per AVX-512 vector, eight per AVX2
+//! vector), where the other f32 functions widen to f64 and run the f64
+//! kernel.
 //!
 //! Why: widening halves the lanes per vector and runs a kernel built for 53
 //! bits; on 4e6 f32 elements `tanh` took 2.8x numpy's SIMD float32 tanh.
+//! `sigmoid` and `log` document their methods at their items.
 //!
 //! Invariant (the accuracy contract): every result is *faithfully rounded*,
 //! i.e. within 1 ULP of the exact value, hence at most 1 ULP from the
@@ -130,11 +132,11 @@ fn horner<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
     acc
 }
 
-/// e^y - 1 for |y| <= 20 (or e^y's reduction for any clamped y) as
-/// (k, p) with e^y = 2^k·(1 + p), |p| <= 0.42: the reduction and the
-/// polynomial of the module header.
+/// The reduction and polynomial of the module header as exact pieces:
+/// e^y = 2^k·(1 + r + small) with r exact (|r| <= ln2/2 + a little) and
+/// `small` rounded once (|small| < 0.07, so its error is < 2^-28).
 #[inline(always)]
-fn exp_reduce(y: f32) -> (i32, f32) {
+fn exp_parts(y: f32) -> (i32, f32, f32) {
     let (kf, k) = round_k(y * LOG2E32);
     // Exact: k·LN2_HI32 is exact and within a factor 2 of y (Sterbenz).
     let r = (-kf).mul_add(LN2_HI32, y);
@@ -145,8 +147,24 @@ fn exp_reduce(y: f32) -> (i32, f32) {
     let c = -kf * LN2_LO32;
     let ec = (0.5 * c).mul_add(c, c);
     let pr = (r * r) * horner(r, &EXP_Q);
-    let small = ec.mul_add((1.0 + r) + pr, pr);
+    (k, r, ec.mul_add((1.0 + r) + pr, pr))
+}
+
+/// e^y as (k, p) with e^y = 2^k·(1 + p), |p| <= 0.42 ([`exp_parts`]
+/// with its two pieces added: one more rounding, < 2^-26).
+#[inline(always)]
+fn exp_reduce(y: f32) -> (i32, f32) {
+    let (k, r, small) = exp_parts(y);
     (k, r + small)
+}
+
+/// p · 2^k for k in [-252, 254] with a single rounding (the first product
+/// is exact for |p| in [2^-60, 4]): the subnormal range rounds once and
+/// overflow gives inf.
+#[inline(always)]
+fn scale(p: f32, k: i32) -> f32 {
+    let k1 = k >> 1;
+    p * pow2i(k1) * pow2i(k - k1)
 }
 
 /// e^x in f32 (faithfully rounded; see the module header).
@@ -155,30 +173,38 @@ pub(crate) fn exp(x: f32) -> f32 {
     let xc = sel(x > 89.0, 89.0, x);
     let xc = sel(xc < -110.0, -110.0, xc);
     let (k, p) = exp_reduce(xc);
-    // k in [-159, 129]: two factors in [-80, 65], the first product exact.
-    let k1 = k >> 1;
-    (1.0 + p) * pow2i(k1) * pow2i(k - k1)
+    // k in [-159, 129]: two factors in [-80, 65].
+    scale(1.0 + p, k)
 }
 
 /// tanh x in f32 over a group of lanes (faithfully rounded; see the
 /// module header): every lane's both ranges branch-free, one division.
 #[inline(always)]
 pub(crate) fn tanh_staged(v: &mut [f32; LANES32]) {
-    for x in v.iter_mut() {
+    // Two stages (both ranges' polynomials, then the quotient and its
+    // correction): one loop holding both spilled on AVX2.
+    let mut ps = [0.0f32; LANES32];
+    let mut ss = [0.0f32; LANES32];
+    let mut smalls = [0.0f32; LANES32];
+    for (((x, p), s), small) in v.iter().zip(&mut ps).zip(&mut ss).zip(&mut smalls) {
         let t = x.abs();
         let t = sel(t > TANH_CLAMP32, TANH_CLAMP32, t);
         // Small lanes: t + t·(w·P(w)).
         let w = t * t;
-        let small = t.mul_add(w * horner(w, &TANH_P), t);
+        *small = t.mul_add(w * horner(w, &TANH_P), t);
+        let (k, pk) = exp_reduce(t + t);
+        *p = pk;
+        *s = pow2i(k);
+    }
+    for (((x, &p), &s), &small) in v.iter_mut().zip(&ps).zip(&ss).zip(&smalls) {
         // Large lanes: q = 2/(A + B), A = 2^k + 1, B = 2^k·p (both exact).
-        let (k, p) = exp_reduce(t + t);
-        let s = pow2i(k);
         let a = s + 1.0;
         let b = s * p;
         let q0 = 2.0 / (a + b);
         // Residual 2 - q0·(A + B), then one correction step.
         let res = (-q0).mul_add(b, (-q0).mul_add(a, 2.0));
         let q = res.mul_add(0.5 * q0, q0);
+        let t = x.abs();
         *x = copysign(sel(t < TANH_SPLIT32, small, 1.0 - q), *x);
     }
 }
@@ -188,6 +214,113 @@ pub(crate) fn tanh_staged(v: &mut [f32; LANES32]) {
 pub(crate) fn exp_staged(v: &mut [f32; LANES32]) {
     for x in v.iter_mut() {
         *x = exp(*x);
+    }
+}
+
+/// 1/(1 + e^-x) in f32 over a group of lanes (faithfully rounded).
+///
+/// With a = |x| (clamped to 110, NaN kept) and e^-a = s·(1 + r + small)
+/// from [`exp_parts`] (s = 2^k, k <= 0), q = 1/D, D = 1 + s + s·r +
+/// s·small, is a first quotient q0 corrected by its residual
+/// 1 - q0·D = t0 - q0·s - q0·s·r - q0·s·small with t0 = 1 - q0 (exact,
+/// q0 in [1/2, 1]); t0 - q0·s is exact too (the two are within a factor
+/// 2 of each other: Sterbenz), so the residual rounds only at 2^-28 of 1.
+/// sigmoid(a) = q, one rounding; sigmoid(-a) = e^-a·q = 2^k·z with
+/// z = q0 + (q0·r + tail), tail = q0·small + q0·res·(1 + r): budget 0.5
+/// (last add) + 0.25 (inner fma, < 2^-26 of z) + 2^-27 of q < 0.95 ULP.
+/// In the denominator s is at least 2^-60 (below that D = 1 to 2^-59),
+/// which keeps every product normal; the result's 2^k is applied last in
+/// two exact factors, so the subnormal tail (x < -87.3) rounds once.
+#[inline(always)]
+pub(crate) fn sigmoid_staged(v: &mut [f32; LANES32]) {
+    // Two stages (the reduction, then the quotient and its correction):
+    // one loop holding both spilled on AVX2's sixteen registers.
+    let mut ks = [0i32; LANES32];
+    let mut rs = [0.0f32; LANES32];
+    let mut smalls = [0.0f32; LANES32];
+    for (((x, k), r), small) in v.iter().zip(&mut ks).zip(&mut rs).zip(&mut smalls) {
+        let a = x.abs();
+        let a = sel(a > 110.0, 110.0, a);
+        (*k, *r, *small) = exp_parts(-a);
+    }
+    for (((x, &k), &r), &small) in v.iter_mut().zip(&ks).zip(&rs).zip(&smalls) {
+        let s = pow2i(k.max(-60));
+        let q0 = 1.0 / (1.0 + s * (1.0 + (r + small)));
+        let qs = q0 * s;
+        let t1 = (-q0).mul_add(s, 1.0 - q0);
+        let t2 = (-qs).mul_add(r, t1);
+        let res = (-qs).mul_add(small, t2);
+        let pos = res.mul_add(q0, q0);
+        let tail = q0.mul_add(small, (q0 * res) * (1.0 + r));
+        let z = q0 + q0.mul_add(r, tail);
+        let neg = scale(z, k);
+        *x = sel(*x < 0.0, neg, pos);
+    }
+}
+
+/// R(f) ≈ (ln(1 + f) - f + f²/2)/f³ on f in [√½ - 1, √2 - 1]: degree-7
+/// minimax fit of ln(1 + f)'s relative error (2^-27.3 with these f32
+/// coefficients).
+const LOG_R: [f32; 8] = [
+    0.333_333_3,
+    -0.250_008_23,
+    0.200_012_34,
+    -0.166_232_99,
+    0.142_015_53,
+    -0.131_605_83,
+    0.127_633_27,
+    -0.076_356_55,
+];
+
+/// ln x in f32 over a group of lanes (faithfully rounded).
+///
+/// x = 2^e·m with m in [√½, √2) from the bits (subnormals scaled by 2^23
+/// first), f = m - 1 exact (Sterbenz), ln x = e·LN2_HI + f - f²/2 +
+/// f³·R(f) + e·LN2_LO. The large part e·LN2_HI + f is summed with its
+/// exact error (fast two-sum: |e·LN2_HI| >= ln 2 > |f| whenever e != 0),
+/// f²/2 with its exact error (a fused multiply-add), so only the small
+/// part (< 27% of the result) rounds before the final addition: budget
+/// 0.5 + < 0.15 + approximation < 0.7 ULP. ln(±0) = -inf, ln(x < 0) = NaN,
+/// ln(inf) = inf, NaN stays NaN.
+#[inline(always)]
+pub(crate) fn log_staged(v: &mut [f32; LANES32]) {
+    const SQRT_HALF_BITS: u32 = 0x3f35_04f3; // √½ rounded to f32
+    for x in v.iter_mut() {
+        let sub = *x < f32::MIN_POSITIVE;
+        let y = sel(sub, *x * 8_388_608.0, *x);
+        let bits = y.to_bits();
+        // e and m with m in [√½, √2): shift the bits so that the mantissa
+        // range starts at √½.
+        let t = bits.wrapping_sub(SQRT_HALF_BITS);
+        let e = ((t as i32) >> 23) - sel_i(sub, 23, 0);
+        let m = f32::from_bits((t & 0x007f_ffff).wrapping_add(SQRT_HALF_BITS));
+        let f = m - 1.0;
+        let ef = e as f32;
+        // Large part with its error: e·LN2_HI + f = hi + lo exactly.
+        let big = ef * LN2_HI32;
+        let hi = big + f;
+        let lo_sum = f - (hi - big);
+        // f²/2 = h + hl exactly.
+        let hf = 0.5 * f;
+        let h = hf * f;
+        let hl = hf.mul_add(f, -h);
+        let f3 = (f * f) * f;
+        let small = f3.mul_add(horner(f, &LOG_R), ef.mul_add(LN2_LO32, lo_sum - hl)) - h;
+        let ln = hi + small;
+        // Specials: 0 -> -inf, negative or NaN -> NaN, inf -> inf.
+        let ln = sel(*x == 0.0, f32::NEG_INFINITY, ln);
+        let ln = sel(*x < 0.0 || x.is_nan(), f32::NAN, ln);
+        *x = sel(*x == f32::INFINITY, f32::INFINITY, ln);
+    }
+}
+
+/// Branch-free integer select.
+#[inline(always)]
+fn sel_i(c: bool, a: i32, b: i32) -> i32 {
+    if c {
+        a
+    } else {
+        b
     }
 }
 
@@ -219,6 +352,58 @@ mod tests {
         }
         assert_eq!(exp(-104.0), 0.0);
         assert_eq!(exp(1e-30), 1.0);
+    }
+
+    /// Runs a group kernel on a few inputs.
+    fn group(k: fn(&mut [f32; LANES32]), inputs: &[f32]) -> Vec<f32> {
+        let mut v = [0.0f32; LANES32];
+        v[..inputs.len()].copy_from_slice(inputs);
+        k(&mut v);
+        v[..inputs.len()].to_vec()
+    }
+
+    #[test]
+    fn sigmoid_specials() {
+        let inf = f32::INFINITY;
+        let got = group(
+            sigmoid_staged,
+            &[0.0, -0.0, inf, -inf, f32::NAN, 20.0, -100.0, -120.0],
+        );
+        assert_eq!(&got[..4], &[0.5, 0.5, 1.0, 0.0]);
+        assert!(got[4].is_nan());
+        assert_eq!(got[5], 1.0);
+        // The subnormal tail is e^x rounded once.
+        assert_eq!(got[6], (-100f64).exp() as f32);
+        assert_eq!(got[7], 0.0);
+    }
+
+    #[test]
+    fn log_specials() {
+        let inf = f32::INFINITY;
+        let got = group(
+            log_staged,
+            &[
+                0.0,
+                -0.0,
+                inf,
+                -inf,
+                f32::NAN,
+                -1.0,
+                1.0,
+                f32::from_bits(1),
+                f32::MAX,
+            ],
+        );
+        assert_eq!(&got[..3], &[-inf, -inf, inf]);
+        assert!(got[3].is_nan() && got[4].is_nan() && got[5].is_nan());
+        assert_eq!(got[6].to_bits(), 0.0f32.to_bits());
+        for (g, x) in got[7..].iter().zip([f32::from_bits(1), f32::MAX]) {
+            let want = f64::from(x).ln() as f32;
+            assert!(
+                g.to_bits().abs_diff(want.to_bits()) <= 1,
+                "ln({x:e}) = {g} vs {want}"
+            );
+        }
     }
 
     #[test]
