@@ -248,17 +248,40 @@ fn sigmoid_binary_crossentropy() {
     assert!(s.0 <= 2.0, "special ({:e}, {:e}): {} ULP", s.1, s.2, s.0);
 }
 
-/// The native single-precision kernels (`exp`, `tanh`) are faithfully
-/// rounded: on a regular sample of every f32 bit pattern (every 257th in
-/// release, about 16.7 million inputs with NaNs, infinities, zeros and
-/// subnormals; the example sweeps all 2^32), no result is more than 1 ULP
-/// from the rounded f64 reference, and NaN maps to NaN.
+/// The native single-precision kernels (`exp`, `tanh`, `sigmoid`, `log`,
+/// `softplus`) are faithfully rounded: on the special values and a regular
+/// sample of every f32 bit pattern (every 257th in release, about 16.7
+/// million inputs with NaNs, zeros and subnormals; the example sweeps all
+/// 2^32), no result is more than 1 ULP from the rounded f64 reference, and
+/// NaN maps to NaN.
 #[test]
 fn native_f32_kernels_are_faithful_on_a_sweep_of_all_bit_patterns() {
     let natives = kiln_runtime::math::native_f32_functions();
     assert!(natives.contains(&"exp") && natives.contains(&"tanh"));
     let step = if cfg!(debug_assertions) { 65_537 } else { 257 };
     for u in unary_table().iter().filter(|u| natives.contains(&u.name)) {
+        // The special values first (the sweep's stride skips ±inf).
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            f32::from_bits(1),
+            -f32::from_bits(1),
+            f32::MAX,
+            f32::MIN,
+            1.0,
+            -1.0,
+        ];
+        let mut out = [0.0f32; 13];
+        (u.f32)(&specials, &mut out);
+        for (&x, &y) in specials.iter().zip(&out) {
+            let e = ulp32(y, (u.reference)(f64::from(x)) as f32);
+            assert!(e <= 1.0, "{}({x:e}) = {y:e}: {e} ULP", u.name);
+        }
         let s = sweep_f32(u, step);
         assert!(s.checked > (1u64 << 32) / u64::from(step) - 2);
         assert!(

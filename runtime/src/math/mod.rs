@@ -15,7 +15,7 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md),
-//! except `exp` and `tanh`, whose f32 forms are native single-precision
+//! except `exp`, `tanh`, `sigmoid`, `log` and `softplus`, whose f32 forms are native single-precision
 //! kernels (`single`: twice the lanes, faithfully rounded, so also within
 //! 1 ULP). A table row names its f32 form: `widen` or `(native kernel)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
@@ -458,8 +458,8 @@ math_functions! {
         ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), (native single::sigmoid_staged), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), widen, kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
-            "ln(1 + e^x)", "2", "0 measured (<= 1 by construction)"),
+        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), (native single::softplus_staged), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+            "ln(1 + e^x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log1mexp", v_log1mexp, lanes activation::log1mexp, None, widen, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
         ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), widen, kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
