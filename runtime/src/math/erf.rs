@@ -106,5 +106,9 @@ pub(crate) fn erfc(x: f64) -> f64 {
     let a = x.abs();
     let big = erfc_big(a);
     let v = sel(x < 0.0, 2.0 - big, big);
-    sel(a < 0.5, 1.0 - erf_small(x), v)
+    let v = sel(a < 0.5, 1.0 - erf_small(x), v);
+    // NaN in, the same NaN out: the sign of the NaN the products make
+    // depends on how the fused multiply-add orders its NaN operands
+    // (hardware or the baseline's software fma).
+    sel(x.is_nan(), x, v)
 }

@@ -120,6 +120,13 @@ pub(crate) fn log_staged(v: &mut [f64; LANES]) {
     }
 }
 
+/// Natural logarithm of one value (as [`log_staged`] computes each lane).
+#[inline(always)]
+pub(crate) fn log(x: f64) -> f64 {
+    let (e, f) = parts(x);
+    log_special(x, e * LN2_HI + (log1p_red(f) + e * LN2_LO))
+}
+
 /// log(u) + c/u where c is a small correction term (u + c is the exact
 /// argument). Specials follow `log(u)`.
 #[inline(always)]
