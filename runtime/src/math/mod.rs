@@ -15,9 +15,10 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md),
-//! except `exp`, `tanh`, `sigmoid`, `log` and `softplus`, whose f32 forms are native single-precision
-//! kernels (`single`: twice the lanes, faithfully rounded, so also within
-//! 1 ULP). A table row names its f32 form: `widen` or `(native kernel)`.
+//! except `exp`, `tanh`, `sigmoid`, `log` and `softplus`, whose f32 forms
+//! are native single-precision kernels (`single`: twice the lanes,
+//! faithfully rounded, so also within 1 ULP). A table row names its f32
+//! form: `widen` or `(native kernel)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
 //! intrinsics), so all variants give the same bits.
 //!
