@@ -103,6 +103,35 @@ macro_rules! f32_map {
     };
 }
 
+/// Test hook body: the results of module `$m`'s baseline, AVX2 and AVX-512
+/// variants `$base`, `$avx2`, `$avx512` on `$x`, for each one the CPU has.
+#[cfg(test)]
+macro_rules! each_variant {
+    ($m:ident, $x:ident, $base:ident, $avx2:ident, $avx512:ident) => {{
+        let mut outs = Vec::new();
+        let mut o = vec![Default::default(); $x.len()];
+        // SAFETY: slices of equal length.
+        unsafe { $m::$base($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+        outs.push(o.clone());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // SAFETY: features checked; slices of equal length.
+                unsafe { $m::$avx2($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                outs.push(o.clone());
+            }
+            if isa() == Isa::Avx512 {
+                // SAFETY: features checked; slices of equal length.
+                unsafe { $m::$avx512($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                outs.push(o.clone());
+            }
+        }
+        outs
+    }};
+}
+
 /// Whether a unary table entry's f32 form is native (see `f32_map`).
 macro_rules! f32_is_native {
     (widen) => {
@@ -401,62 +430,14 @@ macro_rules! math_functions {
         /// Test hook: as [`all_variants_unary`], for the f32 forms.
         #[cfg(test)]
         pub(crate) fn all_variants_unary_f32(x: &[f32]) -> Vec<(&'static str, Vec<Vec<f32>>)> {
-            let mut res = Vec::new();
-            $(
-                {
-                    let mut outs = Vec::new();
-                    let mut o = vec![0.0; x.len()];
-                    // SAFETY: slices of equal length.
-                    unsafe { $m::f32_base(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                    outs.push(o.clone());
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                            // SAFETY: features checked; slices of equal length.
-                            unsafe { $m::f32_avx2(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                            outs.push(o.clone());
-                        }
-                        if isa() == Isa::Avx512 {
-                            // SAFETY: features checked; slices of equal length.
-                            unsafe { $m::f32_avx512(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                            outs.push(o.clone());
-                        }
-                    }
-                    res.push(($name, outs));
-                }
-            )*
-            res
+            vec![$(($name, each_variant!($m, x, f32_base, f32_avx2, f32_avx512)),)*]
         }
 
         /// Test hook: runs every unary function with each ISA variant the CPU
         /// supports and returns, per function name, the results of each.
         #[cfg(test)]
         pub(crate) fn all_variants_unary(x: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
-            let mut res = Vec::new();
-            $(
-                {
-                    let mut outs = Vec::new();
-                    let mut o = vec![0.0; x.len()];
-                    // SAFETY: slices of equal length.
-                    unsafe { $m::f64_base(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                    outs.push(o.clone());
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                            // SAFETY: features checked; slices of equal length.
-                            unsafe { $m::f64_avx2(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                            outs.push(o.clone());
-                        }
-                        if isa() == Isa::Avx512 {
-                            // SAFETY: features checked; slices of equal length.
-                            unsafe { $m::f64_avx512(x.as_ptr(), o.as_mut_ptr(), x.len()) };
-                            outs.push(o.clone());
-                        }
-                    }
-                    res.push(($name, outs));
-                }
-            )*
-            res
+            vec![$(($name, each_variant!($m, x, f64_base, f64_avx2, f64_avx512)),)*]
         }
     };
 }

@@ -54,10 +54,10 @@ const LOG2E32: f32 = std::f32::consts::LOG2_E;
 
 /// ln 2 rounded to 16 significant bits, so that `k * LN2_HI32` is exact
 /// for |k| < 2^8.
-const LN2_HI32: f32 = 0.693_145_751_953_125;
+const LN2_HI32: f32 = 0.693_145_75;
 
 /// ln 2 - [`LN2_HI32`] (to f32 precision).
-const LN2_LO32: f32 = 1.428_606_765_330_187e-6;
+const LN2_LO32: f32 = 1.428_606_8e-6;
 
 /// Q(r) ≈ (e^r - 1 - r)/r² on |r| <= ln2/2: degree-4 minimax fit of the
 /// relative error of e^r (2^-27.6 with these f32 coefficients).
