@@ -249,7 +249,7 @@ fn sigmoid_binary_crossentropy() {
 }
 
 /// The native single-precision kernels (`exp`, `tanh`, `sigmoid`, `log`,
-/// `softplus`) are faithfully rounded: on the special values and a regular
+/// `log1p`, `softplus`) are faithfully rounded: on the special values and a regular
 /// sample of every f32 bit pattern (every 257th in release, about 16.7
 /// million inputs with NaNs, zeros and subnormals; the example sweeps all
 /// 2^32), no result is more than 1 ULP from the rounded f64 reference, and

@@ -15,8 +15,8 @@
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
 //! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
 //! round once, so they are within 1 ULP (measured maxima in ACCURACY.md),
-//! except `exp`, `tanh`, `sigmoid`, `log` and `softplus`, whose f32 forms
-//! are native single-precision kernels (`single`: twice the lanes,
+//! except `exp`, `tanh`, `sigmoid`, `log`, `log1p` and `softplus`, whose
+//! f32 forms are native single-precision kernels (`single`: twice the lanes,
 //! faithfully rounded, so also within 1 ULP). A table row names its f32
 //! form: `widen` or `(native kernel)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
@@ -450,7 +450,7 @@ math_functions! {
         ("log", v_log, staged log::log_staged, None, (native single::log_staged), kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log2", v_log2, lanes log::log2, None, widen, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
         ("log10", v_log10, lanes log::log10, None, widen, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
-        ("log1p", v_log1p, staged log::log1p_staged, None, widen, kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "0 measured (<= 1 by construction)"),
+        ("log1p", v_log1p, staged log::log1p_staged, None, (native single::log1p_staged), kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), (native single::sigmoid_staged), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
