@@ -43,9 +43,10 @@ pub(crate) fn scale(p: f64, k: i64) -> f64 {
     p * pow2i(k1) * pow2i(k2)
 }
 
-/// Branch-free select (compiles to a blend).
+/// Branch-free select (compiles to a blend), for f64, f32 and integer
+/// lanes alike.
 #[inline(always)]
-pub(crate) fn sel(c: bool, a: f64, b: f64) -> f64 {
+pub(crate) fn sel<T>(c: bool, a: T, b: T) -> T {
     if c {
         a
     } else {
@@ -95,17 +96,38 @@ pub(crate) fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
     (s, b - (s - a))
 }
 
+/// The fused multiply-add of both float widths, for [`horner`].
+pub(crate) trait MulAdd: Copy {
+    /// self·a + b with one rounding.
+    fn fma(self, a: Self, b: Self) -> Self;
+}
+
+impl MulAdd for f64 {
+    #[inline(always)]
+    fn fma(self, a: f64, b: f64) -> f64 {
+        self.mul_add(a, b)
+    }
+}
+
+impl MulAdd for f32 {
+    #[inline(always)]
+    fn fma(self, a: f32, b: f32) -> f32 {
+        self.mul_add(a, b)
+    }
+}
+
 /// Horner evaluation c[0] + x·(c[1] + x·(...)), each step one fused
 /// multiply-add (`mul_add`: a `vfmadd` in the AVX2 / AVX-512 variants, a
 /// correctly rounded software fma in the baseline one, so every variant
-/// gives the same bits; the baseline variant is slower for it).
+/// gives the same bits; the baseline variant is slower for it), in f64 or
+/// f32.
 #[inline(always)]
-pub(crate) fn horner<const N: usize>(x: f64, c: &[f64; N]) -> f64 {
+pub(crate) fn horner<T: MulAdd, const N: usize>(x: T, c: &[T; N]) -> T {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
         i -= 1;
-        acc = acc.mul_add(x, c[i]);
+        acc = acc.fma(x, c[i]);
     }
     acc
 }

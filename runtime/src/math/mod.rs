@@ -488,6 +488,21 @@ math_functions! {
 mod tests {
     use super::*;
 
+    /// Asserts that every variant's results (`outs[1..]`) have the bits of
+    /// the first's.
+    fn assert_same_bits<T: Copy + std::fmt::Display>(
+        name: &str,
+        x: &[T],
+        outs: &[Vec<T>],
+        bits: impl Fn(T) -> u64,
+    ) {
+        for o in &outs[1..] {
+            for (i, (&a, &b)) in outs[0].iter().zip(o).enumerate() {
+                assert!(bits(a) == bits(b), "{name}({}) differs: {a} vs {b}", x[i]);
+            }
+        }
+    }
+
     #[test]
     fn variants_agree_bitwise() {
         let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) * 0.037).collect();
@@ -502,15 +517,7 @@ mod tests {
             -0.5,
         ]);
         for (name, outs) in all_variants_unary(&x) {
-            for o in &outs[1..] {
-                for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
-                    assert!(
-                        a.to_bits() == b.to_bits(),
-                        "{name}({}) differs: {a} vs {b}",
-                        x[i]
-                    );
-                }
-            }
+            assert_same_bits(name, &x, &outs, f64::to_bits);
         }
     }
 
@@ -532,15 +539,7 @@ mod tests {
             0.625,
         ]);
         for (name, outs) in all_variants_unary_f32(&x) {
-            for o in &outs[1..] {
-                for (i, (a, b)) in outs[0].iter().zip(o).enumerate() {
-                    assert!(
-                        a.to_bits() == b.to_bits(),
-                        "{name}({}) differs: {a} vs {b}",
-                        x[i]
-                    );
-                }
-            }
+            assert_same_bits(name, &x, &outs, |v: f32| u64::from(v.to_bits()));
         }
     }
 

@@ -43,6 +43,8 @@
 //! multiply-add in every variant (software in the baseline one), so all
 //! variants give the same bits.
 
+use super::common::{horner, sel};
+
 /// Lanes per group of the f32 drivers: two AVX-512 or four AVX2 vectors.
 pub(crate) const LANES32: usize = 32;
 
@@ -87,16 +89,6 @@ const TANH_SPLIT32: f32 = 0.625;
 /// |x| is clamped to this: tanh(x) rounds to ±1 in f32 for |x| > 9.01.
 const TANH_CLAMP32: f32 = 9.5;
 
-/// Branch-free select (a blend once vectorised).
-#[inline(always)]
-fn sel(c: bool, a: f32, b: f32) -> f32 {
-    if c {
-        a
-    } else {
-        b
-    }
-}
-
 /// |x| with the sign bit of `s`.
 #[inline(always)]
 fn copysign(x: f32, s: f32) -> f32 {
@@ -118,19 +110,6 @@ fn round_k(x: f32) -> (f32, i32) {
 #[inline(always)]
 fn pow2i(k: i32) -> f32 {
     f32::from_bits((k.wrapping_add(127) as u32) << 23)
-}
-
-/// Horner evaluation c[0] + x·(c[1] + x·(...)), one fused multiply-add
-/// per step.
-#[inline(always)]
-fn horner<const N: usize>(x: f32, c: &[f32; N]) -> f32 {
-    let mut acc = c[N - 1];
-    let mut i = N - 1;
-    while i > 0 {
-        i -= 1;
-        acc = acc.mul_add(x, c[i]);
-    }
-    acc
 }
 
 /// The reduction and polynomial of the module header as exact pieces:
@@ -290,6 +269,25 @@ pub(crate) fn log_staged(v: &mut [f32; LANES32]) {
     }
 }
 
+/// e·ln2 + ln(1 + f) + extra as hi + small, to be added once (|f| <=
+/// √2 - 1, e an integer, `extra` far below the result): e·LN2_HI + f is
+/// summed with its exact error (fast two-sum: |e·LN2_HI| >= ln 2 > |f|
+/// whenever e != 0), f²/2 with its exact error (a fused multiply-add), and
+/// the rest (f³·R(f), e·LN2_LO, `extra`) joins those errors in `small`.
+/// The core of [`log_staged`], [`log1p_staged`] and [`softplus_staged`].
+#[inline(always)]
+fn log_pieces(ef: f32, f: f32, extra: f32) -> (f32, f32) {
+    let big = ef * LN2_HI32;
+    let hi = big + f;
+    let hi_err = f - (hi - big);
+    let hf = 0.5 * f;
+    let h = hf * f;
+    let hl = hf.mul_add(f, -h);
+    let f3 = (f * f) * f;
+    let low = ef.mul_add(LN2_LO32, (hi_err - hl) + extra);
+    (hi, f3.mul_add(horner(f, &LOG_R), low) - h)
+}
+
 /// ln(x) + extra, for a correction `extra` far smaller than the result
 /// ([`log1p_staged`] passes its argument's rounding error over the
 /// argument): it joins the small part, so the sum still rounds once at the
@@ -303,21 +301,9 @@ fn log_plus(x: f32, extra: f32) -> f32 {
     // e and m with m in [√½, √2): shift the bits so that the mantissa
     // range starts at √½.
     let t = bits.wrapping_sub(SQRT_HALF_BITS);
-    let e = ((t as i32) >> 23) - sel_i(sub, 23, 0);
+    let e = ((t as i32) >> 23) - sel(sub, 23, 0);
     let m = f32::from_bits((t & 0x007f_ffff).wrapping_add(SQRT_HALF_BITS));
-    let f = m - 1.0;
-    let ef = e as f32;
-    // Large part with its error: e·LN2_HI + f = hi + lo exactly.
-    let big = ef * LN2_HI32;
-    let hi = big + f;
-    let lo_sum = f - (hi - big);
-    // f²/2 = h + hl exactly.
-    let hf = 0.5 * f;
-    let h = hf * f;
-    let hl = hf.mul_add(f, -h);
-    let f3 = (f * f) * f;
-    let low = ef.mul_add(LN2_LO32, (lo_sum - hl) + extra);
-    let small = f3.mul_add(horner(f, &LOG_R), low) - h;
+    let (hi, small) = log_pieces(e as f32, m - 1.0, extra);
     let ln = hi + small;
     // Specials: 0 -> -inf, negative or NaN -> NaN, inf -> inf.
     let ln = sel(x == 0.0, f32::NEG_INFINITY, ln);
@@ -414,15 +400,8 @@ pub(crate) fn softplus_staged(v: &mut [f32; LANES32]) {
     {
         // |x| > 41.5 exactly when k <= -60 could hold (never for NaN).
         let far = x.abs() > 41.5;
-        let big = e * LN2_HI32;
-        let hi = big + fh;
-        let hi_err = fh - (hi - big);
-        let hf = 0.5 * fh;
-        let h = hf * fh;
-        let hl = hf.mul_add(fh, -h);
-        let f3 = (fh * fh) * fh;
-        let low = fl.mul_add(1.0 - fh, e.mul_add(LN2_LO32, hi_err - hl));
-        let small_l = f3.mul_add(horner(fh, &LOG_R), low) - h;
+        // ln(1 + f_hi + f_lo) = ln(1 + f_hi) + f_lo·(1 - f_hi) to 2^-47.
+        let (hi, small_l) = log_pieces(e, fh, fl * (1.0 - fh));
         // Far lanes contribute nothing to x + L (E < 2^-60).
         let l_hi = sel(far, 0.0, hi);
         let l_lo = sel(far, 0.0, small_l);
@@ -436,16 +415,6 @@ pub(crate) fn softplus_staged(v: &mut [f32; LANES32]) {
         // Far lanes: x itself (+inf too, where the two-sum gives NaN) or
         // E. NaN is not far, and `sum` carries it.
         *x = sel(far, sel(*x > 0.0, *x, tiny), sum);
-    }
-}
-
-/// Branch-free integer select.
-#[inline(always)]
-fn sel_i(c: bool, a: i32, b: i32) -> i32 {
-    if c {
-        a
-    } else {
-        b
     }
 }
 
