@@ -27,8 +27,16 @@ import re
 import statistics
 import sys
 
-import numexpr as ne
-import numpy as np
+# OpenBLAS's worker threads (numpy's dot) spin for about 2^28 cycles after
+# each call before they sleep; on a 2-core host that spin took a core from
+# whichever system ran next in the interleaved rounds (kiln's sum(x * y)
+# measured 2.0-2.5 ms right after np.dot and 0.7-0.9 ms with the shortest
+# spin, BENCHMARKS.md, nineteenth session). The shortest spin (2^4 cycles)
+# must be set before numpy loads OpenBLAS; np.dot itself was as fast.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import numexpr as ne  # noqa: E402  (after the OpenBLAS setting)
+import numpy as np  # noqa: E402
 
 import kiln
 

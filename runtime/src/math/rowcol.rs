@@ -13,15 +13,21 @@
 //! partial `i mod LANES` in index order, the partials are combined by a
 //! fixed halving tree; the order depends only on `n`, never on the variant.
 //!
-//! *Column* passes update one accumulator per element of a contiguous row:
-//! `kiln_column_<op>_<dtype>(acc, x, n)` sets `acc[j] = op(acc[j], x[j])`
-//! for `j < n`, with `op` one of sum, prod, max, min over f64 accumulators
-//! (`f64` or promoted `f32` inputs), or a wrapping sum of `i64` (also the
-//! bits of a `u64` sum). Each element is exactly the sequential loop's: a
-//! single add / multiply, and for max / min the JIT's `nan_max` / `nan_min`
-//! (NaN if either is NaN, else the first operand when `acc[j] >= x[j]`
-//! (max) / `acc[j] <= x[j]` (min), else the second), so the results are
-//! bit-identical to the scalar code.
+//! *Column* passes update one accumulator per element of contiguous rows:
+//! `kiln_column_<op>_<dtype>(acc, x, n, rows, row_stride)` sets
+//! `acc[j] = op(acc[j], x_r[j])` for `j < n`, for each row `x_r = x +
+//! r·row_stride` (elements) in order `r = 0, 1, .. rows - 1`, with `op`
+//! one of sum, prod, max, min over f64 accumulators (`f64` or promoted
+//! `f32` inputs), or a wrapping sum of `i64` (also the bits of a `u64`
+//! sum). Each element is exactly the sequential loop's: a single add /
+//! multiply per row, and for max / min the JIT's `nan_max` / `nan_min` (NaN
+//! if either is NaN, else the first operand when `acc[j] >= x[j]` (max) /
+//! `acc[j] <= x[j]` (min), else the second), so the results are
+//! bit-identical to the scalar code. Several rows are folded into a strip
+//! of [`COLUMN_STRIP`] accumulators held in registers, [`COLUMN_ROWS`]
+//! rows at a time, instead of loading and storing every accumulator once
+//! per row: the JIT's kernels pass one row (a block of a fused pre-map),
+//! the linker's driver all the reduced rows of a column reduction.
 
 use std::ptr;
 
@@ -120,6 +126,72 @@ unsafe fn column<A: Copy, T: Copy>(acc: *mut A, x: *const T, n: usize, f: impl F
     }
 }
 
+/// Rows [`columns`] folds into one strip of accumulators before storing
+/// it (16 gave no gain in a 2000 x 2000 sum; 4 lost up to 30%).
+const COLUMN_ROWS: usize = 8;
+
+/// Accumulators per strip of [`columns`]: two AVX-512 or four AVX2 vectors
+/// of f64, held in registers across [`COLUMN_ROWS`] rows.
+const COLUMN_STRIP: usize = 16;
+
+/// `acc[j] = f(acc[j], x_r[j])` for `j < n`, for rows `x_r = x + r·stride`
+/// (elements), `r = 0 .. rows` in order.
+///
+/// # Safety
+/// `acc` valid for `n` reads and writes; each row `x + r·stride` (`r <
+/// rows`) valid for `n` reads, none overlapping `acc`.
+#[inline(always)]
+unsafe fn columns<A: Copy, T: Copy>(
+    acc: *mut A,
+    x: *const T,
+    n: usize,
+    rows: usize,
+    stride: isize,
+    f: impl Fn(A, T) -> A,
+) {
+    if rows == 1 {
+        // SAFETY: the caller's contract, for the one row.
+        return unsafe { column(acc, x, n, f) };
+    }
+    let mut r = 0;
+    while r < rows {
+        // The row count of a block is a run-time value on purpose: with a
+        // constant one LLVM vectorised across the rows with gathers
+        // (five times slower with AVX-512) instead of along them.
+        let block = COLUMN_ROWS.min(rows - r);
+        let xr = x.wrapping_offset(r as isize * stride);
+        let mut j = 0;
+        while j + COLUMN_STRIP <= n {
+            // SAFETY: accumulators j..j + COLUMN_STRIP and those elements of
+            // rows r..r + block exist (the caller's contract); the array
+            // read and write are unaligned.
+            unsafe {
+                let mut a: [A; COLUMN_STRIP] = ptr::read_unaligned(acc.add(j) as *const _);
+                let mut row = xr.add(j);
+                for _ in 0..block {
+                    for (l, al) in a.iter_mut().enumerate() {
+                        *al = f(*al, *row.add(l));
+                    }
+                    row = row.wrapping_offset(stride);
+                }
+                ptr::write_unaligned(acc.add(j) as *mut _, a);
+            }
+            j += COLUMN_STRIP;
+        }
+        for j in j..n {
+            // SAFETY: j < n, rows r..r + block (the caller's contract).
+            unsafe {
+                let mut a = *acc.add(j);
+                for k in 0..block {
+                    a = f(a, *xr.wrapping_offset(k as isize * stride).add(j));
+                }
+                *acc.add(j) = a;
+            }
+        }
+        r += block;
+    }
+}
+
 /// The JIT's NaN-propagating maximum (`max`) or minimum of `a` and `e`.
 #[inline(always)]
 fn nan_extreme(a: f64, e: f64, max: bool) -> f64 {
@@ -146,47 +218,65 @@ dispatched!(
     kiln_dot_f64 [dot_avx512, dot_avx2, dot_base] (x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
 );
 dispatched!(
-    /// `acc[j] += x[j]` for `j < n` (f64).
-    kiln_column_sum_f64 [colsum_f64_avx512, colsum_f64_avx2, colsum_f64_base] (acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a + e)
+    /// `acc[j] += x_r[j]` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f64). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_sum_f64 [colsum_f64_avx512, colsum_f64_avx2, colsum_f64_base] (acc: *mut f64, x: *const f64, n: usize, rows: usize, row_stride: isize) = columns(acc, x, n, rows, row_stride, |a, e| a + e)
 );
 dispatched!(
-    /// `acc[j] += x[j]` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_sum_f32 [colsum_f32_avx512, colsum_f32_avx2, colsum_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
-        column(acc, x, n, |a, e: f32| a + e as f64)
+    /// `acc[j] += x_r[j]` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f32 input, f64 accumulators). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_sum_f32 [colsum_f32_avx512, colsum_f32_avx2, colsum_f32_base] (acc: *mut f64, x: *const f32, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e: f32| a + e as f64)
 );
 dispatched!(
-    /// `acc[j] *= x[j]` for `j < n` (f64).
-    kiln_column_prod_f64 [colprod_f64_avx512, colprod_f64_avx2, colprod_f64_base] (acc: *mut f64, x: *const f64, n: usize) = column(acc, x, n, |a, e| a * e)
+    /// `acc[j] *= x_r[j]` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f64). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_prod_f64 [colprod_f64_avx512, colprod_f64_avx2, colprod_f64_base] (acc: *mut f64, x: *const f64, n: usize, rows: usize, row_stride: isize) = columns(acc, x, n, rows, row_stride, |a, e| a * e)
 );
 dispatched!(
-    /// `acc[j] *= x[j]` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_prod_f32 [colprod_f32_avx512, colprod_f32_avx2, colprod_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
-        column(acc, x, n, |a, e: f32| a * e as f64)
+    /// `acc[j] *= x_r[j]` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f32 input, f64 accumulators). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_prod_f32 [colprod_f32_avx512, colprod_f32_avx2, colprod_f32_base] (acc: *mut f64, x: *const f32, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e: f32| a * e as f64)
 );
 dispatched!(
-    /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f64).
-    kiln_column_max_f64 [colmax_f64_avx512, colmax_f64_avx2, colmax_f64_base] (acc: *mut f64, x: *const f64, n: usize) =
-        column(acc, x, n, |a, e| nan_extreme(a, e, true))
+    /// `acc[j] = nan_max(acc[j], x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f64). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_max_f64 [colmax_f64_avx512, colmax_f64_avx2, colmax_f64_base] (acc: *mut f64, x: *const f64, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e| nan_extreme(a, e, true))
 );
 dispatched!(
-    /// `acc[j] = nan_max(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_max_f32 [colmax_f32_avx512, colmax_f32_avx2, colmax_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
-        column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, true))
+    /// `acc[j] = nan_max(acc[j], x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f32 input, f64 accumulators). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_max_f32 [colmax_f32_avx512, colmax_f32_avx2, colmax_f32_base] (acc: *mut f64, x: *const f32, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e: f32| nan_extreme(a, e as f64, true))
 );
 dispatched!(
-    /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f64).
-    kiln_column_min_f64 [colmin_f64_avx512, colmin_f64_avx2, colmin_f64_base] (acc: *mut f64, x: *const f64, n: usize) =
-        column(acc, x, n, |a, e| nan_extreme(a, e, false))
+    /// `acc[j] = nan_min(acc[j], x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f64). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_min_f64 [colmin_f64_avx512, colmin_f64_avx2, colmin_f64_base] (acc: *mut f64, x: *const f64, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e| nan_extreme(a, e, false))
 );
 dispatched!(
-    /// `acc[j] = nan_min(acc[j], x[j])` for `j < n` (f32 input, f64 accumulators).
-    kiln_column_min_f32 [colmin_f32_avx512, colmin_f32_avx2, colmin_f32_base] (acc: *mut f64, x: *const f32, n: usize) =
-        column(acc, x, n, |a, e: f32| nan_extreme(a, e as f64, false))
+    /// `acc[j] = nan_min(acc[j], x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; f32 input, f64 accumulators). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_min_f32 [colmin_f32_avx512, colmin_f32_avx2, colmin_f32_base] (acc: *mut f64, x: *const f32, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a, e: f32| nan_extreme(a, e as f64, false))
 );
 dispatched!(
-    /// `acc[j] = acc[j].wrapping_add(x[j])` for `j < n` (i64, or the bits of u64).
-    kiln_column_sum_i64 [colsum_i64_avx512, colsum_i64_avx2, colsum_i64_base] (acc: *mut i64, x: *const i64, n: usize) =
-        column(acc, x, n, |a: i64, e: i64| a.wrapping_add(e))
+    /// `acc[j] = acc[j].wrapping_add(x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride`
+    /// (`r < rows`, in order; i64, or the bits of u64). Every row must be valid for
+    /// `n` reads, and none may overlap `acc`.
+    kiln_column_sum_i64 [colsum_i64_avx512, colsum_i64_avx2, colsum_i64_base] (acc: *mut i64, x: *const i64, n: usize, rows: usize, row_stride: isize) =
+        columns(acc, x, n, rows, row_stride, |a: i64, e: i64| a.wrapping_add(e))
 );
 
 /// Safe slice form of [`kiln_sum_f64`].
@@ -318,18 +408,31 @@ mod tests {
     #[test]
     fn column_passes_equal_the_sequential_update() {
         let specials = [f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.5];
-        for n in [0, 1, 3, 4, 5, 8, 9, 31, 100] {
-            let mut x = values(n);
+        // One row (the JIT's calls), fewer rows than a block, whole blocks
+        // and a remainder; row lengths around the strip width.
+        for (n, rows) in [
+            (0, 3),
+            (1, 1),
+            (5, 9),
+            (16, 8),
+            (17, 17),
+            (31, 2),
+            (100, 11),
+        ] {
+            // Rows two elements apart beyond their length (a padded stride).
+            let stride = n + 2;
+            let mut x = values(rows * stride);
+            for (i, s) in specials.iter().enumerate().take(x.len()) {
+                let at = (i * 37) % x.len();
+                x[at] = *s;
+            }
             let mut acc0 = values(n + 3)[3..].to_vec();
-            for (i, s) in specials.iter().enumerate() {
-                if i < n {
-                    x[(i * 7) % n] = *s;
-                    acc0[(i * 5) % n] = specials[(i + 1) % specials.len()];
-                }
+            for (i, s) in specials.iter().enumerate().take(n) {
+                acc0[(i * 5) % n] = *s;
             }
             let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            type Pass64 = unsafe extern "C" fn(*mut f64, *const f64, usize);
-            type Pass32 = unsafe extern "C" fn(*mut f64, *const f32, usize);
+            type Pass64 = unsafe extern "C" fn(*mut f64, *const f64, usize, usize, isize);
+            type Pass32 = unsafe extern "C" fn(*mut f64, *const f32, usize, usize, isize);
             type Case = (Pass64, Pass32, fn(f64, f64) -> f64);
             let cases: [Case; 4] = [
                 (kiln_column_sum_f64, kiln_column_sum_f32, |a, e| a + e),
@@ -353,35 +456,55 @@ mod tests {
                     }
                 }),
             ];
+            // The sequential update: row by row, element by element.
+            let fold = |want: fn(f64, f64) -> f64, at: &dyn Fn(usize) -> f64| {
+                let mut a = acc0.clone();
+                for r in 0..rows {
+                    for (j, aj) in a.iter_mut().enumerate() {
+                        *aj = want(*aj, at(r * stride + j));
+                    }
+                }
+                a
+            };
+            let (sx, p64, p32) = (stride as isize, x.as_ptr(), xf.as_ptr());
             for (f64_pass, f32_pass, want) in cases {
                 let mut a = acc0.clone();
-                // SAFETY: `a` and `x` hold n values each and do not overlap.
-                unsafe { f64_pass(a.as_mut_ptr(), x.as_ptr(), n) };
+                // SAFETY: `a` holds n values; each of the `rows` rows of `x`,
+                // `stride` apart, holds n values; they do not overlap.
+                unsafe { f64_pass(a.as_mut_ptr(), p64, n, rows, sx) };
+                let w = fold(want, &|i| x[i]);
                 for j in 0..n {
                     assert_eq!(
                         a[j].to_bits(),
-                        want(acc0[j], x[j]).to_bits(),
-                        "f64 n={n} j={j}"
+                        w[j].to_bits(),
+                        "f64 n={n} rows={rows} j={j}"
                     );
                 }
                 let mut a = acc0.clone();
                 // SAFETY: as above.
-                unsafe { f32_pass(a.as_mut_ptr(), xf.as_ptr(), n) };
+                unsafe { f32_pass(a.as_mut_ptr(), p32, n, rows, sx) };
+                let w = fold(want, &|i| xf[i] as f64);
                 for j in 0..n {
-                    let w = want(acc0[j], xf[j] as f64);
-                    assert_eq!(a[j].to_bits(), w.to_bits(), "f32 n={n} j={j}");
+                    assert_eq!(
+                        a[j].to_bits(),
+                        w[j].to_bits(),
+                        "f32 n={n} rows={rows} j={j}"
+                    );
                 }
             }
-            let xi: Vec<i64> = (0..n as i64)
-                .map(|i| i * 3 - 7 + if i == 2 { i64::MAX } else { 0 })
+            let xi: Vec<i64> = (0..(rows * stride) as i64)
+                .map(|i| i * 3 - 7 + if i % 5 == 2 { i64::MAX } else { 0 })
                 .collect();
             let mut ai: Vec<i64> = (0..n as i64).map(|i| 5 - i).collect();
-            let a0 = ai.clone();
-            // SAFETY: `ai` and `xi` hold n values each and do not overlap.
-            unsafe { kiln_column_sum_i64(ai.as_mut_ptr(), xi.as_ptr(), n) };
-            for j in 0..n {
-                assert_eq!(ai[j], a0[j].wrapping_add(xi[j]));
+            let mut want = ai.clone();
+            for r in 0..rows {
+                for (j, w) in want.iter_mut().enumerate() {
+                    *w = w.wrapping_add(xi[r * stride + j]);
+                }
             }
+            // SAFETY: as above, for the i64 buffers.
+            unsafe { kiln_column_sum_i64(ai.as_mut_ptr(), xi.as_ptr(), n, rows, sx) };
+            assert_eq!(ai, want, "i64 n={n} rows={rows}");
         }
     }
 }

@@ -38,6 +38,7 @@ use super::jit::JitBuilder;
 use super::mathcalls::BLOCK;
 use super::reduce::{
     column_symbol, combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc,
+    COLUMN_PARAMS,
 };
 use super::scalar as sl;
 use crate::error::{Error, Result};
@@ -194,7 +195,7 @@ pub fn build_fused(
     // column pass (the vector path only; accumulators are contiguous there).
     let column_pass = column_symbol(op, mapped).filter(|_| modes.column() && plan.is_some());
     if let Some(sym) = column_pass {
-        let id = jb.import(sym, &[ptr, ptr, types::I64], &[])?;
+        let id = jb.import(sym, &COLUMN_PARAMS.map(|t| t.unwrap_or(ptr)), &[])?;
         imports.push((sym, id));
     }
     let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
@@ -427,7 +428,10 @@ impl Fused<'_> {
                     // column pass (each accumulator as the loop below).
                     let aoff = b.ins().imul_imm_s(blk, 8);
                     let aaddr = b.ins().iadd(acc_p, aoff);
-                    b.ins().call(callees[sym], &[aaddr, out_base, m]);
+                    // One row: no row stride.
+                    let (one, zero) =
+                        (b.ins().iconst(types::I64, 1), b.ins().iconst(types::I64, 0));
+                    b.ins().call(callees[sym], &[aaddr, out_base, m, one, zero]);
                     return Ok(());
                 }
                 fold_loop(b, m, |b, j| {

@@ -29,9 +29,10 @@
 //!
 //! Column mode over contiguous accumulators and input calls the runtime's
 //! column pass (`kiln_column_<op>_<dtype>`: sum, product, max, min of
-//! `f64` / `f32`, wrapping `i64` / `u64` sums), each accumulator updated
-//! exactly as the sequential loop would, so results are bit-identical to
-//! it.
+//! `f64` / `f32`, wrapping `i64` / `u64` sums) on its one row, each
+//! accumulator updated exactly as the sequential loop would, so results
+//! are bit-identical to it. (The driver hands the same pass whole runs of
+//! reduced rows itself where it can: `exec::drive::drive_reduce`.)
 //!
 //! Invariant: input and accumulator accesses are not marked aligned (see
 //! [`sl::OPERAND`]): the 16-byte loads of the vector fold may start
@@ -439,7 +440,7 @@ pub fn build(
         .transpose()?;
     let column_call = column_symbol(op, input)
         .filter(|_| modes.column())
-        .map(|sym| jb.import(sym, &[ptr, ptr, types::I64], &[]))
+        .map(|sym| jb.import(sym, &COLUMN_PARAMS.map(|t| t.unwrap_or(ptr)), &[]))
         .transpose()?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
@@ -526,7 +527,10 @@ pub fn build(
                 b.ins().brif(both, call_blk, &[], tail, &[]);
                 b.switch_to_block(call_blk);
                 b.seal_block(call_blk);
-                b.ins().call(callee, &[acc_p, in_p, n]);
+                // One row: no row stride.
+                let one = b.ins().iconst(types::I64, 1);
+                let zero = b.ins().iconst(types::I64, 0);
+                b.ins().call(callee, &[acc_p, in_p, n, one, zero]);
                 b.def_var(i_var, n);
                 b.ins().jump(tail, &[]);
                 b.switch_to_block(tail);
@@ -564,10 +568,21 @@ fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     })
 }
 
+/// The parameter types of a runtime column pass (`None`: a pointer):
+/// `acc`, `x`, `n`, `rows`, `row_stride`.
+pub(super) const COLUMN_PARAMS: [Option<Type>; 5] = [
+    None,
+    None,
+    Some(types::I64),
+    Some(types::I64),
+    Some(types::I64),
+];
+
 /// The runtime's column pass of `op` over contiguous `input` and
-/// accumulators (C signature `void(A* acc, const T* x, size_t n)`, each
-/// accumulator updated exactly as the sequential loop would), if it has one.
-pub(super) fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+/// accumulators (C signature `void(A* acc, const T* x, size_t n, size_t
+/// rows, ptrdiff_t row_stride)`, each accumulator updated exactly as the
+/// sequential loop would, row by row), if it has one.
+pub(crate) fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     use ReduceOp::*;
     Some(match (op, input) {
         (Sum, DType::F64) => "kiln_column_sum_f64",

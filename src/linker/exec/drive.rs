@@ -17,6 +17,21 @@ use crate::linker::codegen::jit::JitCode;
 /// The ABI of every generated kernel.
 pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
 
+/// The ABI of the runtime's column passes (`kiln_column_<op>_<dtype>`):
+/// accumulators, the first row, the row length, the row count and the
+/// row stride in elements of the input.
+pub type ColumnPass = unsafe extern "C" fn(*mut u8, *const u8, usize, usize, isize);
+
+/// The runtime's column pass named `symbol`, if the runtime has it.
+pub fn column_pass(symbol: &str) -> Option<ColumnPass> {
+    kiln_runtime::symbols()
+        .into_iter()
+        .find(|(name, _)| *name == symbol)
+        // SAFETY: every `kiln_column_*` entry point has the `ColumnPass`
+        // ABI, with typed pointers in place of the byte pointers.
+        .map(|(_, addr)| unsafe { std::mem::transmute::<*const u8, ColumnPass>(addr) })
+}
+
 /// Parallel execution settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ParallelOptions {
@@ -59,7 +74,30 @@ pub(super) fn drive(
     par: ParallelOptions,
     acc0: Option<Modes>,
 ) {
-    drive_impl(f, ptrs, strides, esz, shape, par, acc0, 0);
+    drive_impl(f, ptrs, strides, esz, shape, par, acc0, 0, None);
+}
+
+/// [`drive`] for a plain reduction kernel `f` (operands: the accumulator,
+/// then the input) with the runtime's column pass of its reduction and
+/// input dtype: where the innermost outer dimension is reduced and both
+/// operands are contiguous along the inner one (e.g. `sum(X, axis=0)`),
+/// the rows of that dimension go to `columns` in one call, which keeps a
+/// strip of accumulators in registers across several rows instead of
+/// loading and storing each accumulator once per row. Each accumulator
+/// sees the same operations in the same order as with the kernel, so the
+/// result has the same bits.
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
+pub(super) fn drive_reduce(
+    f: KernelFn,
+    columns: Option<ColumnPass>,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    modes: Modes,
+) {
+    drive_impl(f, ptrs, strides, esz, shape, par, Some(modes), 0, columns);
 }
 
 /// Elements of a strided input gathered per kernel call by
@@ -98,7 +136,7 @@ pub(super) fn drive_elemwise(
     par: ParallelOptions,
     n_inputs: usize,
 ) {
-    drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs);
+    drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs, None);
 }
 
 /// Copies `n` elements of `esz` bytes lying `stride` bytes apart from `src`
@@ -157,8 +195,9 @@ fn prefetch_strided(first: *const u8, stride: isize, n: usize) {
     }
 }
 
-/// The driver behind [`drive`] and [`drive_elemwise`] (`n_gather`: the
-/// number of leading operands that are element-wise inputs, 0 for none).
+/// The driver behind [`drive`], [`drive_reduce`] and [`drive_elemwise`]
+/// (`n_gather`: the number of leading operands that are element-wise
+/// inputs, 0 for none; `columns`: a plain reduction's column pass).
 #[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
 fn drive_impl(
     f: KernelFn,
@@ -169,6 +208,7 @@ fn drive_impl(
     par: ParallelOptions,
     acc0: Option<Modes>,
     n_gather: usize,
+    columns: Option<ColumnPass>,
 ) {
     if shape.contains(&0) {
         return;
@@ -315,9 +355,43 @@ fn drive_impl(
             kiln_runtime::mem::store_fence();
         }
     };
+    // The column pass's batch: the pass, the row count of the innermost
+    // outer dimension and the input's byte stride along it, when that
+    // dimension is reduced and both operands are contiguous along the
+    // inner one (column mode).
+    let batch = match (columns, outer.last()) {
+        (Some(pass), Some((rows_d, st)))
+            if nops == 2
+                && st[0] == 0
+                && inner_st[0] == esz[0] as isize
+                && inner_st[1] == esz[1] as isize =>
+        {
+            Some((pass, *rows_d, st[1] / esz[1] as isize))
+        }
+        _ => None,
+    };
     let run_rows = |r0: usize, r1: usize, i0: usize, i1: usize| {
         if !gathered.is_empty() {
             return run_gathered(r0, r1, i0, i1);
+        }
+        if let Some((pass, rows_d, row_stride)) = batch {
+            let mut r = r0;
+            while r < r1 {
+                // The rest of this run of the innermost outer dimension.
+                let take = (rows_d - r % rows_d).min(r1 - r);
+                let off = row_offset(r);
+                let acc = (base[0] as isize + off[0] + i0 as isize * inner_st[0]) as *mut u8;
+                let x = (base[1] as isize + off[1] + i0 as isize * inner_st[1]) as *const u8;
+                // SAFETY: rows r..r + take share one accumulator row (stride
+                // 0 along that dimension) and lie `row_stride` elements apart
+                // in the input; elements i0..i1 of each are in bounds (every
+                // operand covers `shape`), contiguous in both operands; the
+                // accumulators are kiln's own buffer, not overlapping the
+                // input; chunks on other threads own disjoint accumulators.
+                unsafe { pass(acc, x, i1 - i0, take, row_stride) };
+                r += take;
+            }
+            return;
         }
         let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
         for r in r0..r1 {
@@ -432,6 +506,56 @@ mod tests {
             Some(modes),
         );
         acc.to_vec()
+    }
+
+    /// The (row length, rows, row stride) of each call of [`recording_sum`].
+    static CALLS: std::sync::Mutex<Vec<(usize, usize, isize)>> = std::sync::Mutex::new(Vec::new());
+
+    /// A column pass (f64 sum) that records its calls in [`CALLS`].
+    unsafe extern "C" fn recording_sum(
+        acc: *mut u8,
+        x: *const u8,
+        n: usize,
+        rows: usize,
+        st: isize,
+    ) {
+        CALLS.lock().unwrap().push((n, rows, st));
+        let (acc, x) = (acc as *mut f64, x as *const f64);
+        for r in 0..rows as isize {
+            for j in 0..n {
+                // SAFETY: the driver's contract for a column pass.
+                unsafe { *acc.add(j) += *x.offset(r * st).add(j) };
+            }
+        }
+    }
+
+    #[test]
+    fn drive_reduce_hands_runs_of_reduced_rows_to_the_column_pass() {
+        // sum(x, axis=1) of a (2, 5, 4) array: per outer index, one call
+        // with the 5 reduced rows, 4 elements apart.
+        let (code, k, modes) = sum_kernel(&[None, None, Some(4)], &[1]);
+        let x: Vec<f64> = (0..40).map(f64::from).collect();
+        let mut acc = [0.0f64; 8];
+        CALLS.lock().unwrap().clear();
+        drive_reduce(
+            jit_fn(&code, k),
+            Some(recording_sum),
+            &[acc.as_mut_ptr() as *mut u8, x.as_ptr() as *mut u8],
+            &[&[4, 0, 1], &[20, 4, 1]],
+            &[8, 8],
+            &[2, 5, 4],
+            ParallelOptions::default(),
+            modes,
+        );
+        assert_eq!(*CALLS.lock().unwrap(), [(4, 5, 4), (4, 5, 4)]);
+        let want: Vec<f64> = (0..8)
+            .map(|i| {
+                (0..5)
+                    .map(|r| f64::from((i / 4) * 20 + r * 4 + i % 4))
+                    .sum()
+            })
+            .collect();
+        assert_eq!(acc.to_vec(), want);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! accumulator (filled with the reduction's identity), the kernel run in
 //! the accumulator modes it has, a full reduction, or one over outer
 //! dimensions, chunked over threads with a deterministic fold of the
-//! partials, and the cast to the output dtype.
+//! partials, and the cast to the output dtype. A plain reduction's runtime
+//! column pass (`ReduceStep::columns`) goes to the driver with its kernel,
+//! which hands it whole runs of reduced rows (`drive::drive_reduce`).
 //!
 //! Invariants: max and min of an empty axis are errors (no identity), as in
 //! the reference; whether a reduction is chunked, and where it is cut,
@@ -13,7 +15,7 @@ use smallvec::SmallVec;
 
 use super::broadcast::{broadcast_shape, broadcast_strides};
 use super::drive::jit_fn;
-use super::drive::{drive, drive_full, ParallelOptions};
+use super::drive::{drive_full, drive_reduce, ColumnPass, ParallelOptions};
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::DType;
@@ -45,6 +47,7 @@ impl Exec<'_> {
             output,
             acc,
             out,
+            columns,
         } = step;
         let x = self.get(*input);
         let (accum, acc_strides, bits) =
@@ -64,7 +67,7 @@ impl Exec<'_> {
             );
         } else {
             self.reduce_into(
-                *kernel,
+                (*kernel, *columns),
                 *modes,
                 (*op, *acc),
                 &[accum.ptr, x.ptr],
@@ -124,7 +127,7 @@ impl Exec<'_> {
             let mut all_esz = vec![8];
             all_esz.extend(&esz);
             self.reduce_into(
-                *kernel,
+                (*kernel, None),
                 *modes,
                 (*op, *acc),
                 &ptrs,
@@ -143,7 +146,8 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// Runs reduction `kernel` (accumulator modes `modes`) over `shape`
+    /// Runs reduction `kernel` (accumulator modes `modes`; with its column
+    /// pass, for a plain reduction) over `shape`
     /// into the accumulator that is operand 0 of `ptrs` (8-byte elements
     /// holding the identity `bits`; element strides in `strides[0]`, 0 on
     /// the reduced dimensions). A reduction over outer dimensions that
@@ -153,7 +157,7 @@ impl Exec<'_> {
     #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
     fn reduce_into(
         &self,
-        kernel: usize,
+        kernel: (usize, Option<ColumnPass>),
         modes: Modes,
         combine: (ReduceOp, DType),
         ptrs: &[*mut u8],
@@ -181,14 +185,15 @@ impl Exec<'_> {
                 return;
             }
         }
-        drive(
-            jit_fn(self.code, kernel),
+        drive_reduce(
+            jit_fn(self.code, kernel.0),
+            kernel.1,
             ptrs,
             strides,
             esz,
             shape,
             self.par,
-            Some(modes),
+            modes,
         );
     }
 
@@ -207,7 +212,7 @@ impl Exec<'_> {
     #[allow(clippy::too_many_arguments)] // the operand description is three parallel slices
     fn outer_reduce_chunked(
         &self,
-        kernel: usize,
+        kernel: (usize, Option<ColumnPass>),
         modes: Modes,
         combine: (ReduceOp, DType),
         ptrs: &[*mut u8],
@@ -234,7 +239,7 @@ impl Exec<'_> {
         partials.resize(chunks * acc_len, bits);
         let pbase = partials.as_mut_ptr() as usize;
         let bases: Vec<usize> = ptrs.iter().map(|&p| p as usize).collect();
-        let f = jit_fn(self.code, kernel);
+        let (f, columns) = (jit_fn(self.code, kernel.0), kernel.1);
         let run = |c0: usize, c1: usize| {
             let mut sub = shape.to_vec();
             let mut p: Vec<*mut u8> = vec![std::ptr::null_mut(); bases.len()];
@@ -251,7 +256,7 @@ impl Exec<'_> {
                     threshold: 0,
                     ..ParallelOptions::default()
                 };
-                drive(f, &p, strides, esz, &sub, sequential, Some(modes));
+                drive_reduce(f, columns, &p, strides, esz, &sub, sequential, modes);
             }
         };
         kiln_runtime::parallel::parallel_for(chunks, 1, &run);

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::graph::{DType, TensorType};
 use crate::linker::accum::Modes;
+use crate::linker::exec::drive::ColumnPass;
 use crate::ops::{ArgOp, CustomOp, IndexEntry, ReduceOp};
 
 /// A slot index: the position of a variable's array in a call's slot table.
@@ -105,6 +106,9 @@ pub struct ReduceStep {
     pub acc: DType,
     /// Output dtype.
     pub out: DType,
+    /// The runtime's column pass of the reduction and input dtype, which
+    /// the driver hands whole runs of reduced rows (column mode only).
+    pub columns: Option<ColumnPass>,
 }
 
 /// A reduction of an element-wise pre-map in one pass (`FusedReduce`).
