@@ -1,8 +1,9 @@
 //! Reduction accumulators, shared by lowering, code generation and
 //! execution: the accumulator dtype of a reduction ([`acc_dtype`]), its
 //! identity ([`identity_bits`]), the fold of partial results
-//! ([`fold_partials`]) and the accumulator modes a kernel handles
-//! ([`Modes`]).
+//! ([`fold_partials`]), the accumulator modes a kernel handles
+//! ([`Modes`]) and the runtime's column passes ([`column_symbol`],
+//! [`column_pass`]).
 //!
 //! Invariant: accumulators are `f64` for float inputs, `u64` (wrapping,
 //! unsigned max / min) for `u64` inputs and `i64` (wrapping) for the other
@@ -176,5 +177,74 @@ impl Modes {
             (false, true) => Modes::Column,
             _ => Modes::Row,
         }
+    }
+}
+
+/// The runtime's column pass of `op` over contiguous `input` and
+/// accumulators (C signature `void(A* acc, const T* x, size_t n, size_t
+/// rows, ptrdiff_t row_stride)`, each accumulator updated exactly as the
+/// sequential loop would, row by row), if it has one.
+pub fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+    use ReduceOp::*;
+    Some(match (op, input) {
+        (Sum, DType::F64) => "kiln_column_sum_f64",
+        (Sum, DType::F32) => "kiln_column_sum_f32",
+        (Prod, DType::F64) => "kiln_column_prod_f64",
+        (Prod, DType::F32) => "kiln_column_prod_f32",
+        (Max, DType::F64) => "kiln_column_max_f64",
+        (Max, DType::F32) => "kiln_column_max_f32",
+        (Min, DType::F64) => "kiln_column_min_f64",
+        (Min, DType::F32) => "kiln_column_min_f32",
+        (Sum, DType::I64 | DType::U64) => "kiln_column_sum_i64",
+        _ => return None,
+    })
+}
+
+/// The ABI of the runtime's column passes (`kiln_column_<op>_<dtype>`):
+/// accumulators, the first row, the row length, the row count and the
+/// row stride in elements of the input.
+pub type ColumnPass = unsafe extern "C" fn(*mut u8, *const u8, usize, usize, isize);
+
+/// The runtime's column pass of `op` over `input` (the entry point
+/// [`column_symbol`] names), if it has one.
+pub fn column_pass(op: ReduceOp, input: DType) -> Option<ColumnPass> {
+    let symbol = column_symbol(op, input)?;
+    kiln_runtime::symbols()
+        .into_iter()
+        .find(|(name, _)| *name == symbol)
+        // SAFETY: the entry points `column_symbol` names have the
+        // `ColumnPass` ABI, with typed pointers in place of byte pointers.
+        .map(|(_, addr)| unsafe { std::mem::transmute::<*const u8, ColumnPass>(addr) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_column_pass_resolves_and_sums_rows() {
+        use ReduceOp::*;
+        for op in [Sum, Prod, Max, Min, All, Any] {
+            for dt in [DType::F64, DType::F32, DType::I64, DType::U64, DType::I32] {
+                let named = column_symbol(op, dt).is_some();
+                assert_eq!(column_pass(op, dt).is_some(), named, "{op:?} {dt}");
+            }
+        }
+        // Two rows of three, three elements apart, into f64 accumulators.
+        let pass = column_pass(Sum, DType::F64).expect("an f64 column sum");
+        let x = [1.0f64, 2.0, 3.0, 10.0, 20.0, 30.0];
+        let mut acc = [0.5f64; 3];
+        // SAFETY: three accumulators; two rows of three readable values,
+        // three apart, not overlapping them.
+        unsafe {
+            pass(
+                acc.as_mut_ptr() as *mut u8,
+                x.as_ptr() as *const u8,
+                3,
+                2,
+                3,
+            )
+        };
+        assert_eq!(acc, [11.5, 22.5, 33.5]);
     }
 }

@@ -37,13 +37,12 @@ use super::elemwise::{self, VecCtx, VecPlan};
 use super::jit::JitBuilder;
 use super::mathcalls::BLOCK;
 use super::reduce::{
-    column_symbol, combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc,
-    COLUMN_PARAMS,
+    combine, convert, fold_loop, fold_scalar, per_mode, test_row, VecAcc, COLUMN_PARAMS,
 };
 use super::scalar as sl;
 use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::linker::accum::{acc_dtype, Modes};
+use crate::linker::accum::{acc_dtype, column_symbol, Modes};
 use crate::ops::{CRef, Composite, ReduceOp};
 
 /// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.

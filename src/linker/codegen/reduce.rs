@@ -49,7 +49,7 @@ use super::jit::JitBuilder;
 use super::scalar as sl;
 use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::linker::accum::{acc_dtype, identity_bits, Modes};
+use crate::linker::accum::{acc_dtype, column_symbol, identity_bits, Modes};
 use crate::ops::ReduceOp;
 
 /// Number of vector accumulators of a vectorised row reduction.
@@ -577,26 +577,6 @@ pub(super) const COLUMN_PARAMS: [Option<Type>; 5] = [
     Some(types::I64),
     Some(types::I64),
 ];
-
-/// The runtime's column pass of `op` over contiguous `input` and
-/// accumulators (C signature `void(A* acc, const T* x, size_t n, size_t
-/// rows, ptrdiff_t row_stride)`, each accumulator updated exactly as the
-/// sequential loop would, row by row), if it has one.
-pub(crate) fn column_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
-    use ReduceOp::*;
-    Some(match (op, input) {
-        (Sum, DType::F64) => "kiln_column_sum_f64",
-        (Sum, DType::F32) => "kiln_column_sum_f32",
-        (Prod, DType::F64) => "kiln_column_prod_f64",
-        (Prod, DType::F32) => "kiln_column_prod_f32",
-        (Max, DType::F64) => "kiln_column_max_f64",
-        (Max, DType::F32) => "kiln_column_max_f32",
-        (Min, DType::F64) => "kiln_column_min_f64",
-        (Min, DType::F32) => "kiln_column_min_f32",
-        (Sum, DType::I64 | DType::U64) => "kiln_column_sum_i64",
-        _ => return None,
-    })
-}
 
 /// A loop `for j in 0..m { body(j) }` at the current position.
 pub(super) fn fold_loop(

@@ -11,26 +11,11 @@
 
 use smallvec::SmallVec;
 
-use crate::linker::accum::Modes;
+use crate::linker::accum::{ColumnPass, Modes};
 use crate::linker::codegen::jit::JitCode;
 
 /// The ABI of every generated kernel.
 pub type KernelFn = unsafe extern "C" fn(*const *mut u8, *const isize, usize);
-
-/// The ABI of the runtime's column passes (`kiln_column_<op>_<dtype>`):
-/// accumulators, the first row, the row length, the row count and the
-/// row stride in elements of the input.
-pub type ColumnPass = unsafe extern "C" fn(*mut u8, *const u8, usize, usize, isize);
-
-/// The runtime's column pass named `symbol`, if the runtime has it.
-pub fn column_pass(symbol: &str) -> Option<ColumnPass> {
-    kiln_runtime::symbols()
-        .into_iter()
-        .find(|(name, _)| *name == symbol)
-        // SAFETY: every `kiln_column_*` entry point has the `ColumnPass`
-        // ABI, with typed pointers in place of the byte pointers.
-        .map(|(_, addr)| unsafe { std::mem::transmute::<*const u8, ColumnPass>(addr) })
-}
 
 /// Parallel execution settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

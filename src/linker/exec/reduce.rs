@@ -15,11 +15,11 @@ use smallvec::SmallVec;
 
 use super::broadcast::{broadcast_shape, broadcast_strides};
 use super::drive::jit_fn;
-use super::drive::{drive_full, drive_reduce, ColumnPass, ParallelOptions};
+use super::drive::{drive_full, drive_reduce, ParallelOptions};
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::accum::{combine_into, fold_partials, identity_bits, Modes};
+use crate::linker::accum::{combine_into, fold_partials, identity_bits, ColumnPass, Modes};
 use crate::linker::buffer::Arr;
 use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
 use crate::ops::ReduceOp;

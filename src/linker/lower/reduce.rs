@@ -12,10 +12,8 @@ use super::ctx::{LowerCx, NodeSlots};
 use super::elemwise::{inline_consts, Operands};
 use crate::error::Result;
 use crate::graph::{Apply, FunctionGraph, VarId};
-use crate::linker::accum::{acc_dtype, Modes};
+use crate::linker::accum::{acc_dtype, column_pass, Modes};
 use crate::linker::codegen::elemwise::inline_constants;
-use crate::linker::codegen::reduce::column_symbol;
-use crate::linker::exec::drive::column_pass;
 use crate::linker::plan::step::Step;
 use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
 use crate::linker::plan::Lowering;
@@ -51,9 +49,7 @@ pub fn lower_careduce(
         output: io.outs[0],
         acc,
         out,
-        columns: column_symbol(op, x)
-            .filter(|_| modes.column())
-            .and_then(column_pass),
+        columns: column_pass(op, x).filter(|_| modes.column()),
     };
     Ok((Step::Reduce(step), Lowering::Jit))
 }

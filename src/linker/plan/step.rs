@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::graph::{DType, TensorType};
+use crate::linker::accum::ColumnPass;
 use crate::linker::accum::Modes;
-use crate::linker::exec::drive::ColumnPass;
 use crate::ops::{ArgOp, CustomOp, IndexEntry, ReduceOp};
 
 /// A slot index: the position of a variable's array in a call's slot table.
