@@ -944,3 +944,37 @@ proptest::proptest! {
         }
     }
 }
+
+/// `All`, `Any` and `Sum` of one class test (`isfinite`, `isnan`, `isinf`)
+/// of an f64 / f32 matrix: the row pass counts the class in the runtime
+/// (`kiln_count_<class>_<dtype>`), column mode takes the blocked path; both
+/// equal the reference exactly. Rows with no special value, one NaN, one
+/// infinity and a mix, at lengths around the 16-lane groups and over
+/// three of the count's 1024-value chunks (an early stop in the second).
+#[test]
+fn class_test_reductions_count_in_the_runtime_exactly() {
+    for dtype in [DType::F64, DType::F32] {
+        for test in [ScalarOp::IsFinite, ScalarOp::IsNan, ScalarOp::IsInf] {
+            let mut pre = Composite::new(vec![dtype]);
+            let t = pre.push(test, &[CRef::Input(0)]).unwrap();
+            pre.outputs = vec![t];
+            for cols in [1usize, 15, 16, 17, 40, 2500] {
+                let mut a = rand_f64(&[4, cols], cols as u64, -3.0, 3.0);
+                a[[1, cols / 2]] = f64::NAN;
+                a[[2, cols - 1]] = f64::NEG_INFINITY;
+                a[[3, 0]] = f64::INFINITY;
+                a[[3, cols / 3]] = f64::NAN;
+                let v = Value::from_f64_array(dtype, a);
+                let x = matrix("x", dtype);
+                let outs: Vec<Tensor> = [ReduceOp::All, ReduceOp::Any, ReduceOp::Sum]
+                    .into_iter()
+                    .flat_map(|op| {
+                        [None, Some(vec![0]), Some(vec![1])]
+                            .map(|axes| fused(op, axes, pre.clone(), &[&x]))
+                    })
+                    .collect();
+                check_reduction(&[x], &outs, &[v], &format!("{test:?} {dtype} cols={cols}"));
+            }
+        }
+    }
+}

@@ -13,6 +13,14 @@
 //! partial `i mod LANES` in index order, the partials are combined by a
 //! fixed halving tree; the order depends only on `n`, never on the variant.
 //!
+//! *Count* passes count the values of one contiguous row in a class:
+//! `kiln_count_<class>_<dtype>(x, n, stop)` for the classes `finite`, `nan`
+//! and `inf` of `f64` / `f32` values (`isfinite`, `isnan`, `isinf`): the
+//! row pass of `all(isfinite(x))`, `any(isnan(x))` or a count such as
+//! `sum(isnan(x))`; for an `all` / `any` (`stop` 1 / 2) they may stop at
+//! the chunk that decides it. Counts are exact, so their order does not
+//! matter.
+//!
 //! *Column* passes update one accumulator per element of contiguous rows:
 //! `kiln_column_<op>_<dtype>(acc, x, n, rows, row_stride)` sets
 //! `acc[j] = op(acc[j], x_r[j])` for `j < n`, for each row `x_r = x +
@@ -105,6 +113,74 @@ unsafe fn dot(x: *const f64, y: *const f64, n: usize) -> f64 {
         *a += unsafe { *x.add(i + l) * *y.add(i + l) };
     }
     halving_sum(&acc)
+}
+
+/// A float class of [`count`].
+#[derive(Clone, Copy)]
+enum Class {
+    Finite,
+    Nan,
+    Inf,
+}
+
+/// A float type whose values [`count`] classifies.
+trait Classify: Copy {
+    fn is(self, class: Class) -> bool;
+}
+
+impl Classify for f64 {
+    #[inline(always)]
+    fn is(self, class: Class) -> bool {
+        match class {
+            Class::Finite => self.is_finite(),
+            Class::Nan => self.is_nan(),
+            Class::Inf => self.is_infinite(),
+        }
+    }
+}
+
+impl Classify for f32 {
+    #[inline(always)]
+    fn is(self, class: Class) -> bool {
+        match class {
+            Class::Finite => self.is_finite(),
+            Class::Nan => self.is_nan(),
+            Class::Inf => self.is_infinite(),
+        }
+    }
+}
+
+/// Values [`count`] scans between its checks for an early stop.
+const COUNT_CHUNK: usize = 1024;
+
+/// The number of the `n` values at `x` in `class`, or, with `stop` 1 (an
+/// `all`) / 2 (an `any`), possibly only of a prefix of them once it holds a
+/// value outside / inside the class (checked every [`COUNT_CHUNK`]
+/// values): the count is then below `n` / above 0, which decides the
+/// reduction as the full count would.
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn count<T: Classify>(x: *const T, n: usize, stop: u32, class: Class) -> u64 {
+    if n == 0 {
+        // `x` may be null then, which a slice may not.
+        return 0;
+    }
+    // SAFETY: the caller's contract (n > 0 values, so `x` is not null).
+    let x = unsafe { std::slice::from_raw_parts(x, n) };
+    let (mut seen, mut members) = (0u64, 0u64);
+    for chunk in x.chunks(COUNT_CHUNK) {
+        // One plain count: LLVM keeps it in vector counters. (Lane counters
+        // over groups of LANES made it vectorise across the groups with
+        // gathers under AVX-512, ten times slower.)
+        members += chunk.iter().filter(|v| v.is(class)).count() as u64;
+        seen += chunk.len() as u64;
+        if (stop == 1 && members < seen) || (stop == 2 && members > 0) {
+            break;
+        }
+    }
+    members
 }
 
 /// `acc[j] = f(acc[j], x[j])` for `j < n`.
@@ -218,6 +294,36 @@ dispatched!(
     kiln_dot_f64 [dot_avx512, dot_avx2, dot_base] (x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
 );
 dispatched!(
+    /// The number of finite values among the `n` f64 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_finite_f64 [cntfin_f64_avx512, cntfin_f64_avx2, cntfin_f64_base] (x: *const f64, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Finite)
+);
+dispatched!(
+    /// The number of finite values among the `n` f32 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_finite_f32 [cntfin_f32_avx512, cntfin_f32_avx2, cntfin_f32_base] (x: *const f32, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Finite)
+);
+dispatched!(
+    /// The number of NaNs among the `n` f64 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_nan_f64 [cntnan_f64_avx512, cntnan_f64_avx2, cntnan_f64_base] (x: *const f64, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Nan)
+);
+dispatched!(
+    /// The number of NaNs among the `n` f32 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_nan_f32 [cntnan_f32_avx512, cntnan_f32_avx2, cntnan_f32_base] (x: *const f32, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Nan)
+);
+dispatched!(
+    /// The number of infinities among the `n` f64 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_inf_f64 [cntinf_f64_avx512, cntinf_f64_avx2, cntinf_f64_base] (x: *const f64, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Inf)
+);
+dispatched!(
+    /// The number of infinities among the `n` f32 values at `x`
+    /// (with `stop` 1 / 2, possibly of a prefix only: see the module docs).
+    kiln_count_inf_f32 [cntinf_f32_avx512, cntinf_f32_avx2, cntinf_f32_base] (x: *const f32, n: usize, stop: u32) -> u64 = count(x, n, stop, Class::Inf)
+);
+dispatched!(
     /// `acc[j] += x_r[j]` for `j < n`, for each row `x_r = x + r·row_stride`
     /// (`r < rows`, in order; f64). Every row must be valid for
     /// `n` reads, and none may overlap `acc`.
@@ -292,15 +398,22 @@ pub fn dot_f64(x: &[f64], y: &[f64]) -> f64 {
     unsafe { kiln_dot_f64(x.as_ptr(), y.as_ptr(), n) }
 }
 
-/// The row and column passes as (symbol name, address); C signatures
-/// `double(const T* x, size_t n)` (sums), `double(const double* x, const
-/// double* y, size_t n)` (dot), `void(A* acc, const T* x, size_t n)`
-/// (column passes).
+/// The row, count and column passes as (symbol name, address); C
+/// signatures `double(const T* x, size_t n)` (sums), `double(const double*
+/// x, const double* y, size_t n)` (dot), `uint64_t(const T* x, size_t n,
+/// uint32_t stop)` (counts), `void(A* acc, const T* x, size_t n, size_t rows, ptrdiff_t
+/// row_stride)` (column passes).
 pub fn rowcol_symbols() -> Vec<(&'static str, *const u8)> {
     vec![
         ("kiln_sum_f64", kiln_sum_f64 as *const u8),
         ("kiln_sum_f32", kiln_sum_f32 as *const u8),
         ("kiln_dot_f64", kiln_dot_f64 as *const u8),
+        ("kiln_count_finite_f64", kiln_count_finite_f64 as *const u8),
+        ("kiln_count_finite_f32", kiln_count_finite_f32 as *const u8),
+        ("kiln_count_nan_f64", kiln_count_nan_f64 as *const u8),
+        ("kiln_count_nan_f32", kiln_count_nan_f32 as *const u8),
+        ("kiln_count_inf_f64", kiln_count_inf_f64 as *const u8),
+        ("kiln_count_inf_f32", kiln_count_inf_f32 as *const u8),
         ("kiln_column_sum_f64", kiln_column_sum_f64 as *const u8),
         ("kiln_column_sum_f32", kiln_column_sum_f32 as *const u8),
         ("kiln_column_prod_f64", kiln_column_prod_f64 as *const u8),
@@ -402,6 +515,58 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn count_passes_count_each_class() {
+        for n in [0, 1, 15, 16, 17, 100] {
+            let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, f64::MAX];
+            let x: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i % 3 == 1 {
+                        specials[(i / 3) % 5]
+                    } else {
+                        i as f64
+                    }
+                })
+                .collect();
+            let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let want = |f: fn(f64) -> bool| x.iter().filter(|&&v| f(v)).count() as u64;
+            let wantf = |f: fn(f32) -> bool| xf.iter().filter(|&&v| f(v)).count() as u64;
+            // SAFETY: both vectors hold n values.
+            unsafe {
+                assert_eq!(
+                    kiln_count_finite_f64(x.as_ptr(), n, 0),
+                    want(f64::is_finite)
+                );
+                assert_eq!(kiln_count_nan_f64(x.as_ptr(), n, 0), want(f64::is_nan));
+                assert_eq!(kiln_count_inf_f64(x.as_ptr(), n, 0), want(f64::is_infinite));
+                // f64::MAX rounds to +inf in f32: one more infinity there.
+                assert_eq!(
+                    kiln_count_finite_f32(xf.as_ptr(), n, 0),
+                    wantf(f32::is_finite)
+                );
+                assert_eq!(kiln_count_nan_f32(xf.as_ptr(), n, 0), wantf(f32::is_nan));
+                assert_eq!(
+                    kiln_count_inf_f32(xf.as_ptr(), n, 0),
+                    wantf(f32::is_infinite)
+                );
+            }
+        }
+        // Early stops: a NaN in the first chunk decides an `all` of
+        // finiteness and an `any` of NaNs there; without one, the count is
+        // whole.
+        let mut x = vec![1.0f64; 5000];
+        // SAFETY: `x` holds 5000 values.
+        unsafe {
+            assert_eq!(kiln_count_finite_f64(x.as_ptr(), 5000, 1), 5000);
+            assert_eq!(kiln_count_nan_f64(x.as_ptr(), 5000, 2), 0);
+            x[3] = f64::NAN;
+            x[4000] = f64::NAN;
+            assert_eq!(kiln_count_finite_f64(x.as_ptr(), 5000, 1), 1023);
+            assert_eq!(kiln_count_nan_f64(x.as_ptr(), 5000, 2), 1);
+            assert_eq!(kiln_count_nan_f64(x.as_ptr(), 5000, 0), 2);
         }
     }
 

@@ -18,8 +18,13 @@
 //! with contiguous operands (a dot product, `kiln_dot_f64`); other strides
 //! take the paths above.
 //!
-//! A row-mode `Any` / `All` of a bool pre-map stops after the block that
-//! decides it (a true for `any`, a false for `all`).
+//! A row-mode `All` / `Any` / `Sum` of one class test (`isfinite`,
+//! `isnan`, `isinf`) of a contiguous `f64` / `f32` input is one call of
+//! the runtime's count of that class (`kiln_count_<class>_<dtype>`), which
+//! for `All` / `Any` stops at the chunk that decides it.
+//!
+//! Another row-mode `Any` / `All` of a bool pre-map stops after the block
+//! that decides it (a true for `any`, a false for `all`).
 //! In column mode, a float block of mapped values is folded into its
 //! (contiguous) accumulators by the runtime's column pass
 //! (`kiln_column_<op>_<dtype>`, exactly the sequential update).
@@ -61,14 +66,22 @@ enum Shift {
     Const(f64),
 }
 
-/// A fused `Sum` over `f64` whose row pass is one call of a runtime
-/// map-reduce kernel (operands are program input indices).
+/// A fused reduction whose row pass is one call of a runtime map-reduce
+/// kernel (operands are program input indices).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum RowKernel {
-    /// Σ exp(x - c).
+    /// Σ exp(x - c), over `f64`.
     SumExpShift { x: usize, shift: Shift },
-    /// Σ x·y (`x == y` for a sum of squares).
+    /// Σ x·y (`x == y` for a sum of squares), over `f64`.
     Dot { x: usize, y: usize },
+    /// `All` / `Any` / `Sum` of a class test (`isfinite`, `isnan`,
+    /// `isinf`) of float input `x`: the runtime counts the row's members
+    /// (`symbol`, which returns a `u64`).
+    Count {
+        x: usize,
+        symbol: &'static str,
+        esz: i64,
+    },
 }
 
 impl RowKernel {
@@ -77,6 +90,9 @@ impl RowKernel {
     /// or one `mul(x, y)` / `sqr(x)` of inputs.
     fn detect(op: ReduceOp, prog: &Composite) -> Option<RowKernel> {
         use crate::ops::ScalarOp;
+        if let Some(count) = Self::detect_count(op, prog) {
+            return Some(count);
+        }
         if op != ReduceOp::Sum
             || prog.inputs.iter().any(|&d| d != DType::F64)
             || prog.nodes.iter().any(|n| n.dtype != DType::F64)
@@ -128,11 +144,47 @@ impl RowKernel {
         }
     }
 
-    /// The runtime symbol and its parameter types (`ptr` the pointer type).
-    fn symbol(self, ptr: Type) -> (&'static str, Vec<Type>) {
+    /// Recognises `All`, `Any` or `Sum` over exactly one `isfinite`,
+    /// `isnan` or `isinf` of an `f64` / `f32` input.
+    fn detect_count(op: ReduceOp, prog: &Composite) -> Option<RowKernel> {
+        use crate::ops::ScalarOp;
+        if !matches!(op, ReduceOp::All | ReduceOp::Any | ReduceOp::Sum)
+            || prog.nodes.len() != 1
+            || prog.outputs.as_slice() != [CRef::Node(0)]
+        {
+            return None;
+        }
+        let node = &prog.nodes[0];
+        let &[CRef::Input(x)] = node.args.as_slice() else {
+            return None;
+        };
+        let symbol = match (node.op, prog.inputs[x as usize]) {
+            (ScalarOp::IsFinite, DType::F64) => "kiln_count_finite_f64",
+            (ScalarOp::IsFinite, DType::F32) => "kiln_count_finite_f32",
+            (ScalarOp::IsNan, DType::F64) => "kiln_count_nan_f64",
+            (ScalarOp::IsNan, DType::F32) => "kiln_count_nan_f32",
+            (ScalarOp::IsInf, DType::F64) => "kiln_count_inf_f64",
+            (ScalarOp::IsInf, DType::F32) => "kiln_count_inf_f32",
+            _ => return None,
+        };
+        Some(RowKernel::Count {
+            x: x as usize,
+            symbol,
+            esz: prog.inputs[x as usize].size_of() as i64,
+        })
+    }
+
+    /// The runtime symbol, its parameter types (`ptr` the pointer type)
+    /// and its result type.
+    fn symbol(self, ptr: Type) -> (&'static str, Vec<Type>, Type) {
         match self {
-            RowKernel::SumExpShift { .. } => (SUM_EXP_SHIFT, vec![ptr, types::F64, types::I64]),
-            RowKernel::Dot { .. } => (DOT, vec![ptr, ptr, types::I64]),
+            RowKernel::SumExpShift { .. } => {
+                (SUM_EXP_SHIFT, vec![ptr, types::F64, types::I64], types::F64)
+            }
+            RowKernel::Dot { .. } => (DOT, vec![ptr, ptr, types::I64], types::F64),
+            RowKernel::Count { symbol, .. } => {
+                (symbol, vec![ptr, types::I64, types::I32], types::I64)
+            }
         }
     }
 }
@@ -199,8 +251,8 @@ pub fn build_fused(
     }
     let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
     if let Some(rk) = row_kernel {
-        let (sym, params) = rk.symbol(ptr);
-        let id = jb.import(sym, &params, &[types::F64])?;
+        let (sym, params, ret) = rk.symbol(ptr);
+        let id = jb.import(sym, &params, &[ret])?;
         imports.push((sym, id));
     }
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
@@ -293,6 +345,9 @@ impl Fused<'_> {
                 let oy = contiguous(b, y);
                 b.ins().band(ok, oy)
             }
+            RowKernel::Count { x, esz, .. } => {
+                b.ins().icmp_imm_s(IntCC::Equal, self.strides[x], esz)
+            }
         };
         if let Some(is_row) = self.is_row {
             ok = b.ins().band(ok, is_row);
@@ -315,10 +370,33 @@ impl Fused<'_> {
             RowKernel::Dot { x, y } => b
                 .ins()
                 .call(callees[DOT], &[self.ptrs[x], self.ptrs[y], self.n]),
+            RowKernel::Count { x, symbol, .. } => {
+                // An `all` may stop at a non-member, an `any` at a member.
+                let stop = match self.op {
+                    ReduceOp::All => 1,
+                    ReduceOp::Any => 2,
+                    _ => 0,
+                };
+                let stop = b.ins().iconst(types::I32, stop);
+                b.ins().call(callees[symbol], &[self.ptrs[x], self.n, stop])
+            }
         };
-        let s = b.inst_results(call)[0];
+        let mut s = b.inst_results(call)[0];
+        if let RowKernel::Count { .. } = rk {
+            // The row's fold in the accumulator domain (i64 0 / 1 for
+            // `All` / `Any`, the count for `Sum`).
+            let cc = match self.op {
+                ReduceOp::All => Some((IntCC::Equal, self.n)),
+                ReduceOp::Any => Some((IntCC::NotEqual, b.ins().iconst(types::I64, 0))),
+                _ => None,
+            };
+            if let Some((cc, rhs)) = cc {
+                let t = b.ins().icmp(cc, s, rhs);
+                s = b.ins().uextend(types::I64, t);
+            }
+        }
         let a = b.use_var(self.a_var);
-        let a = b.ins().fadd(a, s);
+        let a = combine(b, self.op, self.acc, a, s);
         b.def_var(self.a_var, a);
         b.def_var(self.i_var, self.n);
         b.ins().jump(done, &[]);
