@@ -65,6 +65,8 @@ CORPUS = [
     ("center_columns", "X - mean(X, axis=0)", "X - np.mean(X, axis=0)", None),
     ("any_gt", "any(x > 3)", "np.any(x > 3)", None),
     ("all_finite", "all(isfinite(x))", "np.all(np.isfinite(x))", None),
+    ("any_nan", "any(isnan(x))", "np.any(np.isnan(x))", None),
+    ("count_nan", "sum(isnan(x))", "np.count_nonzero(np.isnan(x))", "sum(where(x != x, 1, 0))"),
     # switch / where.
     ("leaky_relu", "where(x > 0, x, 0.1 * x)", "np.where(x > 0, x, 0.1 * x)",
      "where(x > 0, x, 0.1 * x)"),
