@@ -61,7 +61,7 @@ fn in_cache(c: &mut Criterion) {
     }
     let shifted: Vec<f64> = (0..n).map(|i| -8.0 * i as f64 / n as f64).collect();
     g.bench_function("sum_exp_shift", |b| {
-        b.iter(|| m::sum_exp_shift_f64(black_box(&shifted), 0.0))
+        b.iter(|| m::sum_exp_shift_f64(black_box(&shifted), 0.0, None))
     });
     g.bench_function("row_max", |b| {
         b.iter(|| m::extreme_f64(black_box(&shifted), true))

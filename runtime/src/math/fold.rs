@@ -1,15 +1,17 @@
 //! Map-reduce kernels: an element-wise map summed in the same loop, for
 //! fused reductions whose mapped values never need to reach memory.
 //!
-//! `kiln_sum_exp_shift_f64(x, c, n)` = Σ_i e^(x_i - c), the row pass of a
+//! `kiln_sum_exp_shift_f64(x, c, n, next)` = Σ_i e^(x_i - c), the row pass of a
 //! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
 //! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's block `exp` of the
 //! rounded difference (the fast kernel `exp_fast`, lanes outside its range
 //! recomputed by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
 //!
-//! `kiln_exp_shift_store_f64(x, c, out, n)` = the same sum, also writing
-//! each `e^(x_i - c)` to `out` (a softmax row's exps and their sum in one
-//! pass).
+//! `kiln_exp_shift_store_f64(x, c, out, n, next)` = the same sum, also
+//! writing each `e^(x_i - c)` to `out` (a softmax row's exps and their sum
+//! in one pass). Both prefetch the row at `next` (null: none) a little per
+//! group as they go: the caller's next row, whose max pass then finds it in
+//! the cache instead of waiting on memory with nothing to compute.
 //!
 //! `kiln_max_f64(x, n)` / `kiln_min_f64(x, n)` = the largest / smallest of
 //! `n >= 1` values, NaN if any value is NaN (which of `-0.0` / `+0.0` is
@@ -51,16 +53,31 @@ fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
 }
 
 /// Σ e^(x_i - c) over `n` values at `x` in the documented order; with
-/// `STORE`, each e^(x_i - c) is also written to `out[i]`.
+/// `STORE`, each e^(x_i - c) is also written to `out[i]`. Unless `next`
+/// is null, each group also asks the cache for the same positions of the
+/// row at `next` (the row the caller folds next), so that its first pass
+/// finds it there: a hint only, nothing is read through `next`.
 ///
 /// # Safety
 /// `x` must be valid for `n` reads; with `STORE`, `out` for `n` writes
-/// (it may equal `x`, but not overlap it otherwise).
+/// (it may equal `x`, but not overlap it otherwise). `next` may be any
+/// address (prefetches never fault).
 #[inline(always)]
-unsafe fn sum_exp_shift<const STORE: bool>(x: *const f64, c: f64, out: *mut f64, n: usize) -> f64 {
+unsafe fn sum_exp_shift<const STORE: bool>(
+    x: *const f64,
+    c: f64,
+    out: *mut f64,
+    n: usize,
+    next: *const f64,
+) -> f64 {
     let mut acc = [0.0f64; LANES];
     let mut i = 0;
     while i + LANES <= n {
+        if !next.is_null() {
+            // Spread over the pass (two lines a group): one burst per row
+            // was slower (BENCHMARKS.md, eighteenth session).
+            crate::mem::kiln_prefetch(next.wrapping_add(i) as *const u8, LANES * 8);
+        }
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
         let t = exp_shift_group(v, c);
@@ -174,38 +191,47 @@ dispatched!(
 dispatched!(
     /// Returns `Σ_{i<n} e^(x[i] - c)` (0 for `n == 0`), summed in the order
     /// the module documents; each term is within 1 ULP of `e^(x[i] - c)`.
+    /// `next` (null for none) is the row the caller folds next, prefetched
+    /// meanwhile: a hint, never read, any address allowed.
     kiln_sum_exp_shift_f64 [sum_exp_shift_avx512, sum_exp_shift_avx2, sum_exp_shift_base]
-        (x: *const f64, c: f64, n: usize) -> f64 =
-            sum_exp_shift::<false>(x, c, ptr::null_mut(), n)
+        (x: *const f64, c: f64, n: usize, next: *const f64) -> f64 =
+            sum_exp_shift::<false>(x, c, ptr::null_mut(), n, next)
 );
 dispatched!(
     /// Writes `out[i] = e^(x[i] - c)` for `i < n` (each within 1 ULP) and
     /// returns their sum, in the order of [`kiln_sum_exp_shift_f64`] (the
-    /// same value, bit for bit).
+    /// same value, bit for bit); `next` as there.
     kiln_exp_shift_store_f64 [exp_shift_store_avx512, exp_shift_store_avx2, exp_shift_store_base]
-        (x: *const f64, c: f64, out: *mut f64, n: usize) -> f64 =
-            sum_exp_shift::<true>(x, c, out, n)
+        (x: *const f64, c: f64, out: *mut f64, n: usize, next: *const f64) -> f64 =
+            sum_exp_shift::<true>(x, c, out, n, next)
 );
 
-/// Safe slice form of [`kiln_sum_exp_shift_f64`]: Σ e^(x_i - c).
-pub fn sum_exp_shift_f64(x: &[f64], c: f64) -> f64 {
-    // SAFETY: the slice holds `x.len()` readable values.
-    unsafe { kiln_sum_exp_shift_f64(x.as_ptr(), c, x.len()) }
+/// The address of `next`'s values, or null.
+fn hint(next: Option<&[f64]>) -> *const f64 {
+    next.map_or(ptr::null(), <[f64]>::as_ptr)
+}
+
+/// Safe slice form of [`kiln_sum_exp_shift_f64`]: Σ e^(x_i - c), with
+/// `next` the row to prefetch meanwhile (if any).
+pub fn sum_exp_shift_f64(x: &[f64], c: f64, next: Option<&[f64]>) -> f64 {
+    // SAFETY: the slice holds `x.len()` readable values; `next` is a hint.
+    unsafe { kiln_sum_exp_shift_f64(x.as_ptr(), c, x.len(), hint(next)) }
 }
 
 /// Safe slice form of [`kiln_exp_shift_store_f64`]: `out = e^(x - c)`, and
-/// its sum.
+/// its sum; `next` as in [`sum_exp_shift_f64`].
 ///
 /// # Panics
 /// If `out` is shorter than `x`.
-pub fn exp_shift_store_f64(x: &[f64], c: f64, out: &mut [f64]) -> f64 {
+pub fn exp_shift_store_f64(x: &[f64], c: f64, out: &mut [f64], next: Option<&[f64]>) -> f64 {
     assert!(
         out.len() >= x.len(),
         "exp_shift_store_f64: output too short"
     );
     // SAFETY: `x` holds `x.len()` readable values and `out` at least as many
-    // writable ones; two slices (one shared, one exclusive) never overlap.
-    unsafe { kiln_exp_shift_store_f64(x.as_ptr(), c, out.as_mut_ptr(), x.len()) }
+    // writable ones; two slices (one shared, one exclusive) never overlap;
+    // `next` is a hint.
+    unsafe { kiln_exp_shift_store_f64(x.as_ptr(), c, out.as_mut_ptr(), x.len(), hint(next)) }
 }
 
 /// Safe slice form of [`kiln_max_f64`] (`max`) / [`kiln_min_f64`].
@@ -221,7 +247,8 @@ pub fn extreme_f64(x: &[f64], max: bool) -> f64 {
 }
 
 /// The map-reduce entry points as (symbol name, address); C signatures
-/// `double(const double* x, double c, size_t n)` for the shifted exp sum,
+/// `double(const double* x, double c, size_t n, const double* next)` for
+/// the shifted exp sum,
 /// `double(const double* x, size_t n)` for max / min.
 pub fn fold_symbols() -> Vec<(&'static str, *const u8)> {
     vec![
@@ -251,7 +278,10 @@ mod tests {
         let x = inputs();
         for n in [0, 1, 5, 31, 32, 33, 100, x.len()] {
             for c in [0.0, 1.5, -2.0] {
-                let s = sum_exp_shift_f64(&x[..n], c);
+                let s = sum_exp_shift_f64(&x[..n], c, None);
+                // The prefetch hint changes nothing but timing.
+                let hinted = sum_exp_shift_f64(&x[..n], c, Some(&x));
+                assert_eq!(s.to_bits(), hinted.to_bits(), "n={n} c={c}");
                 let terms: Vec<f64> = x[..n].iter().map(|&v| v - c).collect();
                 let mut e = vec![0.0; n];
                 super::super::exp_f64(&terms, &mut e);
@@ -270,10 +300,10 @@ mod tests {
         let x = inputs();
         for n in [0, 1, 5, 16, 31, 33, x.len()] {
             let mut out = vec![f64::NAN; n];
-            let s = exp_shift_store_f64(&x[..n], 1.25, &mut out);
+            let s = exp_shift_store_f64(&x[..n], 1.25, &mut out, Some(&x));
             assert_eq!(
                 s.to_bits(),
-                sum_exp_shift_f64(&x[..n], 1.25).to_bits(),
+                sum_exp_shift_f64(&x[..n], 1.25, None).to_bits(),
                 "n={n}"
             );
             let terms: Vec<f64> = x[..n].iter().map(|&v| v - 1.25).collect();
@@ -285,13 +315,16 @@ mod tests {
 
     #[test]
     fn special_values() {
-        assert_eq!(sum_exp_shift_f64(&[], 0.0), 0.0);
-        assert!(sum_exp_shift_f64(&[1.0, f64::NAN, 2.0], 0.0).is_nan());
-        assert!(sum_exp_shift_f64(&[1.0, 2.0], f64::NAN).is_nan());
-        assert_eq!(sum_exp_shift_f64(&[1.0, f64::INFINITY], 0.0), f64::INFINITY);
-        assert_eq!(sum_exp_shift_f64(&[f64::NEG_INFINITY; 40], 0.0), 0.0);
+        assert_eq!(sum_exp_shift_f64(&[], 0.0, None), 0.0);
+        assert!(sum_exp_shift_f64(&[1.0, f64::NAN, 2.0], 0.0, None).is_nan());
+        assert!(sum_exp_shift_f64(&[1.0, 2.0], f64::NAN, None).is_nan());
+        assert_eq!(
+            sum_exp_shift_f64(&[1.0, f64::INFINITY], 0.0, None),
+            f64::INFINITY
+        );
+        assert_eq!(sum_exp_shift_f64(&[f64::NEG_INFINITY; 40], 0.0, None), 0.0);
         // All shifted values -inf - -inf: NaN, as exp(NaN).
-        assert!(sum_exp_shift_f64(&[f64::NEG_INFINITY], f64::NEG_INFINITY).is_nan());
+        assert!(sum_exp_shift_f64(&[f64::NEG_INFINITY], f64::NEG_INFINITY, None).is_nan());
     }
 
     #[test]
@@ -320,19 +353,19 @@ mod tests {
         let x = inputs();
         for n in [7, 64, 99, x.len()] {
             // SAFETY: x holds at least n values.
-            let base = unsafe { sum_exp_shift_base(x.as_ptr(), 0.7, n) };
+            let base = unsafe { sum_exp_shift_base(x.as_ptr(), 0.7, n, ptr::null()) };
             #[cfg(target_arch = "x86_64")]
             {
                 if isa() == Isa::Avx512 {
                     // SAFETY: features detected; x holds n values.
-                    let v = unsafe { sum_exp_shift_avx512(x.as_ptr(), 0.7, n) };
+                    let v = unsafe { sum_exp_shift_avx512(x.as_ptr(), 0.7, n, ptr::null()) };
                     assert_eq!(v.to_bits(), base.to_bits());
                 }
                 if std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
                 {
                     // SAFETY: features detected; x holds n values.
-                    let v = unsafe { sum_exp_shift_avx2(x.as_ptr(), 0.7, n) };
+                    let v = unsafe { sum_exp_shift_avx2(x.as_ptr(), 0.7, n, ptr::null()) };
                     assert_eq!(v.to_bits(), base.to_bits());
                 }
             }

@@ -50,7 +50,8 @@ use crate::graph::DType;
 use crate::linker::accum::{acc_dtype, column_symbol, Modes};
 use crate::ops::{CRef, Composite, ReduceOp};
 
-/// The runtime's map-reduce kernel `double(const double* x, double c, size_t n)`.
+/// The runtime's map-reduce kernel `double(const double* x, double c, size_t
+/// n, const double* next)`.
 const SUM_EXP_SHIFT: &str = "kiln_sum_exp_shift_f64";
 /// The runtime's dot product `double(const double* x, const double* y, size_t n)`.
 const DOT: &str = "kiln_dot_f64";
@@ -178,9 +179,11 @@ impl RowKernel {
     /// and its result type.
     fn symbol(self, ptr: Type) -> (&'static str, Vec<Type>, Type) {
         match self {
-            RowKernel::SumExpShift { .. } => {
-                (SUM_EXP_SHIFT, vec![ptr, types::F64, types::I64], types::F64)
-            }
+            RowKernel::SumExpShift { .. } => (
+                SUM_EXP_SHIFT,
+                vec![ptr, types::F64, types::I64, ptr],
+                types::F64,
+            ),
             RowKernel::Dot { .. } => (DOT, vec![ptr, ptr, types::I64], types::F64),
             RowKernel::Count { symbol, .. } => {
                 (symbol, vec![ptr, types::I64, types::I32], types::I64)
@@ -364,8 +367,11 @@ impl Fused<'_> {
                     Shift::Const(v) => b.ins().f64const(v),
                     Shift::Input(l) => b.ins().load(types::F64, sl::OPERAND, self.ptrs[l], 0),
                 };
+                // No next row to prefetch: the driver hands rows one by one.
+                let ptr_ty = b.func.dfg.value_type(self.ptrs[x]);
+                let no_next = b.ins().iconst(ptr_ty, 0);
                 b.ins()
-                    .call(callees[SUM_EXP_SHIFT], &[self.ptrs[x], c, self.n])
+                    .call(callees[SUM_EXP_SHIFT], &[self.ptrs[x], c, self.n, no_next])
             }
             RowKernel::Dot { x, y } => b
                 .ins()

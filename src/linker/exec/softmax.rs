@@ -33,8 +33,10 @@ use crate::graph::DType;
 use crate::linker::plan::step::{LanePass, SoftmaxStep};
 
 /// Computes `pass` over one contiguous lane `x` into `out`: `n` values, or
-/// one for `LogSumExp` (`n = 0` only for `LogSumExp`: `-inf`).
-fn lane(x: &[f64], out: &mut [f64], pass: LanePass) {
+/// one for `LogSumExp` (`n = 0` only for `LogSumExp`: `-inf`). `next` is
+/// the lane computed after this one, if any, prefetched during the exp pass
+/// so that its max pass does not wait on memory.
+fn lane(x: &[f64], out: &mut [f64], pass: LanePass, next: Option<&[f64]>) {
     let m = extreme_f64(x, true);
     if pass == LanePass::LogSumExp {
         // An infinite maximum is the value: `+inf`, or `-inf` when every
@@ -42,7 +44,7 @@ fn lane(x: &[f64], out: &mut [f64], pass: LanePass) {
         out[0] = if m.is_infinite() {
             m
         } else {
-            sum_exp_shift_f64(x, m).ln() + m
+            sum_exp_shift_f64(x, m, next).ln() + m
         };
         return;
     }
@@ -56,13 +58,13 @@ fn lane(x: &[f64], out: &mut [f64], pass: LanePass) {
         return;
     }
     if log {
-        let ls = sum_exp_shift_f64(x, m).ln();
+        let ls = sum_exp_shift_f64(x, m, next).ln();
         for (o, &v) in out.iter_mut().zip(x) {
             *o = (v - m) - ls;
         }
     } else {
         // The exps and their sum in one pass.
-        let s = exp_shift_store_f64(x, m, out);
+        let s = exp_shift_store_f64(x, m, out, next);
         // One division, then products: within 1.5 ULP of `e / s`, inside
         // the softmax's accuracy contract, and several times cheaper.
         let r = 1.0 / s;
@@ -128,7 +130,9 @@ impl Exec<'_> {
                 // `total`, and writes only its `out_len` elements at
                 // `ob + k·inner`: below `total` for softmax, `l < lanes` for
                 // logsumexp. Distinct lanes (running on different threads)
-                // write disjoint elements of `out`.
+                // write disjoint elements of `out`. The next lane's slice
+                // (inner == 1 here, so lane l + 1 < e is the next n
+                // elements, below `total`) is only a prefetch hint.
                 unsafe {
                     match (dtype, &mut scratch) {
                         (DType::F64, None) => {
@@ -139,14 +143,19 @@ impl Exec<'_> {
                             };
                             let ol =
                                 std::slice::from_raw_parts_mut((po as *mut f64).add(ob), out_len);
-                            lane(xl, ol, pass);
+                            // The next lane of this chunk: the next n
+                            // elements (lanes along the innermost axis).
+                            let next = (l + 1 < e && n > 0).then(|| {
+                                std::slice::from_raw_parts((px as *const f64).add(base + n), n)
+                            });
+                            lane(xl, ol, pass, next);
                         }
                         (DType::F64, Some((xs, os))) => {
                             let (xp, op) = (px as *const f64, po as *mut f64);
                             for (k, v) in xs.iter_mut().enumerate() {
                                 *v = *xp.add(base + k * inner);
                             }
-                            lane(xs, os, pass);
+                            lane(xs, os, pass, None);
                             for (k, &v) in os.iter().enumerate() {
                                 *op.add(ob + k * inner) = v;
                             }
@@ -156,7 +165,7 @@ impl Exec<'_> {
                             for (k, v) in xs.iter_mut().enumerate() {
                                 *v = f64::from(*xp.add(base + k * inner));
                             }
-                            lane(xs, os, pass);
+                            lane(xs, os, pass, None);
                             for (k, &v) in os.iter().enumerate() {
                                 *op.add(ob + k * inner) = v as f32;
                             }
