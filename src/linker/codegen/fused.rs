@@ -86,9 +86,10 @@ enum RowKernel {
 }
 
 impl RowKernel {
-    /// Recognises `op` over `prog` as one of the row kernels: a `Sum`, every
-    /// value `f64`, and exactly the nodes `sub(x, c)` (or none) and `exp`,
-    /// or one `mul(x, y)` / `sqr(x)` of inputs.
+    /// Recognises `op` over `prog` as one of the row kernels: a class count
+    /// ([`RowKernel::detect_count`]), or a `Sum`, every value `f64`, and
+    /// exactly the nodes `sub(x, c)` (or none) and `exp`, or one `mul(x, y)`
+    /// / `sqr(x)` of inputs.
     fn detect(op: ReduceOp, prog: &Composite) -> Option<RowKernel> {
         use crate::ops::ScalarOp;
         if let Some(count) = Self::detect_count(op, prog) {
