@@ -9,6 +9,9 @@
 //!   `exp` and `powf` element by element.
 //! - group `exp_stream`: 10^6 elements from memory, one call over the whole
 //!   range against 256-element block calls (the JIT's block-wise path).
+//! - group `reduction_passes`: 64 × 64 values in cache through the column
+//!   sum (row by row and all rows in one call), the finite count and the
+//!   row sum.
 //!
 //! `cargo bench -p kiln-runtime --bench math`; to compare a change, save a
 //! baseline before it (`-- --save-baseline before`) and compare after it
@@ -105,5 +108,32 @@ fn exp_stream(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, in_cache, exp_stream);
+/// The reduction passes of `rowcol` in cache, where a variant that LLVM
+/// vectorised across groups with gathers shows at once (it happened to the
+/// first multi-row column pass and the first count under AVX-512: five to
+/// ten times slower than the AVX2 variant; compare with `KILN_ISA=avx2`).
+fn reduction_passes(c: &mut Criterion) {
+    let (rows, cols) = (64, 64);
+    let x = points(rows * cols, false);
+    let mut acc = vec![0.0; cols];
+    let mut g = c.benchmark_group("reduction_passes");
+    g.throughput(Throughput::Elements((rows * cols) as u64));
+    g.bench_function("column_sum_by_row", |b| {
+        b.iter(|| {
+            for row in black_box(&x).chunks_exact(cols) {
+                m::column_sum_f64(&mut acc, row);
+            }
+        })
+    });
+    g.bench_function("column_sum_all_rows", |b| {
+        b.iter(|| m::column_sum_f64(&mut acc, black_box(&x)))
+    });
+    g.bench_function("count_finite", |b| {
+        b.iter(|| m::count_finite_f64(black_box(&x)))
+    });
+    g.bench_function("row_sum", |b| b.iter(|| m::sum_f64(black_box(&x))));
+    g.finish();
+}
+
+criterion_group!(benches, in_cache, exp_stream, reduction_passes);
 criterion_main!(benches);

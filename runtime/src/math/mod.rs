@@ -47,7 +47,9 @@ pub use fold::{
     exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
     kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,
 };
-pub use rowcol::{dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64};
+pub use rowcol::{
+    column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64,
+};
 
 /// The group map of a unary table entry: `lanes k` maps the scalar kernel
 /// `k` lane by lane ([`dispatch::map_lanes`]); `staged k` calls `k` on the

@@ -391,6 +391,23 @@ pub fn sum_f64(x: &[f64]) -> f64 {
     unsafe { kiln_sum_f64(x.as_ptr(), x.len()) }
 }
 
+/// Safe slice form of [`kiln_column_sum_f64`]: `acc[j] += x[r·acc.len() + j]`
+/// for every whole row `r` of `x` (rows of `acc.len()` values, in order).
+pub fn column_sum_f64(acc: &mut [f64], x: &[f64]) {
+    let n = acc.len();
+    let rows = x.len().checked_div(n).unwrap_or(0);
+    // SAFETY: `rows` rows of `n` values, `n` apart, lie inside `x`; `acc`
+    // holds `n` writable values and, being exclusive, overlaps no row.
+    unsafe { kiln_column_sum_f64(acc.as_mut_ptr(), x.as_ptr(), n, rows, n as isize) }
+}
+
+/// Safe slice form of [`kiln_count_finite_f64`]: the number of finite
+/// values in `x` (counted in full).
+pub fn count_finite_f64(x: &[f64]) -> u64 {
+    // SAFETY: the slice holds `x.len()` readable values.
+    unsafe { kiln_count_finite_f64(x.as_ptr(), x.len(), 0) }
+}
+
 /// Safe slice form of [`kiln_dot_f64`] over the common length of `x` and `y`.
 pub fn dot_f64(x: &[f64], y: &[f64]) -> f64 {
     let n = x.len().min(y.len());
@@ -568,6 +585,17 @@ mod tests {
             assert_eq!(kiln_count_nan_f64(x.as_ptr(), 5000, 2), 1);
             assert_eq!(kiln_count_nan_f64(x.as_ptr(), 5000, 0), 2);
         }
+    }
+
+    #[test]
+    fn safe_forms_take_whole_rows() {
+        let x: Vec<f64> = (0..7).map(f64::from).collect();
+        let mut acc = [0.5, 1.0, 1.5];
+        // Two whole rows of three; the seventh value is left out.
+        column_sum_f64(&mut acc, &x);
+        assert_eq!(acc, [3.5, 6.0, 8.5]);
+        column_sum_f64(&mut [], &x);
+        assert_eq!(count_finite_f64(&[1.0, f64::NAN, f64::INFINITY, -0.0]), 2);
     }
 
     #[test]
