@@ -391,7 +391,7 @@ pub fn sum_f64(x: &[f64]) -> f64 {
     unsafe { kiln_sum_f64(x.as_ptr(), x.len()) }
 }
 
-/// Safe slice form of [`kiln_column_sum_f64`]: `acc[j] += x[r·acc.len() + j]`
+/// Safe slice form of `kiln_column_sum_f64`: `acc[j] += x[r·acc.len() + j]`
 /// for every whole row `r` of `x` (rows of `acc.len()` values, in order).
 pub fn column_sum_f64(acc: &mut [f64], x: &[f64]) {
     let n = acc.len();
@@ -401,7 +401,7 @@ pub fn column_sum_f64(acc: &mut [f64], x: &[f64]) {
     unsafe { kiln_column_sum_f64(acc.as_mut_ptr(), x.as_ptr(), n, rows, n as isize) }
 }
 
-/// Safe slice form of [`kiln_count_finite_f64`]: the number of finite
+/// Safe slice form of `kiln_count_finite_f64`: the number of finite
 /// values in `x` (counted in full).
 pub fn count_finite_f64(x: &[f64]) -> u64 {
     // SAFETY: the slice holds `x.len()` readable values.
