@@ -11,7 +11,9 @@
 //!   output is `(outer, inner)` in standard layout: lane `l`'s value is its
 //!   element `l`).
 //!
-//! Lanes along the innermost axis are read in place; other lanes are
+//! Lanes along the innermost axis are read in place, and the exp pass of
+//! each asks the cache for the next lane of its chunk, so that the next max
+//! pass does not wait on memory (a hint: the same bits); other lanes are
 //! gathered into a scratch row first (and softmax lanes scattered back).
 //! `f32` lanes are computed in `f64` and rounded once, as the reference
 //! does. Lanes are spread over kiln's threads (`parallel_for`) once they
