@@ -29,9 +29,9 @@ import sys
 
 # OpenBLAS's worker threads (numpy's dot) spin for about 2^28 cycles after
 # each call before they sleep; on a 2-core host that spin took a core from
-# whichever system ran next in the interleaved rounds (kiln's sum(x * y)
-# measured 2.0-2.5 ms right after np.dot and 0.7-0.9 ms with the shortest
-# spin, BENCHMARKS.md, nineteenth session). The shortest spin (2^4 cycles)
+# whichever system ran next in the interleaved rounds (kiln's dot on 4e6
+# measured 1.2-2.6 ms in the blocks right after np.dot and 0.70-0.96 ms with
+# the shortest spin, BENCHMARKS.md, nineteenth session). The shortest spin (2^4 cycles)
 # must be set before numpy loads OpenBLAS; np.dot itself was as fast.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
