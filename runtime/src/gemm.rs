@@ -50,6 +50,7 @@ pub unsafe extern "C" fn kiln_gemm_f64(
             (b, rsb, csb),
             beta,
             (c, rsc, csc),
+            false,
         )
     }
 }
@@ -58,7 +59,8 @@ pub unsafe extern "C" fn kiln_gemm_f64(
 pub const PARALLEL_FLOPS: usize = 1 << 22;
 
 /// The body of [`kiln_gemm_f64`] / [`kiln_gemm_f32`] for `T` = f64 or f32:
-/// operands are (pointer, row stride, column stride) in elements.
+/// operands are (pointer, row stride, column stride) in elements; with
+/// `serial` the product runs on the calling thread whatever its size.
 ///
 /// The `gemm` crate computes dst = alpha·dst + beta·lhs·rhs with strides
 /// given column first, reads dst only when `read_dst`, and for k == 0
@@ -78,6 +80,7 @@ unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
     (b, rsb, csb): (*const T, isize, isize),
     beta: T,
     (c, rsc, csc): (*mut T, isize, isize),
+    serial: bool,
 ) {
     if m == 0 || n == 0 {
         return;
@@ -123,7 +126,7 @@ unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
     // of a batched product spread over threads): threading this product
     // too would only oversubscribe the workers.
     let on_worker = rayon::current_thread_index().is_some();
-    if m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS && !on_worker {
+    if m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS && !on_worker && !serial {
         crate::parallel::in_pool(&run);
     } else {
         run(1);
@@ -163,8 +166,50 @@ pub unsafe extern "C" fn kiln_gemm_f32(
             (b, rsb, csb),
             beta,
             (c, rsc, csc),
+            false,
         )
     }
+}
+
+/// [`kiln_gemm_f64`] on the calling thread only, whatever the product's
+/// size: for a caller that splits a product into row blocks and hands the
+/// blocks to threads itself (the executor's GEMM epilogues). A block's
+/// result depends on its own m, k and n only, like any product's.
+///
+/// # Safety
+/// As for [`kiln_gemm_f64`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn serial_gemm_f64(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f64,
+    a: (*const f64, isize, isize),
+    b: (*const f64, isize, isize),
+    beta: f64,
+    c: (*mut f64, isize, isize),
+) {
+    // SAFETY: the caller's contract is `strided_gemm`'s.
+    unsafe { strided_gemm(m, k, n, alpha, a, b, beta, c, true) }
+}
+
+/// f32 version of [`serial_gemm_f64`].
+///
+/// # Safety
+/// As for [`kiln_gemm_f64`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn serial_gemm_f32(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: (*const f32, isize, isize),
+    b: (*const f32, isize, isize),
+    beta: f32,
+    c: (*mut f32, isize, isize),
+) {
+    // SAFETY: the caller's contract is `strided_gemm`'s.
+    unsafe { strided_gemm(m, k, n, alpha, a, b, beta, c, true) }
 }
 
 /// Safe row-major form: `c (m×n) = alpha·a (m×k)·b (k×n) + beta·c`.

@@ -70,9 +70,17 @@ pub fn set_num_threads(n: usize) {
 /// call after the first (the default is the core count at first use).
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        0 => available_cores(),
         n => n,
     }
+}
+
+/// The number of cores available to the process (asked of the operating
+/// system once, at first use): the default of [`num_threads`], whatever
+/// [`set_num_threads`] says. Work split by a machine constant (the GEMM
+/// epilogues' row blocks) gives the same results at every thread count.
+pub fn available_cores() -> usize {
+    *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The pool for `threads` workers, rebuilt when the count changed; `None`

@@ -202,6 +202,10 @@ pub struct BenchArgs {
     /// Threads for kernels (0: one per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Run each matrix product and its element-wise reader as two passes
+    /// (no GEMM epilogue), to measure what the epilogue saves.
+    #[arg(long)]
+    pub no_epilogues: bool,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::{build, declare_all, parse_mode, split_list, BenchArgs, CliError, CliResult};
 use crate::graph::{DType, FunctionGraph, Value};
-use crate::linker::{self, Arg, CompileOptions};
+use crate::linker::{self, Arg, CodegenOptions, CompileOptions};
 use crate::rewrites::rewrite_graph;
 use crate::rewriting::Mode;
 use crate::tensor::tensor;
@@ -131,12 +131,20 @@ pub const COMPILE_SAMPLES: usize = 5;
 /// Compiles `case` under `mode` [`COMPILE_SAMPLES`] times (as
 /// `kiln::function` does, without the compile cache) and times `runs` calls
 /// of the last compile after one profiled warm-up call, each followed by a
-/// timed `call_into` on the warm-up call's results.
-pub fn measure(case: &Case, mode_name: &str, mode: &Mode, runs: usize) -> CliResult<Row> {
+/// timed `call_into` on the warm-up call's results. `codegen` holds the
+/// linker's options (e.g. GEMM epilogues off).
+pub fn measure(
+    case: &Case,
+    mode_name: &str,
+    mode: &Mode,
+    runs: usize,
+    codegen: CodegenOptions,
+) -> CliResult<Row> {
     let fail = |e: crate::Error| CliError::usage(format!("{} under {mode_name}: {e}", case.name));
     let nodes_before = case.graph.n_nodes();
     let opts = CompileOptions {
         no_cache: true,
+        codegen,
         ..Default::default()
     };
     let (mut rewrites, mut codegens, mut compiles) = (Vec::new(), Vec::new(), Vec::new());
@@ -440,7 +448,11 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
             if !a.quiet {
                 eprint!("[{done}/{total}] {} {name} ... ", case.name);
             }
-            let row = measure(case, name, mode, runs)?;
+            let codegen = CodegenOptions {
+                epilogues: !a.no_epilogues,
+                ..Default::default()
+            };
+            let row = measure(case, name, mode, runs, codegen)?;
             if !a.quiet {
                 eprintln!(
                     "compile {:.1} ms, run {:.3} ms, run_into {:.3} ms",
@@ -501,7 +513,16 @@ mod tests {
         assert!(arrays.iter().all(|a| *a == arrays[0]));
         let rows: Vec<Row> = cases
             .iter()
-            .map(|c| measure(c, "fast_run", &parse_mode("fast_run").unwrap(), 1).unwrap())
+            .map(|c| {
+                measure(
+                    c,
+                    "fast_run",
+                    &parse_mode("fast_run").unwrap(),
+                    1,
+                    Default::default(),
+                )
+                .unwrap()
+            })
             .collect();
         assert!(rows.iter().all(|r| r.nodes_after == 1), "{rows:?}");
     }
@@ -510,7 +531,7 @@ mod tests {
     fn measures_an_expression_in_every_mode() {
         let case = expr_case("exp(x) * 2 + y", &["x=f64[100]".into(), "y=f64[1]".into()]).unwrap();
         for m in ["none", "fast_run", "fast_run-fusion"] {
-            let r = measure(&case, m, &parse_mode(m).unwrap(), 2).unwrap();
+            let r = measure(&case, m, &parse_mode(m).unwrap(), 2, Default::default()).unwrap();
             assert_eq!(r.nodes_before, 3);
             assert!(r.peak_bytes >= 800, "{r:?}");
             assert!(r.compile_ms >= r.rewrite_ms);

@@ -1,7 +1,8 @@
 //! Compilation of a FunctionGraph into a [`Plan`] and its JIT code, in
 //! processing order: schedule and slot numbering (`plan::schedule`),
 //! lowering of every node by its op family (`lower`, generating kernels
-//! through `codegen`), the memory plan (`plan::memory`), then code
+//! through `codegen`), the merging of products with their epilogues
+//! (`plan::epilogue`), the memory plan (`plan::memory`), then code
 //! generation and linking of the module (`codegen::jit`).
 //!
 //! Every node of the supported op set is lowered to a JIT kernel, a view,
@@ -16,6 +17,7 @@ use super::accum::Modes;
 use super::codegen::jit::{CodegenOptions, JitBuilder, JitCode};
 use super::lower::ctx::{LowerCx, NodeSlots};
 use super::lower::lower_node;
+use super::plan::epilogue::{fuse_epilogues, Steps};
 use super::plan::memory::Sharing;
 use super::plan::schedule::{number_slots, schedule};
 use super::plan::{Lowering, Plan, Slot};
@@ -80,6 +82,13 @@ pub fn compile_plan(
     let (n_kernels, reduce_kernels) = cx.kernel_stats();
     drop(cx);
     let outputs: Vec<Slot> = fg.outputs().iter().map(|v| slots.map[v]).collect();
+    // The profile lists every node, also those merged into one step.
+    let nodes = steps.iter().map(|(_, n, l)| (n.clone(), *l)).collect();
+    let mut program = Steps { steps, uses, defs };
+    if opts.epilogues {
+        program = fuse_epilogues(program, &outputs, &|s| sharing.overwrites(s));
+    }
+    let Steps { steps, uses, defs } = program;
     let output_dtypes: Vec<DType> = fg.outputs().iter().map(|&o| fg.ty(o).dtype).collect();
     // Node outputs are numbered last (see `plan::schedule::number_slots`).
     let n_node_outputs: usize = order.iter().map(|&n| fg.node(n).outputs.len()).sum();
@@ -95,7 +104,6 @@ pub fn compile_plan(
         .iter()
         .map(|&v| (fg.ty(v).clone(), fg.var(v).name.clone()))
         .collect();
-    let nodes = steps.iter().map(|(_, n, l)| (n.clone(), *l)).collect();
     let t1 = Instant::now();
     let code = jb.finish()?;
     let codegen = t1.elapsed();

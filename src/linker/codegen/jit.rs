@@ -61,6 +61,11 @@ pub struct CodegenOptions {
     /// into multiplications: `i // 3 + i % 4` on 4e6 i64 6.8-9.1 against
     /// 18.5 ms), so kernels that divide integers always get it.
     pub optimize: bool,
+    /// Merge each float matrix product into the one element-wise step that
+    /// reads it, which then maps the product block by block of rows while
+    /// each block is in cache (`plan::epilogue`; on by default, off to
+    /// measure its effect).
+    pub epilogues: bool,
 }
 
 /// Which of Cranelift's register allocators generates a module's code.
@@ -99,6 +104,7 @@ impl Default for CodegenOptions {
             verify: cfg!(debug_assertions),
             tiering: Tiering::Tiered,
             optimize: false,
+            epilogues: true,
         }
     }
 }

@@ -27,24 +27,23 @@ use crate::linker::plan::Slot;
 impl Exec<'_> {
     /// Runs a `Dot` step.
     pub(super) fn dot_step(&mut self, name: &str, step: &DotStep) -> Result<()> {
-        let DotStep {
-            a,
-            b,
-            casts,
-            output,
-            dtype,
-        } = step;
-        let mut a = self.get(*a);
-        let mut b = self.get(*b);
-        if let Some(c) = casts[0] {
-            a = self.cast(name, &a, c, *dtype)?;
-        }
-        if let Some(c) = casts[1] {
-            b = self.cast(name, &b, c, *dtype)?;
-        }
-        let res = self.dot(name, &a, &b, *dtype, *output)?;
-        self.slots[*output] = Some(res);
+        let (a, b) = self.dot_operands(name, step)?;
+        let res = self.dot(name, &a, &b, step.dtype, step.output)?;
+        self.slots[step.output] = Some(res);
         Ok(())
+    }
+
+    /// The operands of a `Dot` step, cast to its dtype.
+    pub(super) fn dot_operands(&mut self, name: &str, step: &DotStep) -> Result<(Arr, Arr)> {
+        let mut a = self.get(step.a);
+        let mut b = self.get(step.b);
+        if let Some(c) = step.casts[0] {
+            a = self.cast(name, &a, c, step.dtype)?;
+        }
+        if let Some(c) = step.casts[1] {
+            b = self.cast(name, &b, c, step.dtype)?;
+        }
+        Ok((a, b))
     }
 
     /// Runs a `BatchedDot` step.
@@ -109,7 +108,14 @@ impl Exec<'_> {
     }
 
     /// `a · b` into a new array for slot `output` (see [`Exec::alloc_slot`]).
-    fn dot(&mut self, name: &str, a: &Arr, b: &Arr, dtype: DType, output: Slot) -> Result<Arr> {
+    pub(super) fn dot(
+        &mut self,
+        name: &str,
+        a: &Arr,
+        b: &Arr,
+        dtype: DType,
+        output: Slot,
+    ) -> Result<Arr> {
         let MatMul {
             m,
             k,
@@ -385,20 +391,26 @@ unsafe fn inner_product(x: *const f64, y: *const f64, k: usize, threshold: usize
 /// The matrix view of `dot(a, b)` for 1-d and 2-d operands: sizes, element
 /// strides (a 1-d left operand is one row, a 1-d right operand one column)
 /// and the numpy output shape.
-struct MatMul {
-    m: usize,
-    k: usize,
-    n: usize,
-    rsa: isize,
-    csa: isize,
-    rsb: isize,
-    csb: isize,
-    out_shape: Vec<usize>,
+pub(super) struct MatMul {
+    /// Rows of the product.
+    pub m: usize,
+    /// The inner (summed) dimension.
+    pub k: usize,
+    /// Columns of the product.
+    pub n: usize,
+    /// `a`'s row and column strides, in elements.
+    pub rsa: isize,
+    pub csa: isize,
+    /// `b`'s row and column strides, in elements.
+    pub rsb: isize,
+    pub csb: isize,
+    /// The product's shape (numpy's, without the unit dimensions of 1-d operands).
+    pub out_shape: Vec<usize>,
 }
 
 impl MatMul {
     /// Checks that `a` and `b` are aligned (error of node `name` otherwise).
-    fn new(name: &str, a: &Arr, b: &Arr) -> Result<MatMul> {
+    pub(super) fn new(name: &str, a: &Arr, b: &Arr) -> Result<MatMul> {
         let (sa, sb) = (&a.shape, &b.shape);
         let ka = sa[sa.len() - 1];
         let kb = sb[0];

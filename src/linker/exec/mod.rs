@@ -1,8 +1,9 @@
 //! Execution of a plan for one call: the call's state (`state`), kernel
 //! drivers (`drive`), copies (`copy`), run-time broadcasting (`broadcast`),
 //! and one executor per op family (`elemwise`, `reduce`, `gemm`, `shape`,
-//! `custom`); [`Exec::run`] runs the steps in order and [`Exec`]'s `step`
-//! is the one `match` over [`Step`] that picks the family.
+//! `custom`, ...; `epilogue` runs a product with its element-wise
+//! reader); [`Exec::run`] runs the steps in order and [`Exec`]'s `step` is
+//! the one `match` over [`Step`] that picks the family.
 //!
 //! Invariant: an element-wise or Gemm step writes an output into an input's
 //! buffer exactly when the node's `destroy_map` says so, and allocates every
@@ -17,6 +18,7 @@ pub mod cumulative;
 pub mod custom;
 pub mod drive;
 pub mod elemwise;
+pub mod epilogue;
 pub mod gemm;
 pub mod indexing;
 pub mod reduce;
@@ -87,6 +89,7 @@ impl Exec<'_> {
             Step::Softmax(s) => self.softmax(name, s),
             Step::CumReduce(s) => self.cumulative(name, s),
             Step::Dot(s) => self.dot_step(name, s),
+            Step::DotEpilogue(s) => self.dot_epilogue(name, s),
             Step::BatchedDot(s) => self.batched_dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Subtensor(s) => self.subtensor(name, s),

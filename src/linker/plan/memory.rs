@@ -56,6 +56,12 @@ impl Sharing {
         }
     }
 
+    /// Whether the node defining `slot` writes it into an earlier slot's
+    /// buffer (its `destroy_map` names it).
+    pub fn overwrites(&self, slot: Slot) -> bool {
+        self.destroys.iter().any(|&(o, _)| o == slot)
+    }
+
     /// The memory plan of `n_slots` slots (node outputs from
     /// `first_node_slot` on) for steps reading `uses[k]` and writing
     /// `defs[k]`, with graph outputs `outputs`.

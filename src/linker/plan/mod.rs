@@ -2,7 +2,8 @@
 //! independent of the graph's ids so that structurally identical graphs
 //! share a plan. `schedule` orders the nodes and numbers the slots,
 //! `step` describes what each step does (one variant per op family, built
-//! by `lower`, run by `exec`), `memory` decides which slots share a buffer,
+//! by `lower`, run by `exec`), `epilogue` merges a matrix product into the
+//! one element-wise step that reads it, `memory` decides which slots share a buffer,
 //! when buffers are released and where `call_into` may write.
 //!
 //! Slots: the graph inputs first (in order), then constants, then node
@@ -30,6 +31,7 @@
 //! view): such an output is the whole of its root's buffer, so the step
 //! allocating the root may place it in the caller's array instead.
 
+pub mod epilogue;
 pub mod memory;
 pub mod schedule;
 pub mod step;

@@ -41,6 +41,9 @@ pub enum Step {
     CumReduce(CumReduceStep),
     /// Matrix product.
     Dot(DotStep),
+    /// A matrix product and the one element-wise step that reads it, run
+    /// block by block of the product's rows (see `plan::epilogue`).
+    DotEpilogue(DotEpilogueStep),
     /// Stacks of matrix products (`Op::BatchedDot`).
     BatchedDot(BatchedDotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -245,6 +248,20 @@ pub struct DotStep {
     pub output: Slot,
     /// Output dtype.
     pub dtype: DType,
+}
+
+/// A `Dot` whose result only one element-wise step reads (its *epilogue*,
+/// e.g. `tanh(A @ W + b)`): the executor computes each block of the
+/// product's rows and maps it by the epilogue's kernel while it is still
+/// in cache, instead of a second pass over the whole product. The two
+/// steps keep their own descriptions; the product's slot is the
+/// epilogue's input as before.
+#[derive(Debug, Clone)]
+pub struct DotEpilogueStep {
+    /// The product.
+    pub dot: DotStep,
+    /// The element-wise step reading the product's slot.
+    pub elemwise: ElemwiseStep,
 }
 
 /// Stacks of matrix products (`Op::BatchedDot`): one GEMM per batch (or
