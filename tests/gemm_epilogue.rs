@@ -120,8 +120,9 @@ const MLP: &str = "tanh(A @ W + b)";
 
 #[test]
 fn a_product_and_its_elementwise_reader_run_as_one_step() {
-    // 131·257·129 is above the runtime GEMM's threading threshold: the
-    // blocks go to threads. 7·5·3 runs inline; empty m, n and k too.
+    // A product of more than 16 MB runs in blocks of rows (2100 rows:
+    // four blocks of 512 and one of 52, see below); smaller ones run whole
+    // (131·257·129 threaded by the GEMM, 7·5·3 inline); empty m, n, k too.
     let sizes = [
         (131, 257, 129),
         (64, 300, 200),
@@ -134,7 +135,8 @@ fn a_product_and_its_elementwise_reader_run_as_one_step() {
     for dtype in [F64, F32] {
         let tol = if dtype == F64 { 1e-13 } else { 2e-5 };
         let f = compile(MLP, dtype, true);
-        for (i, &size) in sizes.iter().enumerate() {
+        let blocked = (2100, 8, if dtype == F64 { 1000 } else { 2000 });
+        for (i, &size) in sizes.iter().chain([&blocked]).enumerate() {
             let vals = inputs(dtype, size, i as u64);
             assert!(fused(&f, &vals), "{dtype} {size:?}: {:?}", steps(&f, &vals));
             let want = reference(MLP, dtype, &vals);
@@ -147,15 +149,22 @@ fn a_product_and_its_elementwise_reader_run_as_one_step() {
 fn the_result_does_not_depend_on_the_thread_count() {
     for dtype in [F64, F32] {
         let f = compile("tanh(A @ W + b) * Y", dtype, true);
-        let vals = inputs(dtype, (157, 211, 143), 5);
-        let mut outs = Vec::new();
-        for threads in [1, 2, 3] {
-            kiln::linker::set_num_threads(threads);
-            outs.push(call(&f, &vals));
-        }
-        kiln::linker::set_num_threads(0);
-        for o in &outs[1..] {
-            assert!(o.same_as(&outs[0]), "{dtype}: thread count changed bits");
+        // Blocked (more than 16 MB), then threaded by the GEMM.
+        let n = if dtype == F64 { 1000 } else { 2000 };
+        for size in [(2100, 9, n), (157, 211, 143)] {
+            let vals = inputs(dtype, size, 5);
+            let mut outs = Vec::new();
+            for threads in [1, 2, 3] {
+                kiln::linker::set_num_threads(threads);
+                outs.push(call(&f, &vals));
+            }
+            kiln::linker::set_num_threads(0);
+            for o in &outs[1..] {
+                assert!(
+                    o.same_as(&outs[0]),
+                    "{dtype} {size:?}: thread count changed bits"
+                );
+            }
         }
     }
 }
@@ -172,7 +181,7 @@ fn epilogues_off_gives_two_steps_and_the_same_values() {
 
 #[test]
 fn nan_and_infinities_reach_the_rows_they_touch() {
-    let mut vals = inputs(F64, (96, 64, 80), 7);
+    let mut vals = inputs(F64, (2100, 16, 1000), 7);
     let Value::F64(a) = &mut vals[0] else {
         unreachable!()
     };
@@ -188,25 +197,28 @@ fn nan_and_infinities_reach_the_rows_they_touch() {
     let got = call(&f, &vals);
     assert_near(&got, &reference(expr, F64, &vals), 1e-12, "specials");
     let g = got.to_f64_array();
-    assert!(g[[3, 0]].is_nan() && g[[3, 79]].is_nan(), "NaN row");
+    assert!(g[[3, 0]].is_nan() && g[[3, 999]].is_nan(), "NaN row");
     assert_eq!(g[[0, 7]], 0.0, "exp(-inf) column");
 }
 
 #[test]
 fn call_into_writes_the_callers_array() {
-    let vals = inputs(F64, (131, 257, 129), 8);
     let f = compile(MLP, F64, true);
-    let want = call(&f, &vals);
-    let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
-    let mut outs = vec![Value::F64(ArrayD::zeros(vec![131, 129]))];
-    f.call_into(&args, &mut outs).unwrap();
-    assert!(outs[0].same_as(&want));
+    for (m, k, n) in [(2100, 8, 1000), (131, 257, 129)] {
+        let vals = inputs(F64, (m, k, n), 8);
+        let want = call(&f, &vals);
+        let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+        let mut outs = vec![Value::F64(ArrayD::zeros(vec![m, n]))];
+        f.call_into(&args, &mut outs).unwrap();
+        assert!(outs[0].same_as(&want), "{m}x{k}x{n}");
+    }
 }
 
 #[test]
 fn strided_and_transposed_operands_are_read_through_their_strides() {
     let f = compile(MLP, F64, true);
-    let (m, k, n) = (120, 90, 70);
+    // Blocked: C is 2100 × 1000 f64.
+    let (m, k, n) = (2100, 12, 1000);
     let at = rand_f64(&[k, m], 1, -1.0, 1.0);
     let wide = rand_f64(&[k, 2 * n], 2, -1.0, 1.0);
     let b = rand_f64(&[n], 3, -1.0, 1.0);

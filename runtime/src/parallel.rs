@@ -6,7 +6,8 @@
 //! of at most `grain` elements, and any call when the thread count is 1,
 //! run inline on the calling thread. [`in_pool`]
 //! runs a closure inside that pool, so a library's own rayon parallelism
-//! (the GEMM) uses the same workers.
+//! (the GEMM) uses the same workers; [`pool_tasks`] runs a list of tasks on
+//! those workers the same way (the GEMM epilogues' row blocks).
 //!
 //! [`kiln_parallel_for`] is the `extern "C"` form for JIT code: it catches
 //! every panic of the runtime and reports it as a non-zero return code, so
@@ -70,17 +71,9 @@ pub fn set_num_threads(n: usize) {
 /// call after the first (the default is the core count at first use).
 pub fn num_threads() -> usize {
     match NUM_THREADS.load(Ordering::Relaxed) {
-        0 => available_cores(),
+        0 => *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         n => n,
     }
-}
-
-/// The number of cores available to the process (asked of the operating
-/// system once, at first use): the default of [`num_threads`], whatever
-/// [`set_num_threads`] says. Work split by a machine constant (the GEMM
-/// epilogues' row blocks) gives the same results at every thread count.
-pub fn available_cores() -> usize {
-    *AVAILABLE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The pool for `threads` workers, rebuilt when the count changed; `None`
@@ -186,6 +179,21 @@ pub fn in_pool(f: &(dyn Fn(usize) + Sync)) {
     f(1);
 }
 
+/// Runs `f(i)` for every `i` in `0..n` as tasks on the pool's workers
+/// while the caller waits, as the GEMM's own threading runs (the caller
+/// does not take tasks itself). With one thread configured, `n < 2`, or
+/// if the pool cannot be created, the tasks run inline in order.
+pub fn pool_tasks(n: usize, f: &(dyn Fn(usize) + Sync)) {
+    let threads = num_threads();
+    if threads > 1 && n > 1 {
+        if let Some(pool) = pool(threads) {
+            pool.install(|| rayon::scope(|s| (0..n).for_each(|i| s.spawn(move |_| f(i)))));
+            return;
+        }
+    }
+    (0..n).for_each(f);
+}
+
 /// Signature of a JIT kernel launched by [`kiln_parallel_for`]: it
 /// processes elements [start, end) of the work described by `ctx`.
 pub type KernelFn = extern "C" fn(ctx: *const u8, start: usize, end: usize);
@@ -274,6 +282,36 @@ mod tests {
             (10, 0),
         ] {
             check_cover(n, grain);
+        }
+        set_num_threads(0);
+    }
+
+    #[test]
+    fn pool_tasks_run_each_task_once_on_the_workers() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let me = std::thread::current().id();
+        for threads in [1, 3] {
+            set_num_threads(threads);
+            for n in [0usize, 1, 2, 37] {
+                let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                let on_caller = AtomicUsize::new(0);
+                pool_tasks(n, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                    if std::thread::current().id() == me {
+                        on_caller.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                // Several tasks on several threads run on the workers only;
+                // otherwise inline on the caller.
+                let inline = threads == 1 || n < 2;
+                let want = if inline { n } else { 0 };
+                assert_eq!(
+                    on_caller.load(Ordering::Relaxed),
+                    want,
+                    "{threads} threads, {n} tasks"
+                );
+            }
         }
         set_num_threads(0);
     }

@@ -1,24 +1,25 @@
 //! Execution of a GEMM epilogue (`Step::DotEpilogue`): a float matrix
 //! product C = A·B and the element-wise step that is C's only reader
-//! (`tanh(C + b)`), run block by block of C's rows. Each block is computed
-//! by the runtime GEMM on one thread and mapped by the element-wise kernel
-//! at once, while it is in that core's cache; the blocks go to the
-//! threads. Unfused, the map is a second pass over the whole of C after
-//! the product, which by then has left the cache.
+//! (`tanh(C + b)`). When C is larger than the last-level cache, they run
+//! block by block of C's rows: each block is computed by the runtime GEMM
+//! on one thread and mapped by the element-wise kernel at once, while it
+//! is in that core's cache, and the blocks are tasks on the pool's
+//! workers. Unfused, the map would read the whole of C back from memory
+//! after the product and write it again. A C that fits in the cache is
+//! read back from there at little cost, and coarse blocks then bought
+//! nothing measurable (512³ f64, `tanh(A @ W + b)` and its gradient), so
+//! such a product runs whole, threaded by the GEMM, and then its map.
 //!
-//! Invariants: the blocks' geometry depends on the shapes and the
-//! machine's core count only, never on the configured thread count, so a
-//! result does not depend on the thread count (a GEMM's bits can depend on
-//! its row count); each block's task alone writes that block's rows of C
-//! and of the element-wise outputs. The two run one after the other, each
-//! over the whole array, when an operand of the product is 1-d, when the
-//! element-wise iteration shape is not C's own (C broadcast against a
-//! larger operand) or when a block would not stay in a core's cache.
+//! Invariants: the blocks' geometry depends on the shapes only, never on
+//! the thread count or the machine, so a result does not depend on them
+//! (a GEMM's bits can depend on its row count); each block's task alone
+//! writes that block's rows of C and of the element-wise outputs. The two
+//! also run one after the other, each over the whole array, when an
+//! operand of the product is 1-d or when the element-wise iteration shape
+//! is not C's own (C broadcast against a larger operand).
 
-use kiln_runtime::gemm::{
-    kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64, PARALLEL_FLOPS,
-};
-use kiln_runtime::parallel::{available_cores, parallel_for};
+use kiln_runtime::gemm::{kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64};
+use kiln_runtime::parallel::pool_tasks;
 
 use super::drive::{jit_fn, ParallelOptions};
 use super::gemm::MatMul;
@@ -27,19 +28,33 @@ use crate::error::Result;
 use crate::graph::DType;
 use crate::linker::plan::step::DotEpilogueStep;
 
-/// Bytes of C from which a block of rows is not blocked: beyond about
-/// twice a core's L2 (1 MB on Zen 4), the block has left the cache by the
-/// time the kernel maps it, and the product is better run whole by the
-/// GEMM's own threading. The suite's mlp (512×512 f64 on 2 cores) has
-/// 1 MB blocks.
-const MAX_BLOCK_BYTES: usize = 2 << 20;
+/// Bytes of C below which the product runs whole: C then stays in the
+/// last-level cache (32 MB here) for its map.
+const MIN_BLOCKED_BYTES: usize = 16 << 20;
+
+/// Bytes of C per block: a block must still be in the core's cache (1 MB
+/// of L2 on Zen 4, a share of L3) when the kernel maps it, and hold enough
+/// rows to pay for packing B once per block. Interleaved runs of
+/// `tanh(A @ W + b)` on 4096 × k × 4096 f64, two AVX-512 threads, block
+/// rows 32 / 64 / 128 / 256 against the unfused run: k = 32 0.84 / 0.79 /
+/// 0.84 / 0.89, k = 128 1.00 / 0.93 / 0.92 / 0.96 (BENCHMARKS.md).
+const BLOCK_BYTES: usize = 4 << 20;
+
+/// Fewest rows per block: below this, the GEMM's repacking of B for every
+/// block costs more than the cache saves.
+const MIN_ROWS: usize = 32;
+
+/// Most rows per block (narrow products: enough blocks for the threads).
+const MAX_ROWS: usize = 512;
 
 /// Rows per block of an epilogue over an m×n product of `esz`-byte
-/// elements: one block per core, or `None` when such a block would be
-/// larger than [`MAX_BLOCK_BYTES`].
+/// elements, or `None` when it runs whole: C fits in the last-level cache,
+/// or rows are so wide that a block of [`MIN_ROWS`] leaves the cache.
 fn block_rows(m: usize, n: usize, esz: usize) -> Option<usize> {
-    let rows = m.div_ceil(available_cores()).max(1);
-    (rows.saturating_mul(n).saturating_mul(esz) <= MAX_BLOCK_BYTES).then_some(rows)
+    let row_bytes = n.saturating_mul(esz).max(1);
+    let rows = BLOCK_BYTES / row_bytes;
+    let large = m.saturating_mul(row_bytes) >= MIN_BLOCKED_BYTES;
+    (large && rows >= MIN_ROWS).then(|| rows.min(MAX_ROWS))
 }
 
 /// A float product's operands as addresses, which threads may share.
@@ -131,7 +146,7 @@ impl Exec<'_> {
             ));
         }
         let mm = MatMul::new(name, &a, &b)?;
-        let (m, k, n) = (mm.m, mm.k, mm.n);
+        let (m, n) = (mm.m, mm.n);
         let c = self.alloc_slot(name, dot.output, dot.dtype, &mm.out_shape)?;
         let product = Product {
             dtype: dot.dtype,
@@ -170,9 +185,8 @@ impl Exec<'_> {
                         layout.drive_rows(f, inner, r0, r1);
                     }
                 };
-                let large = m * k * n >= PARALLEL_FLOPS || m * n >= self.par.threshold;
-                if self.par.threshold > 0 && large && blocks > 1 {
-                    parallel_for(blocks, 1, &|s, e| (s..e).for_each(block));
+                if self.par.threshold > 0 {
+                    pool_tasks(blocks, &block);
                 } else {
                     (0..blocks).for_each(block);
                 }
@@ -189,14 +203,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocks_follow_the_cores_and_stay_in_cache() {
-        let cores = available_cores();
-        // One block per core (the last one shorter when m does not divide).
-        assert_eq!(block_rows(512, 512, 8), Some(512usize.div_ceil(cores)));
-        assert_eq!(block_rows(1, 512, 8), Some(1));
-        // A block of more than MAX_BLOCK_BYTES is not blocked.
-        let wide = MAX_BLOCK_BYTES / 8 + 1;
-        assert_eq!(block_rows(cores, wide, 8), None);
-        assert_eq!(block_rows(cores, wide, 4), Some(1));
+    fn only_products_larger_than_the_cache_run_in_blocks() {
+        // 512×512 f64 (2 MB) and 2000×1000 f64 (16e6 bytes) run whole.
+        assert_eq!(block_rows(512, 512, 8), None);
+        assert_eq!(block_rows(2000, 1000, 8), None);
+        // 4096×4096 f64 (128 MB): 4 MB blocks of 128 rows; f32 256 rows.
+        assert_eq!(block_rows(4096, 4096, 8), Some(128));
+        assert_eq!(block_rows(4096, 4096, 4), Some(256));
+        // Narrow rows: at most MAX_ROWS.
+        assert_eq!(block_rows(1 << 20, 64, 8), Some(MAX_ROWS));
+        // Rows so wide that MIN_ROWS of them leave the cache: whole.
+        assert_eq!(block_rows(64, 1 << 18, 8), None);
+        assert_eq!(
+            block_rows(1000, BLOCK_BYTES / (8 * MIN_ROWS), 8),
+            Some(MIN_ROWS)
+        );
     }
 }
