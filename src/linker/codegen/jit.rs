@@ -62,9 +62,9 @@ pub struct CodegenOptions {
     /// 18.5 ms), so kernels that divide integers always get it.
     pub optimize: bool,
     /// Merge each float matrix product into the one element-wise step that
-    /// reads it, which then maps the product block by block of rows while
-    /// each block is in cache (`plan::epilogue`; on by default, off to
-    /// measure its effect).
+    /// reads it, which then maps a product larger than the last-level
+    /// cache block by block of rows while each block is in cache
+    /// (`plan::epilogue`; on by default, off to measure its effect).
     pub epilogues: bool,
 }
 

@@ -251,11 +251,12 @@ pub struct DotStep {
 }
 
 /// A `Dot` whose result only one element-wise step reads (its *epilogue*,
-/// e.g. `tanh(A @ W + b)`): the executor computes each block of the
-/// product's rows and maps it by the epilogue's kernel while it is still
-/// in cache, instead of a second pass over the whole product. The two
-/// steps keep their own descriptions; the product's slot is the
-/// epilogue's input as before.
+/// e.g. `tanh(A @ W + b)`): for a product larger than the last-level
+/// cache, the executor computes each block of the product's rows and maps
+/// it by the epilogue's kernel while it is still in cache, instead of a
+/// second pass over the whole product (`exec::epilogue`). The two steps
+/// keep their own descriptions; the product's slot is the epilogue's
+/// input as before.
 #[derive(Debug, Clone)]
 pub struct DotEpilogueStep {
     /// The product.
