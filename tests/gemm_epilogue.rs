@@ -307,3 +307,23 @@ fn a_returned_product_is_not_merged() {
         .zip(c.iter())
         .all(|(t, c)| ulps(*t, c.tanh(), F64) <= 2));
 }
+
+#[test]
+fn a_map_that_may_overwrite_an_operand_of_the_product_keeps_its_value() {
+    // exp(V) is the product's right operand and the map's other input; a
+    // map overwriting it block by block would change what the later
+    // blocks' products read, so such a map is not merged (the unit tests
+    // of `plan::epilogue`; here the inplace pass overwrites the product,
+    // which is merged). Large enough to run in blocks.
+    let ins = vec![matrix("A", F64), matrix("V", F64)];
+    let expr = "tanh(A @ exp(V)) * exp(V)";
+    let out = graph(expr, &ins);
+    let f = compile_graph(&ins, &out, true);
+    let (m, n) = (2100, 1000);
+    let vals = [
+        Value::F64(rand_f64(&[m, m], 1, -1.0, 1.0)),
+        Value::F64(rand_f64(&[m, n], 2, -1.0, 1.0)),
+    ];
+    let got = f.call_values(&vals).unwrap().remove(0);
+    assert_near(&got, &reference_of(&ins, &out, &vals), 1e-10, expr);
+}

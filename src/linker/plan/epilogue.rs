@@ -6,13 +6,15 @@
 //! cache (`exec::epilogue`).
 //!
 //! Invariants: the product's slot is read by that element-wise step only
-//! and is not a graph output; no step between the two writes into a buffer
+//! and is not a graph output; the element-wise step overwrites no input
+//! but the product (another could hold an operand of the product, which
+//! later blocks still read); no step between the two writes into a buffer
 //! it does not own (a `destroy_map`), so running the product later reads
 //! the same operands; the fused step reads and writes the union of the two
 //! steps' slots, so the memory plan built from the fused lists releases
 //! the product's operands after the fused step, not before it.
 
-use super::step::{DotEpilogueStep, DotStep, Step};
+use super::step::{DotEpilogueStep, DotStep, ElemwiseStep, Step};
 use super::{Lowering, Slot};
 
 /// A plan's steps in schedule order with their names and lowerings, and
@@ -51,8 +53,13 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
         let (Some(j), None) = (readers.next(), readers.next()) else {
             continue;
         };
+        // The map may overwrite the product (a fresh buffer), never another
+        // input: that one could be (a view of) an operand of the product,
+        // whose other blocks would then read rows already overwritten.
+        let overwrites_only_product =
+            |e: &ElemwiseStep| e.destroy_map.iter().all(|&(_, k)| e.inputs[k] == d.output);
         let fusable = j > i
-            && matches!(s.steps[j].0, Step::Elemwise(_))
+            && matches!(&s.steps[j].0, Step::Elemwise(e) if overwrites_only_product(e))
             && !into.contains(&Some(j))
             && (i + 1..j).all(|k| !s.defs[k].iter().any(|&slot| overwrites(slot)));
         if fusable {
@@ -106,7 +113,7 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
 mod tests {
     use super::*;
     use crate::graph::DType;
-    use crate::linker::plan::step::{DimShuffleStep, ElemwiseStep};
+    use crate::linker::plan::step::DimShuffleStep;
 
     fn dot(a: Slot, b: Slot, output: Slot, dtype: DType) -> (Step, String, Lowering) {
         let d = DotStep {
@@ -191,6 +198,26 @@ mod tests {
         // An integer product.
         let mut m = mlp(true);
         m.steps[0] = dot(0, 1, 3, DType::I64);
+        let s = fuse_epilogues(m, &[5], &|_| false);
+        assert_eq!(kinds(&s), ["Dot", "DimShuffle", "Elemwise"]);
+    }
+
+    #[test]
+    fn a_map_that_overwrites_another_input_stays_apart() {
+        // Inplace on the product: merged.
+        let mut m = mlp(true);
+        let Step::Elemwise(e) = &mut m.steps[2].0 else {
+            unreachable!()
+        };
+        e.destroy_map = vec![(0, 0)];
+        let s = fuse_epilogues(m, &[5], &|_| false);
+        assert_eq!(kinds(&s), ["DimShuffle", "Dot+Elemwise"]);
+        // Inplace on its other input: left alone.
+        let mut m = mlp(true);
+        let Step::Elemwise(e) = &mut m.steps[2].0 else {
+            unreachable!()
+        };
+        e.destroy_map = vec![(0, 1)];
         let s = fuse_epilogues(m, &[5], &|_| false);
         assert_eq!(kinds(&s), ["Dot", "DimShuffle", "Elemwise"]);
     }
