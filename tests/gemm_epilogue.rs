@@ -1,6 +1,6 @@
-//! GEMM epilogues end to end: a float `Dot` whose only reader is an
-//! element-wise step (`tanh(A @ W + b)`) runs as one step, block by block
-//! of rows, and gives the reference's values (to the GEMM's reassociation)
+//! GEMM epilogues end to end: a float `Dot` or a `Gemm` whose only reader
+//! is an element-wise step (`tanh(A @ W + b)`, `tanh(A @ W + Y)`) runs as
+//! one step, block by block of rows when large, and gives the reference's values (to the GEMM's reassociation)
 //! for f64 and f32, small, large (threaded), empty and strided operands,
 //! NaN and infinities, `call_into` destinations and casts; the same bits
 //! at every thread count; and the cases it must leave alone (a second
@@ -89,9 +89,12 @@ fn steps(f: &CompiledFunction, vals: &[Value]) -> Vec<String> {
     prof.nodes.into_iter().map(|(n, _)| n).collect()
 }
 
-/// Whether some step is a product with its epilogue (`dot+...`).
+/// Whether some step is a product with its epilogue (`dot+...`,
+/// `Gemm{...}+...`).
 fn fused(f: &CompiledFunction, vals: &[Value]) -> bool {
-    steps(f, vals).iter().any(|n| n.starts_with("dot+"))
+    steps(f, vals)
+        .iter()
+        .any(|n| n.starts_with("dot+") || (n.starts_with("Gemm") && n.contains("}+")))
 }
 
 /// |got - want| <= tol·(1 + |want|) elementwise, NaN where NaN, same
@@ -146,8 +149,49 @@ fn a_product_and_its_elementwise_reader_run_as_one_step() {
 }
 
 #[test]
+fn gemm_products_run_with_their_epilogue_too() {
+    // `A @ W + Y` becomes one Gemm (z = Y, updated in place); scaled forms
+    // carry alpha and beta.
+    for expr in ["tanh(A @ W + Y)", "tanh(2.5 * (A @ W) - 0.5 * Y)"] {
+        for dtype in [F64, F32] {
+            let tol = if dtype == F64 { 1e-12 } else { 2e-5 };
+            let f = compile(expr, dtype, true);
+            let n = if dtype == F64 { 1000 } else { 2000 };
+            for (i, size) in [(2100, 8, n), (131, 257, 129), (5, 0, 3)]
+                .into_iter()
+                .enumerate()
+            {
+                let vals = inputs(dtype, size, 20 + i as u64);
+                let names = steps(&f, &vals);
+                assert!(
+                    names.iter().any(|n| n.starts_with("Gemm")),
+                    "{expr}: {names:?}"
+                );
+                assert!(fused(&f, &vals), "{expr}: {names:?}");
+                let want = reference(expr, dtype, &vals);
+                assert_near(
+                    &call(&f, &vals),
+                    &want,
+                    tol,
+                    &format!("{expr} {dtype} {size:?}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_result_does_not_depend_on_the_thread_count() {
     for dtype in [F64, F32] {
+        let g = compile("tanh(A @ W + Y)", dtype, true);
+        let vals = inputs(dtype, (2100, 9, if dtype == F64 { 1000 } else { 2000 }), 4);
+        let mut outs = Vec::new();
+        for threads in [1, 2, 3] {
+            kiln::linker::set_num_threads(threads);
+            outs.push(call(&g, &vals));
+        }
+        kiln::linker::set_num_threads(0);
+        assert!(outs.iter().all(|o| o.same_as(&outs[0])), "{dtype}: Gemm");
         let f = compile("tanh(A @ W + b) * Y", dtype, true);
         // Blocked (more than 16 MB), then threaded by the GEMM.
         let n = if dtype == F64 { 1000 } else { 2000 };
@@ -276,7 +320,13 @@ fn unusual_operands_keep_their_values() {
     ins_w.push(y);
     let mut vals_w = vals.to_vec();
     vals_w.push(Value::F64(rand_f64(&[k, n], 7, -1.0, 1.0)));
-    for expr in ["tanh(A @ w + Y)", "tanh(I @ W + Y)", "tanh(A @ v) * c"] {
+    // (`A @ v + c` is a Gemm with a vector operand: the plain path too.)
+    for expr in [
+        "tanh(A @ w + Y)",
+        "tanh(I @ W + Y)",
+        "tanh(A @ v) * c",
+        "tanh(A @ v + c)",
+    ] {
         let out = graph(expr, &ins_w);
         let f = compile_graph(&ins_w, &out, true);
         let want = reference_of(&ins_w, &out, &vals_w);

@@ -1,5 +1,6 @@
-//! Execution of a GEMM epilogue (`Step::DotEpilogue`): a float matrix
-//! product C = A·B and the element-wise step that is C's only reader
+//! Execution of a GEMM epilogue (`Step::Epilogue`): a float matrix
+//! product C = A·B (a `Dot`) or C = alpha·A·B + beta·Z (a `Gemm`, C being
+//! Z itself when inplace) and the element-wise step that is C's only reader
 //! (`tanh(C + b)`). When C is larger than the last-level cache, they run
 //! block by block of C's rows: each block is computed by the runtime GEMM
 //! on one thread and mapped by the element-wise kernel at once, while it
@@ -18,15 +19,13 @@
 //! operand of the product is 1-d or when the element-wise iteration shape
 //! is not C's own (C broadcast against a larger operand).
 
-use kiln_runtime::gemm::{kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64};
 use kiln_runtime::parallel::pool_tasks;
 
 use super::drive::{jit_fn, ParallelOptions};
-use super::gemm::MatMul;
-use super::state::{err, Exec};
+use super::gemm::{MatMul, Product};
+use super::state::Exec;
 use crate::error::Result;
-use crate::graph::DType;
-use crate::linker::plan::step::DotEpilogueStep;
+use crate::linker::plan::step::{EpilogueProduct, EpilogueStep};
 
 /// Bytes of C below which the product runs whole: C then stays in the
 /// last-level cache (32 MB here) for its map.
@@ -57,113 +56,59 @@ fn block_rows(m: usize, n: usize, esz: usize) -> Option<usize> {
     (large && rows >= MIN_ROWS).then(|| rows.min(MAX_ROWS))
 }
 
-/// A float product's operands as addresses, which threads may share.
-struct Product {
-    dtype: DType,
-    mm: MatMul,
-    a: usize,
-    b: usize,
-    /// C's address and its row and column strides (in elements).
-    c: (usize, isize, isize),
-}
-
-impl Product {
-    /// Rows `r0..r1` of C = A·B, on the calling thread when `serial`, else
-    /// threaded by the runtime when the product is large.
-    ///
-    /// # Safety
-    /// A and B are alive and `mm` describes them; C is an alive m×n array
-    /// with the recorded strides that overlaps neither; no other thread
-    /// touches C's rows `r0..r1` meanwhile; the dtype is f32 or f64.
-    unsafe fn rows(&self, r0: usize, r1: usize, serial: bool) {
-        let MatMul {
-            k,
-            n,
-            rsa,
-            csa,
-            rsb,
-            csb,
-            ..
-        } = self.mm;
-        let (c, rsc, csc) = self.c;
-        let esz = self.dtype.size_of() as isize;
-        let a = self.a as isize + r0 as isize * rsa * esz;
-        let c = c as isize + r0 as isize * rsc * esz;
-        let m = r1 - r0;
-        match self.dtype {
-            // SAFETY: rows r0..r1 of A (m×k) and all of B (k×n) are
-            // readable through their strides, and rows r0..r1 of C writable
-            // by this call alone (the caller's contract).
-            DType::F64 => unsafe {
-                let (a, b) = (
-                    (a as *const f64, rsa, csa),
-                    (self.b as *const f64, rsb, csb),
-                );
-                let c = (c as *mut f64, rsc, csc);
-                if serial {
-                    serial_gemm_f64(m, k, n, 1.0, a, b, 0.0, c);
-                } else {
-                    kiln_gemm_f64(
-                        m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
-                    );
-                }
-            },
-            // SAFETY: as for f64.
-            DType::F32 => unsafe {
-                let (a, b) = (
-                    (a as *const f32, rsa, csa),
-                    (self.b as *const f32, rsb, csb),
-                );
-                let c = (c as *mut f32, rsc, csc);
-                if serial {
-                    serial_gemm_f32(m, k, n, 1.0, a, b, 0.0, c);
-                } else {
-                    kiln_gemm_f32(
-                        m, k, n, 1.0, a.0, a.1, a.2, b.0, b.1, b.2, 0.0, c.0, c.1, c.2,
-                    );
-                }
-            },
-            d => unreachable!("epilogues are merged into float products only, not {d}"),
-        }
-    }
-}
-
 impl Exec<'_> {
-    /// Runs a `DotEpilogue` step.
-    pub(super) fn dot_epilogue(&mut self, name: &str, step: &DotEpilogueStep) -> Result<()> {
-        let DotEpilogueStep { dot, elemwise } = step;
-        let (a, b) = self.dot_operands(name, dot)?;
-        if a.shape.len() != 2 || b.shape.len() != 2 {
-            // A vector operand: the product whole, then its epilogue.
-            let c = self.dot(name, &a, &b, dot.dtype, dot.output)?;
-            self.slots[dot.output] = Some(c);
-            return self.elemwise(name, elemwise);
-        }
-        if !dot.dtype.is_float() {
-            return Err(err(
-                name,
-                format!("an epilogue needs a float product, got {}", dot.dtype),
-            ));
-        }
-        let mm = MatMul::new(name, &a, &b)?;
-        let (m, n) = (mm.m, mm.n);
-        let c = self.alloc_slot(name, dot.output, dot.dtype, &mm.out_shape)?;
-        let product = Product {
-            dtype: dot.dtype,
-            mm,
-            a: a.ptr as usize,
-            b: b.ptr as usize,
-            c: (c.ptr as usize, c.strides[0], c.strides[1]),
+    /// Runs an `Epilogue` step.
+    pub(super) fn epilogue(&mut self, name: &str, step: &EpilogueStep) -> Result<()> {
+        let EpilogueStep { product, elemwise } = step;
+        // The product's checked operands and output array, or `None` when
+        // an operand is 1-d: the plain product, then its map.
+        let (product, c, _held) = match product {
+            EpilogueProduct::Dot(dot) => {
+                let (a, b) = self.dot_operands(name, dot)?;
+                if a.shape.len() != 2 || b.shape.len() != 2 || !dot.dtype.is_float() {
+                    let c = self.dot(name, &a, &b, dot.dtype, dot.output)?;
+                    self.slots[dot.output] = Some(c);
+                    return self.elemwise(name, elemwise);
+                }
+                let mm = MatMul::new(name, &a, &b)?;
+                let c = self.alloc_slot(name, dot.output, dot.dtype, &mm.out_shape)?;
+                let product = Product {
+                    dtype: dot.dtype,
+                    mm,
+                    alpha: 1.0,
+                    beta: 0.0,
+                    a: a.ptr as usize,
+                    b: b.ptr as usize,
+                    c: (c.ptr as usize, c.strides[0], c.strides[1]),
+                };
+                // A cast operand lives in no slot: it is held until the end.
+                (product, (c, dot.output), [a, b])
+            }
+            EpilogueProduct::Gemm(g) => {
+                let [z, alpha, x, y, beta] = [g.z, g.alpha, g.x, g.y, g.beta].map(|s| self.get(s));
+                if x.shape.len() != 2 || y.shape.len() != 2 {
+                    self.gemm_step(name, g)?;
+                    return self.elemwise(name, elemwise);
+                }
+                let operands = (&z, &alpha, &x, &y, &beta);
+                let (product, c) =
+                    self.gemm_product(name, operands, g.dtype, g.output, g.inplace, &g.z_desc)?;
+                (product, (c, g.output), [x, y])
+            }
         };
-        self.slots[dot.output] = Some(c);
+        let (m, n) = (product.mm.m, product.mm.n);
+        let (c, slot) = c;
+        self.slots[slot] = Some(c);
         let ops = self.elemwise_operands(name, elemwise)?;
         let layout = &ops.layout;
         let f = jit_fn(self.code, elemwise.kernel);
-        let rows = block_rows(m, n, dot.dtype.size_of()).filter(|_| layout.shape == [m, n]);
+        let rows = block_rows(m, n, product.dtype.size_of()).filter(|_| layout.shape == [m, n]);
         match rows {
-            // SAFETY: A and B stay alive (held here) and C in its slot; C
-            // is a fresh or caller's array, overlapping no input; the
-            // element-wise operands were just laid out from live slots.
+            // SAFETY: the product's operands stay alive (in their slots, or
+            // held here when cast) and C in its slot; C is z itself (which
+            // no operand views: the DestroyHandler's check), a fresh or a
+            // caller's array, overlapping no operand; the element-wise
+            // operands were just laid out from live slots.
             None => unsafe {
                 product.rows(0, m, false);
                 let outer = layout.shape.first().copied().unwrap_or(1);
@@ -192,7 +137,6 @@ impl Exec<'_> {
                 }
             }
         }
-        drop((a, b));
         self.store_outputs(elemwise, ops.outs);
         Ok(())
     }

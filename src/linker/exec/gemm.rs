@@ -23,6 +23,7 @@ use crate::graph::{DType, Value};
 use crate::linker::buffer::{Arr, Buffer};
 use crate::linker::plan::step::{BatchedDotStep, DotStep, GemmStep};
 use crate::linker::plan::Slot;
+use kiln_runtime::gemm::{kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64};
 
 impl Exec<'_> {
     /// Runs a `Dot` step.
@@ -116,6 +117,7 @@ impl Exec<'_> {
         dtype: DType,
         output: Slot,
     ) -> Result<Arr> {
+        let mm = MatMul::new(name, a, b)?;
         let MatMul {
             m,
             k,
@@ -124,8 +126,9 @@ impl Exec<'_> {
             csa,
             rsb,
             csb,
-            out_shape,
-        } = MatMul::new(name, a, b)?;
+            ..
+        } = mm;
+        let out_shape = mm.out_shape.clone();
         // The integer product builds its own result; GEMM writes into `c`.
         let c = if dtype.is_float() {
             self.alloc_slot(name, output, dtype, &out_shape)?
@@ -152,42 +155,17 @@ impl Exec<'_> {
             // SAFETY: a is m×k, b is k×n with the given element strides; c is a
             // contiguous m×n array (a fresh buffer, or a caller's output array,
             // which overlaps no input) that overlaps neither.
-            DType::F64 => unsafe {
-                kiln_runtime::gemm::kiln_gemm_f64(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.ptr as *const f64,
-                    rsa,
-                    csa,
-                    b.ptr as *const f64,
-                    rsb,
-                    csb,
-                    0.0,
-                    c.ptr as *mut f64,
-                    n as isize,
-                    1,
-                )
-            },
-            // SAFETY: as above.
-            DType::F32 => unsafe {
-                kiln_runtime::gemm::kiln_gemm_f32(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.ptr as *const f32,
-                    rsa,
-                    csa,
-                    b.ptr as *const f32,
-                    rsb,
-                    csb,
-                    0.0,
-                    c.ptr as *mut f32,
-                    n as isize,
-                    1,
-                )
+            DType::F64 | DType::F32 => unsafe {
+                Product {
+                    dtype,
+                    mm,
+                    alpha: 1.0,
+                    beta: 0.0,
+                    a: a.ptr as usize,
+                    b: b.ptr as usize,
+                    c: (c.ptr as usize, n as isize, 1),
+                }
+                .rows(0, m, false)
             },
             _ => {
                 let bytes = crate::eval::array_bytes(name, DType::I64, &out_shape)?;
@@ -225,12 +203,41 @@ impl Exec<'_> {
     fn gemm(
         &mut self,
         name: &str,
-        (z, alpha, x, y, beta): (&Arr, &Arr, &Arr, &Arr, &Arr),
+        operands: (&Arr, &Arr, &Arr, &Arr, &Arr),
         dtype: DType,
         output: Slot,
         inplace: bool,
         z_desc: &str,
     ) -> Result<Arr> {
+        let (product, c) = self.gemm_product(name, operands, dtype, output, inplace, z_desc)?;
+        let m = product.mm.m;
+        // SAFETY: the product's operands are the live arrays x and y, and c
+        // (z itself, a fresh array or the caller's output array) overlaps
+        // neither: the graph's DestroyHandler refused any view of z among
+        // x and y, and a fresh or caller's array overlaps no input.
+        unsafe { product.rows(0, m, false) };
+        Ok(c)
+    }
+
+    /// The checked product of a Gemm step and its output array C (`z`
+    /// itself when `inplace`, else a new array for slot `output` holding a
+    /// copy of `z` when `beta != 0`), C's strides taken as an m×n matrix.
+    #[allow(clippy::too_many_arguments)] // the node's five operands and its output
+    pub(super) fn gemm_product(
+        &mut self,
+        name: &str,
+        (z, alpha, x, y, beta): (&Arr, &Arr, &Arr, &Arr, &Arr),
+        dtype: DType,
+        output: Slot,
+        inplace: bool,
+        z_desc: &str,
+    ) -> Result<(Product, Arr)> {
+        if !dtype.is_float() {
+            return Err(err(
+                name,
+                format!("the runtime GEMM takes f32 or f64, got {dtype}"),
+            ));
+        }
         let mm = MatMul::new(name, x, y)?;
         if z.shape.as_slice() != mm.out_shape.as_slice() {
             return Err(err(
@@ -266,8 +273,50 @@ impl Exec<'_> {
             (_, 2) => (0, c.strides[0]),
             _ => (0, 0),
         };
+        let product = Product {
+            dtype,
+            mm,
+            alpha,
+            beta,
+            a: x.ptr as usize,
+            b: y.ptr as usize,
+            c: (c.ptr as usize, rsc, csc),
+        };
+        Ok((product, c))
+    }
+}
+
+/// A float product C = alpha·A·B + beta·C over its rows, the operands as
+/// addresses (so that threads may share it): [`Exec::dot`] and
+/// [`Exec::gemm`] run all of its rows, a GEMM epilogue blocks of them.
+pub(super) struct Product {
+    /// f32 or f64.
+    pub dtype: DType,
+    /// The geometry of A·B.
+    pub mm: MatMul,
+    /// The product's factor.
+    pub alpha: f64,
+    /// C's factor (0: C is write-only).
+    pub beta: f64,
+    /// A's address.
+    pub a: usize,
+    /// B's address.
+    pub b: usize,
+    /// C's address and its row and column strides (in elements).
+    pub c: (usize, isize, isize),
+}
+
+impl Product {
+    /// Rows `r0..r1` of C, on the calling thread when `serial`, else
+    /// threaded by the runtime when the product is large.
+    ///
+    /// # Safety
+    /// A and B are alive and `mm` describes them; C is an alive m×n array
+    /// with the recorded strides whose distinct (i, j) address distinct
+    /// elements and which overlaps neither; no other thread touches C's
+    /// rows `r0..r1` meanwhile; the dtype is f32 or f64.
+    pub(super) unsafe fn rows(&self, r0: usize, r1: usize, serial: bool) {
         let MatMul {
-            m,
             k,
             n,
             rsa,
@@ -275,75 +324,65 @@ impl Exec<'_> {
             rsb,
             csb,
             ..
-        } = mm;
-        match dtype {
-            // SAFETY: x is m×k and y is k×n with the given element strides;
-            // c is m×n with strides (rsc, csc) addressing distinct elements
-            // (checked above for z; a fresh or caller's output array is
-            // contiguous), and overlaps neither operand: a fresh buffer or a
-            // caller's output array overlaps no input, and the graph's
-            // DestroyHandler refused any view of z among x and y.
+        } = self.mm;
+        let (c0, rsc, csc) = self.c;
+        let esz = self.dtype.size_of() as isize;
+        let a = self.a as isize + r0 as isize * rsa * esz;
+        let c = c0 as isize + r0 as isize * rsc * esz;
+        let m = r1 - r0;
+        let (alpha, beta) = (self.alpha, self.beta);
+        match self.dtype {
+            // SAFETY: rows r0..r1 of A (m×k) and all of B (k×n) are
+            // readable through their strides, and rows r0..r1 of C writable
+            // by this call alone (the caller's contract).
             DType::F64 => unsafe {
-                kiln_runtime::gemm::kiln_gemm_f64(
-                    m,
-                    k,
-                    n,
-                    alpha,
-                    x.ptr as *const f64,
-                    rsa,
-                    csa,
-                    y.ptr as *const f64,
-                    rsb,
-                    csb,
-                    beta,
-                    c.ptr as *mut f64,
-                    rsc,
-                    csc,
-                )
+                let (a, b) = (
+                    (a as *const f64, rsa, csa),
+                    (self.b as *const f64, rsb, csb),
+                );
+                let c = (c as *mut f64, rsc, csc);
+                if serial {
+                    serial_gemm_f64(m, k, n, alpha, a, b, beta, c);
+                } else {
+                    kiln_gemm_f64(
+                        m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2,
+                    );
+                }
             },
-            // SAFETY: as above.
+            // SAFETY: as for f64.
             DType::F32 => unsafe {
-                kiln_runtime::gemm::kiln_gemm_f32(
-                    m,
-                    k,
-                    n,
-                    alpha as f32,
-                    x.ptr as *const f32,
-                    rsa,
-                    csa,
-                    y.ptr as *const f32,
-                    rsb,
-                    csb,
-                    beta as f32,
-                    c.ptr as *mut f32,
-                    rsc,
-                    csc,
-                )
+                let (a, b) = (
+                    (a as *const f32, rsa, csa),
+                    (self.b as *const f32, rsb, csb),
+                );
+                let c = (c as *mut f32, rsc, csc);
+                let (alpha, beta) = (alpha as f32, beta as f32);
+                if serial {
+                    serial_gemm_f32(m, k, n, alpha, a, b, beta, c);
+                } else {
+                    kiln_gemm_f32(
+                        m, k, n, alpha, a.0, a.1, a.2, b.0, b.1, b.2, beta, c.0, c.1, c.2,
+                    );
+                }
             },
-            d => {
-                return Err(err(
-                    name,
-                    format!("the runtime GEMM takes f32 or f64, got {d}"),
-                ))
-            }
+            d => unreachable!("the runtime GEMM takes f32 or f64, not {d}"),
         }
         if k == 0 && !alpha.is_finite() {
             // The GEMM skips the empty product (C = beta·C); alpha times its
             // zero sum is NaN, as in the reference.
-            for i in 0..m {
+            for i in r0..r1 {
                 for j in 0..n {
                     let off = i as isize * rsc + j as isize * csc;
-                    // SAFETY: (i, j) is within c's m×n shape.
+                    // SAFETY: (i, j) is within C's m×n shape, in this call's rows.
                     unsafe {
-                        match dtype {
-                            DType::F32 => *(c.ptr as *mut f32).offset(off) = f32::NAN,
-                            _ => *(c.ptr as *mut f64).offset(off) = f64::NAN,
+                        match self.dtype {
+                            DType::F32 => *(c0 as *mut f32).offset(off) = f32::NAN,
+                            _ => *(c0 as *mut f64).offset(off) = f64::NAN,
                         }
                     }
                 }
             }
         }
-        Ok(c)
     }
 }
 

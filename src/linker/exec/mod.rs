@@ -89,7 +89,7 @@ impl Exec<'_> {
             Step::Softmax(s) => self.softmax(name, s),
             Step::CumReduce(s) => self.cumulative(name, s),
             Step::Dot(s) => self.dot_step(name, s),
-            Step::DotEpilogue(s) => self.dot_epilogue(name, s),
+            Step::Epilogue(s) => self.epilogue(name, s),
             Step::BatchedDot(s) => self.batched_dot_step(name, s),
             Step::Gemm(s) => self.gemm_step(name, s),
             Step::Subtensor(s) => self.subtensor(name, s),

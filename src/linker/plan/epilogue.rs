@@ -1,6 +1,7 @@
-//! GEMM epilogues: a `Dot` step whose result only one element-wise step
-//! reads (`tanh(A @ W + b)`: the product, then `tanh(C + b)`) becomes one
-//! [`Step::DotEpilogue`] at the element-wise step's place, which the
+//! GEMM epilogues: a float `Dot` or a `Gemm` step whose result only one
+//! element-wise step reads (`tanh(A @ W + b)`: the product, then
+//! `tanh(C + b)`) becomes one
+//! [`Step::Epilogue`] at the element-wise step's place, which the
 //! executor runs block by block of the product's rows when the product is
 //! larger than the last-level cache, mapping each block while it is in
 //! cache (`exec::epilogue`).
@@ -14,7 +15,7 @@
 //! steps' slots, so the memory plan built from the fused lists releases
 //! the product's operands after the fused step, not before it.
 
-use super::step::{DotEpilogueStep, DotStep, ElemwiseStep, Step};
+use super::step::{ElemwiseStep, EpilogueProduct, EpilogueStep, Step};
 use super::{Lowering, Slot};
 
 /// A plan's steps in schedule order with their names and lowerings, and
@@ -28,28 +29,33 @@ pub struct Steps {
     pub defs: Vec<Vec<Slot>>,
 }
 
-/// A `Dot` step on its way to the element-wise step it is merged into.
+/// A product step on its way to the element-wise step it is merged into.
 struct Moved {
-    dot: DotStep,
+    product: EpilogueProduct,
     name: String,
     uses: Vec<Slot>,
     defs: Vec<Slot>,
 }
 
-/// Merges every float `Dot` step into the element-wise step that is the
-/// only reader of its result (see the module header for the conditions).
+/// Merges every float `Dot` and every `Gemm` step into the element-wise
+/// step that is the only reader of its result (see the module header for
+/// the conditions).
 /// `outputs` are the graph's output slots; `overwrites(s)` tells whether
 /// the step defining slot `s` writes it into an earlier slot's buffer.
 pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> bool) -> Steps {
     let n = s.steps.len();
-    // into[i] = Some(j): Dot step i runs inside element-wise step j.
+    // into[i] = Some(j): product step i runs inside element-wise step j.
     let mut into: Vec<Option<usize>> = vec![None; n];
     for (i, (step, _, _)) in s.steps.iter().enumerate() {
-        let Step::Dot(d) = step else { continue };
-        if !d.dtype.is_float() || outputs.contains(&d.output) {
+        let product = match step {
+            Step::Dot(d) if d.dtype.is_float() => d.output,
+            Step::Gemm(g) => g.output,
+            _ => continue,
+        };
+        if outputs.contains(&product) {
             continue;
         }
-        let mut readers = (0..n).filter(|&k| s.uses[k].contains(&d.output));
+        let mut readers = (0..n).filter(|&k| s.uses[k].contains(&product));
         let (Some(j), None) = (readers.next(), readers.next()) else {
             continue;
         };
@@ -57,7 +63,7 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
         // input: that one could be (a view of) an operand of the product,
         // whose other blocks would then read rows already overwritten.
         let overwrites_only_product =
-            |e: &ElemwiseStep| e.destroy_map.iter().all(|&(_, k)| e.inputs[k] == d.output);
+            |e: &ElemwiseStep| e.destroy_map.iter().all(|&(_, k)| e.inputs[k] == product);
         let fusable = j > i
             && matches!(&s.steps[j].0, Step::Elemwise(e) if overwrites_only_product(e))
             && !into.contains(&Some(j))
@@ -78,9 +84,14 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
     let parts = s.steps.into_iter().zip(s.uses).zip(s.defs);
     for (k, (((step, name, lowering), uses), defs)) in parts.enumerate() {
         match (into[k], pending[k].take(), step) {
-            (Some(j), None, Step::Dot(dot)) => {
+            (Some(j), None, step) => {
+                let product = match step {
+                    Step::Dot(d) => EpilogueProduct::Dot(d),
+                    Step::Gemm(g) => EpilogueProduct::Gemm(g),
+                    _ => unreachable!("only Dot and Gemm steps are merged"),
+                };
                 pending[j] = Some(Moved {
-                    dot,
+                    product,
                     name,
                     uses,
                     defs,
@@ -89,8 +100,8 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
             (None, Some(mut p), Step::Elemwise(elemwise)) => {
                 p.uses.extend(uses);
                 p.defs.extend(defs);
-                let fused = Step::DotEpilogue(DotEpilogueStep {
-                    dot: p.dot,
+                let fused = Step::Epilogue(EpilogueStep {
+                    product: p.product,
                     elemwise,
                 });
                 out.steps
@@ -103,7 +114,7 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
                 out.uses.push(uses);
                 out.defs.push(defs);
             }
-            _ => unreachable!("only Dot steps are merged, only into Elemwise steps"),
+            _ => unreachable!("products are merged into Elemwise steps only"),
         }
     }
     out
@@ -113,7 +124,7 @@ pub fn fuse_epilogues(s: Steps, outputs: &[Slot], overwrites: &dyn Fn(Slot) -> b
 mod tests {
     use super::*;
     use crate::graph::DType;
-    use crate::linker::plan::step::DimShuffleStep;
+    use crate::linker::plan::step::{DimShuffleStep, DotStep, GemmStep};
 
     fn dot(a: Slot, b: Slot, output: Slot, dtype: DType) -> (Step, String, Lowering) {
         let d = DotStep {
@@ -173,13 +184,39 @@ mod tests {
     fn a_product_read_by_one_elemwise_runs_inside_it() {
         let s = fuse_epilogues(mlp(true), &[5], &|_| false);
         assert_eq!(kinds(&s), ["DimShuffle", "Dot+Elemwise"]);
-        let Step::DotEpilogue(f) = &s.steps[1].0 else {
+        let Step::Epilogue(f) = &s.steps[1].0 else {
             panic!("a fused step")
         };
-        assert_eq!((f.dot.output, f.elemwise.outputs[0].0), (3, 5));
+        assert_eq!((f.product.output(), f.elemwise.outputs[0].0), (3, 5));
         // The operands of the product now live until the fused step.
         assert_eq!(s.uses[1], [0, 1, 3, 4]);
         assert_eq!(s.defs[1], [3, 5]);
+    }
+
+    #[test]
+    fn a_gemm_is_merged_like_a_dot() {
+        // Gemm(z = 6, alpha 7, A, W, beta 8) into slot 3.
+        let g = GemmStep {
+            z: 6,
+            alpha: 7,
+            x: 0,
+            y: 1,
+            beta: 8,
+            output: 3,
+            dtype: DType::F64,
+            inplace: true,
+            z_desc: "z".into(),
+        };
+        let mut m = mlp(true);
+        m.steps[0] = (Step::Gemm(g), "Gemm".into(), Lowering::Runtime);
+        m.uses[0] = vec![6, 7, 0, 1, 8];
+        let s = fuse_epilogues(m, &[5], &|slot| slot == 3);
+        assert_eq!(kinds(&s), ["DimShuffle", "Gemm+Elemwise"]);
+        let Step::Epilogue(f) = &s.steps[1].0 else {
+            panic!("a fused step")
+        };
+        assert!(matches!(f.product, EpilogueProduct::Gemm(_)));
+        assert_eq!(s.uses[1], [6, 7, 0, 1, 8, 3, 4]);
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub enum Step {
     Dot(DotStep),
     /// A matrix product and the one element-wise step that reads it, run
     /// block by block of the product's rows (see `plan::epilogue`).
-    DotEpilogue(DotEpilogueStep),
+    Epilogue(EpilogueStep),
     /// Stacks of matrix products (`Op::BatchedDot`).
     BatchedDot(BatchedDotStep),
     /// `beta * z + alpha * dot(x, y)` by the runtime GEMM (`Op::Gemm`).
@@ -250,19 +250,38 @@ pub struct DotStep {
     pub dtype: DType,
 }
 
-/// A `Dot` whose result only one element-wise step reads (its *epilogue*,
-/// e.g. `tanh(A @ W + b)`): for a product larger than the last-level
-/// cache, the executor computes each block of the product's rows and maps
-/// it by the epilogue's kernel while it is still in cache, instead of a
-/// second pass over the whole product (`exec::epilogue`). The two steps
-/// keep their own descriptions; the product's slot is the epilogue's
-/// input as before.
+/// A matrix product (`Dot` or `Gemm`) whose result only one element-wise
+/// step reads (its *epilogue*, e.g. `tanh(A @ W + b)`): for a product
+/// larger than the last-level cache, the executor computes each block of
+/// the product's rows and maps it by the epilogue's kernel while it is
+/// still in cache, instead of a second pass over the whole product
+/// (`exec::epilogue`). The two steps keep their own descriptions; the
+/// product's slot is the epilogue's input as before.
 #[derive(Debug, Clone)]
-pub struct DotEpilogueStep {
+pub struct EpilogueStep {
     /// The product.
-    pub dot: DotStep,
+    pub product: EpilogueProduct,
     /// The element-wise step reading the product's slot.
     pub elemwise: ElemwiseStep,
+}
+
+/// The product of an [`EpilogueStep`].
+#[derive(Debug, Clone)]
+pub enum EpilogueProduct {
+    /// `dot(a, b)` of floats.
+    Dot(DotStep),
+    /// `beta * z + alpha * dot(x, y)`.
+    Gemm(GemmStep),
+}
+
+impl EpilogueProduct {
+    /// The product's output slot.
+    pub fn output(&self) -> Slot {
+        match self {
+            EpilogueProduct::Dot(d) => d.output,
+            EpilogueProduct::Gemm(g) => g.output,
+        }
+    }
 }
 
 /// Stacks of matrix products (`Op::BatchedDot`): one GEMM per batch (or
