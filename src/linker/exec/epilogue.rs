@@ -60,8 +60,8 @@ impl Exec<'_> {
     /// Runs an `Epilogue` step.
     pub(super) fn epilogue(&mut self, name: &str, step: &EpilogueStep) -> Result<()> {
         let EpilogueStep { product, elemwise } = step;
-        // The product's checked operands and output array, or `None` when
-        // an operand is 1-d: the plain product, then its map.
+        // The product (its checked operands and output array C); with a
+        // 1-d operand, the plain product and then its map instead.
         let (product, c, _held) = match product {
             EpilogueProduct::Dot(dot) => {
                 let (a, b) = self.dot_operands(name, dot)?;
