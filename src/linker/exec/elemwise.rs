@@ -12,11 +12,10 @@
 use smallvec::SmallVec;
 
 use super::broadcast::{broadcast_shape, broadcast_strides, is_broadcast_view};
-use super::drive::{drive_elemwise, jit_fn};
+use super::drive::{drive_elemwise, jit_fn, KernelFn, ParallelOptions};
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::linker::buffer::Arr;
-use crate::linker::exec::drive::{KernelFn, ParallelOptions};
 use crate::linker::plan::step::ElemwiseStep;
 
 /// Where an element-wise kernel's operands lie: the iteration shape and,

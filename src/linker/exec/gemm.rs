@@ -8,12 +8,15 @@
 //! strided matrix, else one GEMM per batch: whole batches spread over
 //! threads (each GEMM single-threaded) when the products are small or the
 //! batches share out evenly, else each GEMM threaded on its own
-//! (`batch_split`).
+//! (`batch_split`). [`Product`] runs a float `Dot` or `Gemm` over a range
+//! of its rows: all of them here, blocks of them in `exec::epilogue`.
 //!
 //! Invariants: the inner dimensions agree (`MatMul::new`,
 //! `ops::batched_dot_shape`, which also checks the batch shapes); an inplace
 //! `Gemm` overwrites `z` only when it has `dot(x, y)`'s shape and is not a
 //! broadcast view; the output overlaps neither operand.
+
+use kiln_runtime::gemm::{kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64};
 
 use super::broadcast::is_broadcast_view;
 use super::copy::copy_into;
@@ -23,7 +26,6 @@ use crate::graph::{DType, Value};
 use crate::linker::buffer::{Arr, Buffer};
 use crate::linker::plan::step::{BatchedDotStep, DotStep, GemmStep};
 use crate::linker::plan::Slot;
-use kiln_runtime::gemm::{kiln_gemm_f32, kiln_gemm_f64, serial_gemm_f32, serial_gemm_f64};
 
 impl Exec<'_> {
     /// Runs a `Dot` step.
