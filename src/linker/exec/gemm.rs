@@ -8,7 +8,7 @@
 //! strided matrix, else one GEMM per batch: whole batches spread over
 //! threads (each GEMM single-threaded) when the products are small or the
 //! batches share out evenly, else each GEMM threaded on its own
-//! (`batch_split`). [`Product`] runs a float `Dot` or `Gemm` over a range
+//! (`batch_split`). `Product` runs a float `Dot` or `Gemm` over a range
 //! of its rows: all of them here, blocks of them in `exec::epilogue`.
 //!
 //! Invariants: the inner dimensions agree (`MatMul::new`,

@@ -1,10 +1,9 @@
 //! GEMM epilogues: a float `Dot` or a `Gemm` step whose result only one
 //! element-wise step reads (`tanh(A @ W + b)`: the product, then
-//! `tanh(C + b)`) becomes one
-//! [`Step::Epilogue`] at the element-wise step's place, which the
-//! executor runs block by block of the product's rows when the product is
-//! larger than the last-level cache, mapping each block while it is in
-//! cache (`exec::epilogue`).
+//! `tanh(C + b)`) becomes one [`Step::Epilogue`] at the element-wise
+//! step's place, which the executor runs block by block of the product's
+//! rows when the product is larger than the last-level cache, mapping each
+//! block while it is in cache (`exec::epilogue`).
 //!
 //! Invariants: the product's slot is read by that element-wise step only
 //! and is not a graph output; the element-wise step overwrites no input
