@@ -10,18 +10,12 @@
 //!
 //! `cargo bench --bench gemm_epilogue` (about a minute).
 
+mod support;
+
 use criterion::{criterion_main, Criterion};
 use kiln::linker::{Arg, CodegenOptions, CompileOptions};
 use kiln::*;
-use ndarray::{ArrayD, IxDyn};
-
-fn ramp(shape: &[usize], seed: f64) -> ArrayD<f64> {
-    let n: usize = shape.iter().product();
-    let v = (0..n)
-        .map(|i| ((i as f64 * 0.618 + seed) % 1.0) - 0.5)
-        .collect();
-    ArrayD::from_shape_vec(IxDyn(shape), v).expect("sized")
-}
+use support::ramp;
 
 pub(crate) fn bench(c: &mut Criterion) {
     for (m, k, n) in [(4096, 32, 4096), (512, 512, 512)] {

@@ -9,19 +9,13 @@
 //!
 //! `cargo bench --bench gemm_update` (about a minute).
 
+mod support;
+
 use criterion::{criterion_main, Criterion};
 use kiln::linker::{Arg, ArgMut};
 use kiln::rewriting::Mode;
 use kiln::*;
-use ndarray::{ArrayD, IxDyn};
-
-fn ramp(shape: &[usize], seed: f64) -> ArrayD<f64> {
-    let n: usize = shape.iter().product();
-    let v = (0..n)
-        .map(|i| ((i as f64 * 0.618 + seed) % 1.0) - 0.5)
-        .collect();
-    ArrayD::from_shape_vec(IxDyn(shape), v).expect("sized")
-}
+use support::ramp;
 
 pub(crate) fn bench(c: &mut Criterion) {
     // (m, k, n): a cheap product where the update pass matters, and a square one.
