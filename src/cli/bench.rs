@@ -440,6 +440,10 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
     if !a.json {
         writeln!(out, "{HEADER}")?;
     }
+    let codegen = CodegenOptions {
+        epilogues: !a.no_epilogues,
+        ..Default::default()
+    };
     let total = cases.len() * modes.len();
     let mut done = 0;
     for case in &cases {
@@ -448,10 +452,6 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
             if !a.quiet {
                 eprint!("[{done}/{total}] {} {name} ... ", case.name);
             }
-            let codegen = CodegenOptions {
-                epilogues: !a.no_epilogues,
-                ..Default::default()
-            };
             let row = measure(case, name, mode, runs, codegen)?;
             if !a.quiet {
                 eprintln!(
