@@ -52,8 +52,8 @@ const TANH_Q: [f64; 5] = [1.0, 7.0 / 15.0, 1.0 / 39.0, 2.0 / 6435.0, 1.0 / 2_027
 
 /// tanh takes the continued fraction below this |x| and
 /// 1 - 2/(e^(2|x|) + 1) from it on (tanh(9/16) > 1/2, so the subtraction
-/// lands in [1/2, 1) and keeps its rounding below 1/2 ULP). Its square is
-/// exact, so `t < TANH_SPLIT` and `t² < TANH_SPLIT²` select the same lanes.
+/// lands in [1/2, 1) and keeps its rounding below 1/2 ULP). For t >= 0 the
+/// bits order like the values, so comparing bits selects the same lanes.
 const TANH_SPLIT: f64 = 0.5625;
 
 /// |x| is clamped to this before e^(2|x|) is formed: tanh(x) rounds to ±1 for |x| > 19.1.
@@ -74,12 +74,18 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
         let t = sel(t > TANH_CLAMP, TANH_CLAMP, t);
         let small = t < TANH_SPLIT;
         // Large lanes: 2t = k·ln2 + r with |r| <= ln2/2 from a gather-free
-        // reduction (k·LN2_HI is exact), and e^r = (Q + S)/(Q - S) with
-        // S = h·(Q + w·P), h = r/2, w = h²: the same continued fraction as
-        // the small lanes, at |h| <= 0.174 where it is far more accurate.
-        let (kf, k) = round_k(2.0 * t * LOG2_E);
-        let r = (2.0 * t - kf * LN2_HI) - kf * LN2_LO;
-        let h = sel(small, t, 0.5 * r);
+        // reduction, and e^r = (Q + S)/(Q - S) with S = h·(Q + w·P),
+        // h = r/2, w = h²: the same continued fraction as the small lanes,
+        // at |h| <= 0.174 where it is far more accurate. h is reduced from
+        // t directly with the halves of the ln 2 split (t·2log2(e) and
+        // k·LN2_HI/2 are exact, so the first FMA is too): two FMAs where
+        // forming 2t, r and r/2 took six operations (in-cache block 4.41 →
+        // 3.88 µs per 4096 on AVX-512, 6.94 → 6.39 on AVX2, with the integer
+        // comparison below).
+        let (kf, k) = round_k(t * (2.0 * LOG2_E));
+        let h_large = (-kf).mul_add(0.5 * LN2_HI, t);
+        let h_large = (-kf).mul_add(0.5 * LN2_LO, h_large);
+        let h = sel(small, t, h_large);
         let w = h * h;
         let p = horner(w, &TANH_P);
         let q = horner(w, &TANH_Q);
@@ -92,10 +98,12 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
         let n = q + s;
         let d = q - s;
         // One division serves both ranges. The denominator is selected on
-        // t² (same lanes as t, NaN in neither) so that LLVM does not hoist
-        // the division into both arms of one select.
+        // t's bits (t >= 0 orders like its bits; NaN is small in neither)
+        // so that LLVM does not hoist the division into both arms of one
+        // select, as it did with `small` itself.
         *num = sel(small, hwp, 2.0 * d);
-        *den = sel(t * t < TANH_SPLIT * TANH_SPLIT, q, pow2i(k).mul_add(n, d));
+        let small_bits = (t.to_bits() as i64) < (TANH_SPLIT.to_bits() as i64);
+        *den = sel(small_bits, q, pow2i(k).mul_add(n, d));
         *a = t;
     }
     for (((x, num), den), t) in v.iter_mut().zip(&num).zip(&den).zip(&abs) {
