@@ -2,7 +2,10 @@
 //!
 //! Every function exists for f64 and f32 in three forms:
 //! - an `extern "C"` entry point for JIT code, `kiln_<name>_<dtype>(x, out, n)`
-//!   (`kiln_pow_<dtype>(x, y, out, n)` for the binary `pow`);
+//!   (`kiln_pow_<dtype>(x, y, out, n)` for the binary `pow`); a unary
+//!   function also has a pre-staged one, `kiln_<name>_pre_<dtype>(a, b,
+//!   out, n, mode)`, computing `f(a ⊕ b)` (see `source`), listed in
+//!   [`math_symbols`] only;
 //! - a safe slice API, `<name>_<dtype>(x, out)`;
 //! - an entry in [`math_symbols`] (symbol name and address for
 //!   `JITBuilder::symbol`).
@@ -40,6 +43,7 @@ mod log;
 mod pow;
 mod rowcol;
 mod single;
+mod source;
 mod trig;
 
 pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
@@ -50,6 +54,7 @@ pub use fold::{
 pub use rowcol::{
     column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64,
 };
+pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};
 
 /// The group map of a unary table entry: `lanes k` maps the scalar kernel
 /// `k` lane by lane ([`dispatch::map_lanes`]); `staged k` calls `k` on the
@@ -155,6 +160,7 @@ macro_rules! math_functions {
             mod $m {
                 #[allow(unused_imports)]
                 use super::dispatch::{unary_f32, unary_f32_native, unary_f64};
+                use super::source::PreStage;
                 #[allow(unused_imports)]
                 use super::{activation, erf, exp, hyperbolic, inverse_trig, log, single, trig};
 
@@ -213,6 +219,102 @@ macro_rules! math_functions {
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
                     unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
+                }
+                /// AVX-512 variant of the pre-staged f64 form.
+                ///
+                /// # Safety
+                /// CPU supports the features; contract of `PreStage::run`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                unsafe fn pre_f64_avx512(pre: &PreStage<f64>, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                }
+                /// AVX2 variant of the pre-staged f64 form.
+                ///
+                /// # Safety
+                /// CPU supports the features; contract of `PreStage::run`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn pre_f64_avx2(pre: &PreStage<f64>, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                }
+                /// Baseline variant of the pre-staged f64 form.
+                ///
+                /// # Safety
+                /// Contract of `PreStage::run`.
+                unsafe fn pre_f64_base(pre: &PreStage<f64>, out: *mut f64, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                }
+                /// AVX-512 variant of the pre-staged f32 form.
+                ///
+                /// # Safety
+                /// CPU supports the features; contract of `PreStage::run`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+                unsafe fn pre_f32_avx512(pre: &PreStage<f32>, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                }
+                /// AVX2 variant of the pre-staged f32 form.
+                ///
+                /// # Safety
+                /// CPU supports the features; contract of `PreStage::run`.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn pre_f32_avx2(pre: &PreStage<f32>, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                }
+                /// Baseline variant of the pre-staged f32 form.
+                ///
+                /// # Safety
+                /// Contract of `PreStage::run`.
+                unsafe fn pre_f32_base(pre: &PreStage<f32>, out: *mut f32, n: usize) {
+                    // SAFETY: forwarded caller contract.
+                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                }
+                /// The pre-staged f64 entry point (`kiln_<name>_pre_f64` in
+                /// `math_symbols`): `out[i] = f(a[i] ⊕ b[i])`, see `source`.
+                ///
+                /// # Safety
+                /// An operand flagged scalar by `mode` must be valid for one
+                /// read, an array operand for `n` reads; `out` for `n` writes,
+                /// identical to an array operand or not overlapping it.
+                pub(super) unsafe extern "C" fn pre_f64(a: *const f64, b: *const f64, out: *mut f64, n: usize, mode: u64) {
+                    let pre = PreStage::new(a, b, mode);
+                    // SAFETY: the pointer contract is the caller's; the AVX
+                    // variants are only called when `isa()` detected the features.
+                    unsafe {
+                        match super::isa() {
+                            #[cfg(target_arch = "x86_64")]
+                            super::Isa::Avx512 => pre_f64_avx512(&pre, out, n),
+                            #[cfg(target_arch = "x86_64")]
+                            super::Isa::Avx2 => pre_f64_avx2(&pre, out, n),
+                            _ => pre_f64_base(&pre, out, n),
+                        }
+                    }
+                }
+                /// The pre-staged f32 entry point (`kiln_<name>_pre_f32`),
+                /// as [`pre_f64`]; the pre-stage rounds in f32.
+                ///
+                /// # Safety
+                /// As for [`pre_f64`].
+                pub(super) unsafe extern "C" fn pre_f32(a: *const f32, b: *const f32, out: *mut f32, n: usize, mode: u64) {
+                    let pre = PreStage::new(a, b, mode);
+                    // SAFETY: the pointer contract is the caller's; the AVX
+                    // variants are only called when `isa()` detected the features.
+                    unsafe {
+                        match super::isa() {
+                            #[cfg(target_arch = "x86_64")]
+                            super::Isa::Avx512 => pre_f32_avx512(&pre, out, n),
+                            #[cfg(target_arch = "x86_64")]
+                            super::Isa::Avx2 => pre_f32_avx2(&pre, out, n),
+                            _ => pre_f32_base(&pre, out, n),
+                        }
+                    }
                 }
             }
 
@@ -402,13 +504,18 @@ macro_rules! math_functions {
 
         /// Every exported math entry point as (symbol name, address), for
         /// `JITBuilder::symbol`. Unary functions have the C signature
-        /// `void(const T* x, T* out, size_t n)`, `pow` has
-        /// `void(const T* x, const T* y, T* out, size_t n)`.
+        /// `void(const T* x, T* out, size_t n)`, their pre-staged forms
+        /// `kiln_<name>_pre_<dtype>` (not exported under that name, only
+        /// listed here) `void(const T* a, const T* b, T* out, size_t n,
+        /// uint64_t mode)` (see [`PRE_ADD`] and the other mode constants),
+        /// and the binary ones `void(const T* x, const T* y, T* out, size_t n)`.
         pub fn math_symbols() -> Vec<(&'static str, *const u8)> {
             vec![
                 $(
                     (stringify!($c64), $c64 as *const u8),
                     (stringify!($c32), $c32 as *const u8),
+                    (concat!("kiln_", $name, "_pre_f64"), $m::pre_f64 as *const u8),
+                    (concat!("kiln_", $name, "_pre_f32"), $m::pre_f32 as *const u8),
                 )*
                 $(
                     (stringify!($bc64), $bc64 as *const u8),
@@ -545,11 +652,121 @@ mod tests {
         }
     }
 
+    /// The symbol `name`'s address in [`math_symbols`].
+    fn symbol(name: &str) -> *const u8 {
+        let s = math_symbols();
+        s.iter().find(|(n, _)| *n == name).expect("listed").1
+    }
+
+    /// Every unary function's pre-staged entry gives the bits of its plain
+    /// entry on the staged values `a ⊕ b`, for each operation, with either
+    /// operand a scalar, in place, and over a length that leaves a tail.
+    #[test]
+    fn pre_staged_entries_match_plain_ones() {
+        type Plain<T> = unsafe extern "C" fn(*const T, *mut T, usize);
+        type Pre<T> = unsafe extern "C" fn(*const T, *const T, *mut T, usize, u64);
+        let n = 77;
+        let a: Vec<f64> = (0..n).map(|i| (i as f64 - 38.0) * 0.071).collect();
+        let b: Vec<f64> = (0..n).map(|i| 0.3 + (i as f64 * 0.7).sin()).collect();
+        let (a32, b32): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&v| v as f32).collect(),
+            b.iter().map(|&v| v as f32).collect(),
+        );
+        let ops: [(u64, fn(f64, f64) -> f64); 3] = [
+            (PRE_ADD, |x, y| x + y),
+            (PRE_SUB, |x, y| x - y),
+            (PRE_MUL, |x, y| x * y),
+        ];
+        let ops32: [fn(f32, f32) -> f32; 3] = [|x, y| x + y, |x, y| x - y, |x, y| x * y];
+        let names: Vec<&str> = math_symbols()
+            .iter()
+            .filter_map(|(s, _)| s.strip_suffix("_pre_f64"))
+            .collect();
+        assert_eq!(names.len(), 24);
+        for name in names {
+            // SAFETY: the listed addresses are functions of these signatures
+            // (see `math_symbols`).
+            let (plain, pre, plain32, pre32) = unsafe {
+                (
+                    std::mem::transmute::<*const u8, Plain<f64>>(symbol(&format!("{name}_f64"))),
+                    std::mem::transmute::<*const u8, Pre<f64>>(symbol(&format!("{name}_pre_f64"))),
+                    std::mem::transmute::<*const u8, Plain<f32>>(symbol(&format!("{name}_f32"))),
+                    std::mem::transmute::<*const u8, Pre<f32>>(symbol(&format!("{name}_pre_f32"))),
+                )
+            };
+            for (k, &(op, f)) in ops.iter().enumerate() {
+                for scalar in [0, PRE_A_SCALAR, PRE_B_SCALAR] {
+                    let at = |v: &[f64], i: usize, flag| if scalar == flag { v[0] } else { v[i] };
+                    let staged: Vec<f64> = (0..n)
+                        .map(|i| f(at(&a, i, PRE_A_SCALAR), at(&b, i, PRE_B_SCALAR)))
+                        .collect();
+                    let mut want = vec![0.0; n];
+                    let mut got = vec![0.0; n];
+                    // SAFETY: arrays of n elements; a scalar operand reads element 0.
+                    unsafe {
+                        plain(staged.as_ptr(), want.as_mut_ptr(), n);
+                        pre(a.as_ptr(), b.as_ptr(), got.as_mut_ptr(), n, op | scalar);
+                    }
+                    let same = |x: &[f64], y: &[f64]| {
+                        x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+                    };
+                    assert!(same(&want, &got), "{name} mode {}", op | scalar);
+                    if scalar != PRE_A_SCALAR {
+                        // In place: the output is operand a.
+                        let mut inplace = a.clone();
+                        // SAFETY: as above, out identical to a.
+                        unsafe {
+                            pre(
+                                inplace.as_ptr(),
+                                b.as_ptr(),
+                                inplace.as_mut_ptr(),
+                                n,
+                                op | scalar,
+                            )
+                        };
+                        assert!(
+                            same(&want, &inplace),
+                            "{name} mode {} in place",
+                            op | scalar
+                        );
+                    }
+                    let at32 = |v: &[f32], i: usize, flag| if scalar == flag { v[0] } else { v[i] };
+                    let staged32: Vec<f32> = (0..n)
+                        .map(|i| ops32[k](at32(&a32, i, PRE_A_SCALAR), at32(&b32, i, PRE_B_SCALAR)))
+                        .collect();
+                    let mut want32 = vec![0.0f32; n];
+                    let mut got32 = vec![0.0f32; n];
+                    // SAFETY: as above.
+                    unsafe {
+                        plain32(staged32.as_ptr(), want32.as_mut_ptr(), n);
+                        pre32(
+                            a32.as_ptr(),
+                            b32.as_ptr(),
+                            got32.as_mut_ptr(),
+                            n,
+                            op | scalar,
+                        );
+                    }
+                    assert!(
+                        want32
+                            .iter()
+                            .zip(&got32)
+                            .all(|(p, q)| p.to_bits() == q.to_bits()),
+                        "{name} f32 mode {}",
+                        op | scalar
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn symbols_listed() {
         let s = math_symbols();
-        // 24 unary and 3 binary functions, f64 and f32 each.
-        assert_eq!(s.len(), 54);
+        // 24 unary functions (plain and pre-staged) and 3 binary ones, f64
+        // and f32 each.
+        assert_eq!(s.len(), 102);
+        assert!(s.iter().any(|(n, _)| *n == "kiln_tanh_pre_f32"));
         assert!(s
             .iter()
             .any(|(n, _)| *n == "kiln_sigmoid_binary_crossentropy_f32"));

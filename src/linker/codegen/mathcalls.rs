@@ -192,6 +192,23 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
     }
 }
 
+/// The pre-staged form of `op`'s block-wise runtime function on `dtype`, if
+/// `op` is unary and has one: `(a, b, out, n, mode)` computing
+/// `op(a ⊕ b)` (see `kiln_runtime::math::PRE_ADD` and the other mode
+/// constants).
+pub fn pre_block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
+    let plain = block_symbol(op, dtype)?;
+    let (stem, suffix) = plain.rsplit_once('_')?;
+    kiln_runtime::math::math_symbols()
+        .into_iter()
+        .map(|(s, _)| s)
+        .find(|s| {
+            s.strip_prefix(stem)
+                .and_then(|r| r.strip_prefix("_pre_"))
+                .is_some_and(|r| r == suffix)
+        })
+}
+
 fn block_names_f32() -> Vec<&'static str> {
     kiln_runtime::math::math_symbols()
         .into_iter()
@@ -235,11 +252,26 @@ mod tests {
                 if let Some(s) = block_symbol(op, d) {
                     assert!(syms.contains(&s), "{s}");
                 }
+                if let Some(s) = pre_block_symbol(op, d) {
+                    assert!(syms.contains(&s), "{s}");
+                }
             }
         }
         assert_eq!(
             block_symbol(ScalarOp::Exp, DType::F32),
             Some("kiln_exp_f32")
         );
+        // A stem that prefixes another function's (log, log1p) finds its own.
+        assert_eq!(
+            pre_block_symbol(ScalarOp::Log, DType::F64),
+            Some("kiln_log_pre_f64")
+        );
+        assert_eq!(
+            pre_block_symbol(ScalarOp::Exp, DType::F32),
+            Some("kiln_exp_pre_f32")
+        );
+        // Binary block functions have no pre-staged form.
+        assert_eq!(pre_block_symbol(ScalarOp::Pow, DType::F64), None);
+        assert_eq!(pre_block_symbol(ScalarOp::Add, DType::F64), None);
     }
 }
