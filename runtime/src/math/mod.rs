@@ -660,19 +660,22 @@ mod tests {
 
     /// Every unary function's pre-staged entry gives the bits of its plain
     /// entry on the staged values `a ⊕ b`, for each operation, with either
-    /// operand a scalar, in place, and over a length that leaves a tail.
+    /// operand a scalar, in place, and over more than one chunk with a
+    /// tail.
     #[test]
     fn pre_staged_entries_match_plain_ones() {
         type Plain<T> = unsafe extern "C" fn(*const T, *mut T, usize);
         type Pre<T> = unsafe extern "C" fn(*const T, *const T, *mut T, usize, u64);
-        let n = 77;
-        let a: Vec<f64> = (0..n).map(|i| (i as f64 - 38.0) * 0.071).collect();
+        // A whole chunk of the pre-stage, then groups and a tail.
+        let n = 300;
+        let a: Vec<f64> = (0..n).map(|i| (i as f64 - 150.0) * 0.021).collect();
         let b: Vec<f64> = (0..n).map(|i| 0.3 + (i as f64 * 0.7).sin()).collect();
         let (a32, b32): (Vec<f32>, Vec<f32>) = (
             a.iter().map(|&v| v as f32).collect(),
             b.iter().map(|&v| v as f32).collect(),
         );
-        let ops: [(u64, fn(f64, f64) -> f64); 3] = [
+        type Op = (u64, fn(f64, f64) -> f64);
+        let ops: [Op; 3] = [
             (PRE_ADD, |x, y| x + y),
             (PRE_SUB, |x, y| x - y),
             (PRE_MUL, |x, y| x * y),

@@ -1243,3 +1243,127 @@ pub fn inline_constants(comp: &Composite, consts: &[Option<crate::ops::ScalarCon
     c.outputs = comp.outputs.iter().map(|&o| sub(o)).collect();
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::ScalarConst;
+    use kiln_runtime::math::{PRE_ADD, PRE_MUL};
+
+    /// A program over `inputs` of `dtype`, built by `body` (which returns
+    /// the outputs), and its vector plan.
+    fn plan(
+        dtype: DType,
+        inputs: usize,
+        body: impl FnOnce(&mut Composite) -> Vec<CRef>,
+    ) -> (Composite, VecPlan) {
+        let mut c = Composite::new(vec![dtype; inputs]);
+        c.outputs = body(&mut c);
+        let p = vector_plan(&c).expect("a vector plan");
+        (c, p)
+    }
+
+    /// Which nodes are pre-staged (with their operation) and which folded.
+    fn stages(p: &VecPlan) -> (Vec<Option<u64>>, Vec<bool>) {
+        (
+            p.pre.iter().map(|s| s.map(|s| s.op)).collect(),
+            p.folded.clone(),
+        )
+    }
+
+    #[test]
+    fn a_unary_block_call_of_one_operation_of_inputs_and_constants_is_pre_staged() {
+        let (_, p) = plan(DType::F64, 2, |c| {
+            let s = c
+                .push(ScalarOp::Add, &[CRef::Input(0), CRef::Input(1)])
+                .unwrap();
+            vec![c.push(ScalarOp::Tanh, &[s]).unwrap()]
+        });
+        assert_eq!(stages(&p), (vec![None, Some(PRE_ADD)], vec![true, false]));
+        // The folded operation is neither computed nor staged.
+        assert!(!p.slots.contains_key(&CRef::Node(0)));
+        assert!(!p.slots.contains_key(&CRef::Input(0)));
+
+        let half = CRef::Const(ScalarConst::new(DType::F32, 0.5));
+        let (_, p) = plan(DType::F32, 1, |c| {
+            let s = c.push(ScalarOp::Mul, &[CRef::Input(0), half]).unwrap();
+            let e = c.push(ScalarOp::Exp, &[s]).unwrap();
+            // A later stage reads the call's result and the input again.
+            vec![c.push(ScalarOp::Mul, &[e, CRef::Input(0)]).unwrap()]
+        });
+        assert_eq!(
+            stages(&p),
+            (vec![None, Some(PRE_MUL), None], vec![true, false, false])
+        );
+    }
+
+    #[test]
+    fn operations_that_are_read_elsewhere_or_not_of_leaves_are_staged() {
+        type Body = Box<dyn FnOnce(&mut Composite) -> Vec<CRef>>;
+        let cases: Vec<(&str, Body)> = vec![
+            (
+                "the operation is an output too",
+                Box::new(|c| {
+                    let s = c
+                        .push(ScalarOp::Add, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    vec![s, c.push(ScalarOp::Tanh, &[s]).unwrap()]
+                }),
+            ),
+            (
+                "another node reads the operation",
+                Box::new(|c| {
+                    let s = c
+                        .push(ScalarOp::Add, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    let t = c.push(ScalarOp::Tanh, &[s]).unwrap();
+                    vec![c.push(ScalarOp::Mul, &[t, s]).unwrap()]
+                }),
+            ),
+            (
+                "an output at level 0 (an input)",
+                Box::new(|c| {
+                    let s = c
+                        .push(ScalarOp::Add, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    vec![c.push(ScalarOp::Tanh, &[s]).unwrap(), CRef::Input(1)]
+                }),
+            ),
+            (
+                "a division",
+                Box::new(|c| {
+                    let s = c
+                        .push(ScalarOp::TrueDiv, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    vec![c.push(ScalarOp::Tanh, &[s]).unwrap()]
+                }),
+            ),
+            (
+                "an operand that is a node",
+                Box::new(|c| {
+                    let m = c
+                        .push(ScalarOp::Mul, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    let s = c.push(ScalarOp::Add, &[m, CRef::Input(1)]).unwrap();
+                    vec![c.push(ScalarOp::Tanh, &[s]).unwrap()]
+                }),
+            ),
+            (
+                "a binary block function",
+                Box::new(|c| {
+                    let s = c
+                        .push(ScalarOp::Add, &[CRef::Input(0), CRef::Input(1)])
+                        .unwrap();
+                    vec![c.push(ScalarOp::Pow, &[s, CRef::Input(1)]).unwrap()]
+                }),
+            ),
+        ];
+        for (what, body) in cases {
+            let (c, p) = plan(DType::F64, 2, body);
+            let (pre, folded) = stages(&p);
+            assert!(pre.iter().all(Option::is_none), "{what}: {pre:?}");
+            assert!(!folded.contains(&true), "{what}");
+            assert_eq!(pre.len(), c.nodes.len());
+        }
+    }
+}
