@@ -22,7 +22,7 @@
 use kiln_runtime::parallel::pool_tasks;
 
 use super::drive::{jit_fn, ParallelOptions};
-use super::gemm::{MatMul, Product};
+use super::gemm::MatMul;
 use super::state::Exec;
 use crate::error::Result;
 use crate::linker::plan::step::{EpilogueProduct, EpilogueStep};
@@ -71,16 +71,7 @@ impl Exec<'_> {
                     return self.elemwise(name, elemwise);
                 }
                 let mm = MatMul::new(name, &a, &b)?;
-                let c = self.alloc_slot(name, dot.output, dot.dtype, &mm.out_shape)?;
-                let product = Product {
-                    dtype: dot.dtype,
-                    mm,
-                    alpha: 1.0,
-                    beta: 0.0,
-                    a: a.ptr as usize,
-                    b: b.ptr as usize,
-                    c: (c.ptr as usize, c.strides[0], c.strides[1]),
-                };
+                let (product, c) = self.dot_product(name, mm, &a, &b, dot.dtype, dot.output)?;
                 // A cast operand lives in no slot: it is held until the end.
                 (product, (c, dot.output), [a, b])
             }

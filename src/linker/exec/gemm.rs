@@ -131,16 +131,11 @@ impl Exec<'_> {
             ..
         } = mm;
         let out_shape = mm.out_shape.clone();
-        // The integer product builds its own result; GEMM writes into `c`.
-        let c = if dtype.is_float() {
-            self.alloc_slot(name, output, dtype, &out_shape)?
-        } else {
-            self.alloc(name, dtype, &out_shape)?
-        };
         match dtype {
             // An inner product of contiguous f64 vectors: the runtime's dot
             // pass (GEMM's 1×1 tiles leave it far from memory speed).
             DType::F64 if m == 1 && n == 1 && (k < 2 || (csa == 1 && rsb == 1)) => {
+                let c = self.alloc_slot(name, output, dtype, &out_shape)?;
                 let threshold = if self.par.threshold > 0 {
                     self.par.threshold
                 } else {
@@ -153,22 +148,17 @@ impl Exec<'_> {
                 };
                 // SAFETY: c is a fresh one-element f64 array.
                 unsafe { *(c.ptr as *mut f64) = d };
+                Ok(c)
             }
-            // SAFETY: a is m×k, b is k×n with the given element strides; c is a
-            // contiguous m×n array (a fresh buffer, or a caller's output array,
-            // which overlaps no input) that overlaps neither.
-            DType::F64 | DType::F32 => unsafe {
-                Product {
-                    dtype,
-                    mm,
-                    alpha: 1.0,
-                    beta: 0.0,
-                    a: a.ptr as usize,
-                    b: b.ptr as usize,
-                    c: (c.ptr as usize, n as isize, 1),
-                }
-                .rows(0, m, false)
-            },
+            DType::F64 | DType::F32 => {
+                let (product, c) = self.dot_product(name, mm, a, b, dtype, output)?;
+                // SAFETY: a is m×k and b k×n with the strides `mm` checked,
+                // both alive for the call; c is a contiguous m×n array (a
+                // fresh buffer, or a caller's output array, which overlaps
+                // no input) that overlaps neither.
+                unsafe { product.rows(0, m, false) };
+                Ok(c)
+            }
             _ => {
                 let bytes = crate::eval::array_bytes(name, DType::I64, &out_shape)?;
                 let mut acc = Vec::new();
@@ -191,10 +181,37 @@ impl Exec<'_> {
                     ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&out_shape), acc)
                         .expect("sized"),
                 );
-                return Ok(Arr::from_buffer(Buffer::from_value(v), &out_shape));
+                Ok(Arr::from_buffer(Buffer::from_value(v), &out_shape))
             }
         }
-        Ok(c)
+    }
+
+    /// The float product `a · b` of the checked shapes `mm` into a new
+    /// array for slot `output` (see [`Exec::alloc_slot`]: contiguous, a
+    /// fresh buffer or a caller's array, which overlaps no input): its
+    /// [`Product`], ready to run over any rows while `a` and `b` stay
+    /// alive, and that array.
+    pub(super) fn dot_product(
+        &mut self,
+        name: &str,
+        mm: MatMul,
+        a: &Arr,
+        b: &Arr,
+        dtype: DType,
+        output: Slot,
+    ) -> Result<(Product, Arr)> {
+        let c = self.alloc_slot(name, output, dtype, &mm.out_shape)?;
+        let n = mm.n as isize;
+        let product = Product {
+            dtype,
+            mm,
+            alpha: 1.0,
+            beta: 0.0,
+            a: a.ptr as usize,
+            b: b.ptr as usize,
+            c: (c.ptr as usize, n, 1),
+        };
+        Ok((product, c))
     }
 
     /// The `Op::Gemm` step: `beta * z + alpha * dot(x, y)`, written into
