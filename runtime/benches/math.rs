@@ -4,7 +4,8 @@
 //!
 //! - group `math_in_cache`: 4096 elements (input and output stay in L1/L2):
 //!   `exp`, `log`, `log1p`, `tanh`, `sigmoid`, `softplus`, `expm1`, `pow`
-//!   (exponent 3), the logsumexp row passes `sum_exp_shift` (inputs in
+//!   (exponent 3), the pre-staged `tanh` of `x + 0` (`tanh_pre_add`), the
+//!   logsumexp row passes `sum_exp_shift` (inputs in
 //!   [-8, 0], as after the max shift) and `row_max`, and the C library's
 //!   `exp` and `powf` element by element.
 //! - group `exp_stream`: 10^6 elements from memory, one call over the whole
@@ -27,6 +28,10 @@ use kiln_runtime::math as m;
 
 /// A block function of the runtime: `out[i] = f(x[i])`.
 type Unary = fn(&[f64], &mut [f64]);
+
+/// A pre-staged block function: `out[i] = f(a[i] ⊕ b[i])` (see
+/// `math_symbols`).
+type PreStaged = unsafe extern "C" fn(*const f64, *const f64, *mut f64, usize, u64);
 
 /// Points in [-4, 4) (`positive`: shifted into (0.1, 4.1] for the logarithms).
 fn points(n: usize, positive: bool) -> Vec<f64> {
@@ -62,6 +67,31 @@ fn in_cache(c: &mut Criterion) {
         let input = if positive { &xp } else { &x };
         g.bench_function(name, |b| b.iter(|| f(black_box(input), &mut out)));
     }
+    // The pre-staged form on the same values, as tanh(x + s) with s = 0
+    // broadcast (what `tanh(u[:, None] + v)` calls per row): its cost over
+    // `tanh` is the pre-stage's.
+    let pre = m::math_symbols()
+        .into_iter()
+        .find(|(s, _)| *s == "kiln_tanh_pre_f64")
+        .expect("listed")
+        .1;
+    // SAFETY: `math_symbols` lists the pre-staged tanh with this signature.
+    let pre: PreStaged = unsafe { std::mem::transmute(pre) };
+    let zero = 0.0f64;
+    g.bench_function("tanh_pre_add", |b| {
+        b.iter(|| {
+            // SAFETY: x and out hold n values; the scalar operand is one.
+            unsafe {
+                pre(
+                    black_box(x.as_ptr()),
+                    &zero,
+                    out.as_mut_ptr(),
+                    n,
+                    m::PRE_ADD | m::PRE_B_SCALAR,
+                )
+            }
+        })
+    });
     let shifted: Vec<f64> = (0..n).map(|i| -8.0 * i as f64 / n as f64).collect();
     g.bench_function("sum_exp_shift", |b| {
         b.iter(|| m::sum_exp_shift_f64(black_box(&shifted), 0.0, None))
