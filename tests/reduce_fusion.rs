@@ -441,6 +441,12 @@ fn sum_of_exp_shift_rows_are_one_runtime_pass() {
                     &format!("{pre} {cols} cols axes {axes:?}"),
                 );
             }
+            if cols == 1 {
+                // Rows of one element are no row pass: the driver drops the
+                // size-1 dimension and the kernel's scalar path computes the
+                // reference's own exp (checked against it above).
+                continue;
+            }
             let y = fused(ReduceOp::Sum, Some(vec![1]), pre.clone(), &refs);
             let fg = FunctionGraph::new(&ins, &[y]).unwrap();
             let f = compile(&fg, &CompileOptions::default()).unwrap();

@@ -3,13 +3,17 @@
 //!
 //! `kiln_sum_exp_shift_f64(x, c, n, next)` = Σ_i e^(x_i - c), the row pass of a
 //! stabilised log-sum-exp (`c` the row maximum) or, with `c = 0`, of
-//! `sum(exp(x))`. Each `e^(x_i - c)` is the runtime's block `exp` of the
-//! rounded difference (the fast kernel `exp_fast`, lanes outside its range
-//! recomputed by the full-range kernel; ≤ 1 ULP, see ACCURACY.md).
+//! `sum(exp(x))`. Each `e^(x_i - c)` is the exp of the rounded difference
+//! by `exp::exp_term`, the fast kernel without its compensation terms
+//! (within 1 ULP; lanes outside its range recomputed by the full-range
+//! kernel): no term is ever seen, and the sum's own rounding is n times
+//! larger. A quarter fewer operations per term than the block `exp`
+//! (BENCHMARKS.md, twenty-first session).
 //!
 //! `kiln_exp_shift_store_f64(x, c, out, n, next)` = the same sum, also
 //! writing each `e^(x_i - c)` to `out` (a softmax row's exps and their sum
-//! in one pass). Both prefetch the row at `next` (null: none) a little per
+//! in one pass): the stored exps are the block `exp`'s (`exp_fast`, ≤ 1
+//! ULP, see ACCURACY.md), and the sum is theirs. Both prefetch the row at `next` (null: none) a little per
 //! group as they go: the caller's next row, whose max pass then finds it in
 //! the cache instead of waiting on memory with nothing to compute.
 //!
@@ -37,15 +41,21 @@ use super::exp;
 /// registers the polynomial's constants need.
 pub(super) const LANES: usize = 16;
 
-/// e^(v_l - c) for every lane, as the block `exp` computes it.
+/// e^(v_l - c) for every lane: as the block `exp` computes it when
+/// `BLOCK_EXP` (the values are stored), else by the sum terms' kernel
+/// `exp::exp_term` (only their sum is kept).
 #[inline(always)]
-fn exp_shift_group(v: [f64; LANES], c: f64) -> [f64; LANES] {
+fn exp_shift_group<const BLOCK_EXP: bool>(v: [f64; LANES], c: f64) -> [f64; LANES] {
     let shift = |v: [f64; LANES]| v.map(|e| e - c);
     let mut t = shift(v);
     // The range check before the map, so the differences need not stay
     // live across it; the rare groups with lanes to fix recompute them.
     let fix = exp::EXP_FIXUP.any_outside(&t);
-    map_lanes(&mut t, exp::exp_fast);
+    if BLOCK_EXP {
+        map_lanes(&mut t, exp::exp_fast);
+    } else {
+        map_lanes(&mut t, exp::exp_term);
+    }
     if fix {
         apply_fixup(&shift(v), &mut t, Some(exp::EXP_FIXUP));
     }
@@ -80,7 +90,7 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         }
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        let t = exp_shift_group(v, c);
+        let t = exp_shift_group::<STORE>(v, c);
         if STORE {
             // SAFETY: out[i..i + LANES] is writable (caller contract); the
             // group was read before.
@@ -96,7 +106,7 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        let t = exp_shift_group(v, c);
+        let t = exp_shift_group::<STORE>(v, c);
         if STORE {
             // SAFETY: out[i..n] is writable (caller contract).
             unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out.add(i), n - i) };
@@ -295,21 +305,29 @@ mod tests {
         }
     }
 
+    /// The stored exps are the block `exp`'s bits and their sum is
+    /// theirs, in the documented order; the sum alone (another kernel for
+    /// the terms, each within 1 ULP) is within the summation bound of it.
     #[test]
     fn stored_exps_and_their_sum_match_the_sum_alone() {
         let x = inputs();
         for n in [0, 1, 5, 16, 31, 33, x.len()] {
             let mut out = vec![f64::NAN; n];
             let s = exp_shift_store_f64(&x[..n], 1.25, &mut out, Some(&x));
-            assert_eq!(
-                s.to_bits(),
-                sum_exp_shift_f64(&x[..n], 1.25, None).to_bits(),
-                "n={n}"
-            );
             let terms: Vec<f64> = x[..n].iter().map(|&v| v - 1.25).collect();
             let mut e = vec![0.0; n];
             super::super::exp_f64(&terms, &mut e);
             assert_eq!(out, e, "n={n}");
+            let mut acc = [0.0f64; LANES];
+            for (i, v) in e.iter().enumerate() {
+                acc[i % LANES] += v;
+            }
+            assert_eq!(s.to_bits(), halving_sum(&acc).to_bits(), "n={n}");
+            let alone = sum_exp_shift_f64(&x[..n], 1.25, None);
+            assert!(
+                (s - alone).abs() <= 2.0 * n as f64 * f64::EPSILON * s,
+                "n={n}: {s} vs {alone}"
+            );
         }
     }
 
