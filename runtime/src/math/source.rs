@@ -40,7 +40,7 @@ pub(crate) const PRE_CHUNK: usize = 256;
 
 /// A pre-stage's chunk buffer, aligned to the cache line (at the stack's
 /// 8-byte alignment every 64-byte vector access of it crossed two lines:
-/// the pre-staged tanh took 1.15x the plain one's time instead of 1.05x),
+/// the pre-staged tanh took 1.15x the plain one's time instead of 1.07x),
 /// and left uninitialised (clearing its 2 KiB on every call made rows of
 /// 16 elements 14% slower than staging them in the kernel).
 #[repr(align(64))]
