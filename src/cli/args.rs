@@ -206,6 +206,11 @@ pub struct BenchArgs {
     /// (no GEMM epilogue), to measure what the epilogue saves.
     #[arg(long)]
     pub no_epilogues: bool,
+    /// Stage a transcendental function's argument `a + b` (`-`, `*`) in
+    /// the kernel instead of letting the runtime call compute it, to
+    /// measure what the pre-stage saves.
+    #[arg(long)]
+    pub no_pre_stage: bool,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,

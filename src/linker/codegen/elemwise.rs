@@ -217,8 +217,9 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 /// every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
-/// [`VecCtx::with_mask_outputs`]).
-pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
+/// [`VecCtx::with_mask_outputs`]). With `pre_stage`, block-wise calls take
+/// over their arguments where [`pre_stages`] allows it.
+pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> {
     let dtype = *prog
         .inputs
         .first()
@@ -304,7 +305,11 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
         }
     }
     let max_level = level.iter().copied().max().unwrap_or(0);
-    let (pre, folded) = pre_stages(prog, dtype, &level, &block);
+    let (pre, folded) = if pre_stage {
+        pre_stages(prog, dtype, &level, &block)
+    } else {
+        (vec![None; level.len()], vec![false; level.len()])
+    };
     let mut slots = FxHashMap::default();
     if max_level > 0 {
         let add = |r: CRef, slots: &mut FxHashMap<CRef, usize>| {
@@ -354,13 +359,13 @@ pub(super) fn vector_plan(prog: &Composite) -> Option<VecPlan> {
 
 /// Whether a program gets a vector path (for profiles and tests).
 pub fn is_vectorized(prog: &Composite) -> bool {
-    vector_plan(prog).is_some()
+    vector_plan(prog, false).is_some()
 }
 
 /// Builds the kernel of `prog` into `jb`; returns its index.
 pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
-    let plan = vector_plan(prog);
+    let plan = vector_plan(prog, jb.options().pre_stage);
     let imports = import_callees(jb, prog, plan.as_ref())?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
@@ -1259,7 +1264,7 @@ mod tests {
     ) -> (Composite, VecPlan) {
         let mut c = Composite::new(vec![dtype; inputs]);
         c.outputs = body(&mut c);
-        let p = vector_plan(&c).expect("a vector plan");
+        let p = vector_plan(&c, true).expect("a vector plan");
         (c, p)
     }
 

@@ -66,6 +66,12 @@ pub struct CodegenOptions {
     /// cache block by block of rows while each block is in cache
     /// (`plan::epilogue`; on by default, off to measure its effect).
     pub epilogues: bool,
+    /// Let a transcendental function's block call compute its argument when
+    /// that is one `+`, `-` or `*` of inputs and constants
+    /// (`kiln_<name>_pre_<dtype>`, see `codegen::elemwise`), instead of
+    /// staging it with the kernel's 128-bit vector code (on by default, off
+    /// to measure its effect; both give the same bits).
+    pub pre_stage: bool,
 }
 
 /// Which of Cranelift's register allocators generates a module's code.
@@ -105,6 +111,7 @@ impl Default for CodegenOptions {
             tiering: Tiering::Tiered,
             optimize: false,
             epilogues: true,
+            pre_stage: true,
         }
     }
 }
@@ -307,6 +314,11 @@ pub struct JitBuilder {
 }
 
 impl JitBuilder {
+    /// The options this module is built with.
+    pub fn options(&self) -> &CodegenOptions {
+        &self.opts
+    }
+
     /// A new module for the host with every math symbol registered.
     pub fn new(opts: &CodegenOptions) -> Result<Self> {
         let isas = Isas::host(opts, opts.single_pass())?;
