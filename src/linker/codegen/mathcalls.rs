@@ -184,8 +184,9 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
         DType::F64 => Some(f64s),
         DType::F32 => {
             let name = f64s.strip_suffix("_f64").expect("suffix");
-            block_names_f32()
-                .into_iter()
+            runtime_math_names()
+                .iter()
+                .copied()
                 .find(|s| s.strip_suffix("_f32") == Some(name))
         }
         _ => None,
@@ -199,22 +200,23 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
 pub fn pre_block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
     let plain = block_symbol(op, dtype)?;
     let (stem, suffix) = plain.rsplit_once('_')?;
-    kiln_runtime::math::math_symbols()
-        .into_iter()
-        .map(|(s, _)| s)
-        .find(|s| {
-            s.strip_prefix(stem)
-                .and_then(|r| r.strip_prefix("_pre_"))
-                .is_some_and(|r| r == suffix)
-        })
+    runtime_math_names().iter().copied().find(|s| {
+        s.strip_prefix(stem)
+            .and_then(|r| r.strip_prefix("_pre_"))
+            .is_some_and(|r| r == suffix)
+    })
 }
 
-fn block_names_f32() -> Vec<&'static str> {
-    kiln_runtime::math::math_symbols()
-        .into_iter()
-        .map(|(s, _)| s)
-        .filter(|s| s.ends_with("_f32"))
-        .collect()
+/// The names of the runtime's math entry points, listed once per process
+/// (code generation looks symbols up for every block-wise node).
+fn runtime_math_names() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        kiln_runtime::math::math_symbols()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    })
 }
 
 /// Every symbol JIT code may import: the shims above and the runtime's entry points.
