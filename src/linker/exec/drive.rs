@@ -86,12 +86,12 @@ pub(super) fn drive_reduce(
 }
 
 /// Elements of a strided input gathered per kernel call by
-/// [`drive_elemwise`]. Small blocks let the prefetch of a block ahead
-/// ([`GATHER_AHEAD`]) overlap the kernel's work on this one in small
-/// bursts: with 1024-element blocks and no prefetch, a step-2 input's
-/// gather waited on memory as a phase of its own (measured in
-/// BENCHMARKS.md, fifteenth session).
-const GATHER: usize = 128;
+/// [`drive_elemwise`]. Small blocks keep the gather and the kernel's work
+/// interleaved in short bursts (with 1024-element blocks a step-2
+/// input's gather waited on memory as a phase of its own, fifteenth
+/// session); 256 was faster than 128 and 512 for the step-2 layout case
+/// on one and two threads (BENCHMARKS.md, twenty-second session).
+const GATHER: usize = 256;
 
 /// Output bytes of an element-wise call from which the gathered path
 /// writes its outputs with non-temporal stores (each block computed into
@@ -102,8 +102,13 @@ const GATHER: usize = 128;
 const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// How many blocks ahead of the one being gathered [`drive_elemwise`]
-/// prefetches a strided input (8 KB of a step-2 f64 row).
-const GATHER_AHEAD: usize = 4;
+/// prefetches an input whose elements lie more than a cache line apart
+/// (512 elements, each on a line of its own). Inputs with elements at
+/// most a line apart (a step-2 view) are read line after line, which the
+/// hardware's stream prefetchers follow: software prefetches on top of
+/// them made the step-2 layout case 1.3x slower on a Zen 4 host
+/// (BENCHMARKS.md, twenty-second session).
+const GATHER_AHEAD: usize = 2;
 
 /// [`drive`] for an element-wise kernel whose first `n_inputs` operands are
 /// inputs and the rest outputs: when every output is contiguous along the
@@ -156,27 +161,17 @@ unsafe fn gather(src: *const u8, stride: isize, esz: usize, dst: *mut u8, n: usi
     }
 }
 
-/// Prefetch hints for the `n` elements at `first`, `first + stride`, ...
-/// (`stride` in bytes, either sign): the lines they span when they are
-/// at most a line apart, else each element's line. Only hints, which
-/// never fault, so the addresses need not be valid.
+/// Prefetch hints for each element's line of the `n` elements at
+/// `first`, `first + stride`, ... (`stride` in bytes, either sign) when
+/// they lie more than a cache line apart; nothing otherwise (see
+/// [`GATHER_AHEAD`]). Only hints, which never fault, so the addresses
+/// need not be valid.
 fn prefetch_strided(first: *const u8, stride: isize, n: usize) {
-    if n == 0 {
+    if stride.unsigned_abs() <= 64 {
         return;
     }
-    let step = stride.unsigned_abs();
-    if step <= 64 {
-        let span = (n - 1) * step + 1;
-        let low = if stride < 0 {
-            first.wrapping_sub(span - 1)
-        } else {
-            first
-        };
-        kiln_runtime::mem::kiln_prefetch(low, span);
-    } else {
-        for j in 0..n {
-            kiln_runtime::mem::kiln_prefetch(first.wrapping_offset(j as isize * stride), 1);
-        }
+    for j in 0..n {
+        kiln_runtime::mem::kiln_prefetch(first.wrapping_offset(j as isize * stride), 1);
     }
 }
 
