@@ -2,7 +2,8 @@
 //! loops that run a kernel over a strided iteration space (dimension
 //! collapsing, the outer-dimension loop, parallel splitting, and for
 //! element-wise kernels the gathering of inputs that are strided along the
-//! innermost dimension into contiguous blocks).
+//! innermost dimension into contiguous blocks, and the grouping of short
+//! rows into one call with a repeated input read from a tiled buffer).
 //!
 //! Invariants: every operand covers the iteration shape with its strides
 //! (the caller's guarantee); work handed to other threads writes disjoint
@@ -117,6 +118,9 @@ const GATHER_AHEAD: usize = 2;
 /// elements whose strided inputs are first copied to contiguous scratch,
 /// so the kernel takes its vector path (block-wise math) instead of one
 /// scalar call per element.
+///
+/// Short rows with an input broadcast along them (`X + b` for an `X` of
+/// many rows of a few elements) run as [`RowTiling`] describes.
 pub(super) fn drive_elemwise(
     f: KernelFn,
     ptrs: &[*mut u8],
@@ -126,7 +130,171 @@ pub(super) fn drive_elemwise(
     par: ParallelOptions,
     n_inputs: usize,
 ) {
-    drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs, None);
+    match RowTiling::plan(strides, esz, shape, n_inputs) {
+        Some(tiling) => tiling.run(f, ptrs, esz, par, n_inputs),
+        None => drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs, None),
+    }
+}
+
+/// Element-wise rows shorter than this (innermost dimension, after
+/// collapsing) are run by [`RowTiling`] when an input repeats along them.
+/// From rows of 64 on the per-call cost is lost in the noise (`tanh(X +
+/// b)` and `X * 2 + b` on 4e6 f64 elements measured the same with and
+/// without tiling at 64, 128 and 255; BENCHMARKS.md, twenty-second
+/// session).
+const SHORT_ROW: usize = 128;
+
+/// Elements per kernel call that [`RowTiling`] aims for: the rows of a
+/// group (and a tiled input's buffer, 8 KB of f64) hold about this many.
+const TILE_ELEMENTS: usize = 1024;
+
+/// Short rows run a group of rows per kernel call instead of one. An
+/// element-wise kernel is called once per row of the innermost dimension,
+/// which costs tens of nanoseconds per call (entry, stride checks, the
+/// block loop's setup): for `X + b` over rows of 4 elements that cost is
+/// most of the run. When every operand but some inputs runs on from one
+/// row into the next (its row stride is the row's length times its element
+/// stride), and those inputs are the same row everywhere (stride 0 in every
+/// outer dimension: a bias, a weight row), the rows of a group are one run
+/// of `rows × n` elements for the others, and each of those inputs is read
+/// from a buffer holding its row repeated `rows` times, built once per
+/// call. Rows left over at the end of each outer run (fewer than a group)
+/// run as before.
+struct RowTiling {
+    /// The outer dimensions outside the two merged ones.
+    rest: Dims,
+    /// The row length, and each operand's byte stride along the row.
+    n: usize,
+    inner: SmallVec<[isize; 6]>,
+    /// Rows in all, and each operand's byte stride from row to row
+    /// (0 for the tiled inputs).
+    rows: usize,
+    row_st: SmallVec<[isize; 6]>,
+    /// Rows per group.
+    group: usize,
+    /// The tiled inputs.
+    tiled: SmallVec<[usize; 4]>,
+}
+
+impl RowTiling {
+    /// The tiling of an element-wise call, when it applies (see the type).
+    fn plan(strides: &[&[isize]], esz: &[usize], shape: &[usize], n_inputs: usize) -> Option<Self> {
+        let nops = strides.len();
+        if n_inputs >= nops || shape.contains(&0) {
+            return None;
+        }
+        let mut rest = collapse(strides, esz, shape, n_inputs);
+        if rest.len() < 2 {
+            return None;
+        }
+        let (n, inner) = rest.pop()?;
+        let (rows, row_st) = rest.pop()?;
+        if n >= SHORT_ROW {
+            return None;
+        }
+        let mut tiled = SmallVec::new();
+        for k in 0..nops {
+            if row_st[k] == n as isize * inner[k] {
+                continue;
+            }
+            let repeated = row_st[k] == 0 && rest.iter().all(|(_, st)| st[k] == 0);
+            if k >= n_inputs || !repeated {
+                return None;
+            }
+            tiled.push(k);
+        }
+        if tiled.is_empty() {
+            return None;
+        }
+        let group = (TILE_ELEMENTS / n).clamp(2, rows);
+        Some(RowTiling {
+            rest,
+            n,
+            inner,
+            rows,
+            row_st,
+            group,
+            tiled,
+        })
+    }
+
+    /// Runs `f` over the planned space: the groups, then the leftover rows.
+    fn run(
+        &self,
+        f: KernelFn,
+        ptrs: &[*mut u8],
+        esz: &[usize],
+        par: ParallelOptions,
+        n_inputs: usize,
+    ) {
+        let nops = ptrs.len();
+        let elems = |k: usize, bytes: isize| bytes / esz[k] as isize;
+        // The tiled inputs' buffers (u64s: aligned for every dtype).
+        let buffers: Vec<Vec<u64>> = self
+            .tiled
+            .iter()
+            .map(|&k| {
+                let row_bytes = self.n * esz[k];
+                let mut buf = vec![0u64; (self.group * row_bytes).div_ceil(8)];
+                let dst = buf.as_mut_ptr() as *mut u8;
+                // SAFETY: input k's row is the n elements at ptrs[k] with
+                // byte stride inner[k] (it covers the iteration space, whose
+                // row it is in every outer position); the buffer holds
+                // `group` rows of n elements and overlaps no operand.
+                unsafe { gather(ptrs[k], self.inner[k], esz[k], dst, self.n) };
+                for j in 1..self.group {
+                    // SAFETY: rows 0 and j of the buffer are disjoint and in it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(dst, dst.add(j * row_bytes), row_bytes)
+                    };
+                }
+                buf
+            })
+            .collect();
+        let groups = self.rows / self.group;
+        let whole = groups * self.group;
+        // The groups: [rest..., groups, group × n].
+        let mut p: SmallVec<[*mut u8; 6]> = ptrs.iter().copied().collect();
+        for (&k, buf) in self.tiled.iter().zip(&buffers) {
+            p[k] = buf.as_ptr() as *mut u8;
+        }
+        let mut shape: SmallVec<[usize; 6]> = self.rest.iter().map(|d| d.0).collect();
+        shape.extend([groups, self.group * self.n]);
+        let st: SmallVec<[SmallVec<[isize; 6]>; 6]> = (0..nops)
+            .map(|k| {
+                let tiled = self.tiled.contains(&k);
+                let mut s: SmallVec<[isize; 6]> =
+                    self.rest.iter().map(|d| elems(k, d.1[k])).collect();
+                s.push(elems(k, self.row_st[k] * self.group as isize));
+                s.push(if tiled { 1 } else { elems(k, self.inner[k]) });
+                s
+            })
+            .collect();
+        let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
+        // The kernel reads the buffers in place of the tiled inputs: each
+        // group's rows meet the same repeated row there.
+        drive_impl(f, &p, &st_refs, esz, &shape, par, None, n_inputs, None);
+        if whole == self.rows {
+            return;
+        }
+        // The leftover rows of each outer position: [rest..., rows - whole, n].
+        for k in 0..nops {
+            p[k] = ptrs[k].wrapping_offset(self.row_st[k] * whole as isize);
+        }
+        let last = shape.len() - 2;
+        shape[last] = self.rows - whole;
+        shape[last + 1] = self.n;
+        let st: SmallVec<[SmallVec<[isize; 6]>; 6]> = (0..nops)
+            .map(|k| {
+                let mut s: SmallVec<[isize; 6]> =
+                    self.rest.iter().map(|d| elems(k, d.1[k])).collect();
+                s.extend([elems(k, self.row_st[k]), elems(k, self.inner[k])]);
+                s
+            })
+            .collect();
+        let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
+        drive_impl(f, &p, &st_refs, esz, &shape, par, None, n_inputs, None);
+    }
 }
 
 /// Copies `n` elements of `esz` bytes lying `stride` bytes apart from `src`
@@ -228,37 +396,24 @@ impl<'a> RowCursor<'a> {
     }
 }
 
-/// The driver behind [`drive`], [`drive_reduce`] and [`drive_elemwise`]
-/// (`n_gather`: the number of leading operands that are element-wise
-/// inputs, 0 for none; `columns`: a plain reduction's column pass).
-#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
-fn drive_impl(
-    f: KernelFn,
-    ptrs: &[*mut u8],
-    strides: &[&[isize]],
-    esz: &[usize],
-    shape: &[usize],
-    par: ParallelOptions,
-    acc0: Option<Modes>,
-    n_gather: usize,
-    columns: Option<ColumnPass>,
-) {
-    if shape.contains(&0) {
-        return;
-    }
-    let nops = ptrs.len();
-    // Element-wise kernels iterate in the memory order of their first
-    // output (the dimension where it has the smallest stride innermost):
-    // every element is independent, and an output laid out like its
-    // inputs (`Exec::alloc_slot_in_order`) then collapses with them into
-    // contiguous runs whatever the layout. Other kernels keep the
-    // logical order, which their accumulator modes depend on.
+/// The iteration space's dimensions, outermost first, as (size, byte
+/// stride of each operand): size-1 dimensions dropped, and each dimension
+/// merged into the one outside it where that one steps exactly over it.
+///
+/// Element-wise kernels (`n_gather` leading inputs, then at least one
+/// output) iterate in the memory order of their first output (the
+/// dimension where it has the smallest stride innermost): every element is
+/// independent, and an output laid out like its inputs
+/// (`Exec::alloc_slot_in_order`) then collapses with them into contiguous
+/// runs whatever the layout. Other kernels keep the logical order, which
+/// their accumulator modes depend on.
+fn collapse(strides: &[&[isize]], esz: &[usize], shape: &[usize], n_gather: usize) -> Dims {
+    let nops = strides.len();
     let mut order: SmallVec<[usize; 6]> = (0..shape.len()).collect();
     if n_gather > 0 && n_gather < nops {
         order.sort_by_key(|&d| std::cmp::Reverse(strides[n_gather][d].unsigned_abs()));
     }
-    // Drop size-1 dimensions, convert strides to bytes, collapse.
-    let mut dims: SmallVec<[(usize, SmallVec<[isize; 6]>); 4]> = SmallVec::new();
+    let mut dims = Dims::new();
     for &d in &order {
         if shape[d] == 1 {
             continue;
@@ -278,6 +433,32 @@ fn drive_impl(
         }
         dims.push((shape[d], st));
     }
+    dims
+}
+
+/// Collapsed dimensions: (size, byte stride of each operand), outermost first.
+type Dims = SmallVec<[(usize, SmallVec<[isize; 6]>); 4]>;
+
+/// The driver behind [`drive`], [`drive_reduce`] and [`drive_elemwise`]
+/// (`n_gather`: the number of leading operands that are element-wise
+/// inputs, 0 for none; `columns`: a plain reduction's column pass).
+#[allow(clippy::too_many_arguments)] // the operand description is four parallel slices
+fn drive_impl(
+    f: KernelFn,
+    ptrs: &[*mut u8],
+    strides: &[&[isize]],
+    esz: &[usize],
+    shape: &[usize],
+    par: ParallelOptions,
+    acc0: Option<Modes>,
+    n_gather: usize,
+    columns: Option<ColumnPass>,
+) {
+    if shape.contains(&0) {
+        return;
+    }
+    let nops = ptrs.len();
+    let mut dims = collapse(strides, esz, shape, n_gather);
     if let Some(modes) = acc0 {
         let row = dims.last().is_none_or(|(_, st)| st[0] == 0);
         if (row && !modes.row()) || (!row && !modes.column()) {
@@ -493,6 +674,48 @@ pub(super) fn drive_full(
 mod tests {
     use super::*;
     use crate::graph::{DType, FunctionGraph};
+
+    /// Tiling applies to short rows whose other operands run on from row to
+    /// row, with an input that is the same row in every outer position; the
+    /// group holds about TILE_ELEMENTS elements (at least two rows, at most
+    /// all of them).
+    #[test]
+    fn row_tiling_plans_only_short_rows_with_an_input_repeated_everywhere() {
+        let plan = |shape: &[usize], strides: &[&[isize]], n_inputs: usize| {
+            let esz = vec![8; strides.len()];
+            RowTiling::plan(strides, &esz, shape, n_inputs).map(|t| (t.group, t.tiled.to_vec()))
+        };
+        // X (1000 x 4) + b (4) -> out.
+        assert_eq!(
+            plan(&[1000, 4], &[&[4, 1], &[0, 1], &[4, 1]], 2),
+            Some((256, vec![1]))
+        );
+        assert_eq!(
+            plan(&[3, 4], &[&[4, 1], &[0, 1], &[4, 1]], 2),
+            Some((3, vec![1]))
+        );
+        // Rows as long as SHORT_ROW, or nothing repeated: the plain driver.
+        let n = SHORT_ROW as isize;
+        assert_eq!(
+            plan(&[10, SHORT_ROW], &[&[n, 1], &[0, 1], &[n, 1]], 2),
+            None
+        );
+        assert_eq!(plan(&[1000, 4], &[&[4, 1], &[4, 1], &[4, 1]], 2), None);
+        // A row that differs between outer positions (c of shape (3, 1, 4)).
+        let c: &[isize] = &[4, 0, 1];
+        assert_eq!(
+            plan(&[3, 700, 4], &[&[2800, 4, 1], c, &[2800, 4, 1]], 2),
+            None
+        );
+        // The same row in every outer position: tiled, two repeated inputs.
+        let b: &[isize] = &[0, 0, 1];
+        assert_eq!(
+            plan(&[3, 700, 4], &[&[2800, 4, 1], b, b, &[2800, 4, 1]], 3),
+            Some((256, vec![1, 2]))
+        );
+        // An output is never read from a buffer.
+        assert_eq!(plan(&[1000, 4], &[&[4, 1], &[0, 1]], 1), None);
+    }
 
     /// Stepping the cursor from any row visits the offsets that dividing
     /// each row's index gives (one, two and three outer dimensions, with
