@@ -1,14 +1,15 @@
-//! Element-wise kernels over many short rows with an input repeated along
-//! them (`X + b` for an `X` of rows of a few elements): the driver runs
-//! groups of rows per kernel call, reading the repeated input from a
-//! buffer that holds its row once per row of the group. The results are
-//! those of the same kernel on the input materialised to the full shape,
-//! bit for bit, and the reference evaluator's (bit for bit for exact ops,
+//! Element-wise kernels over many short rows that do not run on into each
+//! other (`X + b` or `X * c` for an `X` of rows of a few elements, a slice
+//! `X[:, :4]` of wider rows): the driver runs blocks of the flattened rows
+//! per kernel call, reading a row repeated everywhere from a buffer of it
+//! repeated and gathering other inputs row by row. The results are those
+//! of the same kernel on the inputs materialised to the full shape, bit
+//! for bit, and the reference evaluator's (bit for bit for exact ops,
 //! within 2 ULP for `tanh`, whose contiguous path is the runtime's block
-//! function), for row lengths around the tiling's limit, row counts that
-//! leave rows over after the last whole group, outer dimensions, several
-//! repeated inputs, reversed and strided rows, and calls large enough to be
-//! split over threads.
+//! function), for row lengths around the limit, row counts that end
+//! inside a block, outer dimensions, several such inputs, columns, slices,
+//! reversed and strided rows, and calls large enough to be split over
+//! threads.
 
 mod jit_support;
 use jit_support::*;
@@ -127,17 +128,63 @@ fn outer_dimensions_leftover_rows_and_rows_that_vary_outside() {
         let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
         check_case(&f, &full, &vals, &args, TANH_ULPS, &format!("{shape:?}"));
     }
-    // A row that differs between outer positions is not tiled.
-    let c = tensor("c", DType::F64, &[None, Some(1), None]);
-    let (fg, g) = compiled(&[x.clone(), c.clone()], &[&x * &c]);
-    let vals = [
-        rand_value(DType::F64, &[3, 700, 3], 13),
-        rand_value(DType::F64, &[3, 1, 3], 14),
-    ];
-    let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
-    let got = g.call(&args).expect("call");
-    let want = eval::evaluate(&fg, &vals).expect("reference");
-    assert_values(&got[0], &want[0], 0, "row varying between outer positions");
+    // A row that differs between outer positions (gathered), and a column
+    // of one value per row (gathered, each value repeated along its row).
+    for cshape in [[3usize, 1, 3], [3, 700, 1]] {
+        let c = tensor("c", DType::F64, &cshape.map(|d| (d == 1).then_some(1)));
+        let (fg, g) = compiled(&[x.clone(), c.clone()], &[&x * &c]);
+        let vals = [
+            rand_value(DType::F64, &[3, 700, 3], 13),
+            rand_value(DType::F64, &cshape, 14),
+        ];
+        let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+        let got = g.call(&args).expect("call");
+        let want = eval::evaluate(&fg, &vals).expect("reference");
+        assert_values(&got[0], &want[0], 0, &format!("c of shape {cshape:?}"));
+    }
+}
+
+#[test]
+fn columns_and_slices_of_wider_rows_are_gathered() {
+    for dtype in [DType::F64, DType::F32, DType::I64] {
+        let x = tensor("x", dtype, &[None, None]);
+        let c = tensor("c", dtype, &[None, Some(1)]);
+        let (fg, f) = compiled(&[x.clone(), c.clone()], &[&(&x * &c) + &c]);
+        for (rows, n) in [(2usize, 3usize), (1000, 4), (333, 7), (50_001, 4)] {
+            let vals = [
+                rand_value(dtype, &[rows, n], rows as u64),
+                rand_value(dtype, &[rows, 1], rows as u64 + 1),
+            ];
+            let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+            let got = f.call(&args).expect("call");
+            let want = eval::evaluate(&fg, &vals).expect("reference");
+            assert_values(&got[0], &want[0], 0, &format!("{dtype} column {rows}x{n}"));
+        }
+    }
+    // The first 4 (and, reversed, the last 4) of rows of 9, and every
+    // other element of rows of 8.
+    let x = tensor("x", DType::F64, &[None, None]);
+    let (fg, f) = compiled(std::slice::from_ref(&x), &[(&x + 1.0).tanh()]);
+    let wide = rand_f64(&[30_001, 9], 41, -3.0, 3.0);
+    for view in [
+        wide.slice(s![.., ..4]).into_dyn(),
+        wide.slice(s![.., 5..;-1]).into_dyn(),
+        wide.slice(s![.., ..8;2]).into_dyn(),
+    ] {
+        let got = f.call(&[Arg::from(view.clone())]).expect("call on a slice");
+        let vals = [Value::F64(view.to_owned())];
+        let want = eval::evaluate(&fg, &vals).expect("reference").remove(0);
+        assert_values(
+            &got[0],
+            &want,
+            TANH_ULPS,
+            &format!("slice {:?}", view.strides()),
+        );
+        let whole = f
+            .call(&[Arg::from(&view.to_owned())])
+            .expect("call on a copy");
+        assert_values(&got[0], &whole[0], 0, "slice against its contiguous copy");
+    }
 }
 
 #[test]

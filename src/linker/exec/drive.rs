@@ -119,8 +119,9 @@ const GATHER_AHEAD: usize = 2;
 /// so the kernel takes its vector path (block-wise math) instead of one
 /// scalar call per element.
 ///
-/// Short rows with an input broadcast along them (`X + b` for an `X` of
-/// many rows of a few elements) run as [`RowTiling`] describes.
+/// Many short rows that do not run on into each other (`X + b` or `X * c`
+/// for an `X` of rows of a few elements, a slice `X[:, :4]`) run as
+/// [`ShortRows`] describes.
 pub(super) fn drive_elemwise(
     f: KernelFn,
     ptrs: &[*mut u8],
@@ -130,54 +131,69 @@ pub(super) fn drive_elemwise(
     par: ParallelOptions,
     n_inputs: usize,
 ) {
-    match RowTiling::plan(strides, esz, shape, n_inputs) {
-        Some(tiling) => tiling.run(f, ptrs, esz, par, n_inputs),
+    match ShortRows::plan(strides, esz, shape, n_inputs) {
+        Some(short) => short.run(f, ptrs, esz, par),
         None => drive_impl(f, ptrs, strides, esz, shape, par, None, n_inputs, None),
     }
 }
 
 /// Element-wise rows shorter than this (innermost dimension, after
-/// collapsing) are run by [`RowTiling`] when an input repeats along them.
-/// From rows of 64 on the per-call cost is lost in the noise (`tanh(X +
-/// b)` and `X * 2 + b` on 4e6 f64 elements measured the same with and
-/// without tiling at 64, 128 and 255; BENCHMARKS.md, twenty-second
-/// session).
+/// collapsing) are run by [`ShortRows`] when some input does not run on
+/// from one row into the next. From rows of 64 on the per-call cost is
+/// lost in the noise (`tanh(X + b)` and `X * 2 + b` on 4e6 f64 elements
+/// measured the same with and without it at 64, 128 and 255; BENCHMARKS.md,
+/// twenty-second session).
 const SHORT_ROW: usize = 128;
 
-/// Elements per kernel call that [`RowTiling`] aims for: the rows of a
-/// group (and a tiled input's buffer, 8 KB of f64) hold about this many.
-const TILE_ELEMENTS: usize = 1024;
+/// Elements per kernel call of [`ShortRows`] (a gathered input's scratch
+/// block: 8 KB of f64).
+const FLAT_BLOCK: usize = 1024;
 
-/// Short rows run a group of rows per kernel call instead of one. An
-/// element-wise kernel is called once per row of the innermost dimension,
-/// which costs tens of nanoseconds per call (entry, stride checks, the
-/// block loop's setup): for `X + b` over rows of 4 elements that cost is
-/// most of the run. When every operand but some inputs runs on from one
-/// row into the next (its row stride is the row's length times its element
-/// stride), and those inputs are the same row everywhere (stride 0 in every
-/// outer dimension: a bias, a weight row), the rows of a group are one run
-/// of `rows × n` elements for the others, and each of those inputs is read
-/// from a buffer holding its row repeated `rows` times, built once per
-/// call. Rows left over at the end of each outer run (fewer than a group)
-/// run as before.
-struct RowTiling {
-    /// The outer dimensions outside the two merged ones.
-    rest: Dims,
-    /// The row length, and each operand's byte stride along the row.
-    n: usize,
-    inner: SmallVec<[isize; 6]>,
-    /// Rows in all, and each operand's byte stride from row to row
-    /// (0 for the tiled inputs).
-    rows: usize,
-    row_st: SmallVec<[isize; 6]>,
-    /// Rows per group.
-    group: usize,
-    /// The tiled inputs.
-    tiled: SmallVec<[usize; 4]>,
+/// How [`ShortRows`] hands an operand to the kernel.
+#[derive(Debug, PartialEq)]
+enum Access {
+    /// It runs on from row to row: flat element `f` lies `f` times this
+    /// byte stride from the operand's start in its outer position.
+    Flat(isize),
+    /// An input that is the same row in every outer position: read from
+    /// a buffer holding that row repeated, flat element `f` at the
+    /// buffer's element `f % n + (f - f0)` for a block starting at `f0`.
+    Repeated,
+    /// An input gathered row by row into contiguous scratch for each block.
+    Gathered,
 }
 
-impl RowTiling {
-    /// The tiling of an element-wise call, when it applies (see the type).
+/// Short rows run in blocks of [`FLAT_BLOCK`] elements of the flattened
+/// rows instead of one kernel call per row. An element-wise kernel is
+/// called once per row of the innermost dimension, which costs tens of
+/// nanoseconds per call (entry, stride checks, the block loop's setup):
+/// for `X + b` over rows of 4 elements that cost was most of the run.
+/// Within an outer position, the rows × n elements are taken as one flat
+/// run: operands whose rows run on into each other (row stride = n × element
+/// stride, every output must) are read in place; an input that is the same
+/// row everywhere (a bias, a weight row) is read from a buffer of that row
+/// repeated, built once per call; any other input (a column `c` of shape
+/// (rows, 1), a slice of wider rows) is gathered row by row into scratch
+/// for each block. Only element-wise kernels: each element is computed
+/// alone, so the grouping does not change any result.
+struct ShortRows {
+    /// The outer dimensions outside the rows.
+    rest: Dims,
+    /// The row length, and each operand's byte stride along a row.
+    n: usize,
+    inner: SmallVec<[isize; 6]>,
+    /// The rows per outer position, and each operand's byte stride from
+    /// row to row.
+    rows: usize,
+    row_st: SmallVec<[isize; 6]>,
+    /// How each operand is read.
+    access: SmallVec<[Access; 6]>,
+}
+
+impl ShortRows {
+    /// The plan of an element-wise call (`n_inputs` inputs, then the
+    /// outputs), when its rows are short and some input does not run on
+    /// from row to row; `None` where the plain driver serves as well.
     fn plan(strides: &[&[isize]], esz: &[usize], shape: &[usize], n_inputs: usize) -> Option<Self> {
         let nops = strides.len();
         if n_inputs >= nops || shape.contains(&0) {
@@ -192,57 +208,56 @@ impl RowTiling {
         if n >= SHORT_ROW {
             return None;
         }
-        let mut tiled = SmallVec::new();
+        let mut access = SmallVec::new();
         for k in 0..nops {
-            if row_st[k] == n as isize * inner[k] {
-                continue;
-            }
-            let repeated = row_st[k] == 0 && rest.iter().all(|(_, st)| st[k] == 0);
-            if k >= n_inputs || !repeated {
+            let runs_on = row_st[k] == n as isize * inner[k];
+            let plain = inner[k] == 0 || inner[k] == esz[k] as isize;
+            access.push(if runs_on && (plain || k >= n_inputs) {
+                Access::Flat(inner[k])
+            } else if k >= n_inputs {
+                // An output whose rows do not run on: row by row.
                 return None;
-            }
-            tiled.push(k);
+            } else if row_st[k] == 0 && inner[k] != 0 && rest.iter().all(|(_, st)| st[k] == 0) {
+                Access::Repeated
+            } else {
+                Access::Gathered
+            });
         }
-        if tiled.is_empty() {
+        if access.iter().all(|a| matches!(a, Access::Flat(_))) {
             return None;
         }
-        let group = (TILE_ELEMENTS / n).clamp(2, rows);
-        Some(RowTiling {
+        Some(ShortRows {
             rest,
             n,
             inner,
             rows,
             row_st,
-            group,
-            tiled,
+            access,
         })
     }
 
-    /// Runs `f` over the planned space: the groups, then the leftover rows.
-    fn run(
-        &self,
-        f: KernelFn,
-        ptrs: &[*mut u8],
-        esz: &[usize],
-        par: ParallelOptions,
-        n_inputs: usize,
-    ) {
+    /// Runs `f` over the planned space, block by block (in parallel from
+    /// `par.threshold` elements on).
+    fn run(&self, f: KernelFn, ptrs: &[*mut u8], esz: &[usize], par: ParallelOptions) {
         let nops = ptrs.len();
-        let elems = |k: usize, bytes: isize| bytes / esz[k] as isize;
-        // The tiled inputs' buffers (u64s: aligned for every dtype).
-        let buffers: Vec<Vec<u64>> = self
-            .tiled
-            .iter()
-            .map(|&k| {
-                let row_bytes = self.n * esz[k];
-                let mut buf = vec![0u64; (self.group * row_bytes).div_ceil(8)];
+        let n = self.n;
+        // The repeated inputs' buffers: the row, repeated to cover any
+        // block from any position in the row (u64s: aligned for every dtype).
+        let reps = (n + FLAT_BLOCK).div_ceil(n);
+        let buffers: SmallVec<[Vec<u64>; 6]> = (0..nops)
+            .map(|k| {
+                if self.access[k] != Access::Repeated {
+                    return Vec::new();
+                }
+                let row_bytes = n * esz[k];
+                let mut buf = vec![0u64; (reps * row_bytes).div_ceil(8)];
                 let dst = buf.as_mut_ptr() as *mut u8;
-                // SAFETY: input k's row is the n elements at ptrs[k] with
-                // byte stride inner[k] (it covers the iteration space, whose
-                // row it is in every outer position); the buffer holds
-                // `group` rows of n elements and overlaps no operand.
-                unsafe { gather(ptrs[k], self.inner[k], esz[k], dst, self.n) };
-                for j in 1..self.group {
+                // SAFETY: input k's row is the n elements at ptrs[k] with byte
+                // stride inner[k] (the operand covers the iteration space, in
+                // every outer position of which that row is the one read);
+                // the buffer holds `reps` rows and overlaps no operand.
+                unsafe { gather(ptrs[k], self.inner[k], esz[k], dst, n) };
+                for j in 1..reps {
                     // SAFETY: rows 0 and j of the buffer are disjoint and in it.
                     unsafe {
                         std::ptr::copy_nonoverlapping(dst, dst.add(j * row_bytes), row_bytes)
@@ -251,49 +266,84 @@ impl RowTiling {
                 buf
             })
             .collect();
-        let groups = self.rows / self.group;
-        let whole = groups * self.group;
-        // The groups: [rest..., groups, group × n].
-        let mut p: SmallVec<[*mut u8; 6]> = ptrs.iter().copied().collect();
-        for (&k, buf) in self.tiled.iter().zip(&buffers) {
-            p[k] = buf.as_ptr() as *mut u8;
+        let flat = self.rows * n;
+        let per_outer = flat.div_ceil(FLAT_BLOCK);
+        let outer: usize = self.rest.iter().map(|d| d.0).product();
+        let base: SmallVec<[usize; 6]> = ptrs.iter().map(|&p| p as usize).collect();
+        let bufs: SmallVec<[usize; 6]> = buffers.iter().map(|b| b.as_ptr() as usize).collect();
+        let run_blocks = |b0: usize, b1: usize| {
+            // One scratch block per operand that is gathered.
+            let mut scratch: SmallVec<[Vec<u64>; 6]> = (0..nops)
+                .map(|k| match self.access[k] {
+                    Access::Gathered => vec![0u64; FLAT_BLOCK],
+                    _ => Vec::new(),
+                })
+                .collect();
+            let mut q: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+            let mut st: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
+            for b in b0..b1 {
+                let off = RowCursor::new(&self.rest, nops, b / per_outer).off;
+                let f0 = (b % per_outer) * FLAT_BLOCK;
+                let m = FLAT_BLOCK.min(flat - f0);
+                for k in 0..nops {
+                    let start = base[k] as isize + off[k];
+                    match self.access[k] {
+                        Access::Flat(s) => {
+                            q[k] = (start + f0 as isize * s) as *mut u8;
+                            st[k] = s;
+                        }
+                        Access::Repeated => {
+                            q[k] = (bufs[k] + (f0 % n) * esz[k]) as *mut u8;
+                            st[k] = esz[k] as isize;
+                        }
+                        Access::Gathered => {
+                            let dst = scratch[k].as_mut_ptr() as *mut u8;
+                            let (mut r, mut i, mut done) = (f0 / n, f0 % n, 0);
+                            while done < m {
+                                let take = (n - i).min(m - done);
+                                let src = start
+                                    + r as isize * self.row_st[k]
+                                    + i as isize * self.inner[k];
+                                // SAFETY: elements i..i + take of row r in this
+                                // outer position are in bounds (the operand
+                                // covers the iteration space); the scratch
+                                // block holds FLAT_BLOCK >= m elements of at
+                                // most 8 bytes, owned by this closure call.
+                                unsafe {
+                                    gather(
+                                        src as *const u8,
+                                        self.inner[k],
+                                        esz[k],
+                                        dst.add(done * esz[k]),
+                                        take,
+                                    )
+                                };
+                                done += take;
+                                r += 1;
+                                i = 0;
+                            }
+                            q[k] = dst;
+                            st[k] = esz[k] as isize;
+                        }
+                    }
+                }
+                // SAFETY: flat operands address elements f0..f0 + m of their
+                // run in this outer position (in bounds: rows × n elements
+                // that run on with stride s); repeated ones `m` elements of
+                // their buffer from f0 % n (which holds n + FLAT_BLOCK or
+                // more); gathered ones their scratch; blocks handed to other
+                // threads write disjoint output elements.
+                unsafe { f(q.as_ptr(), st.as_ptr(), m) };
+            }
+        };
+        let blocks = outer * per_outer;
+        let threads = kiln_runtime::parallel::num_threads();
+        if par.threshold > 0 && outer * flat >= par.threshold && threads > 1 {
+            let grain = par.grain.div_ceil(FLAT_BLOCK).max(1);
+            kiln_runtime::parallel::parallel_for(blocks, grain, &|s, e| run_blocks(s, e));
+        } else {
+            run_blocks(0, blocks);
         }
-        let mut shape: SmallVec<[usize; 6]> = self.rest.iter().map(|d| d.0).collect();
-        shape.extend([groups, self.group * self.n]);
-        let st: SmallVec<[SmallVec<[isize; 6]>; 6]> = (0..nops)
-            .map(|k| {
-                let tiled = self.tiled.contains(&k);
-                let mut s: SmallVec<[isize; 6]> =
-                    self.rest.iter().map(|d| elems(k, d.1[k])).collect();
-                s.push(elems(k, self.row_st[k] * self.group as isize));
-                s.push(if tiled { 1 } else { elems(k, self.inner[k]) });
-                s
-            })
-            .collect();
-        let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
-        // The kernel reads the buffers in place of the tiled inputs: each
-        // group's rows meet the same repeated row there.
-        drive_impl(f, &p, &st_refs, esz, &shape, par, None, n_inputs, None);
-        if whole == self.rows {
-            return;
-        }
-        // The leftover rows of each outer position: [rest..., rows - whole, n].
-        for k in 0..nops {
-            p[k] = ptrs[k].wrapping_offset(self.row_st[k] * whole as isize);
-        }
-        let last = shape.len() - 2;
-        shape[last] = self.rows - whole;
-        shape[last + 1] = self.n;
-        let st: SmallVec<[SmallVec<[isize; 6]>; 6]> = (0..nops)
-            .map(|k| {
-                let mut s: SmallVec<[isize; 6]> =
-                    self.rest.iter().map(|d| elems(k, d.1[k])).collect();
-                s.extend([elems(k, self.row_st[k]), elems(k, self.inner[k])]);
-                s
-            })
-            .collect();
-        let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
-        drive_impl(f, &p, &st_refs, esz, &shape, par, None, n_inputs, None);
     }
 }
 
@@ -675,46 +725,48 @@ mod tests {
     use super::*;
     use crate::graph::{DType, FunctionGraph};
 
-    /// Tiling applies to short rows whose other operands run on from row to
-    /// row, with an input that is the same row in every outer position; the
-    /// group holds about TILE_ELEMENTS elements (at least two rows, at most
-    /// all of them).
+    /// Short rows are planned when some input does not run on from row to
+    /// row: a row repeated everywhere is read from a buffer, other inputs
+    /// gathered; outputs must run on; long rows, or operands that all run
+    /// on, stay with the plain driver.
     #[test]
-    fn row_tiling_plans_only_short_rows_with_an_input_repeated_everywhere() {
+    fn short_rows_plan_reads_repeated_rows_from_a_buffer_and_gathers_the_rest() {
+        use Access::{Flat, Gathered, Repeated};
         let plan = |shape: &[usize], strides: &[&[isize]], n_inputs: usize| {
             let esz = vec![8; strides.len()];
-            RowTiling::plan(strides, &esz, shape, n_inputs).map(|t| (t.group, t.tiled.to_vec()))
+            ShortRows::plan(strides, &esz, shape, n_inputs).map(|t| t.access.into_vec())
         };
         // X (1000 x 4) + b (4) -> out.
+        let x: &[isize] = &[4, 1];
         assert_eq!(
-            plan(&[1000, 4], &[&[4, 1], &[0, 1], &[4, 1]], 2),
-            Some((256, vec![1]))
+            plan(&[1000, 4], &[x, &[0, 1], x], 2),
+            Some(vec![Flat(8), Repeated, Flat(8)])
+        );
+        // X * c for c of shape (1000, 1), and a slice X[:, :4] of rows of 8.
+        assert_eq!(
+            plan(&[1000, 4], &[x, &[1, 0], x], 2),
+            Some(vec![Flat(8), Gathered, Flat(8)])
         );
         assert_eq!(
-            plan(&[3, 4], &[&[4, 1], &[0, 1], &[4, 1]], 2),
-            Some((3, vec![1]))
+            plan(&[1000, 4], &[&[8, 1], x], 1),
+            Some(vec![Gathered, Flat(8)])
         );
-        // Rows as long as SHORT_ROW, or nothing repeated: the plain driver.
+        // A scalar broadcast runs on (stride 0 throughout); nothing else to do.
+        assert_eq!(plan(&[1000, 4], &[x, &[0, 0], x], 2), None);
+        // Rows as long as SHORT_ROW stay with the plain driver.
         let n = SHORT_ROW as isize;
         assert_eq!(
             plan(&[10, SHORT_ROW], &[&[n, 1], &[0, 1], &[n, 1]], 2),
             None
         );
-        assert_eq!(plan(&[1000, 4], &[&[4, 1], &[4, 1], &[4, 1]], 2), None);
-        // A row that differs between outer positions (c of shape (3, 1, 4)).
-        let c: &[isize] = &[4, 0, 1];
+        // A row that differs between outer positions (c of shape (3, 1, 4)) is gathered.
+        let x3: &[isize] = &[2800, 4, 1];
         assert_eq!(
-            plan(&[3, 700, 4], &[&[2800, 4, 1], c, &[2800, 4, 1]], 2),
-            None
+            plan(&[3, 700, 4], &[x3, &[4, 0, 1], x3], 2),
+            Some(vec![Flat(8), Gathered, Flat(8)])
         );
-        // The same row in every outer position: tiled, two repeated inputs.
-        let b: &[isize] = &[0, 0, 1];
-        assert_eq!(
-            plan(&[3, 700, 4], &[&[2800, 4, 1], b, b, &[2800, 4, 1]], 3),
-            Some((256, vec![1, 2]))
-        );
-        // An output is never read from a buffer.
-        assert_eq!(plan(&[1000, 4], &[&[4, 1], &[0, 1]], 1), None);
+        // An output whose rows do not run on: row by row.
+        assert_eq!(plan(&[1000, 4], &[x, &[0, 1], &[8, 1]], 2), None);
     }
 
     /// Stepping the cursor from any row visits the offsets that dividing
