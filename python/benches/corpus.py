@@ -4,8 +4,9 @@ boolean logic, integer and f32 arithmetic, broadcasting, transcendental
 mixes), timed with kiln.evaluate, numexpr.evaluate and numpy in one process
 on the same arrays, in interleaved rounds (as inprocess.py).
 
-Inputs: 1-d arrays of 4,000,000 elements and 2000 x 2000 matrices (standard
-normal floats, integers in 1..=9, f32 copies of the floats). Each entry
+Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices and
+1,000,000 rows of 4 or 8 (standard normal floats, integers in 1..=9, f32
+copies of the floats). Each entry
 gives the kiln expression, the numpy code and the numexpr expression (None
 where numexpr cannot express it: keepdims, a reduction inside an
 expression, integer division, bit operations, mean). numexpr's reductions
@@ -104,6 +105,12 @@ CORPUS = [
     ("column_broadcast", "X + c", "X + c", "X + c"),
     ("outer_product", "c * r", "c * r", "c * r"),
     ("standardize", "(X - r) / (1 + r * r)", "(X - r) / (1 + r * r)", "(X - r) / (1 + r * r)"),
+    # Short rows (S: 1,000,000 x 4, s4: its row of 4, sc: a 1,000,000 x 1
+    # column, W: 1,000,000 x 8 whose first 4 columns are a slice).
+    ("short_rows_bias", "tanh(S + s4)", "np.tanh(S + s4)", "tanh(S + s4)"),
+    ("short_rows_affine", "S * 2 + s4", "S * 2 + s4", "S * 2 + s4"),
+    ("short_rows_column", "S * sc", "S * sc", "S * sc"),
+    ("short_rows_slice", "tanh(W[:, :4] + 1)", "np.tanh(W[:, :4] + 1)", None),
     # Transcendental mixes.
     ("exp_sin", "exp(-x**2) * sin(y)", "np.exp(-x**2) * np.sin(y)", "exp(-x**2) * sin(y)"),
     ("log_sqrt", "log(1 + sqrt(abs(x)))", "np.log(1 + np.sqrt(np.abs(x)))",
@@ -136,6 +143,8 @@ def arrays(n, m, seed=2024):
         "I": rng.integers(1, 10, (m, m)),
         "xf": x.astype(np.float32), "yf": y.astype(np.float32), "Xf": X.astype(np.float32),
         "r": rng.standard_normal((1, m)), "c": rng.standard_normal((m, 1)),
+        "S": rng.standard_normal((n // 4, 4)), "s4": rng.standard_normal(4),
+        "sc": rng.standard_normal((n // 4, 1)), "W": rng.standard_normal((n // 4, 8)),
     }
 
 

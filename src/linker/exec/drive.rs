@@ -298,30 +298,18 @@ impl ShortRows {
                         }
                         Access::Gathered => {
                             let dst = scratch[k].as_mut_ptr() as *mut u8;
-                            let (mut r, mut i, mut done) = (f0 / n, f0 % n, 0);
-                            while done < m {
-                                let take = (n - i).min(m - done);
-                                let src = start
-                                    + r as isize * self.row_st[k]
-                                    + i as isize * self.inner[k];
-                                // SAFETY: elements i..i + take of row r in this
-                                // outer position are in bounds (the operand
-                                // covers the iteration space); the scratch
-                                // block holds FLAT_BLOCK >= m elements of at
-                                // most 8 bytes, owned by this closure call.
-                                unsafe {
-                                    gather(
-                                        src as *const u8,
-                                        self.inner[k],
-                                        esz[k],
-                                        dst.add(done * esz[k]),
-                                        take,
-                                    )
-                                };
-                                done += take;
-                                r += 1;
-                                i = 0;
-                            }
+                            let rows = Rows {
+                                start: start as *const u8,
+                                row_st: self.row_st[k],
+                                inner: self.inner[k],
+                                n,
+                            };
+                            // SAFETY: flat elements f0..f0 + m of this outer
+                            // position are in bounds (the operand covers the
+                            // iteration space); the scratch block holds
+                            // FLAT_BLOCK >= m elements of at most 8 bytes,
+                            // owned by this closure call.
+                            unsafe { rows.gather(esz[k], f0, m, dst) };
                             q[k] = dst;
                             st[k] = esz[k] as isize;
                         }
@@ -343,6 +331,64 @@ impl ShortRows {
             kiln_runtime::parallel::parallel_for(blocks, grain, &|s, e| run_blocks(s, e));
         } else {
             run_blocks(0, blocks);
+        }
+    }
+}
+
+/// One outer position's rows of a gathered [`ShortRows`] input.
+struct Rows {
+    /// Its row 0, element 0.
+    start: *const u8,
+    /// Byte strides from row to row and along a row.
+    row_st: isize,
+    inner: isize,
+    /// The row length.
+    n: usize,
+}
+
+impl Rows {
+    /// Copies flat elements `f0..f0 + m` (row `f / n`, element `f % n`)
+    /// of `esz` bytes to consecutive places from `dst`; the element size
+    /// is matched once, not per row (rows are a few elements long).
+    ///
+    /// # Safety
+    /// Those elements are readable; `dst` has room for `m * esz` bytes
+    /// and overlaps none of them; `esz` is 1, 2, 4 or 8.
+    unsafe fn gather(&self, esz: usize, f0: usize, m: usize, dst: *mut u8) {
+        /// # Safety
+        /// As for `gather`, with `T` of `esz` bytes.
+        unsafe fn go<T: Copy>(rows: &Rows, f0: usize, m: usize, dst: *mut T) {
+            let (mut r, mut i, mut done) = (f0 / rows.n, f0 % rows.n, 0);
+            while done < m {
+                let take = (rows.n - i).min(m - done);
+                let src = rows
+                    .start
+                    .wrapping_offset(r as isize * rows.row_st + i as isize * rows.inner);
+                for j in 0..take {
+                    // SAFETY: element i + j of row r is one of the caller's
+                    // readable elements (the source is only element-aligned
+                    // as seen from here, hence the unaligned read); slot
+                    // done + j < m of `dst` exists.
+                    unsafe {
+                        let v = (src.wrapping_offset(j as isize * rows.inner) as *const T)
+                            .read_unaligned();
+                        dst.add(done + j).write_unaligned(v);
+                    }
+                }
+                done += take;
+                r += 1;
+                i = 0;
+            }
+        }
+        // SAFETY: the caller's contract, with T of `esz` bytes.
+        unsafe {
+            match esz {
+                1 => go::<u8>(self, f0, m, dst),
+                2 => go::<u16>(self, f0, m, dst as *mut u16),
+                4 => go::<u32>(self, f0, m, dst as *mut u32),
+                8 => go::<u64>(self, f0, m, dst as *mut u64),
+                _ => unreachable!("element sizes are 1, 2, 4 or 8 bytes"),
+            }
         }
     }
 }
