@@ -207,7 +207,7 @@ def main():
     with open(os.path.join(a.out, "corpus.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
     record = meta(load_start, loadavg(), a.quick)
-    record["sizes"] = f"vectors of {n} elements, {m} x {m} matrices"
+    record["sizes"] = f"vectors of {n} elements, {m} x {m} matrices, {n // 4} rows of 4 or 8"
     with open(os.path.join(a.out, "corpus_meta.json"), "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
