@@ -118,6 +118,33 @@ unsafe fn sum_exp_shift<const STORE: bool>(
     halving_sum(&acc)
 }
 
+/// The documented order for `n < LANES` values: value `l` (`lane(l)`) added
+/// to lane partial `l`, the other partials zero, then the halving tree, all
+/// inlined (the same operations as the group loop's tail and
+/// [`halving_sum`], so the same bits). For rows shorter than one group,
+/// where the out-of-line tree cost more than the row: a sum over rows of
+/// 4 spent 44% of its time in [`halving_sum`] (BENCHMARKS.md,
+/// twenty-second session).
+#[inline(always)]
+pub(super) fn short_sum(n: usize, lane: impl Fn(usize) -> f64) -> f64 {
+    debug_assert!(n < LANES);
+    // Every lane set by a select (not a loop over the first n): the
+    // partials stay in registers, where a partial store and wider reloads
+    // through the stack stalled on store forwarding.
+    let mut acc = [0.0f64; LANES];
+    for (l, a) in acc.iter_mut().enumerate() {
+        *a = if l < n { 0.0 + lane(l) } else { 0.0 };
+    }
+    let mut w = LANES / 2;
+    while w > 0 {
+        for l in 0..w {
+            acc[l] += acc[l + w];
+        }
+        w /= 2;
+    }
+    acc[0]
+}
+
 /// The lane partials combined by the documented halving tree.
 ///
 /// Out of line on purpose: inlined, its pairwise adds lead LLVM to split

@@ -473,6 +473,7 @@ impl<'a> RowCursor<'a> {
 
     /// Moves to the next row (past the last one, the offsets are those of
     /// row 0 again: nothing reads them).
+    #[inline(always)]
     fn advance(&mut self) {
         for (d, (n, st)) in self.outer.iter().enumerate().rev() {
             self.idx[d] += 1;
