@@ -83,7 +83,166 @@ pub(super) fn drive_reduce(
     par: ParallelOptions,
     modes: Modes,
 ) {
-    drive_impl(f, ptrs, strides, esz, shape, par, Some(modes), 0, columns);
+    match ShortReduce::plan(strides, esz, shape, modes) {
+        Some(short) => short.run(f, columns, ptrs, esz, par, modes),
+        None => drive_impl(f, ptrs, strides, esz, shape, par, Some(modes), 0, columns),
+    }
+}
+
+/// Reductions over an innermost dimension shorter than this (after
+/// collapsing) are run by [`ShortReduce`] when the kernel has column mode.
+const SHORT_REDUCE: usize = 16;
+
+/// Elements (rows × row length) per block of [`ShortReduce`].
+const REDUCE_BLOCK: usize = 1024;
+
+/// A reduction over short rows (`sum(X, axis=1)` for an `X` of rows of a
+/// few elements) runs as column reductions over blocks of rows instead of
+/// one row-mode kernel call per row (tens of nanoseconds each, most of
+/// such a reduction's time). For a block of rows, the iteration is
+/// transposed: the reduced dimension becomes the outer one and the rows
+/// the inner one, so the kernel runs in column mode with one accumulator
+/// per row, adding each row's elements in order (a sequential fold per
+/// row, which depends only on the shape). Inputs strided along the rows
+/// (the rows of `X` itself) are first gathered into a contiguous column
+/// per reduced index, so that the kernel's vector path (or, for a plain
+/// reduction, the runtime's column pass, once per block) runs. Applies
+/// when every dimension outside the rows is kept (blocks then write
+/// disjoint accumulators and can run on any thread).
+struct ShortReduce {
+    /// The kept dimensions outside the rows.
+    rest: Dims,
+    /// The reduced row length, and each operand's byte stride along a row.
+    n: usize,
+    inner: SmallVec<[isize; 6]>,
+    /// The rows per outer position, and each operand's byte stride from
+    /// row to row.
+    rows: usize,
+    row_st: SmallVec<[isize; 6]>,
+    /// Inputs gathered per block (strided along the rows: neither 0 nor
+    /// one element).
+    gathered: SmallVec<[bool; 6]>,
+}
+
+impl ShortReduce {
+    /// The plan of a reduction (operand 0 the accumulator), when its
+    /// innermost dimension is reduced and short, the one outside it kept,
+    /// every other one kept, and the kernel has column mode.
+    fn plan(strides: &[&[isize]], esz: &[usize], shape: &[usize], modes: Modes) -> Option<Self> {
+        if !modes.column() || shape.contains(&0) {
+            return None;
+        }
+        let mut rest = collapse(strides, esz, shape, 0);
+        if rest.len() < 2 {
+            return None;
+        }
+        let (n, inner) = rest.pop()?;
+        let (rows, row_st) = rest.pop()?;
+        let kept = |st: &[isize]| st[0] != 0;
+        if n >= SHORT_REDUCE || kept(&inner) || !kept(&row_st) || !rest.iter().all(|d| kept(&d.1)) {
+            return None;
+        }
+        let gathered = (0..strides.len())
+            .map(|k| k > 0 && row_st[k] != 0 && row_st[k] != esz[k] as isize)
+            .collect();
+        Some(ShortReduce {
+            rest,
+            n,
+            inner,
+            rows,
+            row_st,
+            gathered,
+        })
+    }
+
+    /// Runs `f` (with the column pass `columns`, if any) block by block,
+    /// in parallel from `par.threshold` elements on.
+    fn run(
+        &self,
+        f: KernelFn,
+        columns: Option<ColumnPass>,
+        ptrs: &[*mut u8],
+        esz: &[usize],
+        par: ParallelOptions,
+        modes: Modes,
+    ) {
+        let nops = ptrs.len();
+        let n = self.n;
+        let block = (REDUCE_BLOCK / n).max(16);
+        let per_outer = self.rows.div_ceil(block);
+        let outer: usize = self.rest.iter().map(|d| d.0).product();
+        let base: SmallVec<[usize; 6]> = ptrs.iter().map(|&p| p as usize).collect();
+        let sequential = ParallelOptions {
+            threshold: 0,
+            ..par
+        };
+        let run_blocks = |b0: usize, b1: usize| {
+            // n columns of `block` elements per gathered input (u64s:
+            // aligned for every dtype).
+            let mut scratch: SmallVec<[Vec<u64>; 6]> = self
+                .gathered
+                .iter()
+                .map(|&g| if g { vec![0u64; n * block] } else { Vec::new() })
+                .collect();
+            let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
+            let mut st: SmallVec<[[isize; 2]; 6]> = SmallVec::from_elem([0; 2], nops);
+            for b in b0..b1 {
+                let off = RowCursor::new(&self.rest, nops, b / per_outer).off;
+                let r0 = (b % per_outer) * block;
+                let m = block.min(self.rows - r0);
+                for k in 0..nops {
+                    let first = base[k] as isize + off[k] + r0 as isize * self.row_st[k];
+                    let e = esz[k] as isize;
+                    if self.gathered[k] {
+                        let dst = scratch[k].as_mut_ptr() as *mut u8;
+                        for j in 0..n {
+                            let src = first + j as isize * self.inner[k];
+                            // SAFETY: element j of rows r0..r0 + m in this
+                            // outer position is in bounds (the operand covers
+                            // the iteration space); column j of the scratch
+                            // holds m <= block elements of at most 8 bytes.
+                            unsafe {
+                                gather(
+                                    src as *const u8,
+                                    self.row_st[k],
+                                    esz[k],
+                                    dst.add(j * m * esz[k]),
+                                    m,
+                                )
+                            };
+                        }
+                        p[k] = dst;
+                        st[k] = [m as isize, 1];
+                    } else {
+                        p[k] = first as *mut u8;
+                        st[k] = [self.inner[k] / e, self.row_st[k] / e];
+                    }
+                }
+                let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
+                // Transposed: [n reduced, m kept]; each block's accumulators
+                // are its own rows'.
+                drive_impl(
+                    f,
+                    &p,
+                    &st_refs,
+                    esz,
+                    &[n, m],
+                    sequential,
+                    Some(modes),
+                    0,
+                    columns,
+                );
+            }
+        };
+        let blocks = outer * per_outer;
+        let threads = kiln_runtime::parallel::num_threads();
+        if par.threshold > 0 && outer * self.rows * n >= par.threshold && threads > 1 {
+            let grain = par.grain.div_ceil(block * n).max(1);
+            kiln_runtime::parallel::parallel_for(blocks, grain, &|s, e| run_blocks(s, e));
+        } else {
+            run_blocks(0, blocks);
+        }
+    }
 }
 
 /// Elements of a strided input gathered per kernel call by
@@ -814,6 +973,46 @@ mod tests {
         );
         // An output whose rows do not run on: row by row.
         assert_eq!(plan(&[1000, 4], &[x, &[0, 1], &[8, 1]], 2), None);
+    }
+
+    /// Short reduced rows are planned when the kernel has column mode, the
+    /// row length is under SHORT_REDUCE and every dimension outside the
+    /// rows is kept; inputs strided along the rows are gathered.
+    #[test]
+    fn short_reduce_plans_short_reduced_rows_under_kept_dimensions() {
+        let plan = |shape: &[usize], strides: &[&[isize]], modes: Modes| {
+            let esz = vec![8; strides.len()];
+            ShortReduce::plan(strides, &esz, shape, modes)
+                .map(|t| (t.n, t.rows, t.gathered.to_vec()))
+        };
+        // acc (1000) <- sum over rows of 4 of X (1000 x 4), times b (4).
+        let (acc, x, b): (&[isize], &[isize], &[isize]) = (&[1, 0], &[4, 1], &[0, 1]);
+        assert_eq!(
+            plan(&[1000, 4], &[acc, x, b], Modes::Both),
+            Some((4, 1000, vec![false, true, false]))
+        );
+        assert_eq!(
+            plan(&[1000, 4], &[acc, x], Modes::Column),
+            Some((4, 1000, vec![false, true]))
+        );
+        // Row mode only, rows of SHORT_REDUCE, or a kept innermost dimension.
+        assert_eq!(plan(&[1000, 4], &[acc, x], Modes::Row), None);
+        let n = SHORT_REDUCE as isize;
+        assert_eq!(
+            plan(&[1000, SHORT_REDUCE], &[acc, &[n, 1]], Modes::Both),
+            None
+        );
+        assert_eq!(plan(&[4, 1000], &[&[0, 1], &[1000, 1]], Modes::Both), None);
+        // A Fortran-ordered X is contiguous along the rows: not gathered.
+        assert_eq!(
+            plan(&[1000, 4], &[acc, &[1, 1000]], Modes::Both),
+            Some((4, 1000, vec![false, false]))
+        );
+        // An outer dimension reduced too (blocks would share accumulators).
+        assert_eq!(
+            plan(&[3, 100, 4], &[&[0, 1, 0], &[400, 4, 1]], Modes::Both),
+            None
+        );
     }
 
     /// Stepping the cursor from any row visits the offsets that dividing
