@@ -56,7 +56,8 @@ fn fused_reductions_three_dimensions_and_keepdims() {
     let c = tensor("c", DType::F64, &[None, Some(1)]);
     let outs = vec![
         (&x * &b).reduce(ReduceOp::Sum, Some(&[1]), false).unwrap(),
-        (&(&x - &c).sqr())
+        (&x - &c)
+            .sqr()
             .reduce(ReduceOp::Sum, Some(&[1]), true)
             .unwrap(),
     ];
