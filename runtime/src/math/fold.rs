@@ -45,8 +45,8 @@ pub(super) const LANES: usize = 16;
 /// `BLOCK_EXP` (the values are stored), else by the sum terms' kernel
 /// `exp::exp_term` (only their sum is kept).
 #[inline(always)]
-fn exp_shift_group<const BLOCK_EXP: bool>(v: [f64; LANES], c: f64) -> [f64; LANES] {
-    let shift = |v: [f64; LANES]| v.map(|e| e - c);
+fn exp_shift_group<const BLOCK_EXP: bool, const N: usize>(v: [f64; N], c: f64) -> [f64; N] {
+    let shift = |v: [f64; N]| v.map(|e| e - c);
     let mut t = shift(v);
     // The range check before the map, so the differences need not stay
     // live across it; the rare groups with lanes to fix recompute them.
@@ -80,6 +80,18 @@ unsafe fn sum_exp_shift<const STORE: bool>(
     n: usize,
     next: *const f64,
 ) -> f64 {
+    if n <= 4 {
+        // SAFETY: the caller's contract, n <= 4.
+        return unsafe { short_exp_shift::<STORE, 4>(x, c, out, n) };
+    }
+    if n <= 8 {
+        // SAFETY: the caller's contract, n <= 8.
+        return unsafe { short_exp_shift::<STORE, 8>(x, c, out, n) };
+    }
+    if n < LANES {
+        // SAFETY: the caller's contract, n < LANES.
+        return unsafe { short_exp_shift::<STORE, LANES>(x, c, out, n) };
+    }
     let mut acc = [0.0f64; LANES];
     let mut i = 0;
     while i + LANES <= n {
@@ -90,7 +102,7 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         }
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        let t = exp_shift_group::<STORE>(v, c);
+        let t = exp_shift_group::<STORE, LANES>(v, c);
         if STORE {
             // SAFETY: out[i..i + LANES] is writable (caller contract); the
             // group was read before.
@@ -106,7 +118,7 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
         unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        let t = exp_shift_group::<STORE>(v, c);
+        let t = exp_shift_group::<STORE, LANES>(v, c);
         if STORE {
             // SAFETY: out[i..n] is writable (caller contract).
             unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out.add(i), n - i) };
@@ -145,6 +157,36 @@ pub(super) fn short_sum(n: usize, lane: impl Fn(usize) -> f64) -> f64 {
     acc[0]
 }
 
+/// [`sum_exp_shift`] of a row shorter than a group (`n <= N <= LANES`): the
+/// exps of a group of only `N` lanes (each lane's exp does not depend on the
+/// group's width), read lane by lane (a select, not a partial copy that
+/// wider loads then stall on), and their sum in the documented order by
+/// [`short_sum`]: the same bits as the group loop's tail, at a quarter of
+/// the exps for rows of up to 4 (a softmax over rows of 4 spent most of
+/// its time on the 12 unused lanes and the stalls).
+///
+/// # Safety
+/// As [`sum_exp_shift`], with `n <= N`.
+#[inline(always)]
+unsafe fn short_exp_shift<const STORE: bool, const N: usize>(
+    x: *const f64,
+    c: f64,
+    out: *mut f64,
+    n: usize,
+) -> f64 {
+    let mut v = [0.0f64; N];
+    for (l, e) in v.iter_mut().enumerate() {
+        // SAFETY: l < n: x[l] is readable (caller contract).
+        *e = if l < n { unsafe { *x.add(l) } } else { 0.0 };
+    }
+    let t = exp_shift_group::<STORE, N>(v, c);
+    if STORE {
+        // SAFETY: out[..n] is writable (caller contract).
+        unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out, n) };
+    }
+    short_sum(n, |l| t[l])
+}
+
 /// The lane partials combined by the documented halving tree.
 ///
 /// Out of line on purpose: inlined, its pairwise adds lead LLVM to split
@@ -172,6 +214,22 @@ pub(super) fn halving_sum(acc: &[f64; LANES]) -> f64 {
 unsafe fn extreme(x: *const f64, n: usize, max: bool) -> f64 {
     // SAFETY: n >= 1.
     let first = unsafe { *x };
+    if n < LANES {
+        // A row shorter than a group: one comparison per value (the result
+        // is exact, so the order does not matter), where the group's
+        // partials took LANES comparisons to combine.
+        let better = |a: f64, e: f64| if max { e > a } else { e < a };
+        let (mut r, mut any_nan) = (first, first.is_nan());
+        for i in 1..n {
+            // SAFETY: i < n.
+            let e = unsafe { *x.add(i) };
+            if better(r, e) {
+                r = e;
+            }
+            any_nan |= e.is_nan();
+        }
+        return if any_nan { f64::NAN } else { r };
+    }
     let mut acc = [first; LANES];
     let mut nan = [false; LANES];
     // A NaN `e` never replaces `a` (compares false); the masks record it.
@@ -355,6 +413,71 @@ mod tests {
                 (s - alone).abs() <= 2.0 * n as f64 * f64::EPSILON * s,
                 "n={n}: {s} vs {alone}"
             );
+        }
+    }
+
+    /// Rows shorter than a group (`short_exp_shift`, groups of 4, 8 or 16
+    /// lanes) give the group loop's tail bits: the full group of padded
+    /// values, its exps, their documented-order sum; also with lanes
+    /// outside the fast kernel's range, infinities and NaN. Short maxima
+    /// and minima equal a plain fold.
+    #[test]
+    fn short_rows_give_the_group_paths_bits() {
+        let same = |a: f64, b: f64| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits();
+        let mut x = inputs();
+        x.extend([
+            f64::INFINITY,
+            3.0,
+            f64::NAN,
+            -1e300,
+            2.5,
+            f64::NEG_INFINITY,
+            1.0,
+        ]);
+        for n in 0..LANES {
+            for start in (0..x.len() - n).step_by(7) {
+                let row = &x[start..start + n];
+                for c in [0.0, 1.5, -800.0] {
+                    let mut v = [0.0f64; LANES];
+                    v[..n].copy_from_slice(row);
+                    for (store, t) in [
+                        (false, exp_shift_group::<false, LANES>(v, c)),
+                        (true, exp_shift_group::<true, LANES>(v, c)),
+                    ] {
+                        let mut acc = [0.0f64; LANES];
+                        for l in 0..n {
+                            acc[l] += t[l];
+                        }
+                        let want = halving_sum(&acc);
+                        let got = if store {
+                            let mut out = vec![0.0; n];
+                            let s = exp_shift_store_f64(row, c, &mut out, None);
+                            for l in 0..n {
+                                assert!(same(out[l], t[l]), "n={n} at {start}: exp {l}");
+                            }
+                            s
+                        } else {
+                            sum_exp_shift_f64(row, c, None)
+                        };
+                        assert!(same(got, want), "n={n} at {start} c={c}: {got} vs {want}");
+                    }
+                }
+                if n > 0 {
+                    let nan = row.iter().any(|v| v.is_nan());
+                    let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let mn = row.iter().copied().fold(f64::INFINITY, f64::min);
+                    // Equal (which zero a tie of -0 and +0 gives is unspecified).
+                    let agree = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+                    assert!(agree(
+                        extreme_f64(row, true),
+                        if nan { f64::NAN } else { mx }
+                    ));
+                    assert!(agree(
+                        extreme_f64(row, false),
+                        if nan { f64::NAN } else { mn }
+                    ));
+                }
+            }
         }
     }
 
