@@ -111,6 +111,10 @@ CORPUS = [
     ("short_rows_affine", "S * 2 + s4", "S * 2 + s4", "S * 2 + s4"),
     ("short_rows_column", "S * sc", "S * sc", "S * sc"),
     ("short_rows_slice", "tanh(W[:, :4] + 1)", "np.tanh(W[:, :4] + 1)", None),
+    ("short_rows_sum", "sum(S, axis=1)", "np.sum(S, axis=1)", "sum(S, axis=1)"),
+    ("short_rows_softmax", "softmax(S, axis=1)",
+     "np.exp(S - S.max(axis=1, keepdims=True))"
+     " / np.exp(S - S.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)", None),
     # Transcendental mixes.
     ("exp_sin", "exp(-x**2) * sin(y)", "np.exp(-x**2) * np.sin(y)", "exp(-x**2) * sin(y)"),
     ("log_sqrt", "log(1 + sqrt(abs(x)))", "np.log(1 + np.sqrt(np.abs(x)))",
