@@ -147,6 +147,12 @@ pub(super) fn short_sum(n: usize, lane: impl Fn(usize) -> f64) -> f64 {
     for (l, a) in acc.iter_mut().enumerate() {
         *a = if l < n { 0.0 + lane(l) } else { 0.0 };
     }
+    halve(acc)
+}
+
+/// The documented halving tree over the lane partials, inlined.
+#[inline(always)]
+fn halve(mut acc: [f64; LANES]) -> f64 {
     let mut w = LANES / 2;
     while w > 0 {
         for l in 0..w {
@@ -194,15 +200,7 @@ unsafe fn short_exp_shift<const STORE: bool, const N: usize>(
 /// through the stack instead of whole-register accumulators).
 #[inline(never)]
 pub(super) fn halving_sum(acc: &[f64; LANES]) -> f64 {
-    let mut acc = *acc;
-    let mut w = LANES / 2;
-    while w > 0 {
-        for l in 0..w {
-            acc[l] += acc[l + w];
-        }
-        w /= 2;
-    }
-    acc[0]
+    halve(*acc)
 }
 
 /// The extreme of `n >= 1` values at `x` (`max`: the largest, else the

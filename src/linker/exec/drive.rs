@@ -110,18 +110,66 @@ const REDUCE_BLOCK: usize = 1024;
 /// when every dimension outside the rows is kept (blocks then write
 /// disjoint accumulators and can run on any thread).
 struct ShortReduce {
-    /// The kept dimensions outside the rows.
+    /// The rows (reduced) and the dimensions outside them (kept).
+    space: RowSpace,
+    /// Inputs gathered per block (strided along the rows: neither 0 nor
+    /// one element).
+    gathered: SmallVec<[bool; 6]>,
+}
+
+/// An iteration space seen as rows for [`ShortRows`] and [`ShortReduce`]:
+/// the innermost collapsed dimension (the rows' elements), the one outside
+/// it (the rows), and the rest.
+struct RowSpace {
+    /// The dimensions outside the rows.
     rest: Dims,
-    /// The reduced row length, and each operand's byte stride along a row.
+    /// The row length, and each operand's byte stride along a row.
     n: usize,
     inner: SmallVec<[isize; 6]>,
     /// The rows per outer position, and each operand's byte stride from
     /// row to row.
     rows: usize,
     row_st: SmallVec<[isize; 6]>,
-    /// Inputs gathered per block (strided along the rows: neither 0 nor
-    /// one element).
-    gathered: SmallVec<[bool; 6]>,
+}
+
+impl RowSpace {
+    /// The collapsed space (see [`collapse`]) as rows shorter than `limit`;
+    /// `None` when it is empty, has fewer than two dimensions or longer rows.
+    fn of(
+        strides: &[&[isize]],
+        esz: &[usize],
+        shape: &[usize],
+        n_gather: usize,
+        limit: usize,
+    ) -> Option<Self> {
+        if shape.contains(&0) {
+            return None;
+        }
+        let mut rest = collapse(strides, esz, shape, n_gather);
+        if rest.len() < 2 {
+            return None;
+        }
+        let (n, inner) = rest.pop()?;
+        let (rows, row_st) = rest.pop()?;
+        (n < limit).then_some(RowSpace {
+            rest,
+            n,
+            inner,
+            rows,
+            row_st,
+        })
+    }
+
+    /// Byte offsets of outer position `o` (row-major over `rest`) in every
+    /// one of `nops` operands.
+    fn outer_offsets(&self, nops: usize, o: usize) -> SmallVec<[isize; 6]> {
+        RowCursor::new(&self.rest, nops, o).off
+    }
+
+    /// The number of outer positions.
+    fn outer(&self) -> usize {
+        self.rest.iter().map(|d| d.0).product()
+    }
 }
 
 impl ShortReduce {
@@ -129,30 +177,19 @@ impl ShortReduce {
     /// innermost dimension is reduced and short, the one outside it kept,
     /// every other one kept, and the kernel has column mode.
     fn plan(strides: &[&[isize]], esz: &[usize], shape: &[usize], modes: Modes) -> Option<Self> {
-        if !modes.column() || shape.contains(&0) {
+        if !modes.column() {
             return None;
         }
-        let mut rest = collapse(strides, esz, shape, 0);
-        if rest.len() < 2 {
-            return None;
-        }
-        let (n, inner) = rest.pop()?;
-        let (rows, row_st) = rest.pop()?;
+        let space = RowSpace::of(strides, esz, shape, 0, SHORT_REDUCE)?;
         let kept = |st: &[isize]| st[0] != 0;
-        if n >= SHORT_REDUCE || kept(&inner) || !kept(&row_st) || !rest.iter().all(|d| kept(&d.1)) {
+        if kept(&space.inner) || !kept(&space.row_st) || !space.rest.iter().all(|d| kept(&d.1)) {
             return None;
         }
+        let row_st = &space.row_st;
         let gathered = (0..strides.len())
             .map(|k| k > 0 && row_st[k] != 0 && row_st[k] != esz[k] as isize)
             .collect();
-        Some(ShortReduce {
-            rest,
-            n,
-            inner,
-            rows,
-            row_st,
-            gathered,
-        })
+        Some(ShortReduce { space, gathered })
     }
 
     /// Runs `f` (with the column pass `columns`, if any) block by block,
@@ -167,10 +204,10 @@ impl ShortReduce {
         modes: Modes,
     ) {
         let nops = ptrs.len();
-        let n = self.n;
+        let n = self.space.n;
         let block = (REDUCE_BLOCK / n).max(16);
-        let per_outer = self.rows.div_ceil(block);
-        let outer: usize = self.rest.iter().map(|d| d.0).product();
+        let per_outer = self.space.rows.div_ceil(block);
+        let outer = self.space.outer();
         let base: SmallVec<[usize; 6]> = ptrs.iter().map(|&p| p as usize).collect();
         let sequential = ParallelOptions {
             threshold: 0,
@@ -187,16 +224,16 @@ impl ShortReduce {
             let mut p: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
             let mut st: SmallVec<[[isize; 2]; 6]> = SmallVec::from_elem([0; 2], nops);
             for b in b0..b1 {
-                let off = RowCursor::new(&self.rest, nops, b / per_outer).off;
+                let off = self.space.outer_offsets(nops, b / per_outer);
                 let r0 = (b % per_outer) * block;
-                let m = block.min(self.rows - r0);
+                let m = block.min(self.space.rows - r0);
                 for k in 0..nops {
-                    let first = base[k] as isize + off[k] + r0 as isize * self.row_st[k];
+                    let first = base[k] as isize + off[k] + r0 as isize * self.space.row_st[k];
                     let e = esz[k] as isize;
                     if self.gathered[k] {
                         let dst = scratch[k].as_mut_ptr() as *mut u8;
                         for j in 0..n {
-                            let src = first + j as isize * self.inner[k];
+                            let src = first + j as isize * self.space.inner[k];
                             // SAFETY: element j of rows r0..r0 + m in this
                             // outer position is in bounds (the operand covers
                             // the iteration space); column j of the scratch
@@ -204,7 +241,7 @@ impl ShortReduce {
                             unsafe {
                                 gather(
                                     src as *const u8,
-                                    self.row_st[k],
+                                    self.space.row_st[k],
                                     esz[k],
                                     dst.add(j * m * esz[k]),
                                     m,
@@ -215,7 +252,7 @@ impl ShortReduce {
                         st[k] = [m as isize, 1];
                     } else {
                         p[k] = first as *mut u8;
-                        st[k] = [self.inner[k] / e, self.row_st[k] / e];
+                        st[k] = [self.space.inner[k] / e, self.space.row_st[k] / e];
                     }
                 }
                 let st_refs: SmallVec<[&[isize]; 6]> = st.iter().map(|s| s.as_slice()).collect();
@@ -236,7 +273,7 @@ impl ShortReduce {
         };
         let blocks = outer * per_outer;
         let threads = kiln_runtime::parallel::num_threads();
-        if par.threshold > 0 && outer * self.rows * n >= par.threshold && threads > 1 {
+        if par.threshold > 0 && outer * self.space.rows * n >= par.threshold && threads > 1 {
             let grain = par.grain.div_ceil(block * n).max(1);
             kiln_runtime::parallel::parallel_for(blocks, grain, &|s, e| run_blocks(s, e));
         } else {
@@ -336,15 +373,8 @@ enum Access {
 /// for each block. Only element-wise kernels: each element is computed
 /// alone, so the grouping does not change any result.
 struct ShortRows {
-    /// The outer dimensions outside the rows.
-    rest: Dims,
-    /// The row length, and each operand's byte stride along a row.
-    n: usize,
-    inner: SmallVec<[isize; 6]>,
-    /// The rows per outer position, and each operand's byte stride from
-    /// row to row.
-    rows: usize,
-    row_st: SmallVec<[isize; 6]>,
+    /// The rows and the dimensions outside them.
+    space: RowSpace,
     /// How each operand is read.
     access: SmallVec<[Access; 6]>,
 }
@@ -355,18 +385,18 @@ impl ShortRows {
     /// from row to row; `None` where the plain driver serves as well.
     fn plan(strides: &[&[isize]], esz: &[usize], shape: &[usize], n_inputs: usize) -> Option<Self> {
         let nops = strides.len();
-        if n_inputs >= nops || shape.contains(&0) {
+        if n_inputs >= nops {
             return None;
         }
-        let mut rest = collapse(strides, esz, shape, n_inputs);
-        if rest.len() < 2 {
-            return None;
-        }
-        let (n, inner) = rest.pop()?;
-        let (rows, row_st) = rest.pop()?;
-        if n >= SHORT_ROW {
-            return None;
-        }
+        let space = RowSpace::of(strides, esz, shape, n_inputs, SHORT_ROW)?;
+        let RowSpace {
+            rest,
+            n,
+            inner,
+            row_st,
+            ..
+        } = &space;
+        let n = *n;
         let mut access = SmallVec::new();
         for k in 0..nops {
             let runs_on = row_st[k] == n as isize * inner[k];
@@ -385,21 +415,14 @@ impl ShortRows {
         if access.iter().all(|a| matches!(a, Access::Flat(_))) {
             return None;
         }
-        Some(ShortRows {
-            rest,
-            n,
-            inner,
-            rows,
-            row_st,
-            access,
-        })
+        Some(ShortRows { space, access })
     }
 
     /// Runs `f` over the planned space, block by block (in parallel from
     /// `par.threshold` elements on).
     fn run(&self, f: KernelFn, ptrs: &[*mut u8], esz: &[usize], par: ParallelOptions) {
         let nops = ptrs.len();
-        let n = self.n;
+        let n = self.space.n;
         // The repeated inputs' buffers: the row, repeated to cover any
         // block from any position in the row (u64s: aligned for every dtype).
         let reps = (n + FLAT_BLOCK).div_ceil(n);
@@ -415,7 +438,7 @@ impl ShortRows {
                 // stride inner[k] (the operand covers the iteration space, in
                 // every outer position of which that row is the one read);
                 // the buffer holds `reps` rows and overlaps no operand.
-                unsafe { gather(ptrs[k], self.inner[k], esz[k], dst, n) };
+                unsafe { gather(ptrs[k], self.space.inner[k], esz[k], dst, n) };
                 for j in 1..reps {
                     // SAFETY: rows 0 and j of the buffer are disjoint and in it.
                     unsafe {
@@ -425,9 +448,9 @@ impl ShortRows {
                 buf
             })
             .collect();
-        let flat = self.rows * n;
+        let flat = self.space.rows * n;
         let per_outer = flat.div_ceil(FLAT_BLOCK);
-        let outer: usize = self.rest.iter().map(|d| d.0).product();
+        let outer = self.space.outer();
         let base: SmallVec<[usize; 6]> = ptrs.iter().map(|&p| p as usize).collect();
         let bufs: SmallVec<[usize; 6]> = buffers.iter().map(|b| b.as_ptr() as usize).collect();
         let run_blocks = |b0: usize, b1: usize| {
@@ -441,7 +464,7 @@ impl ShortRows {
             let mut q: SmallVec<[*mut u8; 6]> = SmallVec::from_elem(std::ptr::null_mut(), nops);
             let mut st: SmallVec<[isize; 6]> = SmallVec::from_elem(0, nops);
             for b in b0..b1 {
-                let off = RowCursor::new(&self.rest, nops, b / per_outer).off;
+                let off = self.space.outer_offsets(nops, b / per_outer);
                 let f0 = (b % per_outer) * FLAT_BLOCK;
                 let m = FLAT_BLOCK.min(flat - f0);
                 for k in 0..nops {
@@ -459,8 +482,8 @@ impl ShortRows {
                             let dst = scratch[k].as_mut_ptr() as *mut u8;
                             let rows = Rows {
                                 start: start as *const u8,
-                                row_st: self.row_st[k],
-                                inner: self.inner[k],
+                                row_st: self.space.row_st[k],
+                                inner: self.space.inner[k],
                                 n,
                             };
                             // SAFETY: flat elements f0..f0 + m of this outer
@@ -983,7 +1006,7 @@ mod tests {
         let plan = |shape: &[usize], strides: &[&[isize]], modes: Modes| {
             let esz = vec![8; strides.len()];
             ShortReduce::plan(strides, &esz, shape, modes)
-                .map(|t| (t.n, t.rows, t.gathered.to_vec()))
+                .map(|t| (t.space.n, t.space.rows, t.gathered.to_vec()))
         };
         // acc (1000) <- sum over rows of 4 of X (1000 x 4), times b (4).
         let (acc, x, b): (&[isize], &[isize], &[isize]) = (&[1, 0], &[4, 1], &[0, 1]);
