@@ -165,8 +165,7 @@ fn halve(mut acc: [f64; LANES]) -> f64 {
 
 /// [`sum_exp_shift`] of a row shorter than a group (`n <= N <= LANES`): the
 /// exps of a group of only `N` lanes (each lane's exp does not depend on the
-/// group's width), read lane by lane (a select, not a partial copy that
-/// wider loads then stall on), and their sum in the documented order by
+/// group's width), read by [`read_padded`], and their sum in the documented order by
 /// [`short_sum`]: the same bits as the group loop's tail, at a quarter of
 /// the exps for rows of up to 4 (a softmax over rows of 4 spent most of
 /// its time on the 12 unused lanes and the stalls).
@@ -180,17 +179,30 @@ unsafe fn short_exp_shift<const STORE: bool, const N: usize>(
     out: *mut f64,
     n: usize,
 ) -> f64 {
-    let mut v = [0.0f64; N];
-    for (l, e) in v.iter_mut().enumerate() {
-        // SAFETY: l < n: x[l] is readable (caller contract).
-        *e = if l < n { unsafe { *x.add(l) } } else { 0.0 };
-    }
+    // SAFETY: x[..n] is readable, n <= N (caller contract).
+    let v = unsafe { read_padded::<N>(x, n) };
     let t = exp_shift_group::<STORE, N>(v, c);
     if STORE {
         // SAFETY: out[..n] is writable (caller contract).
         unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out, n) };
     }
     short_sum(n, |l| t[l])
+}
+
+/// The `m <= N` values at `x` followed by zeros, read lane by lane (a
+/// select per lane, not a partial copy into the array: wider loads of a
+/// partly copied array stall on store forwarding).
+///
+/// # Safety
+/// `x` must be valid for `m` reads, `m <= N`.
+#[inline(always)]
+unsafe fn read_padded<const N: usize>(x: *const f64, m: usize) -> [f64; N] {
+    let mut v = [0.0f64; N];
+    for (l, e) in v.iter_mut().enumerate() {
+        // SAFETY: l < m: x[l] is readable (caller contract).
+        *e = if l < m { unsafe { *x.add(l) } } else { 0.0 };
+    }
+    v
 }
 
 /// The lane partials combined by the documented halving tree.

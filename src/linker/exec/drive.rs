@@ -142,7 +142,10 @@ impl RowSpace {
         n_gather: usize,
         limit: usize,
     ) -> Option<Self> {
-        if shape.contains(&0) {
+        // Fewer than two dimensions of more than one element (a vector, the
+        // per-call case of small functions) collapse to fewer than two:
+        // rejected before collapsing, which the driver does again.
+        if shape.contains(&0) || shape.iter().filter(|&&s| s > 1).count() < 2 {
             return None;
         }
         let mut rest = collapse(strides, esz, shape, n_gather);
