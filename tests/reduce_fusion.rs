@@ -711,17 +711,38 @@ fn reduction_kernels_have_only_the_modes_their_static_shapes_need() {
     let ms = std::slice::from_ref(&m);
     assert_eq!(kernel_modes(ms, &[r], &runs, "row sum"), [Modes::Both]);
 
-    // A static last size other than 1 decides.
+    // A static last size other than 1 decides: rows of 20 are row mode.
+    let w20 = tensor("w20", DType::F64, &[None, Some(20)]);
+    let runs = [vec![v(&[5, 20], 19)], vec![v(&[1, 20], 18)]];
+    let r = w20.sum(&[1]).unwrap();
+    let got = kernel_modes(std::slice::from_ref(&w20), &[r], &runs, "[:, 20] axis 1");
+    assert_eq!(got, [Modes::Row]);
+    // Static rows shorter than 16 also run as column reductions over
+    // blocks of rows (the driver's short reductions).
     let w = tensor("w", DType::F64, &[None, Some(4)]);
     let ws = std::slice::from_ref(&w);
     let runs = [vec![v(&[5, 4], 20)], vec![v(&[1, 4], 21)]];
     let r = w.sum(&[1]).unwrap();
-    assert_eq!(kernel_modes(ws, &[r], &runs, "[:, 4] axis 1"), [Modes::Row]);
+    assert_eq!(
+        kernel_modes(ws, &[r], &runs, "[:, 4] axis 1"),
+        [Modes::Both]
+    );
     let r = w.sum(&[0]).unwrap();
     assert_eq!(
         kernel_modes(ws, &[r], &runs, "[:, 4] axis 0"),
         [Modes::Column]
     );
+    // Unless a dimension outside the rows is reduced too.
+    let w3 = tensor("w3", DType::F64, &[None, None, Some(4)]);
+    let runs = [vec![v(&[3, 5, 4], 17)]];
+    let r = w3.sum(&[0, 2]).unwrap();
+    let got = kernel_modes(
+        std::slice::from_ref(&w3),
+        &[r],
+        &runs,
+        "[:, :, 4] axes 0, 2",
+    );
+    assert_eq!(got, [Modes::Row]);
     // A statically broadcastable last axis is never innermost.
     let c = tensor("c", DType::F64, &[None, Some(1)]);
     let r = c.sum(&[0]).unwrap();
@@ -740,9 +761,10 @@ fn reduction_kernels_have_only_the_modes_their_static_shapes_need() {
 
     // One (reduction, dtype) needed in both modes: the row kernel is
     // superseded by a two-mode one, and both steps compute correctly.
-    let runs = [vec![v(&[5, 4], 26)], vec![v(&[1, 4], 27)]];
-    let rows = w.sum(&[1]).unwrap();
-    let cols = w.sum(&[0]).unwrap();
+    let runs = [vec![v(&[5, 20], 26)], vec![v(&[1, 20], 27)]];
+    let rows = w20.sum(&[1]).unwrap();
+    let cols = w20.sum(&[0]).unwrap();
+    let ws = std::slice::from_ref(&w20);
     let got = kernel_modes(ws, &[rows, cols], &runs, "rows and columns");
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[1], Modes::Both, "{got:?}");

@@ -50,6 +50,26 @@ fn short_rows_reduce_bit_exactly_at_every_length() {
 }
 
 #[test]
+fn static_row_lengths_take_the_short_rows_too() {
+    // A static row length (`shape=(None, 4)`) compiles the kernel's column
+    // mode as well, so these rows are short rows too: the sequential fold
+    // per row, bit for bit (the row mode's lane order differs from it for
+    // some of a thousand random rows).
+    for n in [2usize, 4, 7, 15] {
+        let x = tensor("x", DType::F64, &[None, Some(n)]);
+        let outs = reductions(&x, DType::F64, 1);
+        let v = rand_value(DType::F64, &[1000, n], n as u64);
+        check(
+            std::slice::from_ref(&x),
+            &outs,
+            &[v],
+            0,
+            &format!("static {n}"),
+        );
+    }
+}
+
+#[test]
 fn fused_reductions_three_dimensions_and_keepdims() {
     let x = tensor("x", DType::F64, &[None, None]);
     let b = tensor("b", DType::F64, &[None]);

@@ -152,7 +152,10 @@ impl Modes {
     /// sizes `shape` (`None`: unknown) can run in. The innermost dimension
     /// larger than 1 at run time decides (see [`Modes`]): dimension `d` can
     /// be it when its size can differ from 1 and every later dimension's
-    /// size can be 1. A reduction over every axis is row-only.
+    /// size can be 1. A reduction over every axis is row-only. Column mode
+    /// is also needed by reductions over static rows shorter than
+    /// [`SHORT_REDUCE`] with every other dimension kept (see
+    /// [`short_rows`](Modes::short_rows)).
     pub fn needed(shape: &[Option<usize>], axes: &[usize]) -> Modes {
         let can_be_one = |d: usize| shape[d].is_none_or(|s| s == 1);
         let (mut row, mut column) = (false, false);
@@ -172,13 +175,39 @@ impl Modes {
         if (0..shape.len()).all(can_be_one) {
             row = true;
         }
-        match (row, column) {
+        match (row, column || Modes::short_rows(shape, axes)) {
             (true, true) => Modes::Both,
             (false, true) => Modes::Column,
             _ => Modes::Row,
         }
     }
+
+    /// Whether a reduction over `axes` of static sizes `shape` can be one
+    /// that the driver runs as column reductions over blocks of short rows
+    /// (`exec::drive`'s `ShortReduce`): the product of the trailing reduced
+    /// dimensions' sizes (static 1s among them) can be 2 to
+    /// [`SHORT_REDUCE`] - 1 (it is unknown, or static and in that range),
+    /// and every dimension before them is kept.
+    fn short_rows(shape: &[Option<usize>], axes: &[usize]) -> bool {
+        let reduced = |d: &usize| axes.contains(d) || shape[*d] == Some(1);
+        let start = (0..shape.len())
+            .rev()
+            .find(|d| !reduced(d))
+            .map_or(0, |d| d + 1);
+        if start == 0 {
+            return false;
+        }
+        let row: Option<usize> = shape[start..].iter().copied().product();
+        let kept = (0..start).all(|d| !axes.contains(&d) || shape[d] == Some(1));
+        kept && row.is_none_or(|n| (2..SHORT_REDUCE).contains(&n))
+    }
 }
+
+/// Reductions over an innermost dimension shorter than this (after
+/// collapsing), with every dimension outside it kept, are run as column
+/// reductions over blocks of rows when their kernel has column mode
+/// (`exec::drive`'s `ShortReduce`).
+pub const SHORT_REDUCE: usize = 16;
 
 /// The runtime's column pass of `op` over contiguous `input` and
 /// accumulators (C signature `void(A* acc, const T* x, size_t n, size_t

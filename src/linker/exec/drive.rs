@@ -12,7 +12,7 @@
 
 use smallvec::SmallVec;
 
-use crate::linker::accum::{ColumnPass, Modes};
+use crate::linker::accum::{ColumnPass, Modes, SHORT_REDUCE};
 use crate::linker::codegen::jit::JitCode;
 
 /// The ABI of every generated kernel.
@@ -88,10 +88,6 @@ pub(super) fn drive_reduce(
         None => drive_impl(f, ptrs, strides, esz, shape, par, Some(modes), 0, columns),
     }
 }
-
-/// Reductions over an innermost dimension shorter than this (after
-/// collapsing) are run by [`ShortReduce`] when the kernel has column mode.
-const SHORT_REDUCE: usize = 16;
 
 /// Elements (rows × row length) per block of [`ShortReduce`].
 const REDUCE_BLOCK: usize = 1024;
