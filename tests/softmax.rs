@@ -488,3 +488,81 @@ fn softmax_family_rewrites_are_exact_at_800() {
         }
     }
 }
+
+/// Lanes shorter than a vector group (rows of 1 to 15 values) run as
+/// blocks of rows in the runtime's short-row pass: along the innermost axis
+/// in place, otherwise (an outer axis, a 3-d middle axis, f32) gathered in
+/// blocks of scratch rows. Each case against the reference, with special
+/// rows (NaN, +inf, a row of -inf only, ±800) among ordinary ones, and row
+/// counts that leave partial blocks and vector groups; the largest is
+/// split over threads.
+#[test]
+fn short_lanes_in_blocks_match_the_reference() {
+    let rows_of = |rows: usize, n: usize| -> Vec<f64> {
+        let mut d: Vec<f64> = (0..rows * n)
+            .map(|i| ((i * 7919 % 10007) as f64 / 10007.0 - 0.5) * 20.0)
+            .collect();
+        let specials = [f64::NAN, f64::INFINITY, 800.0, -800.0];
+        let len = d.len();
+        for (k, s) in specials.into_iter().enumerate() {
+            d[(3 * k + 1) * n % len] = s;
+        }
+        let last = (rows - 1) * n;
+        d[last..].fill(f64::NEG_INFINITY);
+        d
+    };
+    let x = matrix("X", DType::F64);
+    let xf = matrix("Xf", DType::F32);
+    for n in [1usize, 2, 3, 4, 5, 8, 9, 15] {
+        for rows in [7usize, 300, 1000] {
+            let d = rows_of(rows, n);
+            let v = f64s(&[rows, n], d.clone());
+            // The same lanes as columns: an outer axis, gathered.
+            let t: Vec<f64> = (0..n * rows)
+                .map(|i| d[(i % rows) * n + i / rows])
+                .collect();
+            let vt = f64s(&[n, rows], t);
+            let vf = Value::F32(
+                ArrayD::from_shape_vec(IxDyn(&[rows, n]), d.iter().map(|&e| e as f32).collect())
+                    .unwrap(),
+            );
+            for (what, var, val, axis, tol) in [
+                ("rows", &x, &v, 1, 1e-12),
+                ("columns", &x, &vt, 0, 1e-12),
+                ("f32 rows", &xf, &vf, 1, 1e-6),
+            ] {
+                let ys = [
+                    var.softmax(Some(axis)).unwrap(),
+                    var.log_softmax(Some(axis)).unwrap(),
+                    var.logsumexp(Some(&[axis]), false).unwrap(),
+                ];
+                for (k, y) in ys.iter().enumerate() {
+                    let (got, want) = (jit1(var, y, val, "fast_run"), eval1(var, y, val));
+                    assert_near(&got, &want, tol, &format!("{what} {rows}x{n} output {k}"));
+                }
+            }
+        }
+    }
+    // A middle axis of a 3-d array (lanes strided by the innermost size).
+    let x3 = tensor("X3", DType::F64, &[None, None, None]);
+    let d: Vec<f64> = (0..50 * 3 * 20)
+        .map(|i| ((i * 31 % 97) as f64) * 0.3 - 14.0)
+        .collect();
+    let v3 = f64s(&[50, 3, 20], d);
+    for y in [
+        x3.softmax(Some(1)).unwrap(),
+        x3.logsumexp(Some(&[1]), false).unwrap(),
+    ] {
+        let (got, want) = (jit1(&x3, &y, &v3, "fast_run"), eval1(&x3, &y, &v3));
+        assert_near(&got, &want, 1e-12, "3-d middle axis");
+    }
+    // Enough rows to be split over threads.
+    let v = f64s(&[200_000, 3], rows_of(200_000, 3));
+    for y in [
+        x.softmax(Some(1)).unwrap(),
+        x.logsumexp(Some(&[1]), false).unwrap(),
+    ] {
+        let (got, want) = (jit1(&x, &y, &v, "fast_run"), eval1(&x, &y, &v));
+        assert_near(&got, &want, 1e-12, "200000 rows of 3");
+    }
+}

@@ -46,7 +46,24 @@ pub(super) const LANES: usize = 16;
 /// `exp::exp_term` (only their sum is kept).
 #[inline(always)]
 fn exp_shift_group<const BLOCK_EXP: bool, const N: usize>(v: [f64; N], c: f64) -> [f64; N] {
-    let shift = |v: [f64; N]| v.map(|e| e - c);
+    exp_shift_lanes::<BLOCK_EXP, N>(v, [c; N])
+}
+
+/// e^(v_l - c_l) for every lane, each lane with its own shift (several
+/// short rows in one group), as [`exp_shift_group`] computes it: a lane's
+/// value depends only on its own `v_l` and `c_l`.
+#[inline(always)]
+pub(super) fn exp_shift_lanes<const BLOCK_EXP: bool, const N: usize>(
+    v: [f64; N],
+    c: [f64; N],
+) -> [f64; N] {
+    let shift = |v: [f64; N]| {
+        let mut t = v;
+        for (e, c) in t.iter_mut().zip(c) {
+            *e -= c;
+        }
+        t
+    };
     let mut t = shift(v);
     // The range check before the map, so the differences need not stay
     // live across it; the rare groups with lanes to fix recompute them.
@@ -196,7 +213,7 @@ unsafe fn short_exp_shift<const STORE: bool, const N: usize>(
 /// # Safety
 /// `x` must be valid for `m` reads, `m <= N`.
 #[inline(always)]
-unsafe fn read_padded<const N: usize>(x: *const f64, m: usize) -> [f64; N] {
+pub(super) unsafe fn read_padded<const N: usize>(x: *const f64, m: usize) -> [f64; N] {
     let mut v = [0.0f64; N];
     for (l, e) in v.iter_mut().enumerate() {
         // SAFETY: l < m: x[l] is readable (caller contract).
@@ -221,7 +238,7 @@ pub(super) fn halving_sum(acc: &[f64; LANES]) -> f64 {
 /// # Safety
 /// `x` must be valid for `n` reads, `n >= 1`.
 #[inline(always)]
-unsafe fn extreme(x: *const f64, n: usize, max: bool) -> f64 {
+pub(super) unsafe fn extreme(x: *const f64, n: usize, max: bool) -> f64 {
     // SAFETY: n >= 1.
     let first = unsafe { *x };
     if n < LANES {

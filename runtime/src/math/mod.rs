@@ -28,7 +28,9 @@
 //! Map-reduce kernels (a map summed in the same loop, for fused
 //! reductions) live in `fold` and are listed by [`fold_symbols`]; the plain
 //! row and column passes of reductions (sums, dot, column updates) live in
-//! `rowcol` and are listed by [`rowcol_symbols`].
+//! `rowcol` and are listed by [`rowcol_symbols`]. The softmax family's lane
+//! passes (one lane, or many short rows at once) live in `softmax`, a
+//! safe Rust API for the linker only.
 
 mod activation;
 mod common;
@@ -43,6 +45,7 @@ mod log;
 mod pow;
 mod rowcol;
 mod single;
+mod softmax;
 mod source;
 mod trig;
 
@@ -54,6 +57,7 @@ pub use fold::{
 pub use rowcol::{
     column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64,
 };
+pub use softmax::{kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, LanePass, SHORT_ROW};
 pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};
 
 /// The group map of a unary table entry: `lanes k` maps the scalar kernel

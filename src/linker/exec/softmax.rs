@@ -1,80 +1,36 @@
 //! Execution of the softmax family (`Op::Softmax`: `softmax`,
 //! `log_softmax`; `Op::LogSumExp`): the input in standard layout seen as
-//! `(outer, n, inner)` around the axis; each lane of `n` values gets two
-//! passes of kiln-runtime's vectorised row functions: its maximum `m`
-//! (NaN-propagating), then
-//! - softmax: `e = exp(x - m)` written into the output with its sum `s`
-//!   in one pass, then `e · (1 / s)`;
-//! - log-softmax: `s = Σ exp(x - m)` in one fused pass (no exp stored),
-//!   and `(x - m) - ln(s)`;
-//! - logsumexp: the same `s`, and `ln(s) + m`, one value per lane (the
-//!   output is `(outer, inner)` in standard layout: lane `l`'s value is its
-//!   element `l`).
+//! `(outer, n, inner)` around the axis, each lane of `n` values computed by
+//! kiln-runtime's softmax passes (`math::softmax`, which states the method
+//! and the special values' rules):
+//! - lanes of at least a group (`SHORT_ROW` values) get a lane pass each:
+//!   along the innermost axis read in place, the pass asking the cache
+//!   for the next lane of its chunk meanwhile (so that the next max pass
+//!   does not wait on memory; a hint: the same bits), others gathered into
+//!   a scratch row first (and softmax lanes scattered back);
+//! - shorter lanes go to the runtime's short-row pass, several rows per
+//!   vector group: `f64` rows along the innermost axis in place, others
+//!   gathered into blocks of `SHORT_BLOCK` scratch rows (and scattered
+//!   back). A call per lane cost more than such a lane's exps.
 //!
-//! Lanes along the innermost axis are read in place, and the exp pass of
-//! each asks the cache for the next lane of its chunk, so that the next max
-//! pass does not wait on memory (a hint: the same bits); other lanes are
-//! gathered into a scratch row first (and softmax lanes scattered back).
 //! `f32` lanes are computed in `f64` and rounded once, as the reference
 //! does. Lanes are spread over kiln's threads (`parallel_for`) once they
 //! hold `PAR_ELEMENTS` elements in all.
 //!
-//! Invariants: every lane is finite and correct whatever its magnitude
-//! (the shift by the maximum: ±1e3 inputs give no overflow); a NaN in a
-//! lane makes the lane NaN; for softmax, a lane of `-inf` only is NaN and a
-//! `+inf` maximum makes the finite elements 0 (`-inf` for log) and the
-//! infinite ones NaN; logsumexp is `+inf` at a `+inf` maximum and `-inf`
-//! for a lane of `-inf` only or an empty one, all as in the reference; an
-//! empty softmax lane writes nothing.
+//! Invariants: each lane's values are the lane pass's, bit for bit,
+//! whichever of the paths computes it; the output (`total` elements, or one
+//! per lane for logsumexp, lane `l`'s at index `l`) is written exactly
+//! once per element; an empty softmax lane writes nothing.
 
-use kiln_runtime::math::{exp_shift_store_f64, extreme_f64, sum_exp_shift_f64};
+use kiln_runtime::math::{lane_f64, short_rows_f64, SHORT_ROW};
 
 use super::state::Exec;
 use crate::error::Result;
 use crate::graph::DType;
 use crate::linker::plan::step::{LanePass, SoftmaxStep};
 
-/// Computes `pass` over one contiguous lane `x` into `out`: `n` values, or
-/// one for `LogSumExp` (`n = 0` only for `LogSumExp`: `-inf`). `next` is
-/// the lane computed after this one, if any, prefetched during the exp pass
-/// so that its max pass does not wait on memory.
-fn lane(x: &[f64], out: &mut [f64], pass: LanePass, next: Option<&[f64]>) {
-    let m = extreme_f64(x, true);
-    if pass == LanePass::LogSumExp {
-        // An infinite maximum is the value: `+inf`, or `-inf` when every
-        // element is `-inf` (`log(0)`); NaN propagates through `m`.
-        out[0] = if m.is_infinite() {
-            m
-        } else {
-            sum_exp_shift_f64(x, m, next).ln() + m
-        };
-        return;
-    }
-    let log = pass == LanePass::LogSoftmax;
-    if m == f64::INFINITY {
-        // As the reference: finite elements vanish, infinite ones are NaN.
-        let zero = if log { f64::NEG_INFINITY } else { 0.0 };
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = if v == m { f64::NAN } else { zero };
-        }
-        return;
-    }
-    if log {
-        let ls = sum_exp_shift_f64(x, m, next).ln();
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = (v - m) - ls;
-        }
-    } else {
-        // The exps and their sum in one pass.
-        let s = exp_shift_store_f64(x, m, out, next);
-        // One division, then products: within 1.5 ULP of `e / s`, inside
-        // the softmax's accuracy contract, and several times cheaper.
-        let r = 1.0 / s;
-        for o in out.iter_mut() {
-            *o *= r;
-        }
-    }
-}
+/// Short lanes gathered per block (when not read in place).
+const SHORT_BLOCK: usize = 256;
 
 /// Lanes of at least this many elements in all go to one thread: below,
 /// the launch costs more than it saves.
@@ -110,73 +66,23 @@ impl Exec<'_> {
         };
         let out = self.alloc_slot(name, *output, x.dtype, &out_shape)?;
         let lanes = outer * inner;
-        let dtype = x.dtype;
-        // Addresses as integers, so the closure can cross into the pool.
-        let (px, po) = (x.ptr as usize, out.ptr as usize);
-        // Each lane's output: `n` values at stride `inner` from the lane's
-        // own base (softmax), or one value at the lane's index (logsumexp).
-        let out_len = if reduces { 1 } else { n };
-        // Lanes [s, e): lane l is (o, i) = (l / inner, l % inner), its
-        // elements at o·n·inner + i + k·inner for k < n.
-        let run = |s: usize, e: usize| {
-            let mut scratch = (dtype != DType::F64 || inner != 1)
-                .then(|| (vec![0.0f64; n], vec![0.0f64; out_len]));
-            for l in s..e {
-                let base = (l / inner) * n * inner + l % inner;
-                let ob = if reduces { l } else { base };
-                // SAFETY: `x` is a standard-layout array of `total` elements
-                // of the (float) dtype, `out` one of `out_shape` (`total`
-                // elements, or `lanes` for logsumexp); `out` is fresh (or the
-                // caller's destination) and never aliases `x`. Lane `l` reads
-                // only the `n` elements at `base + k·inner` (k < n), all below
-                // `total`, and writes only its `out_len` elements at
-                // `ob + k·inner`: below `total` for softmax, `l < lanes` for
-                // logsumexp. Distinct lanes (running on different threads)
-                // write disjoint elements of `out`. The next lane's slice
-                // (inner == 1 here, so lane l + 1 < e is the next n
-                // elements, below `total`) is only a prefetch hint.
-                unsafe {
-                    match (dtype, &mut scratch) {
-                        (DType::F64, None) => {
-                            let xl: &[f64] = if n == 0 {
-                                &[]
-                            } else {
-                                std::slice::from_raw_parts((px as *const f64).add(base), n)
-                            };
-                            let ol =
-                                std::slice::from_raw_parts_mut((po as *mut f64).add(ob), out_len);
-                            // The next lane of this chunk: the next n
-                            // elements (lanes along the innermost axis).
-                            let next = (l + 1 < e && n > 0).then(|| {
-                                std::slice::from_raw_parts((px as *const f64).add(base + n), n)
-                            });
-                            lane(xl, ol, pass, next);
-                        }
-                        (DType::F64, Some((xs, os))) => {
-                            let (xp, op) = (px as *const f64, po as *mut f64);
-                            for (k, v) in xs.iter_mut().enumerate() {
-                                *v = *xp.add(base + k * inner);
-                            }
-                            lane(xs, os, pass, None);
-                            for (k, &v) in os.iter().enumerate() {
-                                *op.add(ob + k * inner) = v;
-                            }
-                        }
-                        (DType::F32, Some((xs, os))) => {
-                            let (xp, op) = (px as *const f32, po as *mut f32);
-                            for (k, v) in xs.iter_mut().enumerate() {
-                                *v = f64::from(*xp.add(base + k * inner));
-                            }
-                            lane(xs, os, pass, None);
-                            for (k, &v) in os.iter().enumerate() {
-                                *op.add(ob + k * inner) = v as f32;
-                            }
-                        }
-                        (d, _) => unreachable!("softmax of {d}: type inference admits floats only"),
-                    }
-                }
-            }
+        let layout = Lanes {
+            // Addresses as integers, so the closure can cross into the pool.
+            x: x.ptr as usize,
+            out: out.ptr as usize,
+            dtype: x.dtype,
+            n,
+            inner,
+            out_len: if reduces { 1 } else { n },
+            reduces,
         };
+        // SAFETY: `x` is a standard-layout array of `total` = outer·n·inner
+        // elements of the (float) dtype `layout` names, `out` one of
+        // `out_shape` (`total` elements, or `lanes` for logsumexp) of the
+        // same dtype; `out` is fresh (or the caller's destination) and never
+        // aliases `x`. `parallel_for` hands out disjoint lane ranges within
+        // [0, lanes), and distinct lanes write disjoint elements.
+        let run = |s: usize, e: usize| unsafe { layout.run(s, e, pass) };
         // Empty lanes: nothing to normalise; logsumexp's is `log(0)`.
         if lanes > 0 && (n > 0 || reduces) {
             let grain = (PAR_ELEMENTS / n.max(1)).max(1);
@@ -184,5 +90,166 @@ impl Exec<'_> {
         }
         self.slots[*output] = Some(out);
         Ok(())
+    }
+}
+
+/// The lanes of a softmax step's input and output (see the module header):
+/// lane `l` is (o, i) = (l / inner, l % inner), its `n` input elements at
+/// `o·n·inner + i + k·inner` (k < n), its `out_len` output elements at the
+/// same places (softmax) or at index `l` (logsumexp, `out_len` 1).
+struct Lanes {
+    /// The input's and the output's first elements.
+    x: usize,
+    out: usize,
+    /// Their dtype (`F64` or `F32`).
+    dtype: DType,
+    n: usize,
+    inner: usize,
+    /// Output values per lane: `n`, or 1 when the step reduces.
+    out_len: usize,
+    /// Whether the step reduces (logsumexp).
+    reduces: bool,
+}
+
+impl Lanes {
+    /// The input index of lane `l`'s first element, and the output index of
+    /// its first value.
+    fn bases(&self, l: usize) -> (usize, usize) {
+        let base = (l / self.inner) * self.n * self.inner + l % self.inner;
+        (base, if self.reduces { l } else { base })
+    }
+
+    /// Computes `pass` over lanes [s, e).
+    ///
+    /// # Safety
+    /// The pointers and sizes describe arrays as the module header says,
+    /// `e` is at most the lane count, and no other thread writes lanes
+    /// [s, e) of the output meanwhile.
+    unsafe fn run(&self, s: usize, e: usize, pass: LanePass) {
+        let (n, inner) = (self.n, self.inner);
+        let in_place = self.dtype == DType::F64 && inner == 1;
+        if (1..SHORT_ROW).contains(&n) {
+            if in_place {
+                // SAFETY: lanes [s, e) along the innermost axis are the
+                // (e - s)·n elements from s·n; their output values the
+                // (e - s)·out_len from s·out_len (both below the arrays'
+                // ends, caller contract).
+                unsafe {
+                    let xs =
+                        std::slice::from_raw_parts((self.x as *const f64).add(s * n), (e - s) * n);
+                    let os = std::slice::from_raw_parts_mut(
+                        (self.out as *mut f64).add(s * self.out_len),
+                        (e - s) * self.out_len,
+                    );
+                    short_rows_f64(xs, n, os, pass);
+                }
+                return;
+            }
+            let mut xs = vec![0.0f64; SHORT_BLOCK * n];
+            let mut os = vec![0.0f64; SHORT_BLOCK * self.out_len];
+            for b in (s..e).step_by(SHORT_BLOCK) {
+                let count = (e - b).min(SHORT_BLOCK);
+                for (k, l) in (b..b + count).enumerate() {
+                    // SAFETY: lane l < e (caller contract).
+                    unsafe { self.gather(l, &mut xs[k * n..(k + 1) * n]) };
+                }
+                short_rows_f64(&xs[..count * n], n, &mut os[..count * self.out_len], pass);
+                for (k, l) in (b..b + count).enumerate() {
+                    // SAFETY: lane l < e (caller contract).
+                    unsafe { self.scatter(l, &os[k * self.out_len..(k + 1) * self.out_len]) };
+                }
+            }
+            return;
+        }
+        if in_place {
+            for l in s..e {
+                let (base, ob) = self.bases(l);
+                // SAFETY: lane l's n elements from `base` (inner == 1) and
+                // its out_len values from `ob` are inside the arrays; the
+                // next lane of the chunk (l + 1 < e) is the next n
+                // elements, only a prefetch hint.
+                unsafe {
+                    let xp = self.x as *const f64;
+                    let xl: &[f64] = if n == 0 {
+                        &[]
+                    } else {
+                        std::slice::from_raw_parts(xp.add(base), n)
+                    };
+                    let ol = std::slice::from_raw_parts_mut(
+                        (self.out as *mut f64).add(ob),
+                        self.out_len,
+                    );
+                    let next = (l + 1 < e && n > 0)
+                        .then(|| std::slice::from_raw_parts(xp.add(base + n), n));
+                    lane_f64(xl, ol, pass, next);
+                }
+            }
+            return;
+        }
+        let (mut xs, mut os) = (vec![0.0f64; n], vec![0.0f64; self.out_len]);
+        for l in s..e {
+            // SAFETY: lane l < e (caller contract).
+            unsafe { self.gather(l, &mut xs) };
+            lane_f64(&xs, &mut os, pass, None);
+            // SAFETY: as above.
+            unsafe { self.scatter(l, &os) };
+        }
+    }
+
+    /// Reads lane `l`'s `n` input elements into `dst`, as f64.
+    ///
+    /// # Safety
+    /// `l` is a lane of the arrays [`run`](Lanes::run) describes.
+    unsafe fn gather(&self, l: usize, dst: &mut [f64]) {
+        let (base, _) = self.bases(l);
+        let at = |k: usize| base + k * self.inner;
+        // SAFETY: lane l's elements are at base + k·inner, k < n (the
+        // caller's contract).
+        unsafe {
+            match self.dtype {
+                DType::F64 => {
+                    let xp = self.x as *const f64;
+                    for (k, v) in dst.iter_mut().enumerate() {
+                        *v = *xp.add(at(k));
+                    }
+                }
+                DType::F32 => {
+                    let xp = self.x as *const f32;
+                    for (k, v) in dst.iter_mut().enumerate() {
+                        *v = f64::from(*xp.add(at(k)));
+                    }
+                }
+                d => unreachable!("softmax of {d}: type inference admits floats only"),
+            }
+        }
+    }
+
+    /// Writes lane `l`'s `out_len` output values from `src`, rounded to the
+    /// output dtype.
+    ///
+    /// # Safety
+    /// As [`gather`](Lanes::gather), and no other thread writes lane `l`.
+    unsafe fn scatter(&self, l: usize, src: &[f64]) {
+        let (_, ob) = self.bases(l);
+        let at = |k: usize| ob + k * self.inner;
+        // SAFETY: lane l's output values are at ob + k·inner, k < out_len
+        // (the caller's contract).
+        unsafe {
+            match self.dtype {
+                DType::F64 => {
+                    let op = self.out as *mut f64;
+                    for (k, &v) in src.iter().enumerate() {
+                        *op.add(at(k)) = v;
+                    }
+                }
+                DType::F32 => {
+                    let op = self.out as *mut f32;
+                    for (k, &v) in src.iter().enumerate() {
+                        *op.add(at(k)) = v as f32;
+                    }
+                }
+                d => unreachable!("softmax of {d}: type inference admits floats only"),
+            }
+        }
     }
 }

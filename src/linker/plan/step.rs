@@ -195,16 +195,10 @@ pub struct ArgReduceStep {
     pub index: Slot,
 }
 
-/// What a [`SoftmaxStep`] computes from each lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LanePass {
-    /// `softmax` (`Op::Softmax`): a lane of the input's shape.
-    Softmax,
-    /// `log_softmax` (`Op::Softmax` with `log`): a lane of the input's shape.
-    LogSoftmax,
-    /// `logsumexp` (`Op::LogSumExp`): one value per lane.
-    LogSumExp,
-}
+/// What a [`SoftmaxStep`] computes from each lane: `softmax` and
+/// `log_softmax` (`Op::Softmax`) a lane of the input's shape, `logsumexp`
+/// (`Op::LogSumExp`) one value per lane.
+pub use kiln_runtime::math::LanePass;
 
 /// The softmax family along one axis (`Op::Softmax`, `Op::LogSumExp`):
 /// native passes over each lane of the input.
