@@ -199,6 +199,48 @@ fn jit_matches_the_reference_on_every_dtype_and_layout() {
     }
 }
 
+/// Inputs large enough to be split over threads: the lanes go in chunks
+/// that start and end inside an outer position (a middle axis of a 3-d
+/// array), split a single outer position's columns (axis 0 of a matrix) or
+/// hold many short rows; each lane's result is the reference's, with ties
+/// (small integers), NaNs and infinities among the values.
+#[test]
+fn arrays_split_over_threads_match_the_reference() {
+    for (shape, seed) in [
+        ([7usize, 300, 50], 1u64),
+        ([1, 2000, 60], 2),
+        ([60_000, 3, 1], 3),
+    ] {
+        for d in [DType::F64, DType::I32] {
+            let x = tensor("x", d, &[None, None, None]);
+            let mut outs = Vec::new();
+            for axis in [Some(0), Some(1), Some(2)] {
+                outs.push(x.argmax(axis).unwrap());
+                let (m, i) = x.max_and_argmax(axis).unwrap();
+                outs.extend([m, i]);
+                outs.push(x.argmin(axis).unwrap());
+            }
+            let mut v = rand_value(d, &shape, seed);
+            if let Value::F64(a) = &mut v {
+                let len = a.len();
+                for (k, s) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::NAN]
+                    .into_iter()
+                    .enumerate()
+                {
+                    a.as_slice_mut().unwrap()[(k * 7919 + 13) % len] = s;
+                }
+            }
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                std::slice::from_ref(&v),
+                0,
+                &format!("{d} {shape:?}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn expression_language() {
     let mut vars = HashMap::new();

@@ -3,13 +3,17 @@
 //! layout, seen as `(outer, n, inner)` around the reduced axis. Every line
 //! of `inner` running extremes advances one step of the axis at a time, so
 //! the input is read once, contiguously, whatever the axis (a reduction over
-//! the innermost axis is a scan per row).
+//! the innermost axis is a scan per row). The lanes (`outer * inner` of
+//! them) are split over kiln's threads in chunks; a lane's result does not
+//! depend on its chunk.
 //!
 //! Invariants: numpy's rules: the first occurrence of the extreme wins ties,
 //! and the first NaN is the extreme (a NaN is never replaced), so the value
 //! output is exactly the NaN-propagating `max` / `min`; an empty reduced
 //! axis is an error before anything is written. A non-standard input (a
 //! view) is copied to standard layout first.
+
+use std::ops::Range;
 
 use super::copy;
 use super::drive::drive;
@@ -58,13 +62,21 @@ fn better<T: Lane>(op: ArgOp, v: T, best: T) -> bool {
     strictly || (v.is_nan() && !best.is_nan())
 }
 
-/// Scans `x`, laid out as `(outer, n, inner)` in row-major order with
-/// `n >= 1`, into `val` and `idx` (each `outer * inner` long).
-fn scan<T: Lane>(op: ArgOp, x: &[T], n: usize, inner: usize, val: &mut [T], idx: &mut [i64]) {
-    let block = n * inner;
+/// Scans lanes `lanes` of `x`, laid out as `(outer, n, inner)` in
+/// row-major order with `n >= 1` (lane `l` is `(l / inner, l % inner)`),
+/// into `val` and `idx` (the lanes' outputs, `lanes.len()` long each).
+fn scan<T: Lane>(
+    op: ArgOp,
+    x: &[T],
+    (n, inner): (usize, usize),
+    lanes: Range<usize>,
+    val: &mut [T],
+    idx: &mut [i64],
+) {
     if inner == 1 {
         // One lane per row: a plain scan (no per-element slices).
-        for ((row, v), i) in x.chunks_exact(n).zip(val.iter_mut()).zip(idx.iter_mut()) {
+        let rows = x[lanes.start * n..lanes.end * n].chunks_exact(n);
+        for ((row, v), i) in rows.zip(val.iter_mut()).zip(idx.iter_mut()) {
             let (mut best, mut at) = (row[0], 0usize);
             for (k, &e) in row.iter().enumerate().skip(1) {
                 if better(op, e, best) {
@@ -77,14 +89,19 @@ fn scan<T: Lane>(op: ArgOp, x: &[T], n: usize, inner: usize, val: &mut [T], idx:
         }
         return;
     }
-    for ((xs, vs), is) in x
-        .chunks_exact(block)
-        .zip(val.chunks_exact_mut(inner))
-        .zip(idx.chunks_exact_mut(inner))
-    {
-        vs.copy_from_slice(&xs[..inner]);
+    // Lanes side by side along the innermost axis, a piece of one outer
+    // position at a time: each step of the axis reads a contiguous row.
+    let mut l = lanes.start;
+    while l < lanes.end {
+        let (o, c0) = (l / inner, l % inner);
+        let c1 = inner.min(c0 + (lanes.end - l));
+        let base = o * n * inner;
+        let out = l - lanes.start..l - lanes.start + (c1 - c0);
+        let (vs, is) = (&mut val[out.clone()], &mut idx[out]);
+        vs.copy_from_slice(&x[base + c0..base + c1]);
         is.fill(0);
-        for (k, row) in xs.chunks_exact(inner).enumerate().skip(1) {
+        for k in 1..n {
+            let row = &x[base + k * inner + c0..base + k * inner + c1];
             for ((&v, b), i) in row.iter().zip(vs.iter_mut()).zip(is.iter_mut()) {
                 if better(op, v, *b) {
                     *b = v;
@@ -92,17 +109,24 @@ fn scan<T: Lane>(op: ArgOp, x: &[T], n: usize, inner: usize, val: &mut [T], idx:
                 }
             }
         }
+        l += c1 - c0;
     }
 }
 
+/// Input elements from which an arg-reduction is split over threads
+/// (lanes in chunks of at least this many elements).
+const PAR_ELEMENTS: usize = 32 * 1024;
+
 /// Runs [`scan`] on raw arrays of element type `T`, writing the values into
-/// `val` when given (else into scratch).
+/// `val` when given (else into scratch), the lanes split over kiln's
+/// threads (`parallel_for`) in chunks of at least [`PAR_ELEMENTS`] input
+/// elements.
 ///
 /// # Safety
 /// `x` must address `outer * n * inner` contiguous initialised `T`s, `idx`
 /// `outer * inner` writable `i64`s and `val`, when given, `outer * inner`
 /// writable `T`s, none of them overlapping.
-unsafe fn scan_raw<T: Lane + Default>(
+unsafe fn scan_raw<T: Lane + Default + Sync>(
     op: ArgOp,
     x: *const u8,
     (outer, n, inner): (usize, usize, usize),
@@ -113,31 +137,39 @@ unsafe fn scan_raw<T: Lane + Default>(
     if m == 0 {
         return;
     }
-    // SAFETY: the caller guarantees the sizes, element alignment (every
-    // array the linker hands over is element-aligned) and disjointness.
-    let (xs, is) = unsafe {
-        (
-            std::slice::from_raw_parts(x as *const T, outer * n * inner),
-            std::slice::from_raw_parts_mut(idx as *mut i64, m),
-        )
-    };
-    match val {
-        // SAFETY: as above, for the value output.
-        Some(v) => scan(
-            op,
-            xs,
-            n,
-            inner,
-            unsafe { std::slice::from_raw_parts_mut(v as *mut T, m) },
-            is,
-        ),
-        None => {
-            let mut scratch = vec![T::default(); inner];
-            for (xo, io) in xs.chunks_exact(n * inner).zip(is.chunks_exact_mut(inner)) {
-                scan(op, xo, n, inner, &mut scratch, io);
+    // SAFETY: the caller guarantees the size and element alignment (every
+    // array the linker hands over is element-aligned); `x` is only read.
+    let xs = unsafe { std::slice::from_raw_parts(x as *const T, outer * n * inner) };
+    // Addresses as integers, so the closure can cross into the pool.
+    let (vp, ip) = (val.map(|v| v as usize), idx as usize);
+    let run = |s: usize, e: usize| {
+        // SAFETY: `parallel_for` hands out disjoint lane ranges within
+        // [0, m); the outputs hold `m` elements each (caller contract) and
+        // overlap neither `x` nor each other, so each chunk's output slices
+        // are its own.
+        let is = unsafe { std::slice::from_raw_parts_mut((ip as *mut i64).add(s), e - s) };
+        let mut scratch = Vec::new();
+        let vs = match vp {
+            // SAFETY: as above, for the value output.
+            Some(v) => unsafe { std::slice::from_raw_parts_mut((v as *mut T).add(s), e - s) },
+            None => {
+                scratch.resize(e - s, T::default());
+                &mut scratch[..]
             }
-        }
-    }
+        };
+        scan(op, xs, (n, inner), s..e, vs, is);
+    };
+    // Lanes side by side (inner > 1) go in pieces of at least a thread's
+    // share of a row: each step of the axis then streams one long piece (a
+    // split into more, shorter pieces per row was slower: axis 0 of
+    // 2000 x 2000, BENCHMARKS.md, twenty-third session).
+    let share = if inner > 1 {
+        inner.div_ceil(kiln_runtime::parallel::num_threads())
+    } else {
+        1
+    };
+    let grain = (PAR_ELEMENTS / n).max(share);
+    kiln_runtime::parallel::parallel_for(m, grain, &run);
 }
 
 impl Exec<'_> {
