@@ -13,6 +13,17 @@
 //! every panic of the runtime and reports it as a non-zero return code, so
 //! no unwinding ever crosses into JIT frames.
 //!
+//! After a launch, helpers linger: up to [`linger`] (default 10 ms,
+//! `KILN_LINGER_MS`; 0 turns it off) they spin on the launch counter with
+//! yields in between, instead of going to sleep, so that the next launch
+//! finds them awake. On a virtual machine an idle virtual CPU is soon
+//! descheduled, and a helper woken from sleep after a gap of 8 ms or more
+//! started 0.9-2.8 ms late (BENCHMARKS.md, twenty-third session): a
+//! sub-millisecond call after any other work ran on one core. Every use of
+//! the pool bumps the counter first, so a lingering helper leaves at once
+//! and takes the new work. (OpenMP runtimes and OpenBLAS spin the same
+//! way, for longer by default.)
+//!
 //! A forked child has none of its parent's threads: [`fork_generation`]
 //! changes in the child, and a pool built before the fork is then replaced
 //! (and leaked, since its workers are gone) instead of being waited on
@@ -21,6 +32,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 /// Chunks per thread: a little over-decomposition lets work stealing even
 /// out noisy neighbours without paying much per-chunk overhead.
@@ -39,6 +51,74 @@ static POOL: RwLock<Option<(usize, usize, Arc<rayon::ThreadPool>)>> = RwLock::ne
 /// Forks this process has gone through (incremented in each child).
 static FORK_GENERATION: AtomicUsize = AtomicUsize::new(0);
 
+/// Uses of the pool so far: a lingering helper stops when it changes.
+static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
+/// Helpers lingering now (reset in a forked child, whose helpers are gone).
+static LINGERING: AtomicUsize = AtomicUsize::new(0);
+/// The linger time, read from [`LINGER_ENV`] once.
+static LINGER: OnceLock<Duration> = OnceLock::new();
+
+/// The environment variable that sets the linger time in milliseconds
+/// (a non-negative integer; 0 turns lingering off).
+pub const LINGER_ENV: &str = "KILN_LINGER_MS";
+
+/// The default linger time: longer than the gaps after which a sleeping
+/// helper woke late on the measured host (2-8 ms), short enough that an
+/// idle process stops spinning at once for a human.
+const DEFAULT_LINGER_MS: u64 = 10;
+
+/// How long helpers stay awake after a launch ([`LINGER_ENV`], else 10 ms;
+/// an unparsable value is the default).
+pub fn linger() -> Duration {
+    *LINGER.get_or_init(|| {
+        let ms = std::env::var(LINGER_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(DEFAULT_LINGER_MS);
+        Duration::from_millis(ms)
+    })
+}
+
+/// Marks a new use of the pool: lingering helpers leave their spin.
+fn launch() {
+    LAUNCHES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Keeps `threads - 1` helpers of `pool` awake for [`linger`] after a
+/// launch: each spins (a yield every few microseconds, so other runnable
+/// threads of this process keep their core) until the next launch or the
+/// deadline.
+fn keep_awake(pool: &rayon::ThreadPool, threads: usize) {
+    let time = linger();
+    if time.is_zero() {
+        return;
+    }
+    let seen = LAUNCHES.load(Ordering::Acquire);
+    let want = threads - 1;
+    while LINGERING
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < want).then_some(n + 1)
+        })
+        .is_ok()
+    {
+        pool.spawn(move || {
+            let deadline = Instant::now() + time;
+            let mut spins = 0u32;
+            while LAUNCHES.load(Ordering::Acquire) == seen {
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1024) {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+            LINGERING.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+}
+
 /// The number of forks between the process's start and the calling
 /// process: threads started in an earlier generation do not exist in this
 /// one. No system call (a `pthread_atfork` child handler, registered on
@@ -49,10 +129,11 @@ pub fn fork_generation() -> usize {
         #[cfg(unix)]
         {
             extern "C" fn in_child() {
-                // Only an atomic add: async-signal-safe, as a fork handler must be.
+                // Only atomics: async-signal-safe, as a fork handler must be.
                 FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+                LINGERING.store(0, Ordering::Relaxed);
             }
-            // SAFETY: registers a handler that only performs an atomic add;
+            // SAFETY: registers a handler that only performs atomic operations;
             // failure (ENOMEM) leaves forks uncounted, as before.
             unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
         }
@@ -137,6 +218,7 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
         f(0, n);
         return;
     };
+    launch();
     // Chunk c covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at most 1
     // and are >= grain because chunks <= n/grain.
     let bound = |c: usize| ((c as u128 * n as u128) / chunks as u128) as usize;
@@ -162,6 +244,7 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
         }
         work();
     });
+    keep_awake(&pool, threads);
 }
 
 /// Runs `f(threads)` inside the pool of [`num_threads`] workers, so rayon
@@ -172,7 +255,9 @@ pub fn in_pool(f: &(dyn Fn(usize) + Sync)) {
     let threads = num_threads();
     if threads > 1 {
         if let Some(pool) = pool(threads) {
+            launch();
             pool.install(|| f(threads));
+            keep_awake(&pool, threads);
             return;
         }
     }
@@ -187,7 +272,9 @@ pub fn pool_tasks(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = num_threads();
     if threads > 1 && n > 1 {
         if let Some(pool) = pool(threads) {
+            launch();
             pool.install(|| rayon::scope(|s| (0..n).for_each(|i| s.spawn(move |_| f(i)))));
+            keep_awake(&pool, threads);
             return;
         }
     }
@@ -347,6 +434,34 @@ mod tests {
         set_num_threads(2);
         let r = catch_unwind(|| parallel_for(100, 10, &|s, _| assert!(s != 50, "boom")));
         assert!(r.is_err());
+        set_num_threads(0);
+    }
+
+    /// After a launch at most `threads - 1` helpers linger, every one of
+    /// them stops by itself after the linger time, and launches while they
+    /// linger compute as any other.
+    #[test]
+    fn helpers_linger_then_stop() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(2);
+        assert!(linger() <= Duration::from_secs(60), "{:?}", linger());
+        for _ in 0..3 {
+            let v: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
+            parallel_for(v.len(), 16, &|s, e| {
+                for x in &v[s..e] {
+                    x.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            assert!(v.iter().all(|x| x.load(Ordering::Relaxed) == 1));
+            assert!(LINGERING.load(Ordering::Acquire) <= 1);
+        }
+        // Other tests of this binary may launch meanwhile and linger anew;
+        // each linger still ends, so the count reaches 0.
+        let until = Instant::now() + linger() + Duration::from_secs(20);
+        while LINGERING.load(Ordering::Acquire) != 0 {
+            assert!(Instant::now() < until, "helpers still lingering");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         set_num_threads(0);
     }
 
