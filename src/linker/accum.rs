@@ -154,8 +154,8 @@ impl Modes {
     /// be it when its size can differ from 1 and every later dimension's
     /// size can be 1. A reduction over every axis is row-only. Column mode
     /// is also needed by reductions over static rows shorter than
-    /// [`SHORT_REDUCE`] with every other dimension kept (see
-    /// [`short_rows`](Modes::short_rows)).
+    /// [`SHORT_REDUCE`] with every other dimension kept (the private
+    /// `Modes::short_rows` says when).
     pub fn needed(shape: &[Option<usize>], axes: &[usize]) -> Modes {
         let can_be_one = |d: usize| shape[d].is_none_or(|s| s == 1);
         let (mut row, mut column) = (false, false);
