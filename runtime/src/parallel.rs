@@ -21,8 +21,10 @@
 //! started 0.9-2.8 ms late (BENCHMARKS.md, twenty-third session): a
 //! sub-millisecond call after any other work ran on one core. Every use of
 //! the pool bumps the counter first, so a lingering helper leaves at once
-//! and takes the new work. (OpenMP runtimes and OpenBLAS spin the same
-//! way, for longer by default.)
+//! and takes the new work. Only [`parallel_for`] starts a linger: after
+//! the GEMM's uses of the pool ([`in_pool`], [`pool_tasks`]) it cost
+//! `tanh(A @ W + b)` 2-4% back to back, and those calls are long anyway. (Intel's OpenMP runtime and OpenBLAS spin the
+//! same way, for longer by default.)
 //!
 //! A forked child has none of its parent's threads: [`fork_generation`]
 //! changes in the child, and a pool built before the fork is then replaced
@@ -257,7 +259,6 @@ pub fn in_pool(f: &(dyn Fn(usize) + Sync)) {
         if let Some(pool) = pool(threads) {
             launch();
             pool.install(|| f(threads));
-            keep_awake(&pool, threads);
             return;
         }
     }
@@ -274,7 +275,6 @@ pub fn pool_tasks(n: usize, f: &(dyn Fn(usize) + Sync)) {
         if let Some(pool) = pool(threads) {
             launch();
             pool.install(|| rayon::scope(|s| (0..n).for_each(|i| s.spawn(move |_| f(i)))));
-            keep_awake(&pool, threads);
             return;
         }
     }
