@@ -23,8 +23,9 @@
 //! the pool bumps the counter first, so a lingering helper leaves at once
 //! and takes the new work. Only [`parallel_for`] starts a linger: after
 //! the GEMM's uses of the pool ([`in_pool`], [`pool_tasks`]) it cost
-//! `tanh(A @ W + b)` 2-4% back to back, and those calls are long anyway. (Intel's OpenMP runtime and OpenBLAS spin the
-//! same way, for longer by default.)
+//! `tanh(A @ W + b)` 2-4% back to back, and those calls are long anyway.
+//! (Intel's OpenMP runtime and OpenBLAS spin the same way, for longer by
+//! default.)
 //!
 //! A forked child has none of its parent's threads: [`fork_generation`]
 //! changes in the child, and a pool built before the fork is then replaced
