@@ -743,6 +743,17 @@ fn reduction_kernels_have_only_the_modes_their_static_shapes_need() {
         "[:, :, 4] axes 0, 2",
     );
     assert_eq!(got, [Modes::Row]);
+    // Or the static part of the rows is long already.
+    let w4 = tensor("w4", DType::F64, &[None, Some(20), None]);
+    let runs = [vec![v(&[3, 20, 2], 16)], vec![v(&[3, 20, 1], 15)]];
+    let r = w4.sum(&[1, 2]).unwrap();
+    let got = kernel_modes(
+        std::slice::from_ref(&w4),
+        &[r],
+        &runs,
+        "[:, 20, :] axes 1, 2",
+    );
+    assert_eq!(got, [Modes::Row]);
     // A statically broadcastable last axis is never innermost.
     let c = tensor("c", DType::F64, &[None, Some(1)]);
     let r = c.sum(&[0]).unwrap();

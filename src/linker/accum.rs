@@ -186,8 +186,9 @@ impl Modes {
     /// that the driver runs as column reductions over blocks of short rows
     /// (`exec::drive`'s `ShortReduce`): the product of the trailing reduced
     /// dimensions' sizes (static 1s among them) can be 2 to
-    /// [`SHORT_REDUCE`] - 1 (it is unknown, or static and in that range),
-    /// and every dimension before them is kept.
+    /// [`SHORT_REDUCE`] - 1 (its static factors' product is below the
+    /// limit, and any unknown factor could bring it into that range), and
+    /// every dimension before them is kept.
     fn short_rows(shape: &[Option<usize>], axes: &[usize]) -> bool {
         let reduced = |d: &usize| axes.contains(d) || shape[*d] == Some(1);
         let start = (0..shape.len())
@@ -197,9 +198,11 @@ impl Modes {
         if start == 0 {
             return false;
         }
-        let row: Option<usize> = shape[start..].iter().copied().product();
+        let known: usize = shape[start..].iter().flatten().product();
+        let unknown = shape[start..].iter().any(Option::is_none);
+        let short = known < SHORT_REDUCE && (unknown || known >= 2);
         let kept = (0..start).all(|d| !axes.contains(&d) || shape[d] == Some(1));
-        kept && row.is_none_or(|n| (2..SHORT_REDUCE).contains(&n))
+        kept && short
     }
 }
 
