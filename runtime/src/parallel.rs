@@ -56,7 +56,11 @@ static FORK_GENERATION: AtomicUsize = AtomicUsize::new(0);
 
 /// Uses of the pool so far: a lingering helper stops when it changes.
 static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
-/// Helpers lingering now (reset in a forked child, whose helpers are gone).
+/// [`LAUNCHES`] when the latest launch ended: helpers linger while no
+/// launch has started since.
+static SETTLED: AtomicUsize = AtomicUsize::new(0);
+/// Helpers lingering, or spawned to linger and not yet started (reset in a
+/// forked child, whose helpers are gone).
 static LINGERING: AtomicUsize = AtomicUsize::new(0);
 /// The linger time, read from [`LINGER_ENV`] once.
 static LINGER: OnceLock<Duration> = OnceLock::new();
@@ -90,13 +94,16 @@ fn launch() {
 /// Keeps `threads - 1` helpers of `pool` awake for [`linger`] after a
 /// launch: each spins (a yield every few microseconds, so other runnable
 /// threads of this process keep their core) until the next launch or the
-/// deadline.
+/// deadline. A helper compares with the latest launch's end, not with the
+/// launch that spawned it: one spawned earlier but started only now (it
+/// still counts in [`LINGERING`], so no other is spawned) lingers for
+/// this launch instead of leaving at once.
 fn keep_awake(pool: &rayon::ThreadPool, threads: usize) {
     let time = linger();
     if time.is_zero() {
         return;
     }
-    let seen = LAUNCHES.load(Ordering::Acquire);
+    SETTLED.store(LAUNCHES.load(Ordering::Acquire), Ordering::Release);
     let want = threads - 1;
     while LINGERING
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -107,7 +114,7 @@ fn keep_awake(pool: &rayon::ThreadPool, threads: usize) {
         pool.spawn(move || {
             let deadline = Instant::now() + time;
             let mut spins = 0u32;
-            while LAUNCHES.load(Ordering::Acquire) == seen {
+            while LAUNCHES.load(Ordering::Acquire) == SETTLED.load(Ordering::Acquire) {
                 std::hint::spin_loop();
                 spins = spins.wrapping_add(1);
                 if spins.is_multiple_of(1024) {
