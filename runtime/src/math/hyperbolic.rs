@@ -59,56 +59,72 @@ const TANH_SPLIT: f64 = 0.5625;
 /// |x| is clamped to this before e^(2|x|) is formed: tanh(x) rounds to ±1 for |x| > 19.1.
 const TANH_CLAMP: f64 = 20.0;
 
-/// tanh x over a group of lanes, in two stages: every lane's (numerator,
-/// denominator) first, then the divisions and the finish (one loop doing
-/// both spilled on AVX2's sixteen registers: in-cache block 8.34 → 7.13 µs
-/// per 4096 elements on AVX2, 4.63 → 4.38 on AVX-512, `cargo bench -p
-/// kiln-runtime --bench math`).
+/// tanh x over a group of lanes, statement by statement: each step runs
+/// over all the lanes before the next starts, so the vectors of a group
+/// are interleaved and the long dependency chain of one vector (about 60
+/// cycles) overlaps the others'. Written lane by lane (each lane's whole
+/// chain in one loop body), the code held one vector's chain at a time and
+/// the out-of-order window could not cover it (`cargo run --release -p
+/// kiln-runtime --example kernel_rate -- tanh`, µs per 4096, best of 5,
+/// three alternated rounds: AVX2 6.20-6.38 → 5.68-5.75, AVX-512 3.83-3.85
+/// → 3.69-3.71). The divisions and the finish come last.
 #[inline(always)]
 pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
+    let mut t = [0.0; LANES];
+    let mut h = [0.0; LANES];
+    let mut k = [0i64; LANES];
+    let mut w = [0.0; LANES];
+    let mut p = [0.0; LANES];
+    let mut q = [0.0; LANES];
     let mut num = [0.0; LANES];
     let mut den = [0.0; LANES];
-    let mut abs = [0.0; LANES];
-    for (((x, num), den), a) in v.iter().zip(&mut num).zip(&mut den).zip(&mut abs) {
-        let t = x.abs();
-        let t = sel(t > TANH_CLAMP, TANH_CLAMP, t);
-        let small = t < TANH_SPLIT;
-        // Large lanes: 2t = k·ln2 + r with |r| <= ln2/2 from a gather-free
-        // reduction, and e^r = (Q + S)/(Q - S) with S = h·(Q + w·P),
-        // h = r/2, w = h²: the same continued fraction as the small lanes,
-        // at |h| <= 0.174 where it is far more accurate. h is reduced from
-        // t directly with the halves of the ln 2 split (t·2log2(e) and
-        // k·LN2_HI/2 are exact, so the first FMA is too): two FMAs where
-        // forming 2t, r and r/2 took six operations (in-cache block 4.41 →
-        // 3.88 µs per 4096 on AVX-512, 6.94 → 6.39 on AVX2, with the integer
-        // comparison below).
-        let (kf, k) = round_k(t * (2.0 * LOG2_E));
-        let h_large = (-kf).mul_add(0.5 * LN2_HI, t);
-        let h_large = (-kf).mul_add(0.5 * LN2_LO, h_large);
-        let h = sel(small, t, h_large);
-        let w = h * h;
-        let p = horner(w, &TANH_P);
-        let q = horner(w, &TANH_Q);
-        let hwp = h * w * p;
-        // Small lanes: tanh t = t + t·w·P/Q (the correction is < 11% of t).
-        // Large lanes: tanh t = 1 - 2/(E + 1) = 1 - 2D/(2^k·N + D) with
-        // N = Q + S, D = Q - S, E = 2^k·N/D; k >= 2 there, so the quotient
-        // is < 1/2 and the subtraction adds no cancellation.
-        let s = h.mul_add(q, hwp);
-        let n = q + s;
-        let d = q - s;
-        // One division serves both ranges. The denominator is selected on
-        // t's bits (t >= 0 orders like its bits; NaN is small in neither)
-        // so that LLVM does not hoist the division into both arms of one
-        // select, as it did with `small` itself.
-        *num = sel(small, hwp, 2.0 * d);
-        let small_bits = (t.to_bits() as i64) < (TANH_SPLIT.to_bits() as i64);
-        *den = sel(small_bits, q, pow2i(k).mul_add(n, d));
-        *a = t;
-    }
-    for (((x, num), den), t) in v.iter_mut().zip(&num).zip(&den).zip(&abs) {
-        let rr = num / den;
-        *x = copysign(sel(*t < TANH_SPLIT, t + rr, 1.0 - rr), *x);
+    each_lane(|i| {
+        let a = v[i].abs();
+        t[i] = sel(a > TANH_CLAMP, TANH_CLAMP, a);
+    });
+    // Large lanes: 2t = k·ln2 + r with |r| <= ln2/2 from a gather-free
+    // reduction, and e^r = (Q + S)/(Q - S) with S = h·(Q + w·P), h = r/2,
+    // w = h²: the same continued fraction as the small lanes, at
+    // |h| <= 0.174 where it is far more accurate. h is reduced from t
+    // directly with the halves of the ln 2 split (t·2log2(e) and
+    // k·LN2_HI/2 are exact, so the first FMA is too).
+    each_lane(|i| {
+        let (kf, ki) = round_k(t[i] * (2.0 * LOG2_E));
+        let large = (-kf).mul_add(0.5 * LN2_HI, t[i]);
+        let large = (-kf).mul_add(0.5 * LN2_LO, large);
+        h[i] = sel(t[i] < TANH_SPLIT, t[i], large);
+        k[i] = ki;
+    });
+    each_lane(|i| w[i] = h[i] * h[i]);
+    each_lane(|i| p[i] = horner(w[i], &TANH_P));
+    each_lane(|i| q[i] = horner(w[i], &TANH_Q));
+    // Small lanes: tanh t = t + t·w·P/Q (the correction is < 11% of t).
+    // Large lanes: tanh t = 1 - 2/(E + 1) = 1 - 2D/(2^k·N + D) with
+    // N = Q + S, D = Q - S, E = 2^k·N/D; k >= 2 there, so the quotient is
+    // < 1/2 and the subtraction adds no cancellation. One division serves
+    // both ranges. The denominator is selected on t's bits (t >= 0 orders
+    // like its bits; NaN is small in neither) so that LLVM does not hoist
+    // the division into both arms of one select.
+    each_lane(|i| {
+        let hwp = h[i] * w[i] * p[i];
+        let s = h[i].mul_add(q[i], hwp);
+        let (n, d) = (q[i] + s, q[i] - s);
+        num[i] = sel(t[i] < TANH_SPLIT, hwp, 2.0 * d);
+        let small_bits = (t[i].to_bits() as i64) < (TANH_SPLIT.to_bits() as i64);
+        den[i] = sel(small_bits, q[i], pow2i(k[i]).mul_add(n, d));
+    });
+    each_lane(|i| {
+        let rr = num[i] / den[i];
+        v[i] = copysign(sel(t[i] < TANH_SPLIT, t[i] + rr, 1.0 - rr), v[i]);
+    });
+}
+
+/// Runs `step` on every lane index of a group, in order: one statement of
+/// a statement-by-statement kernel (see [`tanh_staged`]).
+#[inline(always)]
+fn each_lane(mut step: impl FnMut(usize)) {
+    for i in 0..LANES {
+        step(i);
     }
 }
 

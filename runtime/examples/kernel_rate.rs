@@ -1,0 +1,81 @@
+//! The in-cache rate of the runtime's unary f64 math functions: each named
+//! function (default: every unary one) maps 4096 values (in its domain, see
+//! `domain`) 20,000 times per round, and the best of five rounds is printed
+//! as µs per 4096 values and ns per value. The best of rounds is steadier
+//! on a shared machine than criterion's mean, so kernel A/B comparisons use
+//! it; `KILN_ISA=avx2` measures the AVX2 variant on an AVX-512 machine:
+//! `cargo run --release -p kiln-runtime --example kernel_rate -- tanh exp`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use kiln_runtime::math::{isa, math_symbols};
+
+/// Values per call: two 32 KiB buffers, in L1/L2.
+const N: usize = 4096;
+
+/// The C signature of a unary block function (`math_symbols`).
+type Unary = unsafe extern "C" fn(*const f64, *mut f64, usize);
+
+fn main() {
+    let symbols = math_symbols();
+    // The unary functions are the ones with a pre-staged form
+    // (`kiln_<name>_pre_f64`); the binary ones have none.
+    let unary: Vec<&str> = symbols
+        .iter()
+        .filter_map(|(s, _)| s.strip_prefix("kiln_")?.strip_suffix("_pre_f64"))
+        .collect();
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let names: Vec<&str> = if wanted.is_empty() {
+        unary.clone()
+    } else {
+        wanted.iter().map(String::as_str).collect()
+    };
+    println!("{:?} variant, {N} values per call, best of 5 rounds", isa());
+    for name in names {
+        let symbol = format!("kiln_{name}_f64");
+        let found = symbols.iter().find(|(s, _)| *s == symbol);
+        let (Some(&(_, address)), true) = (found, unary.contains(&name)) else {
+            eprintln!("{name}: no unary function of that name (known: {unary:?})");
+            std::process::exit(2);
+        };
+        // SAFETY: `name` is unary (it has a pre-staged form), and
+        // `math_symbols` lists a unary `kiln_<name>_f64` with the `Unary`
+        // signature.
+        let f: Unary = unsafe { std::mem::transmute::<*const u8, Unary>(address) };
+        let x: Vec<f64> = (0..N)
+            .map(|i| domain(name, (i as f64 / N as f64) * 8.0 - 4.0))
+            .collect();
+        let mut out = vec![0.0; N];
+        let reps = 20_000;
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let start = Instant::now();
+            for _ in 0..reps {
+                // SAFETY: `x` and `out` hold N values each.
+                unsafe { f(black_box(x.as_ptr()), out.as_mut_ptr(), N) };
+            }
+            best = best.min(start.elapsed().as_secs_f64() / reps as f64);
+        }
+        black_box(&out);
+        println!(
+            "{name:>10}: {:7.3} µs per {N}, {:.3} ns per value",
+            best * 1e6,
+            best * 1e9 / N as f64
+        );
+    }
+}
+
+/// Maps v in [-4, 4) into the domain of function `name`, where its result
+/// is finite: (0.1, 4.1] for the logarithms, its negation for log1mexp,
+/// (-0.9, 0.9) for arcsin, arccos and arctanh, [1, 5) for arccosh, v
+/// itself otherwise.
+fn domain(name: &str, v: f64) -> f64 {
+    match name {
+        "log" | "log2" | "log10" | "log1p" => v.abs() + 0.1,
+        "log1mexp" => -(v.abs() + 0.1),
+        "arcsin" | "arccos" | "arctanh" => v / 4.5,
+        "arccosh" => v.abs() + 1.0,
+        _ => v,
+    }
+}
