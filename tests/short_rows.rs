@@ -146,11 +146,23 @@ fn outer_dimensions_leftover_rows_and_rows_that_vary_outside() {
 
 #[test]
 fn columns_and_slices_of_wider_rows_are_gathered() {
-    for dtype in [DType::F64, DType::F32, DType::I64] {
+    // Rows of 2, 4 and 8 take the column's whole-row stores, the others
+    // its element-by-element gather; every element size (u8 wraps alike in
+    // both).
+    for dtype in [DType::F64, DType::F32, DType::I64, DType::I16, DType::U8] {
         let x = tensor("x", dtype, &[None, None]);
         let c = tensor("c", dtype, &[None, Some(1)]);
         let (fg, f) = compiled(&[x.clone(), c.clone()], &[&(&x * &c) + &c]);
-        for (rows, n) in [(2usize, 3usize), (1000, 4), (333, 7), (50_001, 4)] {
+        for (rows, n) in [
+            (2usize, 3usize),
+            (1000, 4),
+            (333, 7),
+            (50_001, 4),
+            (777, 2),
+            (129, 8),
+            (3, 8),
+            (30_001, 8),
+        ] {
             let vals = [
                 rand_value(dtype, &[rows, n], rows as u64),
                 rand_value(dtype, &[rows, 1], rows as u64 + 1),
