@@ -11,7 +11,7 @@ mod jit_support;
 use std::collections::HashMap;
 
 use common_rewrites::*;
-use jit_support::{check, rand_value};
+use jit_support::{check, rand_f64, rand_value};
 use kiln::build_expression;
 use kiln::eval::evaluate;
 use kiln::ops::ArgOp;
@@ -238,6 +238,92 @@ fn arrays_split_over_threads_match_the_reference() {
                 &format!("{d} {shape:?}"),
             );
         }
+    }
+}
+
+/// Rows scanned in blocks (a block is tested as a whole before its
+/// elements are) and whole arrays split into pieces merged in order: row
+/// lengths around the block size, ties of the extreme in different blocks
+/// and pieces (the first wins), NaNs in a block's middle and in two pieces
+/// (the first wins), a NaN first, and a maximum of zeros whose first is
+/// -0.0 (its value and index are kept). Values without the random NaNs of
+/// `rand_value`, so the scans run to the rows' ends.
+#[test]
+fn long_rows_in_blocks_and_whole_arrays_in_pieces_match_the_reference() {
+    let x = tensor("x", DType::F64, &[None, None]);
+    let outs = [
+        x.argmax(Some(1)).unwrap(),
+        x.argmin(Some(1)).unwrap(),
+        x.argmax(None).unwrap(),
+        x.max_and_argmax(None).unwrap().0,
+    ];
+    for (rows, n) in [
+        (5usize, 15usize),
+        (5, 16),
+        (5, 17),
+        (4, 33),
+        (3, 2000),
+        (1, 200_003),
+    ] {
+        let base = rand_f64(&[rows, n], n as u64, -4.0, 4.0);
+        let mut cases = vec![("plain", base.clone())];
+        let mut ties = base.clone();
+        for r in 0..rows {
+            for at in [n / 3, n / 7, n - 1, n / 2] {
+                ties[[r, at]] = 9.0;
+                ties[[r, (at + 1) % n]] = -9.0;
+            }
+        }
+        cases.push(("ties", ties));
+        let mut nans = base.clone();
+        for r in 0..rows {
+            nans[[r, n * 3 / 4]] = f64::NAN;
+            nans[[r, n / 2 + r % 2]] = f64::NAN;
+        }
+        cases.push(("NaNs", nans));
+        let mut first = base.clone();
+        first[[0, 0]] = f64::NAN;
+        cases.push(("NaN first", first));
+        let mut zeros = base.mapv(|v| -v.abs() - 1.0);
+        for r in 0..rows {
+            zeros[[r, n / 5]] = -0.0;
+            zeros[[r, n / 2]] = 0.0;
+        }
+        cases.push(("zeros", zeros));
+        for (what, a) in cases {
+            let v = Value::F64(a.clone());
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                std::slice::from_ref(&v),
+                0,
+                &format!("{what} {rows}x{n}"),
+            );
+            if what == "zeros" && rows == 1 {
+                let fg = FunctionGraph::new(std::slice::from_ref(&x), &outs[2..]).unwrap();
+                let f = kiln::linker::compile(&fg, &Default::default()).unwrap();
+                let got = f.call(&[(&v).into()]).unwrap();
+                assert!(got[0].same_as(&i64s(&[], vec![(n / 5) as i64])), "{got:?}");
+                let Value::F64(m) = &got[1] else {
+                    panic!("f64 maximum")
+                };
+                let m = m.first().copied().unwrap();
+                assert!(m == 0.0 && m.is_sign_negative(), "{m}");
+            }
+        }
+    }
+    // The other dtypes' scans over a whole array, in pieces.
+    for d in [DType::F32, DType::I32, DType::U8] {
+        let y = tensor("y", d, &[None]);
+        let outs = [y.argmax(None).unwrap(), y.argmin(None).unwrap()];
+        let v = Value::from_f64_array(d, rand_f64(&[150_001], 9, 0.0, 200.0).mapv(f64::floor));
+        check(
+            std::slice::from_ref(&y),
+            &outs,
+            std::slice::from_ref(&v),
+            0,
+            &format!("{d} whole array"),
+        );
     }
 }
 

@@ -3,9 +3,11 @@
 //! layout, seen as `(outer, n, inner)` around the reduced axis. Every line
 //! of `inner` running extremes advances one step of the axis at a time, so
 //! the input is read once, contiguously, whatever the axis (a reduction over
-//! the innermost axis is a scan per row). The lanes (`outer * inner` of
-//! them) are split over kiln's threads in chunks; a lane's result does not
-//! depend on its chunk.
+//! the innermost axis is a scan per row, in blocks tested as a whole before
+//! their elements are). The lanes (`outer * inner` of them) are split over
+//! kiln's threads in chunks; a lane's result does not depend on its chunk.
+//! Fewer long rows than threads (a whole-array argmax) are split into
+//! pieces instead, whose results are merged in order.
 //!
 //! Invariants: numpy's rules: the first occurrence of the extreme wins ties,
 //! and the first NaN is the extreme (a NaN is never replaced), so the value
@@ -14,6 +16,7 @@
 //! view) is copied to standard layout first.
 
 use std::ops::Range;
+use std::sync::Mutex;
 
 use super::copy;
 use super::drive::drive;
@@ -62,6 +65,60 @@ fn better<T: Lane>(op: ArgOp, v: T, best: T) -> bool {
     strictly || (v.is_nan() && !best.is_nan())
 }
 
+/// Elements per block of [`scan_row`] (blocks of 32, 64 or 128 were
+/// slower on rows of 2000: more of each block holding a new extreme is
+/// scanned element by element).
+const ROW_BLOCK: usize = 16;
+
+/// True when some element of `block` replaces `best` under `op`: a
+/// strictly better one or a NaN (`best` itself is not a NaN). One pass of
+/// compares ORed together, without a branch per element, which LLVM turns
+/// into vector compares.
+#[inline(always)]
+fn block_beats<T: Lane>(op: ArgOp, block: &[T; ROW_BLOCK], best: T) -> bool {
+    let mut any = false;
+    match op {
+        ArgOp::Max => {
+            for &v in block {
+                any |= (v > best) | v.is_nan();
+            }
+        }
+        ArgOp::Min => {
+            for &v in block {
+                any |= (v < best) | v.is_nan();
+            }
+        }
+    }
+    any
+}
+
+/// The extreme of a non-empty `row` under `op` and the index of its first
+/// occurrence (numpy's rules, see the module header). Blocks of
+/// [`ROW_BLOCK`] elements are first tested as a whole with
+/// [`block_beats`]; only a block holding a new extreme is scanned element
+/// by element, in order, so the result is the plain scan's. A NaN ends the
+/// scan (it is never replaced).
+fn scan_row<T: Lane>(op: ArgOp, row: &[T]) -> (T, usize) {
+    let (mut best, mut at) = (row[0], 0usize);
+    let mut k = 1;
+    while k < row.len() && !best.is_nan() {
+        let block = &row[k..row.len().min(k + ROW_BLOCK)];
+        let whole: Option<&[T; ROW_BLOCK]> = block.try_into().ok();
+        if whole.is_none_or(|b| block_beats(op, b, best)) {
+            for (j, &e) in block.iter().enumerate() {
+                if better(op, e, best) {
+                    (best, at) = (e, k + j);
+                    if e.is_nan() {
+                        break;
+                    }
+                }
+            }
+        }
+        k += block.len();
+    }
+    (best, at)
+}
+
 /// Scans lanes `lanes` of `x`, laid out as `(outer, n, inner)` in
 /// row-major order with `n >= 1` (lane `l` is `(l / inner, l % inner)`),
 /// into `val` and `idx` (the lanes' outputs, `lanes.len()` long each).
@@ -74,16 +131,10 @@ fn scan<T: Lane>(
     idx: &mut [i64],
 ) {
     if inner == 1 {
-        // One lane per row: a plain scan (no per-element slices).
+        // One lane per row: a scan of each row.
         let rows = x[lanes.start * n..lanes.end * n].chunks_exact(n);
         for ((row, v), i) in rows.zip(val.iter_mut()).zip(idx.iter_mut()) {
-            let (mut best, mut at) = (row[0], 0usize);
-            for (k, &e) in row.iter().enumerate().skip(1) {
-                if better(op, e, best) {
-                    best = e;
-                    at = k;
-                }
-            }
+            let (best, at) = scan_row(op, row);
             *v = best;
             *i = at as i64;
         }
@@ -113,6 +164,51 @@ fn scan<T: Lane>(
     }
 }
 
+/// The extreme and its first index in each of the `m` rows of `n` elements
+/// of `xs`, every row split into pieces of at least [`PAR_ELEMENTS`]
+/// scanned in parallel ([`scan_row`]), then merged in order: a later
+/// piece's extreme replaces the running one only when [`better`], so ties
+/// keep the first occurrence and the first NaN stays, as in one scan.
+fn scan_pieces<T: Lane + Send + Sync>(
+    op: ArgOp,
+    xs: &[T],
+    m: usize,
+    n: usize,
+    threads: usize,
+) -> Vec<(T, usize)> {
+    let pieces = (n / PAR_ELEMENTS).clamp(1, 4 * threads);
+    let len = n.div_ceil(pieces);
+    let found: Mutex<Vec<Option<(T, usize)>>> = Mutex::new(vec![None; m * pieces]);
+    kiln_runtime::parallel::parallel_for(m * pieces, 1, &|s, e| {
+        for p in s..e {
+            let (r, lo) = (p / pieces, (p % pieces) * len);
+            let hi = n.min(lo + len);
+            if lo < hi {
+                let (v, at) = scan_row(op, &xs[r * n + lo..r * n + hi]);
+                found.lock().unwrap_or_else(|e| e.into_inner())[p] = Some((v, lo + at));
+            }
+        }
+    });
+    let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    found
+        .chunks(pieces)
+        .map(|row| {
+            let mut it = row.iter().flatten();
+            let first = *it.next().expect("a row's first piece is not empty");
+            it.fold(
+                first,
+                |(b, at), &(v, i)| {
+                    if better(op, v, b) {
+                        (v, i)
+                    } else {
+                        (b, at)
+                    }
+                },
+            )
+        })
+        .collect()
+}
+
 /// Input elements from which an arg-reduction is split over threads
 /// (lanes in chunks of at least this many elements).
 const PAR_ELEMENTS: usize = 32 * 1024;
@@ -126,7 +222,7 @@ const PAR_ELEMENTS: usize = 32 * 1024;
 /// `x` must address `outer * n * inner` contiguous initialised `T`s, `idx`
 /// `outer * inner` writable `i64`s and `val`, when given, `outer * inner`
 /// writable `T`s, none of them overlapping.
-unsafe fn scan_raw<T: Lane + Default + Sync>(
+unsafe fn scan_raw<T: Lane + Default + Send + Sync>(
     op: ArgOp,
     x: *const u8,
     (outer, n, inner): (usize, usize, usize),
@@ -140,6 +236,23 @@ unsafe fn scan_raw<T: Lane + Default + Sync>(
     // SAFETY: the caller guarantees the size and element alignment (every
     // array the linker hands over is element-aligned); `x` is only read.
     let xs = unsafe { std::slice::from_raw_parts(x as *const T, outer * n * inner) };
+    let threads = kiln_runtime::parallel::num_threads();
+    if inner == 1 && m < threads && n >= 2 * PAR_ELEMENTS {
+        // Fewer rows than threads (a whole-array argmax is one): each row
+        // in pieces, merged in order.
+        let best = scan_pieces(op, xs, m, n, threads);
+        for (r, (v, at)) in best.into_iter().enumerate() {
+            // SAFETY: the outputs hold `m` elements each (caller contract),
+            // r < m, and nothing else writes them now.
+            unsafe {
+                (idx as *mut i64).add(r).write(at as i64);
+                if let Some(vp) = val {
+                    (vp as *mut T).add(r).write(v);
+                }
+            }
+        }
+        return;
+    }
     // Addresses as integers, so the closure can cross into the pool.
     let (vp, ip) = (val.map(|v| v as usize), idx as usize);
     let run = |s: usize, e: usize| {
