@@ -118,6 +118,8 @@ CORPUS = [
     ("short_rows_logsumexp", "logsumexp(S, axis=1)",
      "(lambda m: np.log(np.exp(S - m[:, None]).sum(axis=1)) + m)(S.max(axis=1))", None),
     ("short_rows_argmax", "argmax(S, axis=1)", "np.argmax(S, axis=1)", None),
+    ("argmax_all", "argmax(x)", "np.argmax(x)", None),
+    ("argmin_rows", "argmin(X, axis=1)", "np.argmin(X, axis=1)", None),
     # Transcendental mixes.
     ("exp_sin", "exp(-x**2) * sin(y)", "np.exp(-x**2) * np.sin(y)", "exp(-x**2) * sin(y)"),
     ("log_sqrt", "log(1 + sqrt(abs(x)))", "np.log(1 + np.sqrt(np.abs(x)))",
