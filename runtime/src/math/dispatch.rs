@@ -174,6 +174,28 @@ pub(crate) fn apply_fixup(orig: &[f64], v: &mut [f64], fix: Option<Fixup>) {
     }
 }
 
+/// Makes the calling function realign its stack frame to 64 bytes (a
+/// cache line), so that the vector registers LLVM spills to the frame
+/// (AVX2 has sixteen; a kernel's constants and lanes do not fit) never
+/// straddle two lines. With the stack only 16-byte aligned, LLVM spilled
+/// with unaligned moves wherever the caller's stack happened to end: the
+/// same binary ran the AVX2 tanh at 5.6, 7.3, 6.0, 10.2 or 10.1 µs per
+/// 4096 values as the environment's size moved the stack (`setarch -R`,
+/// `kernel_rate -- tanh` with 0, 36, 48, 68 and 72 bytes more of
+/// environment; 5.5-5.7 at all five with the frame realigned), so AVX2
+/// figures changed from one process to the next. A 64-byte-aligned local whose address
+/// escapes (through `black_box`) is the portable way to have LLVM realign
+/// the frame; it costs a store per call. Called first in the unary math
+/// functions' AVX2 and AVX-512 variants (but two, see `frame_for` in
+/// `math`).
+#[inline(always)]
+pub(crate) fn align_frame() {
+    #[repr(C, align(64))]
+    struct Line(u8);
+    let line = Line(0);
+    std::hint::black_box(&line);
+}
+
 /// Lanes per step of the direct loops: two AVX-512 or four AVX2 vectors,
 /// enough independent work to hide the latency of the kernels' chains.
 pub(crate) const LANES: usize = 16;
