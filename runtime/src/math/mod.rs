@@ -157,8 +157,13 @@ macro_rules! f32_is_native {
 /// ([`dispatch::align_frame`]), by the function's module: every function's
 /// but `expm1`'s and `erfc`'s, which ran slower in a realigned frame (AVX2,
 /// `kiln bench` on 1e6 values, one thread, three alternated rounds: expm1
-/// 2.65-2.70 → 4.38-4.53 ms, erfc 11.4-12.1 → 14.2-15.6), for reasons not
-/// found.
+/// 2.65-2.70 → 4.38-4.53 ms, erfc 11.4-12.1 → 14.2-15.6). Both end on a
+/// select that keeps the input (`x` for ±0 and NaN), which LLVM turns into
+/// a masked store (`vmaskmovpd`) into the group, in place: its reload cannot
+/// be forwarded from that store, and the realigned frame made that worse.
+/// A fresh output array in `map_lanes` removes the masked store (and then
+/// the realignment costs them nothing) but made the AVX-512 erfc slower
+/// (BENCHMARKS.md, twenty-fourth session).
 macro_rules! frame_for {
     (v_expm1) => {};
     (v_erfc) => {};
