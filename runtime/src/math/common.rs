@@ -27,6 +27,17 @@ pub(crate) fn round_k(x: f64) -> (f64, i64) {
     (kf, k)
 }
 
+/// Rounds the exact product `x·c` (|x·c| < 2^51) to the nearest integer,
+/// ties to even, with one FMA (no rounding of the product first): returns
+/// the integer as f64 and as i64.
+#[inline(always)]
+pub(crate) fn round_prod(x: f64, c: f64) -> (f64, i64) {
+    let t = x.mul_add(c, MAGIC);
+    let kf = t - MAGIC;
+    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+    (kf, k)
+}
+
 /// 2^k for k in [-1022, 1023], built from bits.
 #[inline(always)]
 pub(crate) fn pow2i(k: i64) -> f64 {

@@ -38,7 +38,9 @@
 //! Accuracy (measured, see ACCURACY.md): exp/exp2/expm1 <= 1 ULP in f64 over
 //! the whole domain.
 
-use super::common::{clamp_keep_nan, horner, pow2i, round_k, scale, sel, LN2_HI, LN2_LO, MAGIC};
+use super::common::{
+    clamp_keep_nan, horner, pow2i, round_k, round_prod, scale, sel, LN2_HI, LN2_LO,
+};
 use super::dispatch::Fixup;
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
@@ -105,9 +107,7 @@ pub(crate) fn exp2(x: f64) -> f64 {
 /// k comes from the bits of x/ln2 + 1.5·2^52.
 #[inline(always)]
 fn reduce_ln2(x: f64) -> (i64, f64, f64) {
-    let t = x.mul_add(LOG2E, MAGIC);
-    let kf = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+    let (kf, k) = round_prod(x, LOG2E);
     let r0 = (-kf).mul_add(LN2_HI, x);
     let r = (-kf).mul_add(LN2_LO, r0);
     let rl = (-kf).mul_add(LN2_LO, r0 - r);
@@ -251,9 +251,7 @@ pub(crate) fn exp_fast(x: f64) -> f64 {
 /// range, as [`exp_fast`]: unspecified (callers apply [`EXP_FIXUP`]).
 #[inline(always)]
 pub(crate) fn exp_term(x: f64) -> f64 {
-    let t = x.mul_add(LOG2E, MAGIC);
-    let kf = t - MAGIC;
-    let k = (t.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+    let (kf, k) = round_prod(x, LOG2E);
     let r = (-kf).mul_add(LN2_HI, x);
     let r = (-kf).mul_add(LN2_LO, r);
     let r2 = r * r;

@@ -23,7 +23,7 @@
 //!
 //! Accuracy (measured, see ACCURACY.md): <= 3 ULP in f64.
 
-use super::common::{copysign, horner, pow2i, scale, sel, LN2_HI, LN2_LO, MAGIC};
+use super::common::{copysign, horner, pow2i, round_prod, scale, sel, LN2_HI, LN2_LO};
 use super::dispatch::LANES;
 use super::exp::exp_reduce;
 use super::log::{log1p, log_corr};
@@ -87,14 +87,12 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
     // w = h²: the same continued fraction as the small lanes, at
     // |h| <= 0.174 where it is far more accurate. h is reduced from t
     // directly with the halves of the ln 2 split (k·LN2_HI/2 is exact, so
-    // the first FMA is too). k = round(t·2log2(e)) comes from one FMA with
-    // the 1.5·2^52 constant (a product and an add took one more rounding
-    // step on the chain: 5.72 → 5.52 µs per 4096 on AVX2, 3.69 → 3.59 on
+    // the first FMA is too). k = round(t·2log2(e)) comes from one FMA
+    // (`round_prod`; a product and an add took one more rounding step on
+    // the chain: 5.72 → 5.52 µs per 4096 on AVX2, 3.69 → 3.59 on
     // AVX-512, `kernel_rate`, three alternated rounds).
     each_lane(|i| {
-        let y = t[i].mul_add(2.0 * LOG2_E, MAGIC);
-        let kf = y - MAGIC;
-        let ki = (y.to_bits() as i64).wrapping_sub(MAGIC.to_bits() as i64);
+        let (kf, ki) = round_prod(t[i], 2.0 * LOG2_E);
         let large = (-kf).mul_add(0.5 * LN2_HI, t[i]);
         let large = (-kf).mul_add(0.5 * LN2_LO, large);
         h[i] = sel(t[i] < TANH_SPLIT, t[i], large);

@@ -277,7 +277,7 @@ unsafe fn scan_raw<T: Lane + Default + Send + Sync>(
     // split into more, shorter pieces per row was slower: axis 0 of
     // 2000 x 2000, BENCHMARKS.md, twenty-third session).
     let share = if inner > 1 {
-        inner.div_ceil(kiln_runtime::parallel::num_threads())
+        inner.div_ceil(threads)
     } else {
         1
     };
