@@ -18,6 +18,7 @@
 //! bitwise identical results (no FMA contraction is performed by rustc).
 
 use super::single::LANES32;
+use super::source::Source;
 use std::ptr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -212,10 +213,11 @@ pub(crate) fn map_lanes<const N: usize>(v: &mut [f64; N], f: impl Fn(f64) -> f64
 }
 
 /// Maps a group map `g` (a kernel applied to [`LANES`] values at once,
-/// usually [`map_lanes`] of a scalar kernel) over `n` f64 values from `x`
+/// usually [`map_lanes`] of a scalar kernel) over `n` f64 values from the
+/// source `x` (an array, or a pre-stage computing `a ⊕ b` as it is read)
 /// into `out`.
 ///
-/// Whole groups of [`LANES`] elements are loaded into a fixed-size local
+/// Whole groups of [`LANES`] elements are read into a fixed-size local
 /// array straight from `x`, mapped (a loop rustc vectorises fully, with the
 /// kernel's constants hoisted out of the outer loop) and stored to `out`;
 /// the last `n % LANES` go through a zero-padded local array. Each group is
@@ -223,11 +225,12 @@ pub(crate) fn map_lanes<const N: usize>(v: &mut [f64; N], f: impl Fn(f64) -> f64
 /// [`Fixup`], lanes outside the kernel's range are recomputed exactly.
 ///
 /// # Safety
-/// `x` must be valid for `n` reads and `out` for `n` writes; they are either
-/// identical or do not overlap.
+/// `x` must be valid for `n` reads (its operands, for a pre-stage) and
+/// `out` for `n` writes; an array read and `out` are either identical or
+/// do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn unary_f64(
-    x: *const f64,
+    x: impl Source<f64>,
     out: *mut f64,
     n: usize,
     g: impl Fn(&mut [f64; LANES]),
@@ -236,7 +239,7 @@ pub(crate) unsafe fn unary_f64(
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
-        let mut v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        let mut v: [f64; LANES] = unsafe { x.group(i) };
         // The range check before the map, so that the input need not stay
         // live across it: the rare groups with lanes to fix read it again
         // (out[i..] is not written yet, so this holds in place too).
@@ -244,8 +247,7 @@ pub(crate) unsafe fn unary_f64(
         g(&mut v);
         if fix_group.is_some() {
             // SAFETY: as for the read above.
-            let orig: [f64; LANES] =
-                unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+            let orig: [f64; LANES] = unsafe { x.group(i) };
             apply_fixup(&orig, &mut v, fix_group);
         }
         // SAFETY: out[i..i+LANES] is writable; this group's input was read above.
@@ -254,9 +256,8 @@ pub(crate) unsafe fn unary_f64(
     }
     if i < n {
         let len = n - i;
-        let mut v = [0.0f64; LANES];
-        // SAFETY: x[i..n] is readable and len < LANES fits the local array.
-        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
+        // SAFETY: x[i..n] is readable and len < LANES.
+        let mut v: [f64; LANES] = unsafe { x.partial(i, len) };
         let orig = v;
         g(&mut v);
         apply_fixup(&orig, &mut v, fix);
@@ -276,7 +277,7 @@ pub(crate) unsafe fn unary_f64(
 /// As for [`unary_f64`].
 #[inline(always)]
 pub(crate) unsafe fn unary_f32(
-    x: *const f32,
+    x: impl Source<f32>,
     out: *mut f32,
     n: usize,
     g: impl Fn(&mut [f64; LANES]),
@@ -285,7 +286,7 @@ pub(crate) unsafe fn unary_f32(
     let mut i = 0;
     while i + LANES <= n {
         // SAFETY: x[i..i+LANES] is readable (caller contract, i + LANES <= n).
-        let raw: [f32; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f32; LANES]) };
+        let raw: [f32; LANES] = unsafe { x.group(i) };
         let mut v = raw.map(f64::from);
         let fix_group = fix.filter(|f| f.any_outside(&v));
         g(&mut v);
@@ -298,9 +299,8 @@ pub(crate) unsafe fn unary_f32(
     }
     if i < n {
         let len = n - i;
-        let mut raw = [0.0f32; LANES];
-        // SAFETY: x[i..n] is readable and len < LANES fits the local array.
-        unsafe { ptr::copy_nonoverlapping(x.add(i), raw.as_mut_ptr(), len) };
+        // SAFETY: x[i..n] is readable and len < LANES.
+        let raw: [f32; LANES] = unsafe { x.partial(i, len) };
         let mut v = raw.map(f64::from);
         g(&mut v);
         apply_fixup(&raw.map(f64::from), &mut v, fix);
@@ -320,7 +320,7 @@ pub(crate) unsafe fn unary_f32(
 /// As for [`unary_f64`].
 #[inline(always)]
 pub(crate) unsafe fn unary_f32_native(
-    x: *const f32,
+    x: impl Source<f32>,
     out: *mut f32,
     n: usize,
     g: impl Fn(&mut [f32; LANES32]),
@@ -328,8 +328,7 @@ pub(crate) unsafe fn unary_f32_native(
     let mut i = 0;
     while i + LANES32 <= n {
         // SAFETY: x[i..i+LANES32] is readable (caller contract).
-        let mut v: [f32; LANES32] =
-            unsafe { ptr::read_unaligned(x.add(i) as *const [f32; LANES32]) };
+        let mut v: [f32; LANES32] = unsafe { x.group(i) };
         g(&mut v);
         // SAFETY: out[i..i+LANES32] is writable; this group was read above.
         unsafe { ptr::write_unaligned(out.add(i) as *mut [f32; LANES32], v) };
@@ -337,9 +336,8 @@ pub(crate) unsafe fn unary_f32_native(
     }
     if i < n {
         let len = n - i;
-        let mut v = [0.0f32; LANES32];
-        // SAFETY: x[i..n] is readable and len < LANES32 fits the local array.
-        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), len) };
+        // SAFETY: x[i..n] is readable and len < LANES32.
+        let mut v: [f32; LANES32] = unsafe { x.partial(i, len) };
         g(&mut v);
         // SAFETY: out[i..n] is writable.
         unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };

@@ -106,10 +106,10 @@ macro_rules! bgroup_map {
 /// `(native k)` maps the single-precision group kernel `k` over f32 lanes
 /// (`dispatch::unary_f32_native`, kernels in `single`).
 macro_rules! f32_map {
-    (widen, $x:ident, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
+    (widen, $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
         unary_f32($x, $out, $n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)
     };
-    ((native $k:path), $x:ident, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
+    ((native $k:path), $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
         unary_f32_native($x, $out, $n, #[inline(always)] |g| $k(g))
     };
 }
@@ -250,62 +250,62 @@ macro_rules! math_functions {
                 /// AVX-512 variant of the pre-staged f64 form.
                 ///
                 /// # Safety
-                /// CPU supports the features; contract of `PreStage::run`.
+                /// CPU supports the features; contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 unsafe fn pre_f64_avx512(pre: &PreStage<f64>, out: *mut f64, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                    unsafe { unary_f64(*pre, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// AVX2 variant of the pre-staged f64 form.
                 ///
                 /// # Safety
-                /// CPU supports the features; contract of `PreStage::run`.
+                /// CPU supports the features; contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn pre_f64_avx2(pre: &PreStage<f64>, out: *mut f64, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                    unsafe { unary_f64(*pre, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// Baseline variant of the pre-staged f64 form.
                 ///
                 /// # Safety
-                /// Contract of `PreStage::run`.
+                /// Contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 unsafe fn pre_f64_base(pre: &PreStage<f64>, out: *mut f64, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| unary_f64(x, o, len, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)) }
+                    unsafe { unary_f64(*pre, out, n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix) }
                 }
                 /// AVX-512 variant of the pre-staged f32 form.
                 ///
                 /// # Safety
-                /// CPU supports the features; contract of `PreStage::run`.
+                /// CPU supports the features; contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 unsafe fn pre_f32_avx512(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
                 }
                 /// AVX2 variant of the pre-staged f32 form.
                 ///
                 /// # Safety
-                /// CPU supports the features; contract of `PreStage::run`.
+                /// CPU supports the features; contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn pre_f32_avx2(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
                 }
                 /// Baseline variant of the pre-staged f32 form.
                 ///
                 /// # Safety
-                /// Contract of `PreStage::run`.
+                /// Contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 unsafe fn pre_f32_base(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { pre.run(out, n, #[inline(always)] |x, o, len| f32_map!($f32, x, o, len, $kind $kernel, $fix)) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
                 }
                 /// The pre-staged f64 entry point (`kiln_<name>_pre_f64` in
                 /// `math_symbols`): `out[i] = f(a[i] ⊕ b[i])`, see `source`.
@@ -691,13 +691,14 @@ mod tests {
 
     /// Every unary function's pre-staged entry gives the bits of its plain
     /// entry on the staged values `a ⊕ b`, for each operation, with either
-    /// operand a scalar, in place, and over more than one chunk with a
-    /// tail.
+    /// operand a scalar, in place, and over whole groups and a partial
+    /// last one.
     #[test]
     fn pre_staged_entries_match_plain_ones() {
         type Plain<T> = unsafe extern "C" fn(*const T, *mut T, usize);
         type Pre<T> = unsafe extern "C" fn(*const T, *const T, *mut T, usize, u64);
-        // A whole chunk of the pre-stage, then groups and a tail.
+        // 18 groups of 16 (9 of 32 for the native f32 kernels) and a
+        // partial group of 12.
         let n = 300;
         let a: Vec<f64> = (0..n).map(|i| (i as f64 - 150.0) * 0.021).collect();
         let b: Vec<f64> = (0..n).map(|i| 0.3 + (i as f64 * 0.7).sin()).collect();
