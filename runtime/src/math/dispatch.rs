@@ -3,8 +3,8 @@
 //! Unary drivers map groups of [`LANES`] elements loaded straight from the
 //! input (the f32 ones widen each group to f64, run the f64 kernel and
 //! round once, except for the functions with a native single-precision
-//! kernel in `single`, whose driver maps groups of [`LANES32`] f32 as
-//! they are); the binary f32 driver copies up to [`BLOCK`] pairs into
+//! kernel in `single`, whose driver maps groups of `single::LANES32` f32
+//! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver copies up to [`BLOCK`] pairs into
 //! stack buffers first. Each group or block is read before its results are
 //! written, so `out` may be the same pointer as `x` (in place); partially
 //! overlapping buffers are not supported.
@@ -17,7 +17,6 @@
 //! in an atomic. Accuracy is that of the kernels: the variants give
 //! bitwise identical results (no FMA contraction is performed by rustc).
 
-use super::single::LANES32;
 use super::source::Source;
 use std::ptr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -311,33 +310,34 @@ pub(crate) unsafe fn unary_f32(
 }
 
 /// f32 driver of the native single-precision kernels (`single`): maps the
-/// group map `g` over groups of [`LANES32`] f32 values loaded straight
-/// from `x` (no widening); the last `n % LANES32` go through a zero-padded
-/// local array. Each group is read before it is written, so `out == x`
-/// is fine.
+/// group map `g` over groups of `N` f32 values loaded straight from `x`
+/// (no widening); the last `n % N` go through a zero-padded local array.
+/// Each group is read before it is written, so `out == x` is fine. `N` is
+/// `single::LANES32`, or a kernel's wider AVX-512 group (see `math`'s
+/// table).
 ///
 /// # Safety
 /// As for [`unary_f64`].
 #[inline(always)]
-pub(crate) unsafe fn unary_f32_native(
+pub(crate) unsafe fn unary_f32_native<const N: usize>(
     x: impl Source<f32>,
     out: *mut f32,
     n: usize,
-    g: impl Fn(&mut [f32; LANES32]),
+    g: impl Fn(&mut [f32; N]),
 ) {
     let mut i = 0;
-    while i + LANES32 <= n {
-        // SAFETY: x[i..i+LANES32] is readable (caller contract).
-        let mut v: [f32; LANES32] = unsafe { x.group(i) };
+    while i + N <= n {
+        // SAFETY: x[i..i+N] is readable (caller contract).
+        let mut v: [f32; N] = unsafe { x.group(i) };
         g(&mut v);
-        // SAFETY: out[i..i+LANES32] is writable; this group was read above.
-        unsafe { ptr::write_unaligned(out.add(i) as *mut [f32; LANES32], v) };
-        i += LANES32;
+        // SAFETY: out[i..i+N] is writable; this group was read above.
+        unsafe { ptr::write_unaligned(out.add(i) as *mut [f32; N], v) };
+        i += N;
     }
     if i < n {
         let len = n - i;
-        // SAFETY: x[i..n] is readable and len < LANES32.
-        let mut v: [f32; LANES32] = unsafe { x.partial(i, len) };
+        // SAFETY: x[i..n] is readable and len < N.
+        let mut v: [f32; N] = unsafe { x.partial(i, len) };
         g(&mut v);
         // SAFETY: out[i..n] is writable.
         unsafe { ptr::copy_nonoverlapping(v.as_ptr(), out.add(i), len) };

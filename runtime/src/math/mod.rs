@@ -21,7 +21,7 @@
 //! except `exp`, `tanh`, `sigmoid`, `log`, `log1p` and `softplus`, whose
 //! f32 forms are native single-precision kernels (`single`: twice the lanes,
 //! faithfully rounded, so also within 1 ULP). A table row names its f32
-//! form: `widen` or `(native kernel)`.
+//! form: `widen` or `(native kernel, AVX-512 group lanes)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
 //! intrinsics), so all variants give the same bits.
 //!
@@ -103,14 +103,21 @@ macro_rules! bgroup_map {
 
 /// The f32 driver call of a unary table entry: `widen` evaluates the f64
 /// group map on widened values and rounds once (`dispatch::unary_f32`);
-/// `(native k)` maps the single-precision group kernel `k` over f32 lanes
-/// (`dispatch::unary_f32_native`, kernels in `single`).
+/// `(native k, w)` maps the single-precision group kernel `k` over f32
+/// lanes (`dispatch::unary_f32_native`, kernels in `single`), in groups of
+/// `w` lanes in the AVX-512 variants (`wide`) and of `single::LANES32`
+/// in the others (`narrow`). `w` is 64 where four AVX-512 vectors per
+/// group ran faster than two (`tanh`, `softplus`), else 32: with
+/// AVX2's sixteen registers, 64 lanes made sigmoid and log1p slower.
 macro_rules! f32_map {
-    (widen, $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
+    (widen, $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr, $width:ident) => {
         unary_f32($x, $out, $n, #[inline(always)] |g| group_map!(g, $kind $kernel), $fix)
     };
-    ((native $k:path), $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr) => {
-        unary_f32_native($x, $out, $n, #[inline(always)] |g| $k(g))
+    ((native $k:path, $w:literal), $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr, wide) => {
+        unary_f32_native::<$w>($x, $out, $n, #[inline(always)] |g| $k(g))
+    };
+    ((native $k:path, $w:literal), $x:expr, $out:ident, $n:ident, $kind:ident $kernel:path, $fix:expr, narrow) => {
+        unary_f32_native::<{ super::single::LANES32 }>($x, $out, $n, #[inline(always)] |g| $k(g))
     };
 }
 
@@ -148,7 +155,7 @@ macro_rules! f32_is_native {
     (widen) => {
         false
     };
-    ((native $k:path)) => {
+    ((native $k:path, $w:literal)) => {
         true
     };
 }
@@ -226,7 +233,7 @@ macro_rules! math_functions {
                 pub(super) unsafe fn f32_avx512(x: *const f32, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix, wide) }
                 }
                 /// AVX2 variant.
                 ///
@@ -237,7 +244,7 @@ macro_rules! math_functions {
                 pub(super) unsafe fn f32_avx2(x: *const f32, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix, narrow) }
                 }
                 /// Baseline variant.
                 ///
@@ -245,7 +252,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `unary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, x, out, n, $kind $kernel, $fix, narrow) }
                 }
                 /// AVX-512 variant of the pre-staged f64 form.
                 ///
@@ -286,7 +293,7 @@ macro_rules! math_functions {
                 unsafe fn pre_f32_avx512(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix, wide) }
                 }
                 /// AVX2 variant of the pre-staged f32 form.
                 ///
@@ -297,7 +304,7 @@ macro_rules! math_functions {
                 unsafe fn pre_f32_avx2(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     frame_for!($m);
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix, narrow) }
                 }
                 /// Baseline variant of the pre-staged f32 form.
                 ///
@@ -305,7 +312,7 @@ macro_rules! math_functions {
                 /// Contract of `source::Source` for `pre`, `out` valid for `n` writes.
                 unsafe fn pre_f32_base(pre: &PreStage<f32>, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix) }
+                    unsafe { f32_map!($f32, *pre, out, n, $kind $kernel, $fix, narrow) }
                 }
                 /// The pre-staged f64 entry point (`kiln_<name>_pre_f64` in
                 /// `math_symbols`): `out[i] = f(a[i] ⊕ b[i])`, see `source`.
@@ -584,17 +591,17 @@ macro_rules! math_functions {
 
 math_functions! {
     unary: [
-        ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), (native single::exp_staged), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), (native single::exp_staged, 32), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("exp2", v_exp2, lanes exp::exp2, None, widen, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
         ("expm1", v_expm1, lanes exp::expm1, None, widen, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
-        ("log", v_log, staged log::log_staged, None, (native single::log_staged), kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("log", v_log, staged log::log_staged, None, (native single::log_staged, 32), kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log2", v_log2, lanes log::log2, None, widen, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
         ("log10", v_log10, lanes log::log10, None, widen, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
-        ("log1p", v_log1p, staged log::log1p_staged, None, (native single::log1p_staged), kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), (native single::sigmoid_staged), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
+        ("log1p", v_log1p, staged log::log1p_staged, None, (native single::log1p_staged, 32), kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged, 64), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), (native single::sigmoid_staged, 32), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
             "1 / (1 + e^-x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), (native single::softplus_staged), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
+        ("softplus", v_softplus, staged activation::softplus_staged, Some(activation::SOFTPLUS_FIXUP), (native single::softplus_staged, 64), kiln_softplus_f64, kiln_softplus_f32, softplus_f64, softplus_f32,
             "ln(1 + e^x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log1mexp", v_log1mexp, lanes activation::log1mexp, None, widen, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "3", "0 measured (<= 1 by construction)"),
