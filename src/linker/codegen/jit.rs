@@ -1,5 +1,5 @@
 //! JIT module management: host-ISA detection (capped by `KILN_ISA`), one `JITModule` per compiled
-//! Function, symbol registration, code generation of its kernels (in
+//! Function, symbol resolution (through `mathcalls::lookup`), code generation of its kernels (in
 //! parallel when there are several), and freeing the code when the Function
 //! goes away.
 //!
@@ -252,15 +252,15 @@ impl Isas {
         Ok(Isas { plain, optimizing })
     }
 
-    /// A new, empty module for these ISAs with every math symbol registered.
+    /// A new, empty module for these ISAs whose imports resolve through
+    /// [`mathcalls::lookup`].
     fn module(&self) -> JITModule {
         let mut jb = JITBuilder::with_isa(
             self.plain.clone(),
             cranelift_module::default_libcall_names(),
         );
-        for (name, ptr) in mathcalls::symbols() {
-            jb.symbol(name, ptr);
-        }
+        // Tried before the default lookup in the process's own symbols.
+        jb.symbol_lookup_fn(Box::new(mathcalls::lookup));
         JITModule::new(jb)
     }
 }
@@ -319,7 +319,7 @@ impl JitBuilder {
         &self.opts
     }
 
-    /// A new module for the host with every math symbol registered.
+    /// A new module for the host whose imports resolve to the math symbols.
     pub fn new(opts: &CodegenOptions) -> Result<Self> {
         let isas = Isas::host(opts, opts.single_pass())?;
         let module = isas.module();
