@@ -169,12 +169,25 @@ impl Workload {
                     Dist::Index(k) => Dist::Index((k / divisor.max(1)).max(1)),
                     d => d,
                 };
-                let data: Vec<f64> = (0..n).map(|_| rng.draw(dist)).collect();
+                let data = advised_vec(n, || rng.draw(dist));
                 let a = ArrayD::from_shape_vec(IxDyn(&shape), data).expect("sizes match");
                 Value::from_f64_array(i.dtype, a)
             })
             .collect()
     }
+}
+
+/// `n` values of `draw` in a vector whose memory is advised as transparent
+/// huge pages before its first write (for 4 MB or more, as numpy allocates
+/// every array of that size), so that kiln's benchmark inputs are laid out
+/// in memory like the Python systems' arrays it is compared with. On 4 KB
+/// pages a sum of products over two 32 MB inputs ran 17% slower on one
+/// thread (Zen 1; BENCHMARKS.md, twenty-fifth session).
+pub fn advised_vec(n: usize, mut draw: impl FnMut() -> f64) -> Vec<f64> {
+    let mut v = Vec::with_capacity(n);
+    kiln_runtime::mem::advise_hugepages(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<f64>());
+    v.extend((0..n).map(|_| draw()));
+    v
 }
 
 /// The run-time workloads: the eight of `workloads.md`, in its order
