@@ -89,6 +89,12 @@ if [ -n "$(git status --porcelain --untracked-files=no -- src runtime benches ':
 fi
 DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
 CPU="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: *//')"
+# A virtual machine's model name can be as vague as "AMD EPYC": the family
+# and model numbers tell the generation (AMD family 23 model 1 is Zen 1,
+# family 25 model 17 is Zen 4).
+FAMILY="$(grep -m1 '^cpu family' /proc/cpuinfo | sed 's/.*: *//')"
+MODEL="$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | sed 's/.*: *//')"
+if [ -n "$FAMILY" ] && [ -n "$MODEL" ]; then CPU="$CPU, family $FAMILY model $MODEL"; fi
 CORES="$(nproc)"
 if grep -qw avx512f /proc/cpuinfo; then ISA="AVX-512"
 elif grep -qw avx2 /proc/cpuinfo; then ISA="AVX2"

@@ -245,7 +245,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
 /// once per process: a module resolves its imports through it (only those
 /// its kernels name) instead of copying every name into each module's own
 /// table, which cost about 27 µs of a 0.8 ms compile (Zen 1, two modules
-/// per tiered compile; BENCHMARKS.md, twenty-fifth session).
+/// per tiered compile; BENCHMARKS.md, twenty-sixth session).
 pub fn lookup(name: &str) -> Option<*const u8> {
     // Addresses as integers: raw pointers are not `Sync`.
     static TABLE: std::sync::OnceLock<FxHashMap<&'static str, usize>> = std::sync::OnceLock::new();
