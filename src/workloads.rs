@@ -181,8 +181,8 @@ impl Workload {
 /// huge pages before its first write (for 4 MB or more, as numpy allocates
 /// every array of that size), so that kiln's benchmark inputs are laid out
 /// in memory like the Python systems' arrays it is compared with. On 4 KB
-/// pages a sum of products over two 32 MB inputs ran 17% slower on one
-/// thread (Zen 1; BENCHMARKS.md, twenty-sixth session).
+/// pages a sum of products over two 32 MB inputs ran about a fifth slower
+/// on one thread (Zen 1; BENCHMARKS.md, twenty-sixth session).
 pub fn advised_vec(n: usize, mut draw: impl FnMut() -> f64) -> Vec<f64> {
     let mut v = Vec::with_capacity(n);
     kiln_runtime::mem::advise_hugepages(v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<f64>());
