@@ -108,16 +108,8 @@ def evaluator(system):
 
 def meta():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from inprocess import git  # noqa: E402  (same commit recording)
-    flags = []
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and cpu == "unknown":
-                cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = line.split()
-    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    from inprocess import cpu_info, git  # noqa: E402  (same commit and CPU recording)
+    cpu, isa = cpu_info()
     commit = git("rev-parse", "--short=12", "HEAD")
     if git("status", "--porcelain", "--untracked-files=no", "--", "src", "runtime", "python"):
         commit += " (with uncommitted changes)"

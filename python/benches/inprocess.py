@@ -96,19 +96,29 @@ def git(*args):
         return "unknown"
 
 
-def meta(load_start, load_end, quick):
-    cpu = "unknown"
+def cpu_info():
+    """The CPU as benches/compare.sh names it (model name, then the family and
+    model numbers, which tell the generation when a VM's name is only "AMD
+    EPYC") and its vector ISA, from /proc/cpuinfo."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
-            flags = ""
             for line in f:
-                if line.startswith("model name") and cpu == "unknown":
-                    cpu = line.split(":", 1)[1].strip()
-                if line.startswith("flags") and not flags:
-                    flags = line.split()
+                key, sep, value = line.partition(":")
+                if sep and key.strip() not in fields:
+                    fields[key.strip()] = value.strip()
     except OSError:
-        flags = []
+        pass
+    cpu = fields.get("model name", "unknown")
+    if "cpu family" in fields and "model" in fields:
+        cpu += f", family {fields['cpu family']} model {fields['model']}"
+    flags = fields.get("flags", "").split()
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return cpu, isa
+
+
+def meta(load_start, load_end, quick):
+    cpu, isa = cpu_info()
     commit = git("rev-parse", "--short=12", "HEAD")
     if git("status", "--porcelain", "--untracked-files=no", "--", "src", "runtime", "python"):
         commit += " (with uncommitted changes)"
