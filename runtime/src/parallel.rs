@@ -2,7 +2,11 @@
 //! chunks of at least `grain` elements, which the calling thread and
 //! helper jobs on a rayon thread pool (size set with [`set_num_threads`],
 //! default: the number of available cores) take from a shared counter, so
-//! work starts on the caller at once and workers join as they wake. Ranges
+//! work starts on the caller at once and workers join as they wake; the
+//! caller then waits for the chunks helpers took, never for a helper that
+//! has not started (it finds the counter closed and leaves: a late-waking
+//! worker cost a compile with two kernels about a millisecond on one in
+//! five compiles, BENCHMARKS.md, twenty-seventh session). Ranges
 //! of at most `grain` elements, and any call when the thread count is 1,
 //! run inline on the calling thread. [`in_pool`]
 //! runs a closure inside that pool, so a library's own rayon parallelism
@@ -34,7 +38,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 /// Chunks per thread: a little over-decomposition lets work stealing even
@@ -89,6 +93,16 @@ pub fn linger() -> Duration {
 /// Marks a new use of the pool: lingering helpers leave their spin.
 fn launch() {
     LAUNCHES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Ends the helpers' linger at once (they go back to sleep): for a caller
+/// about to give the other cores to threads of its own. The code
+/// generator calls it before it wakes its second-tier thread, which found
+/// the other core taken by a lingering helper, was placed on the caller's
+/// core instead and preempted the compile for about a millisecond in one
+/// of five compiles of two kernels (BENCHMARKS.md, twenty-seventh session).
+pub fn stop_lingering() {
+    launch();
 }
 
 /// Keeps `threads - 1` helpers of `pool` awake for [`linger`] after a
@@ -229,32 +243,98 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
         return;
     };
     launch();
-    // Chunk c covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at most 1
-    // and are >= grain because chunks <= n/grain.
-    let bound = |c: usize| ((c as u128 * n as u128) / chunks as u128) as usize;
-    // The calling thread takes chunks from a shared counter at once, and
+    // SAFETY: the helpers outlive this call (a helper may start after it
+    // returned), so `f` is handed to them with its lifetime erased. A helper
+    // calls `f` only for a chunk it claimed from `next` before this call
+    // closed it, and this call returns (or unwinds) only after every
+    // claimed chunk has finished (`Launch::run` and the wait below), so no
+    // call of `f` outlives the borrow. A helper that claims nothing never
+    // touches `f`.
+    let f: &'static (dyn Fn(usize, usize) + Sync) = unsafe { std::mem::transmute(f) };
+    let launch = Arc::new(Launch {
+        next: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
+        chunks,
+        n,
+        f,
+        panic: Mutex::new(None),
+        caller: std::thread::current(),
+    });
+    // The calling thread takes chunks from the shared counter at once, and
     // `threads - 1` helper jobs on the pool take the others as their
     // workers wake up: a worker that is slow to wake (an idle core after
     // single-threaded work, a descheduled virtual CPU) delays nothing, the
-    // caller simply takes more chunks.
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let c = next.fetch_add(1, Ordering::Relaxed);
-        if c >= chunks {
-            break;
-        }
-        let (s, e) = (bound(c), bound(c + 1));
-        if s < e {
-            f(s, e);
-        }
-    };
-    pool.in_place_scope(|scope| {
-        for _ in 1..threads.min(chunks) {
-            scope.spawn(|_| work());
-        }
-        work();
-    });
+    // caller simply takes more chunks, and does not wait for a helper that
+    // has not claimed one (it leaves empty-handed when it starts).
+    for _ in 1..threads.min(chunks) {
+        let l = launch.clone();
+        pool.spawn(move || l.run());
+    }
+    launch.run();
+    let claimed = launch.next.swap(CLOSED, Ordering::AcqRel).min(chunks);
+    while launch.finished.load(Ordering::Acquire) < claimed {
+        std::thread::park();
+    }
     keep_awake(&pool, threads);
+    let panic = launch
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// [`Launch::next`] once the caller has stopped handing out chunks: any
+/// later claim gets an index past every chunk.
+const CLOSED: usize = usize::MAX / 2;
+
+/// The state one [`parallel_for`] shares with its helper jobs.
+struct Launch {
+    /// The next chunk to claim; [`CLOSED`] once the caller has finished.
+    next: AtomicUsize,
+    /// Chunks finished (or stopped by a panic), by anyone.
+    finished: AtomicUsize,
+    /// How many chunks cover [0, n).
+    chunks: usize,
+    /// The range's length.
+    n: usize,
+    /// The work, valid while a claimed chunk is unfinished (see the
+    /// safety comment in [`parallel_for`]).
+    f: &'static (dyn Fn(usize, usize) + Sync),
+    /// The first panic of a chunk, re-raised on the caller.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// The caller, woken when a helper finishes a chunk.
+    caller: std::thread::Thread,
+}
+
+impl Launch {
+    /// Chunk `c` covers [c*n/chunks, (c+1)*n/chunks): sizes differ by at
+    /// most 1 and are >= grain because chunks <= n/grain.
+    fn bound(&self, c: usize) -> usize {
+        ((c as u128 * self.n as u128) / self.chunks as u128) as usize
+    }
+
+    /// Claims and runs chunks until none is left, counting each finished
+    /// one (a panicking chunk too: its payload is kept for the caller).
+    fn run(&self) {
+        loop {
+            let c = self.next.fetch_add(1, Ordering::AcqRel);
+            if c >= self.chunks {
+                return;
+            }
+            let (s, e) = (self.bound(c), self.bound(c + 1));
+            if s < e {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.f)(s, e))) {
+                    let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                    slot.get_or_insert(payload);
+                }
+            }
+            self.finished.fetch_add(1, Ordering::AcqRel);
+            self.caller.unpark();
+        }
+    }
 }
 
 /// Runs `f(threads)` inside the pool of [`num_threads`] workers, so rayon
@@ -434,6 +514,56 @@ mod tests {
         assert!(ids.into_inner().unwrap().len() <= 2);
         set_num_threads(0);
         assert!(num_threads() >= 1);
+    }
+
+    /// A launch does not wait for helpers that have not started: with every
+    /// worker of the pool held busy, the caller runs every chunk itself and
+    /// returns while the workers are still held (the helpers it spawned run
+    /// later, find nothing to claim, and leave).
+    #[test]
+    fn launches_do_not_wait_for_helpers_that_never_started() {
+        let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(2);
+        let pool = pool(2).expect("a pool");
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let held = Arc::new(StdMutex::new(held));
+        let (started, workers_busy) = std::sync::mpsc::channel::<()>();
+        let (report, outcome) = std::sync::mpsc::channel::<bool>();
+        for _ in 0..2 {
+            let (held, started, report) = (held.clone(), started.clone(), report.clone());
+            pool.spawn(move || {
+                started.send(()).unwrap();
+                // Released by the test (true), or by a timeout when the
+                // launch below waited for this worker (false).
+                let got = held
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(30))
+                    .is_ok();
+                report.send(got).unwrap();
+            });
+        }
+        // Both workers are held: one by the receiver, the other by its lock.
+        workers_busy.recv().unwrap();
+        workers_busy.recv().unwrap();
+        let me = std::thread::current().id();
+        let on_caller = AtomicUsize::new(0);
+        parallel_for(64, 1, &|s, e| {
+            assert_eq!(std::thread::current().id(), me);
+            on_caller.fetch_add(e - s, Ordering::Relaxed);
+        });
+        assert_eq!(on_caller.load(Ordering::Relaxed), 64);
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        assert!(
+            outcome.recv().unwrap(),
+            "the launch waited for a held worker"
+        );
+        assert!(
+            outcome.recv().unwrap(),
+            "the launch waited for a held worker"
+        );
+        set_num_threads(0);
     }
 
     #[test]

@@ -10,14 +10,16 @@
 //! marker at 49.5 and the inplace passes at 50 (Gemm, slice updates, then element-wise). Every rule is tagged `fast_run` and its database's name, and
 //! `fast_compile` when cheap.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 use crate::graph::{DestroyHandler, FunctionGraph};
-use crate::rewriting::db::{EquilibriumDB, SeqItem, SequenceDB};
+use crate::rewriting::db::{EquilibriumDB, RewriteDatabaseQuery, SeqItem, SequenceDB};
 use crate::rewriting::{
-    optdb_skeleton, rewrite_graph_with, AsQuery, FnGraphRewriter, FnNodeRewriter, GraphRewriter,
-    Rewrite, RewriterProfile, Track, Tracks, WalkingGraphRewriter,
+    optdb_skeleton, AsQuery, FnGraphRewriter, FnNodeRewriter, GraphRewriter, Rewrite,
+    RewriterProfile, SequentialGraphRewriter, Track, Tracks, WalkingGraphRewriter,
 };
 
 use super::rule::Rule;
@@ -48,9 +50,38 @@ pub fn shared_optdb() -> &'static SequenceDB {
     OPTDB.get_or_init(optdb)
 }
 
+/// The rewriter the [`shared_optdb`] gives for `q`, built once per
+/// distinct query and name in this process. Building one (walking every
+/// entry's tags, cloning ~200 names into fresh equilibria) was a tenth of
+/// the FAST_RUN rewrite of a suite workload; a built rewriter holds no
+/// state between runs, so every compile of a mode can share it. The table
+/// is bounded ([`QUERY_CACHE_LIMIT`]): past it, it starts afresh.
+fn shared_query(q: &impl AsQuery) -> Arc<SequentialGraphRewriter> {
+    type Table = FxHashMap<(RewriteDatabaseQuery, String), Arc<SequentialGraphRewriter>>;
+    static QUERIES: OnceLock<Mutex<Table>> = OnceLock::new();
+    let key = (q.as_query(), q.query_name());
+    let table = QUERIES.get_or_init(Default::default);
+    if let Some(rw) = table.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return rw.clone();
+    }
+    // Built outside the lock: another thread may build the same one, and
+    // either copy serves.
+    let rw = Arc::new(shared_optdb().query_named(&key.0, &key.1));
+    let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+    if table.len() >= QUERY_CACHE_LIMIT {
+        table.clear();
+    }
+    table.insert(key, rw.clone());
+    rw
+}
+
+/// How many distinct queries [`shared_query`] keeps (a process uses a
+/// handful of modes; a program generating queries must not grow it forever).
+const QUERY_CACHE_LIMIT: usize = 64;
+
 /// Rewrites `fg` with the rewriters of the [`optdb`] the query selects.
 pub fn rewrite_graph(fg: &mut FunctionGraph, q: &impl AsQuery) -> Result<RewriterProfile> {
-    rewrite_graph_with(shared_optdb(), fg, q)
+    shared_query(q).rewrite(fg)
 }
 
 /// The node rules registered in the equilibrium database `db` (`canonicalize`,
@@ -264,4 +295,27 @@ pub fn register_library(optdb: &mut SequenceDB) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rewriting::Mode;
+
+    /// A query is built once and shared; another query, or the same query
+    /// under another name, gets its own rewriter.
+    #[test]
+    fn queries_are_built_once_per_query_and_name() {
+        let fast_run = Mode::fast_run();
+        let a = shared_query(&fast_run);
+        assert!(Arc::ptr_eq(&a, &shared_query(&Mode::fast_run())));
+        let fewer = fast_run.excluding(&["fusion"]);
+        let b = shared_query(&fewer);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(b.rewriters().len() < a.rewriters().len());
+        let renamed = shared_query(&fast_run.as_query());
+        assert!(!Arc::ptr_eq(&a, &renamed));
+        assert_eq!(renamed.name(), "optdb");
+        assert_eq!(a.name(), fast_run.name());
+    }
 }

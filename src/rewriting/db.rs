@@ -30,7 +30,7 @@ pub const INPLACE_RULE: &str = "Any rewrite which inserts inplace operations in 
 after the add_destroy_handler \u{201c}rewriter\u{201d}. In other words, the priority of any such rewrites must be >= 50.";
 
 /// A tag query over a rewrite database.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RewriteDatabaseQuery {
     /// An entry needs one of these tags.
     pub include: BTreeSet<String>,

@@ -47,6 +47,8 @@ use super::walking::WalkOrder;
 pub struct EquilibriumGraphRewriter {
     name: String,
     node_rewriters: Vec<NamedNodeRewriter>,
+    /// Each node rewriter's `tracks`, asked once at construction.
+    tracks: Arc<[Tracks]>,
     global_rewriters: Vec<NamedGraphRewriter>,
     final_rewriters: Vec<NamedGraphRewriter>,
     cleanup_rewriters: Vec<NamedGraphRewriter>,
@@ -73,6 +75,7 @@ impl EquilibriumGraphRewriter {
     pub fn with_named(name: impl Into<String>, node_rewriters: Vec<NamedNodeRewriter>) -> Self {
         EquilibriumGraphRewriter {
             name: name.into(),
+            tracks: node_rewriters.iter().map(|r| r.rewriter.tracks()).collect(),
             node_rewriters,
             global_rewriters: Vec::new(),
             final_rewriters: Vec::new(),
@@ -165,21 +168,22 @@ impl EquilibriumGraphRewriter {
     }
 }
 
-/// Node rewriters by op kind, in registration order, computed once per kind.
-struct Dispatch {
-    tracks: Vec<Tracks>,
+/// Node rewriters by op kind, in registration order, computed once per kind
+/// and run.
+struct Dispatch<'a> {
+    tracks: &'a [Tracks],
     cache: FxHashMap<OpKind, Rc<[usize]>>,
 }
 
-impl Dispatch {
-    fn new(rewriters: &[NamedNodeRewriter]) -> Self {
+impl<'a> Dispatch<'a> {
+    fn new(tracks: &'a [Tracks]) -> Self {
         Dispatch {
-            tracks: rewriters.iter().map(|r| r.rewriter.tracks()).collect(),
+            tracks,
             cache: FxHashMap::default(),
         }
     }
     fn get(&mut self, kind: OpKind) -> Rc<[usize]> {
-        let tracks = &self.tracks;
+        let tracks = self.tracks;
         self.cache
             .entry(kind)
             .or_insert_with(|| {
@@ -373,7 +377,7 @@ impl EquilibriumGraphRewriter {
         let start = Instant::now();
         let nodes_start = fg.n_nodes();
         let mut run = self.start_run(fg, nodes_start);
-        let mut dispatch = Dispatch::new(&self.node_rewriters);
+        let mut dispatch = Dispatch::new(&self.tracks);
         let mut seen_states: FxHashMap<u64, usize> = FxHashMap::default();
         let mut passes: Vec<PassProfile> = Vec::new();
         let (mut toposort_time, mut node_time) = (Duration::ZERO, Duration::ZERO);

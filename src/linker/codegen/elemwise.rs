@@ -36,14 +36,16 @@
 //! aligned stack scratch use [`sl::OWN`].
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, Block, InstBuilder, StackSlotData, StackSlotKind, Value};
+use cranelift_codegen::ir::{
+    types, Block, InstBuilder, SourceLoc, StackSlotData, StackSlotKind, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::FuncId;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use super::jit::JitBuilder;
+use super::jit::{self, JitBuilder};
 use super::mathcalls::{self, ScalarSig, BLOCK};
 use super::scalar::{self as sl, Callees};
 use crate::error::Result;
@@ -661,6 +663,22 @@ pub(super) fn counted_loop(
     i_var: Variable,
     end: Value,
     step: i64,
+    body: impl FnMut(&mut FunctionBuilder<'_>, Value) -> Result<()>,
+) -> Result<()> {
+    counted_loop_with(b, i_var, end, step, false, body)
+}
+
+/// [`counted_loop`] whose branch into the body is marked
+/// [`jit::FIRST_TIER_SKIP`] when `skippable`: the first tier then never
+/// enters it, so the loop after it (which must handle every iteration
+/// this one would, with the same per-element instructions) does all of
+/// them. Only for loops whose iterations carry nothing but the index.
+pub(super) fn counted_loop_with(
+    b: &mut FunctionBuilder<'_>,
+    i_var: Variable,
+    end: Value,
+    step: i64,
+    skippable: bool,
     mut body: impl FnMut(&mut FunctionBuilder<'_>, Value) -> Result<()>,
 ) -> Result<()> {
     let head = b.create_block();
@@ -676,7 +694,11 @@ pub(super) fn counted_loop(
         let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, end);
         (c, Some(next))
     };
+    if skippable {
+        b.set_srcloc(SourceLoc::new(jit::FIRST_TIER_SKIP));
+    }
     b.ins().brif(c, blk, &[], done, &[]);
+    b.set_srcloc(SourceLoc::default());
     b.switch_to_block(blk);
     b.seal_block(blk);
     body(b, i)?;
@@ -1024,8 +1046,10 @@ impl<'a> VecCtx<'a> {
             } else {
                 &[1]
             };
+            // The unrolled loop maps vectors independently: the first
+            // tier leaves it to the single-vector loop after it.
             for &unroll in loops {
-                counted_loop(b, j_var, m, lanes * unroll as i64, |b, j| {
+                counted_loop_with(b, j_var, m, lanes * unroll as i64, unroll > 1, |b, j| {
                     let i = b.ins().iadd(blk, j);
                     self.level_body(b, lvl, i, sbase, j, unroll)
                 })?;
@@ -1369,6 +1393,76 @@ mod tests {
             assert!(pre.iter().all(Option::is_none), "{what}: {pre:?}");
             assert!(!folded.contains(&true), "{what}");
             assert_eq!(pre.len(), c.nodes.len());
+        }
+    }
+    /// Runs the f64 program `prog` (one input, one output, contiguous) on
+    /// `x` with a first-tier-only module, after skipping its marked loops
+    /// when `skip`; returns the output and how many loops were skipped.
+    fn run_first_tier(prog: &Composite, skip: bool, x: &[f64]) -> (Vec<f64>, usize) {
+        use super::super::jit::{CodegenOptions, Tiering};
+        let opts = CodegenOptions {
+            tiering: Tiering::First,
+            ..Default::default()
+        };
+        let mut jb = JitBuilder::new(&opts).unwrap();
+        let k = build(&mut jb, prog, "t").unwrap();
+        let skipped = if skip { jb.skip_marked_loops_of(k) } else { 0 };
+        let code = jb.finish().unwrap();
+        let mut out = vec![0.0; x.len()];
+        let ptrs = [x.as_ptr() as *mut u8, out.as_mut_ptr() as *mut u8];
+        let strides: [isize; 2] = [8, 8];
+        // SAFETY: the kernel has the element-wise ABI (module header); both
+        // operands hold `x.len()` contiguous f64 and live across the call.
+        unsafe {
+            let f = std::mem::transmute::<
+                *const u8,
+                extern "C" fn(*const *mut u8, *const isize, usize),
+            >(code.ptr(k));
+            f(ptrs.as_ptr(), strides.as_ptr(), x.len());
+        }
+        (out, skipped)
+    }
+
+    /// The first tier's skipped unrolled loops leave every value as the
+    /// unrolled code computes it: programs with block calls between vector
+    /// levels (`gauss`'s shape) and without (`poly`'s), on lengths around
+    /// the vector width, the unroll and the prefetching threshold.
+    #[test]
+    fn skipping_unrolled_loops_keeps_every_bit() {
+        let gauss = {
+            let mut c = Composite::new(vec![DType::F64]);
+            let half = CRef::Const(ScalarConst::new(DType::F64, 0.5));
+            let d = c.push(ScalarOp::Sub, &[CRef::Input(0), half]).unwrap();
+            let sq = c.push(ScalarOp::Mul, &[d, d]).unwrap();
+            let k = CRef::Const(ScalarConst::new(DType::F64, -0.2));
+            let a = c.push(ScalarOp::Mul, &[k, sq]).unwrap();
+            let e = c.push(ScalarOp::Exp, &[a]).unwrap();
+            let s = CRef::Const(ScalarConst::new(DType::F64, 0.25));
+            c.outputs = vec![c.push(ScalarOp::Mul, &[s, e]).unwrap()];
+            c
+        };
+        let poly = {
+            let mut c = Composite::new(vec![DType::F64]);
+            let x = CRef::Input(0);
+            let sq = c.push(ScalarOp::Mul, &[x, x]).unwrap();
+            let cube = c.push(ScalarOp::Mul, &[sq, x]).unwrap();
+            let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
+            let t = c.push(ScalarOp::Mul, &[two, cube]).unwrap();
+            c.outputs = vec![c.push(ScalarOp::Sub, &[t, sq]).unwrap()];
+            c
+        };
+        for (name, prog) in [("gauss", &gauss), ("poly", &poly)] {
+            for n in [0, 1, 2, 7, 8, 9, 17, 1003, 5001] {
+                let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin() * 3.0).collect();
+                let (want, _) = run_first_tier(prog, false, &x);
+                let (got, skipped) = run_first_tier(prog, true, &x);
+                assert!(skipped > 0, "{name}: no unrolled loop was marked");
+                let same = want
+                    .iter()
+                    .zip(&got)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{name} on {n} elements: {got:?} against {want:?}");
+            }
         }
     }
 }

@@ -4,11 +4,15 @@
 //! goes away.
 //!
 //! Code generation is tiered ([`Tiering`]): the first tier
-//! allocates registers with Cranelift's single-pass allocator, so that a
-//! Function is callable soon, and `tier` generates the same IR again with
-//! the backtracking allocator on a background thread, then switches every
-//! kernel to that code. Both tiers run the same instructions on the same
-//! values (register allocation only adds moves and spills), so a kernel's
+//! allocates registers with Cranelift's single-pass allocator and leaves
+//! out the unrolled copies of loops that only map values
+//! ([`FIRST_TIER_SKIP`]), so that a Function is callable soon, and `tier`
+//! generates the IR as built again with the backtracking allocator on a
+//! background thread, then switches every kernel to that code. Both tiers
+//! compute every value with the same instructions (register allocation
+//! only adds moves and spills; a skipped unrolled loop leaves its elements
+//! to the single-vector loop after it, which computes each the same way,
+//! and no loop that carries an accumulator is skipped), so a kernel's
 //! results do not depend on the tier that computed them.
 //!
 //! Invariants: a [`JitBuilder`] defines every kernel of one Function and is
@@ -381,6 +385,14 @@ impl JitBuilder {
         Ok(self.pending.len() - 1)
     }
 
+    /// Applies the first tier's loop skipping ([`skip_marked_loops`]) to
+    /// kernel `k` as a first-tier-only module would never do, so that tests
+    /// can run that code; returns how many loops it skipped.
+    #[cfg(test)]
+    pub(super) fn skip_marked_loops_of(&mut self, k: usize) -> usize {
+        skip_marked_loops(&mut self.pending[k].2.func)
+    }
+
     /// Generates the machine code of every kernel (on the runtime's worker
     /// threads), links it and returns the callable kernels; when tiered,
     /// also hands their IR to the second tier.
@@ -402,6 +414,11 @@ impl JitBuilder {
                     .map(|(name, _, ctx)| (name.clone(), ctx.func.clone()))
                     .collect()
             });
+        if second.is_some() {
+            for (_, _, ctx) in &mut pending {
+                skip_marked_loops(&mut ctx.func);
+            }
+        }
         generate_all(&self.isas, &mut pending, true)?;
         if dump {
             for (name, _, ctx) in &pending {
@@ -413,6 +430,9 @@ impl JitBuilder {
         let ptrs = link(&mut self.module, &pending)?;
         let tiers = Arc::new(Tiers::new(self.module, ptrs, second.is_none()));
         if let Some(kernels) = second {
+            // The second tier's thread needs a core: helpers lingering from
+            // the parallel generation above would take the other one.
+            kiln_runtime::parallel::stop_lingering();
             let (opts, decls) = (self.opts, self.decls);
             tier::submit(
                 Arc::downgrade(&tiers),
@@ -421,6 +441,43 @@ impl JitBuilder {
         }
         Ok(JitCode { tiers })
     }
+}
+
+/// The source location that marks a branch into an unrolled loop body the
+/// first tier skips (kernels carry no other source locations): the branch
+/// of a loop whose iterations carry nothing but the index, followed by a
+/// loop that handles the rest of the range with the same per-element
+/// instructions (`elemwise::counted_loop_with`). Skipping it changes no
+/// value computed, only how many vectors an iteration handles, and spares
+/// the first tier the code generation of the unrolled copy (about a
+/// fifth of an element-wise kernel); the second tier compiles the
+/// function as built.
+pub(super) const FIRST_TIER_SKIP: u32 = 0x6b69_6c6e;
+
+/// Replaces every branch of `func` marked [`FIRST_TIER_SKIP`] with a jump
+/// to its not-taken destination, leaving the body it guarded unreachable
+/// (Cranelift drops unreachable blocks before lowering, at every
+/// optimisation level); returns how many it replaced.
+fn skip_marked_loops(func: &mut ir::Function) -> usize {
+    let mut marked = Vec::new();
+    for block in func.layout.blocks() {
+        let Some(inst) = func.layout.last_inst(block) else {
+            continue;
+        };
+        if func.srcloc(inst) != ir::SourceLoc::new(FIRST_TIER_SKIP) {
+            continue;
+        }
+        if let ir::InstructionData::Brif { blocks, .. } = &func.dfg.insts[inst] {
+            let exit = blocks[1];
+            let args: Vec<ir::BlockArg> = exit.args(&func.dfg.value_lists).collect();
+            marked.push((inst, exit.block(&func.dfg.value_lists), args));
+        }
+    }
+    let n = marked.len();
+    for (inst, exit, args) in marked {
+        ir::InstBuilder::jump(func.replace(inst), exit, &args);
+    }
+    n
 }
 
 /// Generates the machine code of every kernel of `pending` with `isas`: on
