@@ -583,6 +583,10 @@ mod tests {
         let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
         set_num_threads(2);
         assert!(linger() <= Duration::from_secs(60), "{:?}", linger());
+        // Helpers of an earlier launch with more threads (another test's)
+        // may still be leaving: a launch no longer waits for its helper
+        // jobs to start, which used to wait for them.
+        wait_until_none_lingers();
         for _ in 0..3 {
             let v: Vec<AtomicU64> = (0..4096).map(|_| AtomicU64::new(0)).collect();
             parallel_for(v.len(), 16, &|s, e| {
@@ -595,12 +599,18 @@ mod tests {
         }
         // Other tests of this binary may launch meanwhile and linger anew;
         // each linger still ends, so the count reaches 0.
+        wait_until_none_lingers();
+        set_num_threads(0);
+    }
+
+    /// Waits for every lingering helper to stop (failing after far longer
+    /// than a linger).
+    fn wait_until_none_lingers() {
         let until = Instant::now() + linger() + Duration::from_secs(20);
         while LINGERING.load(Ordering::Acquire) != 0 {
             assert!(Instant::now() < until, "helpers still lingering");
             std::thread::sleep(Duration::from_millis(1));
         }
-        set_num_threads(0);
     }
 
     extern "C" fn add_kernel(ctx: *const u8, start: usize, end: usize) {

@@ -273,6 +273,12 @@ impl AlgebraicCanonizer {
                 None => d_rest += 1,
             }
         }
+        if n_ct.is_empty() && d_ct.is_empty() {
+            // Nothing to fold: the folded constant would be the neutral
+            // element, which does not count (the common case, asked for
+            // every term of every sum a factor is tried against).
+            return (n_rest, d_rest);
+        }
         let value = self.fold(fg, &n_ct, &d_ct, out_dtype);
         // simplify_constants keeps the lists as they are or puts the folded
         // constant first; either way that constant counts unless neutral.
@@ -763,5 +769,42 @@ mod tests {
         assert_eq!(show(&mut fg, &[vx, vy], &[]), "(x * y)");
         assert_eq!(show(&mut fg, &[vx], &[vx, vy]), "(x / (x * y))");
         assert_eq!(show(&mut fg, &[vx, vy], &[vy]), "((x * y) / y)");
+    }
+    /// `simplified_len` counts what `simplify` returns, with and without
+    /// constants to fold (a fold to the neutral element counts nothing).
+    #[test]
+    fn simplified_len_counts_what_simplify_returns() {
+        let (x, y, z) = (
+            scalar("x", DType::F64),
+            scalar("y", DType::F64),
+            scalar("z", DType::F64),
+        );
+        let mut fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
+        let (vx, vy, vz) = (fg.inputs()[0], fg.inputs()[1], fg.inputs()[2]);
+        let k =
+            |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
+        let (zero, one, two, half) = (
+            k(&mut fg, 0.0),
+            k(&mut fg, 1.0),
+            k(&mut fg, 2.0),
+            k(&mut fg, 0.5),
+        );
+        let cases: Vec<(Vec<VarId>, Vec<VarId>)> = vec![
+            (vec![vx, vy], vec![vz]),
+            (vec![vx, vy], vec![vx]),
+            (vec![], vec![]),
+            (vec![vx, two], vec![vz]),
+            (vec![vx, two, half], vec![vy]),
+            (vec![vx, one], vec![]),
+            (vec![vx, zero], vec![two]),
+            (vec![two], vec![two, vy]),
+        ];
+        for c in [AlgebraicCanonizer::MUL, AlgebraicCanonizer::ADD] {
+            for (n, d) in &cases {
+                let len = c.simplified_len(&fg, n, d, DType::F64);
+                let (sn, sd) = c.simplify(&mut fg, n.clone(), d.clone(), DType::F64);
+                assert_eq!(len, (sn.len(), sd.len()), "{:?} / {:?}", n, d);
+            }
+        }
     }
 }
