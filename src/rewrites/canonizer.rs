@@ -709,15 +709,26 @@ mod tests {
         assert_eq!(names(&fg, &n), ["16", "x"]);
     }
 
-    #[test]
-    fn simplify_factors_and_constants_examples() {
+    /// The graph `(x + y) + z` of three f64 scalars, and its inputs.
+    fn xyz() -> (FunctionGraph, VarId, VarId, VarId) {
         let (x, y, z) = (
             scalar("x", DType::F64),
             scalar("y", DType::F64),
             scalar("z", DType::F64),
         );
-        let mut fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
+        let fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
         let (vx, vy, vz) = (fg.inputs()[0], fg.inputs()[1], fg.inputs()[2]);
+        (fg, vx, vy, vz)
+    }
+
+    /// An f64 scalar constant in `fg`.
+    fn k(fg: &mut FunctionGraph, v: f64) -> VarId {
+        super::super::util::scalar_const(fg, DType::F64, v)
+    }
+
+    #[test]
+    fn simplify_factors_and_constants_examples() {
+        let (mut fg, vx, vy, vz) = xyz();
         let c = AlgebraicCanonizer::MUL;
         let (mut n, mut d) = (vec![vx], vec![vx]);
         c.simplify_factors(&mut n, &mut d);
@@ -729,8 +740,6 @@ mod tests {
         let (mut n, mut d) = (vec![vx, vy], vec![vz]);
         c.simplify_factors(&mut n, &mut d);
         assert_eq!((n, d), (vec![vx, vy], vec![vz]));
-        let k =
-            |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
         let (two, three, four) = (k(&mut fg, 2.0), k(&mut fg, 3.0), k(&mut fg, 4.0));
         let (n, d) = c.simplify_constants(&mut fg, &[two, three, vx], &[], DType::F64);
         assert_eq!(names(&fg, &n), vec!["6.0", "x"]);
@@ -770,19 +779,12 @@ mod tests {
         assert_eq!(show(&mut fg, &[vx], &[vx, vy]), "(x / (x * y))");
         assert_eq!(show(&mut fg, &[vx, vy], &[vy]), "((x * y) / y)");
     }
+
     /// `simplified_len` counts what `simplify` returns, with and without
     /// constants to fold (a fold to the neutral element counts nothing).
     #[test]
     fn simplified_len_counts_what_simplify_returns() {
-        let (x, y, z) = (
-            scalar("x", DType::F64),
-            scalar("y", DType::F64),
-            scalar("z", DType::F64),
-        );
-        let mut fg = fg_of(&[x.clone(), y.clone(), z.clone()], &(&x + &y) + &z);
-        let (vx, vy, vz) = (fg.inputs()[0], fg.inputs()[1], fg.inputs()[2]);
-        let k =
-            |fg: &mut FunctionGraph, v: f64| super::super::util::scalar_const(fg, DType::F64, v);
+        let (mut fg, vx, vy, vz) = xyz();
         let (zero, one, two, half) = (
             k(&mut fg, 0.0),
             k(&mut fg, 1.0),
