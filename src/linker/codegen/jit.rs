@@ -6,7 +6,7 @@
 //! Code generation is tiered ([`Tiering`]): the first tier
 //! allocates registers with Cranelift's single-pass allocator and leaves
 //! out the unrolled copies of loops that only map values
-//! ([`FIRST_TIER_SKIP`]), so that a Function is callable soon, and `tier`
+//! (`FIRST_TIER_SKIP`), so that a Function is callable soon, and `tier`
 //! generates the IR as built again with the backtracking allocator on a
 //! background thread, then switches every kernel to that code. Both tiers
 //! compute every value with the same instructions (register allocation
