@@ -4,9 +4,8 @@
 //! default: the number of available cores) take from a shared counter, so
 //! work starts on the caller at once and workers join as they wake; the
 //! caller then waits for the chunks helpers took, never for a helper that
-//! has not started (it finds the counter closed and leaves: a late-waking
-//! worker cost a compile with two kernels about a millisecond on one in
-//! five compiles, BENCHMARKS.md, twenty-seventh session). Ranges
+//! has not started (it finds the counter closed when it does, and leaves
+//! without touching the work). Ranges
 //! of at most `grain` elements, and any call when the thread count is 1,
 //! run inline on the calling thread. [`in_pool`]
 //! runs a closure inside that pool, so a library's own rayon parallelism

@@ -1395,6 +1395,7 @@ mod tests {
             assert_eq!(pre.len(), c.nodes.len());
         }
     }
+
     /// Runs the f64 program `prog` (one input, one output, contiguous) on
     /// `x` with a first-tier-only module, after skipping its marked loops
     /// when `skip`; returns the output and how many loops were skipped.
