@@ -359,15 +359,24 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> 
     })
 }
 
-/// Whether a program gets a vector path (for profiles and tests).
-pub fn is_vectorized(prog: &Composite) -> bool {
-    vector_plan(prog, false).is_some()
+/// Which code paths an element-wise kernel gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Paths {
+    /// The vector path when the program has one, and the scalar path.
+    Vector,
+    /// The scalar path only: for a node whose iteration has statically one
+    /// element (a 0-d result such as a mean's `sum / n`), where the vector
+    /// path would never run and would only add code to compile.
+    ScalarOnly,
 }
 
-/// Builds the kernel of `prog` into `jb`; returns its index.
-pub fn build(jb: &mut JitBuilder, prog: &Composite, name: &str) -> Result<usize> {
+/// Builds the kernel of `prog` with `paths` into `jb`; returns its index.
+pub fn build(jb: &mut JitBuilder, prog: &Composite, paths: Paths, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
-    let plan = vector_plan(prog, jb.options().pre_stage);
+    let plan = match paths {
+        Paths::Vector => vector_plan(prog, jb.options().pre_stage),
+        Paths::ScalarOnly => None,
+    };
     let imports = import_callees(jb, prog, plan.as_ref())?;
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
@@ -1400,13 +1409,20 @@ mod tests {
     /// `x` with a first-tier-only module, after skipping its marked loops
     /// when `skip`; returns the output and how many loops were skipped.
     fn run_first_tier(prog: &Composite, skip: bool, x: &[f64]) -> (Vec<f64>, usize) {
+        run_kernel(prog, Paths::Vector, skip, x)
+    }
+
+    /// Runs `prog`'s kernel with `paths` (the first tier's code, its
+    /// unrolled loops skipped when `skip`) on contiguous `x`; returns the
+    /// output and the number of loops skipped.
+    fn run_kernel(prog: &Composite, paths: Paths, skip: bool, x: &[f64]) -> (Vec<f64>, usize) {
         use super::super::jit::{CodegenOptions, Tiering};
         let opts = CodegenOptions {
             tiering: Tiering::First,
             ..Default::default()
         };
         let mut jb = JitBuilder::new(&opts).unwrap();
-        let k = build(&mut jb, prog, "t").unwrap();
+        let k = build(&mut jb, prog, paths, "t").unwrap();
         let skipped = if skip { jb.skip_marked_loops_of(k) } else { 0 };
         let code = jb.finish().unwrap();
         let mut out = vec![0.0; x.len()];
@@ -1424,34 +1440,39 @@ mod tests {
         (out, skipped)
     }
 
+    /// `gauss`'s program: 0.25 * exp(-0.2 * (x - 0.5)²).
+    fn gauss_program() -> Composite {
+        let mut c = Composite::new(vec![DType::F64]);
+        let half = CRef::Const(ScalarConst::new(DType::F64, 0.5));
+        let d = c.push(ScalarOp::Sub, &[CRef::Input(0), half]).unwrap();
+        let sq = c.push(ScalarOp::Mul, &[d, d]).unwrap();
+        let k = CRef::Const(ScalarConst::new(DType::F64, -0.2));
+        let a = c.push(ScalarOp::Mul, &[k, sq]).unwrap();
+        let e = c.push(ScalarOp::Exp, &[a]).unwrap();
+        let s = CRef::Const(ScalarConst::new(DType::F64, 0.25));
+        c.outputs = vec![c.push(ScalarOp::Mul, &[s, e]).unwrap()];
+        c
+    }
+
+    /// `poly`'s program: 2x³ - x².
+    fn poly_program() -> Composite {
+        let mut c = Composite::new(vec![DType::F64]);
+        let x = CRef::Input(0);
+        let sq = c.push(ScalarOp::Mul, &[x, x]).unwrap();
+        let cube = c.push(ScalarOp::Mul, &[sq, x]).unwrap();
+        let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
+        let t = c.push(ScalarOp::Mul, &[two, cube]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Sub, &[t, sq]).unwrap()];
+        c
+    }
+
     /// The first tier's skipped unrolled loops leave every value as the
     /// unrolled code computes it: programs with block calls between vector
     /// levels (`gauss`'s shape) and without (`poly`'s), on lengths around
     /// the vector width, the unroll and the prefetching threshold.
     #[test]
     fn skipping_unrolled_loops_keeps_every_bit() {
-        let gauss = {
-            let mut c = Composite::new(vec![DType::F64]);
-            let half = CRef::Const(ScalarConst::new(DType::F64, 0.5));
-            let d = c.push(ScalarOp::Sub, &[CRef::Input(0), half]).unwrap();
-            let sq = c.push(ScalarOp::Mul, &[d, d]).unwrap();
-            let k = CRef::Const(ScalarConst::new(DType::F64, -0.2));
-            let a = c.push(ScalarOp::Mul, &[k, sq]).unwrap();
-            let e = c.push(ScalarOp::Exp, &[a]).unwrap();
-            let s = CRef::Const(ScalarConst::new(DType::F64, 0.25));
-            c.outputs = vec![c.push(ScalarOp::Mul, &[s, e]).unwrap()];
-            c
-        };
-        let poly = {
-            let mut c = Composite::new(vec![DType::F64]);
-            let x = CRef::Input(0);
-            let sq = c.push(ScalarOp::Mul, &[x, x]).unwrap();
-            let cube = c.push(ScalarOp::Mul, &[sq, x]).unwrap();
-            let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
-            let t = c.push(ScalarOp::Mul, &[two, cube]).unwrap();
-            c.outputs = vec![c.push(ScalarOp::Sub, &[t, sq]).unwrap()];
-            c
-        };
+        let (gauss, poly) = (gauss_program(), poly_program());
         for (name, prog) in [("gauss", &gauss), ("poly", &poly)] {
             for n in [0, 1, 2, 7, 8, 9, 17, 1003, 5001] {
                 let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin() * 3.0).collect();
@@ -1463,6 +1484,32 @@ mod tests {
                     .zip(&got)
                     .all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "{name} on {n} elements: {got:?} against {want:?}");
+            }
+        }
+    }
+
+    /// A kernel with the scalar path only computes what the vector kernel
+    /// does: every bit on one element (the case it is built for) for a
+    /// program with a block-wise `exp`, and on every length for one of
+    /// exact vector arithmetic, whose two paths agree bit for bit.
+    #[test]
+    fn scalar_only_kernels_compute_the_same_values() {
+        let cases = [
+            (gauss_program(), vec![1]),
+            (poly_program(), vec![0, 1, 2, 9, 1003]),
+        ];
+        for (prog, lengths) in cases {
+            for n in lengths {
+                let x: Vec<f64> = (0..n)
+                    .map(|i| (i as f64 * 0.37).sin() * 3.0 + 0.1)
+                    .collect();
+                let (want, _) = run_kernel(&prog, Paths::Vector, false, &x);
+                let (got, _) = run_kernel(&prog, Paths::ScalarOnly, false, &x);
+                let same = want
+                    .iter()
+                    .zip(&got)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{prog} on {n} elements: {got:?} against {want:?}");
             }
         }
     }

@@ -6,7 +6,9 @@
 //!
 //! Invariant: a kernel is generated once per module for equal keys; a
 //! reduction kernel built for fewer accumulator modes than a later node
-//! needs is superseded (steps already planned keep the old one).
+//! needs, or an element-wise kernel built with its scalar path only when a
+//! later node needs the vector path, is superseded (steps already planned
+//! keep the old one).
 
 use rustc_hash::FxHashMap;
 
@@ -14,6 +16,7 @@ use crate::error::Result;
 use crate::graph::{DType, FunctionGraph, VarId};
 use crate::linker::accum::Modes;
 use crate::linker::codegen;
+use crate::linker::codegen::elemwise::Paths;
 use crate::linker::codegen::jit::JitBuilder;
 use crate::linker::plan::Slot;
 use crate::ops::{Composite, ReduceOp, ScalarOp};
@@ -102,7 +105,7 @@ fn describe(fg: &FunctionGraph, v: VarId) -> String {
 /// The kernel table of one module.
 pub struct Kernels<'a> {
     jb: &'a mut JitBuilder,
-    elem: FxHashMap<Composite, usize>,
+    elem: FxHashMap<Composite, (usize, Paths)>,
     red: FxHashMap<(ReduceOp, DType), (usize, Modes)>,
     fused: FxHashMap<(ReduceOp, Composite), (usize, Modes)>,
     /// Every reduction kernel generated: name and modes.
@@ -110,14 +113,22 @@ pub struct Kernels<'a> {
 }
 
 impl Kernels<'_> {
-    /// The element-wise kernel of `prog`.
+    /// The element-wise kernel of `prog` with the vector path.
     pub fn elem(&mut self, prog: Composite) -> Result<usize> {
-        if let Some(&k) = self.elem.get(&prog) {
-            return Ok(k);
+        self.elem_with(prog, Paths::Vector)
+    }
+    /// The element-wise kernel of `prog` with at least `paths`: a kernel
+    /// with the vector path also serves where the scalar path alone would
+    /// do; one with the scalar path only is superseded when the vector path
+    /// is asked for (steps already planned keep it).
+    pub fn elem_with(&mut self, prog: Composite, paths: Paths) -> Result<usize> {
+        match self.elem.get(&prog) {
+            Some(&(k, built)) if built == paths || built == Paths::Vector => return Ok(k),
+            _ => {}
         }
         let name = prog.to_string();
-        let k = codegen::elemwise::build(self.jb, &prog, &name)?;
-        self.elem.insert(prog, k);
+        let k = codegen::elemwise::build(self.jb, &prog, paths, &name)?;
+        self.elem.insert(prog, (k, paths));
         Ok(k)
     }
     /// The element-wise kernel converting `from` to `to`.
@@ -165,5 +176,35 @@ impl Kernels<'_> {
         self.reduce_built.push((name, modes));
         self.fused.insert(key, (k, modes));
         Ok((k, modes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linker::codegen::jit::CodegenOptions;
+    use crate::tensor::tensor;
+
+    /// A kernel with the scalar path only serves later scalar-only uses of
+    /// its program and is superseded by the vector kernel, which then
+    /// serves both.
+    #[test]
+    fn scalar_only_kernels_are_superseded_by_the_vector_kernel() {
+        let x = tensor("x", DType::F64, &[None]);
+        let fg = FunctionGraph::new(&[x.clone()], &[x.exp()]).unwrap();
+        let mut jb = JitBuilder::new(&CodegenOptions::default()).unwrap();
+        let mut cx = LowerCx::new(&fg, &mut jb);
+        let prog =
+            || codegen::elemwise::single_op_program(ScalarOp::Exp, &[DType::F64], &[None]).unwrap();
+        let k = &mut cx.kernels;
+        let scalar = k.elem_with(prog(), Paths::ScalarOnly).unwrap();
+        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly).unwrap(), scalar);
+        let vector = k.elem(prog()).unwrap();
+        assert_ne!(
+            vector, scalar,
+            "the scalar-only kernel served the vector path"
+        );
+        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly).unwrap(), vector);
+        assert_eq!(k.elem(prog()).unwrap(), vector);
     }
 }

@@ -12,7 +12,7 @@
 use super::ctx::{LowerCx, NodeSlots};
 use crate::error::{Error, Result};
 use crate::graph::{Apply, DType, Element, FunctionGraph, VarId};
-use crate::linker::codegen::elemwise::{inline_constants, single_op_program};
+use crate::linker::codegen::elemwise::{inline_constants, single_op_program, Paths};
 use crate::linker::plan::step::ElemwiseStep;
 use crate::linker::plan::step::Step;
 use crate::linker::plan::{Lowering, Slot};
@@ -41,7 +41,14 @@ pub fn lower(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step
             )))
         }
     };
-    let kernel = cx.kernels.elem(prog)?;
+    // Statically one element (a 0-d result): the vector path would never run.
+    let one_element = fg.ty(node.outputs[0]).shape.iter().all(|d| *d == Some(1));
+    let paths = if one_element {
+        Paths::ScalarOnly
+    } else {
+        Paths::Vector
+    };
+    let kernel = cx.kernels.elem_with(prog, paths)?;
     let ops = Operands::kept(cx, node, io, &consts);
     let mut destroy_map = Vec::new();
     for &(o, i) in node.op.destroy_map().iter() {
