@@ -20,7 +20,8 @@
 #   VENV         the Python virtual environment (default target/bench-venv)
 #   KILN         a kiln binary to measure instead of building target/release/kiln
 #   PYVENV       the environment with the kiln Python package (default
-#                target/python-venv, which the README's test command builds)
+#                target/python-venv, which the README's test command creates;
+#                the package is rebuilt there from this tree before measuring)
 #   KILN_ISA     avx2: on an AVX-512 machine, measure the AVX2 path (kiln,
 #                numpy and JAX capped; recorded in meta.json's isa)
 #
@@ -79,6 +80,16 @@ if [ -z "${KILN:-}" ]; then
     cargo build --release --bin kiln || exit 1
     KILN="$ROOT/target/release/kiln"
 fi
+# The Python package measured in-process below is rebuilt from this tree
+# first, as the README's test command builds it, so that its figures are of
+# the commit recorded in meta.json and not of the last test run's.
+PYVENV="${PYVENV:-$ROOT/target/python-venv}"
+if [ -x "$PYVENV/bin/maturin" ]; then
+    echo "== rebuilding the kiln Python package in $PYVENV =="
+    VIRTUAL_ENV="$PYVENV" PATH="$PYVENV/bin:$PATH" "$PYVENV/bin/maturin" develop --release --quiet \
+        --manifest-path "$ROOT/python/Cargo.toml" >"$LOGS/maturin.log" 2>&1 \
+        || { echo "cannot rebuild the Python package (see $LOGS/maturin.log)"; exit 1; }
+fi
 
 # Where and when: recorded before measuring (the load average again at the end).
 COMMIT="$(git rev-parse --short=12 HEAD)"
@@ -131,7 +142,6 @@ echo "== Python systems =="
 echo "== kiln in-process (Python package) =="
 # kiln.evaluate against numexpr and numpy in one process (python/benches/inprocess.py),
 # in the virtual environment the README's test command builds with the package.
-PYVENV="${PYVENV:-$ROOT/target/python-venv}"
 if "$PYVENV/bin/python" -c "import kiln, numexpr" 2>/dev/null; then
     "$PYVENV/bin/python" "$ROOT/python/benches/inprocess.py" --out "$OUT" ${QUICK:+--quick} || exit 1
     echo "== kiln in-process: the corpus of everyday expressions =="
