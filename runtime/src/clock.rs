@@ -6,8 +6,8 @@
 //! EPYC of 2026-11-24, against 27.5 ns for `Instant::now()` and a
 //! subtraction (the vDSO clock), which was 11% of the FAST_RUN rewrite of
 //! the 3000-operation chain graph. Elsewhere a tick is a nanosecond of
-//! `Instant`. [`to_duration`] converts ticks at the rate measured between
-//! the process's first reading and the conversion.
+//! `Instant`. [`rate`] measures the rate between the process's first
+//! reading and its call; [`Rate::duration`] converts ticks at that rate.
 //!
 //! Invariant: [`now`] never decreases on one thread; differences of
 //! readings are only meaningful within one process.
@@ -63,18 +63,36 @@ pub fn now() -> u64 {
     }
 }
 
-/// The time `ticks` ticks take.
-pub fn to_duration(ticks: u64) -> Duration {
+/// The rate of ticks at one moment, for converting many tick counts with
+/// one clock reading (see [`rate`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    /// Nanoseconds and ticks since the first reading; equal when a tick is
+    /// a nanosecond, or when it is too soon to tell.
+    nanos: u128,
+    ticks: u128,
+}
+
+impl Rate {
+    /// The time `ticks` ticks take.
+    pub fn duration(&self, ticks: u64) -> Duration {
+        Duration::from_nanos((ticks as u128 * self.nanos / self.ticks) as u64)
+    }
+}
+
+/// The rate of ticks measured between the process's first reading and now.
+pub fn rate() -> Rate {
     let e = epoch();
-    if !e.2 {
-        return Duration::from_nanos(ticks);
-    }
     let (cycles, nanos) = (rdtsc().wrapping_sub(e.1), e.0.elapsed().as_nanos());
-    if cycles == 0 || nanos == 0 {
-        // Converted at once after the first reading: too soon to tell.
-        return Duration::from_nanos(ticks);
+    if !e.2 || cycles == 0 || nanos == 0 {
+        // Nanosecond ticks; or TSC ticks read at once after the first
+        // reading, too soon to tell: taken as nanoseconds.
+        return Rate { nanos: 1, ticks: 1 };
     }
-    Duration::from_nanos((ticks as u128 * nanos / cycles as u128) as u64)
+    Rate {
+        nanos,
+        ticks: cycles as u128,
+    }
 }
 
 #[cfg(test)]
@@ -87,10 +105,11 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let (t1, i1) = (now(), Instant::now());
         assert!(t1 >= t0);
-        let d = to_duration(t1 - t0).as_secs_f64();
+        let r = rate();
+        let d = r.duration(t1 - t0).as_secs_f64();
         let want = (i1 - i0).as_secs_f64();
         // The rate is measured over this test's own 20 ms at least.
         assert!((d - want).abs() <= 0.05 * want, "{d} against {want}");
-        assert_eq!(to_duration(0), Duration::ZERO);
+        assert_eq!(r.duration(0), Duration::ZERO);
     }
 }

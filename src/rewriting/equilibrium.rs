@@ -4,7 +4,7 @@
 //! Each pass: one toposort; the global graph rewriters; a walk over the nodes
 //! (out-to-in by default) where each node is offered only to the node
 //! rewriters whose `tracks` match its [`OpKind`] (a dispatch table keyed by
-//! kind, built lazily); nodes created during the pass are queued through an
+//! kind, built lazily and kept for the rewriter's later runs); nodes created during the pass are queued through an
 //! [`ImportRecorder`] unless `ignore_newtrees`; then the final graph
 //! rewriters. Cleanup graph rewriters (cheap ones such as merging) run after
 //! each phase that changed the graph.
@@ -22,8 +22,7 @@
 
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use kiln_runtime::clock;
@@ -47,8 +46,9 @@ use super::walking::WalkOrder;
 pub struct EquilibriumGraphRewriter {
     name: String,
     node_rewriters: Vec<NamedNodeRewriter>,
-    /// Each node rewriter's `tracks`, asked once at construction.
-    tracks: Arc<[Tracks]>,
+    /// The node rewriters of each op kind (shared by clones: their node
+    /// rewriters are the same and never change).
+    dispatch: Arc<DispatchTable>,
     global_rewriters: Vec<NamedGraphRewriter>,
     final_rewriters: Vec<NamedGraphRewriter>,
     cleanup_rewriters: Vec<NamedGraphRewriter>,
@@ -75,7 +75,9 @@ impl EquilibriumGraphRewriter {
     pub fn with_named(name: impl Into<String>, node_rewriters: Vec<NamedNodeRewriter>) -> Self {
         EquilibriumGraphRewriter {
             name: name.into(),
-            tracks: node_rewriters.iter().map(|r| r.rewriter.tracks()).collect(),
+            dispatch: Arc::new(DispatchTable::new(
+                node_rewriters.iter().map(|r| r.rewriter.tracks()).collect(),
+            )),
             node_rewriters,
             global_rewriters: Vec::new(),
             final_rewriters: Vec::new(),
@@ -168,29 +170,68 @@ impl EquilibriumGraphRewriter {
     }
 }
 
-/// Node rewriters by op kind, in registration order, computed once per kind
-/// and run.
+/// The node rewriters of each op kind, in registration order: a kind's list
+/// is computed from the rewriters' `tracks` the first time a node of that
+/// kind is met and kept for every later run, on any thread (one rewriter
+/// serves every compile of its query).
+#[derive(Debug)]
+struct DispatchTable {
+    /// Each node rewriter's `tracks`, asked once at construction.
+    tracks: Box<[Tracks]>,
+    by_kind: RwLock<FxHashMap<OpKind, Arc<[usize]>>>,
+}
+
+impl DispatchTable {
+    fn new(tracks: Box<[Tracks]>) -> Self {
+        DispatchTable {
+            tracks,
+            by_kind: RwLock::default(),
+        }
+    }
+
+    /// The node rewriters tracking `kind`. A poisoned lock still holds
+    /// complete lists (each is inserted whole), so it is used as is.
+    fn get(&self, kind: OpKind) -> Arc<[usize]> {
+        let known = self
+            .by_kind
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&kind)
+            .cloned();
+        if let Some(list) = known {
+            return list;
+        }
+        let list: Arc<[usize]> = (0..self.tracks.len())
+            .filter(|&i| self.tracks[i].matches(kind))
+            .collect();
+        self.by_kind
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(kind)
+            .or_insert(list)
+            .clone()
+    }
+}
+
+/// One run's view of the [`DispatchTable`]: the lists of the kinds met so
+/// far, without taking the table's lock again.
 struct Dispatch<'a> {
-    tracks: &'a [Tracks],
-    cache: FxHashMap<OpKind, Rc<[usize]>>,
+    table: &'a DispatchTable,
+    cache: FxHashMap<OpKind, Arc<[usize]>>,
 }
 
 impl<'a> Dispatch<'a> {
-    fn new(tracks: &'a [Tracks]) -> Self {
+    fn new(table: &'a DispatchTable) -> Self {
         Dispatch {
-            tracks,
+            table,
             cache: FxHashMap::default(),
         }
     }
-    fn get(&mut self, kind: OpKind) -> Rc<[usize]> {
-        let tracks = self.tracks;
+    fn get(&mut self, kind: OpKind) -> Arc<[usize]> {
+        let table = self.table;
         self.cache
             .entry(kind)
-            .or_insert_with(|| {
-                (0..tracks.len())
-                    .filter(|&i| tracks[i].matches(kind))
-                    .collect()
-            })
+            .or_insert_with(|| table.get(kind))
             .clone()
     }
 }
@@ -212,8 +253,14 @@ fn avalanche(mut z: u64) -> u64 {
 }
 
 /// A structural hash of the whole graph (leaves by id or constant value).
+/// Node outputs' hashes are kept by variable index, 0 meaning "not a node
+/// output hashed yet": an output whose hash is 0 (one chance in 2^64) is
+/// hashed as a leaf instead, which keeps the result deterministic.
 fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
-    let mut hashes: FxHashMap<crate::graph::VarId, u64> = FxHashMap::default();
+    let mut hashes = vec![0u64; fg.var_capacity()];
+    let known = |hashes: &[u64], v: crate::graph::VarId| {
+        hashes.get(v.0 as usize).copied().filter(|&h| h != 0)
+    };
     let leaf = |v: crate::graph::VarId| {
         let mut h = key_hasher();
         match fg.constant_value(v) {
@@ -234,27 +281,19 @@ fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
         node.op.hash(&mut h);
         node.inputs.len().hash(&mut h);
         for &i in &node.inputs {
-            hashes
-                .get(&i)
-                .copied()
-                .unwrap_or_else(|| leaf(i))
-                .hash(&mut h);
+            known(&hashes, i).unwrap_or_else(|| leaf(i)).hash(&mut h);
         }
         let base = avalanche(h.finish());
         for (k, &o) in node.outputs.iter().enumerate() {
             let mut h = key_hasher();
             (base, k).hash(&mut h);
-            hashes.insert(o, avalanche(h.finish()));
+            hashes[o.0 as usize] = avalanche(h.finish());
         }
     }
     let mut h = key_hasher();
     fg.outputs().len().hash(&mut h);
     for &o in fg.outputs() {
-        hashes
-            .get(&o)
-            .copied()
-            .unwrap_or_else(|| leaf(o))
-            .hash(&mut h);
+        known(&hashes, o).unwrap_or_else(|| leaf(o)).hash(&mut h);
     }
     avalanche(h.finish())
 }
@@ -377,7 +416,7 @@ impl EquilibriumGraphRewriter {
         let start = Instant::now();
         let nodes_start = fg.n_nodes();
         let mut run = self.start_run(fg, nodes_start);
-        let mut dispatch = Dispatch::new(&self.tracks);
+        let mut dispatch = Dispatch::new(&self.dispatch);
         let mut seen_states: FxHashMap<u64, usize> = FxHashMap::default();
         let mut passes: Vec<PassProfile> = Vec::new();
         let (mut toposort_time, mut node_time) = (Duration::ZERO, Duration::ZERO);
@@ -445,8 +484,9 @@ impl EquilibriumGraphRewriter {
             let _ = ImportRecorder::take(fg);
         }
         let _ = ImportRecorder::take(fg);
+        let rate = clock::rate();
         for (s, &t) in run.stats.iter_mut().zip(&run.ticks) {
-            s.time += clock::to_duration(t);
+            s.time += rate.duration(t);
         }
         Ok(RewriterProfile::Equilibrium(EquilibriumProfile {
             name: self.name.clone(),

@@ -317,8 +317,12 @@ impl Value {
     /// The single value shared by every element, when all elements are equal
     /// (NaN-aware: all-NaN arrays report NaN).
     pub fn unique_value(&self) -> Option<f64> {
-        // Element by element: rewrites ask this of every constant they meet.
+        // Element by element: rewrites ask this of every constant they meet,
+        // most of them of one element (read without an iterator).
         with_value!(self, a => {
+            if a.len() == 1 {
+                return a.first().map(|x| x.to_f64());
+            }
             let mut it = a.iter().map(|x| x.to_f64());
             let first = it.next()?;
             it.all(|x| x == first || (x.is_nan() && first.is_nan()))
