@@ -21,6 +21,7 @@
 use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::error::Result;
 use crate::graph::{Client, FunctionGraph, NodeId, ReplaceValidate, VarId};
@@ -59,44 +60,60 @@ pub(super) fn scalar_size(fg: &FunctionGraph, n: NodeId) -> usize {
     }
 }
 
-pub(super) fn pattern(fg: &FunctionGraph, n: NodeId) -> Vec<bool> {
-    fg.ty(fg.node(n).outputs[0]).broadcastable()
+/// Whether nodes `a` and `b` have the same broadcast pattern (that of
+/// their first outputs).
+pub(super) fn same_pattern(fg: &FunctionGraph, a: NodeId, b: NodeId) -> bool {
+    let shape = |n: NodeId| &fg.ty(fg.node(n).outputs[0]).shape;
+    let (sa, sb) = (shape(a), shape(b));
+    sa.len() == sb.len()
+        && sa
+            .iter()
+            .zip(sb)
+            .all(|(x, y)| (*x == Some(1)) == (*y == Some(1)))
 }
+
+/// No position in the order (for a node not in it) / no group.
+const NONE: usize = usize::MAX;
 
 /// Fuses element-wise sub-graphs of `fg` into Composites (see the module docs).
 pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<FusionStats> {
     let order = fg.toposort();
-    let mut index: FxHashMap<NodeId, usize> = FxHashMap::default();
+    // Per node index: its position in `order`, and its group.
+    let mut index = vec![NONE; fg.node_capacity()];
     for (k, &n) in order.iter().enumerate() {
-        index.insert(n, k);
+        index[n.index()] = k;
     }
-    let mut group_of: FxHashMap<NodeId, usize> = FxHashMap::default();
+    let mut group_of = vec![NONE; fg.node_capacity()];
     let mut groups: Vec<Vec<NodeId>> = Vec::new();
     for &root in order.iter().rev() {
-        if group_of.contains_key(&root) || !fuseable(fg, root) {
+        if group_of[root.index()] != NONE || !fuseable(fg, root) {
             continue;
         }
         let gid = groups.len();
-        let root_idx = index[&root];
-        let root_pattern = pattern(fg, root);
+        let root_idx = index[root.index()];
         let mut members = vec![root];
         let mut scalar_nodes = scalar_size(fg, root);
-        group_of.insert(root, gid);
+        group_of[root.index()] = gid;
         let mut external_inputs: Vec<VarId> = fg.node(root).inputs.to_vec();
+        // How many of them are operands (not inlinable constants).
+        let mut external_operands = external_inputs
+            .iter()
+            .filter(|&&v| !is_inlinable(fg, v))
+            .count();
         let mut heap: BinaryHeap<(usize, NodeId)> = BinaryHeap::new();
         let push_inputs =
             |fg: &FunctionGraph, heap: &mut BinaryHeap<(usize, NodeId)>, n: NodeId| {
                 for &i in &fg.node(n).inputs {
                     if let Some(p) = fg.owner(i) {
-                        heap.push((index[&p], p));
+                        heap.push((index[p.index()], p));
                     }
                 }
             };
         push_inputs(fg, &mut heap, root);
         while let Some((_, p)) = heap.pop() {
-            if group_of.contains_key(&p)
+            if group_of[p.index()] != NONE
                 || !fuseable(fg, p)
-                || pattern(fg, p) != root_pattern
+                || !same_pattern(fg, p, root)
                 || scalar_nodes + scalar_size(fg, p) > MAX_FUSED_NODES
             {
                 continue;
@@ -104,32 +121,36 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
             let outs = fg.node(p).outputs.clone();
             let convex = outs.iter().all(|&o| {
                 fg.clients(o).iter().all(|c| match *c {
-                    Client::Node(c, _) => group_of.get(&c) == Some(&gid) || index[&c] > root_idx,
+                    Client::Node(c, _) => group_of[c.index()] == gid || index[c.index()] > root_idx,
                     Client::Output(_) => true,
                 })
             });
             if !convex {
                 continue;
             }
-            // Operand bound: inputs of the group after absorbing p.
-            let mut new_inputs: Vec<VarId> = external_inputs
-                .iter()
-                .copied()
-                .filter(|v| !outs.contains(v))
-                .collect();
+            // Operand bound: inputs of the group after absorbing p. Its
+            // outputs (never inlinable) stop being inputs; its inputs not
+            // yet among them and not inlinable become inputs.
+            let kept = |v: &VarId| !outs.contains(v);
+            let mut added: SmallVec<[VarId; 4]> = SmallVec::new();
             for &i in &fg.node(p).inputs {
-                if !new_inputs.contains(&i) && !is_inlinable(fg, i) {
-                    new_inputs.push(i);
+                let known =
+                    added.contains(&i) || external_inputs.iter().any(|v| *v == i && kept(v));
+                if !known && !is_inlinable(fg, i) {
+                    added.push(i);
                 }
             }
-            let operands = new_inputs.iter().filter(|&&v| !is_inlinable(fg, v)).count();
+            let dropped = external_inputs.iter().filter(|v| !kept(v)).count();
+            let operands = external_operands - dropped + added.len();
             if operands > max_operands {
                 continue;
             }
-            external_inputs = new_inputs;
+            external_inputs.retain(|v| kept(v));
+            external_inputs.extend(added);
+            external_operands = operands;
             scalar_nodes += scalar_size(fg, p);
             members.push(p);
-            group_of.insert(p, gid);
+            group_of[p.index()] = gid;
             push_inputs(fg, &mut heap, p);
         }
         groups.push(members);
@@ -138,9 +159,9 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
     let mut stats = FusionStats::default();
     // Producers first: groups sorted by their root's position.
     let mut todo: Vec<Vec<NodeId>> = groups.into_iter().filter(|g| g.len() > 1).collect();
-    todo.sort_by_key(|g| index[&g[0]]);
+    todo.sort_by_key(|g| index[g[0].index()]);
     for mut members in todo {
-        members.sort_by_key(|n| index[n]);
+        members.sort_by_key(|n| index[n.index()]);
         stats.groups += 1;
         match build_composite(fg, &members)? {
             Some(pairs) => {

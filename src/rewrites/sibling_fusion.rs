@@ -23,7 +23,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::fusion::{
-    build_composite, fuseable, is_inlinable, pattern, replace_group, scalar_size, MAX_FUSED_NODES,
+    build_composite, fuseable, is_inlinable, replace_group, same_pattern, scalar_size,
+    MAX_FUSED_NODES,
 };
 use crate::error::Result;
 use crate::graph::{Client, FunctionGraph, NodeId, VarId};
@@ -113,10 +114,10 @@ fn mergeable(
     b: NodeId,
     max_operands: usize,
 ) -> bool {
-    let pat = pattern(fg, a);
-    if pattern(fg, b) != pat || scalar_size(fg, a) + scalar_size(fg, b) > MAX_FUSED_NODES {
+    if !same_pattern(fg, a, b) || scalar_size(fg, a) + scalar_size(fg, b) > MAX_FUSED_NODES {
         return false;
     }
+    let pat = fg.ty(fg.node(a).outputs[0]).broadcastable();
     let (ia, ib) = (&fg.node(a).inputs, &fg.node(b).inputs);
     let mut operands: Vec<VarId> = ia
         .iter()

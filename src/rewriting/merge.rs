@@ -64,7 +64,8 @@ impl GraphRewriter for MergeOptimizer {
         };
         let order = fg.toposort();
         let mut consts: FxHashMap<u64, SmallVec<[VarId; 1]>> = FxHashMap::default();
-        let mut nodes: FxHashMap<(Op, SmallVec<[VarId; 3]>), NodeId> = FxHashMap::default();
+        let mut nodes: FxHashMap<(Op, SmallVec<[VarId; 3]>), NodeId> =
+            FxHashMap::with_capacity_and_hasher(order.len(), Default::default());
         let merge_start = Instant::now();
         for n in order {
             if !fg.contains_node(n) {
