@@ -238,15 +238,19 @@ impl AlgebraicCanonizer {
                 return Value::scalar_i64(dtype, crate::ops::composite::wrap_i64(v, dtype));
             }
         }
+        Value::scalar_f64(dtype, self.fold_f64(fg, num, denum, dtype))
+    }
+
+    /// The folded value of constants `num` and `denum` computed in `f64` and
+    /// rounded to `dtype` (what [`fold`](Self::fold) stores for a float
+    /// `dtype`).
+    fn fold_f64(&self, fg: &FunctionGraph, num: &[VarId], denum: &[VarId], dtype: DType) -> f64 {
         let value = |v: &VarId| unique_constant(fg, *v).unwrap_or(f64::NAN);
         let (n, d): (SmallVec<[f64; 4]>, SmallVec<[f64; 4]>) = (
             num.iter().map(value).collect(),
             denum.iter().map(value).collect(),
         );
-        Value::scalar_f64(
-            dtype,
-            crate::ops::composite::round_to(self.calculate(&n, &d), dtype),
-        )
+        crate::ops::composite::round_to(self.calculate(&n, &d), dtype)
     }
 
     /// The lengths of the lists [`simplify`](Self::simplify) would return,
@@ -279,13 +283,15 @@ impl AlgebraicCanonizer {
             // every term of every sum a factor is tried against).
             return (n_rest, d_rest);
         }
-        let value = self.fold(fg, &n_ct, &d_ct, out_dtype);
+        // A float fold's value without building the constant.
+        let value = if out_dtype.is_float() {
+            Some(self.fold_f64(fg, &n_ct, &d_ct, out_dtype))
+        } else {
+            self.fold(fg, &n_ct, &d_ct, out_dtype).unique_value()
+        };
         // simplify_constants keeps the lists as they are or puts the folded
         // constant first; either way that constant counts unless neutral.
-        (
-            n_rest + usize::from(value.unique_value() != Some(self.neutral())),
-            d_rest,
-        )
+        (n_rest + usize::from(value != Some(self.neutral())), d_rest)
     }
 
     /// [`simplify_factors`](Self::simplify_factors) then [`simplify_constants`](Self::simplify_constants).
