@@ -84,6 +84,9 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         index[n.index()] = k;
     }
     let mut group_of = vec![NONE; fg.node_capacity()];
+    // Per variable index: how many times the group being grown lists it
+    // among its external inputs (all zero between groups).
+    let mut uses = vec![0u32; fg.var_capacity()];
     let mut groups: Vec<Vec<NodeId>> = Vec::new();
     for &root in order.iter().rev() {
         if group_of[root.index()] != NONE || !fuseable(fg, root) {
@@ -95,6 +98,9 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         let mut scalar_nodes = scalar_size(fg, root);
         group_of[root.index()] = gid;
         let mut external_inputs: Vec<VarId> = fg.node(root).inputs.to_vec();
+        for v in &external_inputs {
+            uses[v.index()] += 1;
+        }
         // How many of them are operands (not inlinable constants).
         let mut external_operands = external_inputs
             .iter()
@@ -118,7 +124,7 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
             {
                 continue;
             }
-            let outs = fg.node(p).outputs.clone();
+            let outs = &fg.node(p).outputs;
             let convex = outs.iter().all(|&o| {
                 fg.clients(o).iter().all(|c| match *c {
                     Client::Node(c, _) => group_of[c.index()] == gid || index[c.index()] > root_idx,
@@ -134,24 +140,34 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
             let kept = |v: &VarId| !outs.contains(v);
             let mut added: SmallVec<[VarId; 4]> = SmallVec::new();
             for &i in &fg.node(p).inputs {
-                let known =
-                    added.contains(&i) || external_inputs.iter().any(|v| *v == i && kept(v));
+                let known = added.contains(&i) || (uses[i.index()] > 0 && kept(&i));
                 if !known && !is_inlinable(fg, i) {
                     added.push(i);
                 }
             }
-            let dropped = external_inputs.iter().filter(|v| !kept(v)).count();
+            let dropped: usize = outs.iter().map(|o| uses[o.index()] as usize).sum();
             let operands = external_operands - dropped + added.len();
             if operands > max_operands {
                 continue;
             }
-            external_inputs.retain(|v| kept(v));
+            if dropped > 0 {
+                external_inputs.retain(|v| kept(v));
+                for o in outs {
+                    uses[o.index()] = 0;
+                }
+            }
+            for &a in &added {
+                uses[a.index()] += 1;
+            }
             external_inputs.extend(added);
             external_operands = operands;
             scalar_nodes += scalar_size(fg, p);
             members.push(p);
             group_of[p.index()] = gid;
             push_inputs(fg, &mut heap, p);
+        }
+        for v in &external_inputs {
+            uses[v.index()] = 0;
         }
         groups.push(members);
     }
