@@ -260,11 +260,15 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     if num.len() == 1 && denum.is_empty() {
         return Ok(None);
     }
-    let leaves: Vec<VarId> = num.iter().chain(&denum).copied().collect();
     let mut change = false;
     let (mut new_num, mut new_denum) = (Vec::new(), Vec::new());
     for side in [true, false] {
-        let candidates = if side { num.clone() } else { denum.clone() };
+        // A snapshot: distributing moves factors out of both lists.
+        let candidates: SmallVec<[VarId; 8]> = if side {
+            SmallVec::from_slice(&num)
+        } else {
+            SmallVec::from_slice(&denum)
+        };
         for cand in candidates {
             let (this, other) = if side {
                 (&mut num, &mut denum)
@@ -298,7 +302,10 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     new_num.extend(num);
     new_denum.extend(denum);
     let new = mul.merge_num_denum(fg, &new_num, &new_denum, out_ty.dtype)?;
-    let mut shape_from = leaves;
+    // The original factors (the rewrites above only added detached nodes).
+    let (leaf_num, leaf_denum) = mul.get_num_denum(fg, out);
+    let mut shape_from = leaf_num;
+    shape_from.extend(leaf_denum);
     shape_from.retain(|&v| fg.constant_value(v).is_none());
     let new = match_type(fg, new, &out_ty, &shape_from)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))

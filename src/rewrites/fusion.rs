@@ -240,7 +240,7 @@ pub(super) fn build_composite(
     let mut refs: FxHashMap<VarId, CRef> = FxHashMap::default();
     let mut c = Composite::new(Vec::new());
     for &n in members {
-        let node = fg.node(n).clone();
+        let node = fg.node(n);
         let mut args = Vec::with_capacity(node.inputs.len());
         for &i in &node.inputs {
             let r = match refs.get(&i) {
