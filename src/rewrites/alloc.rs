@@ -299,10 +299,15 @@ pub fn local_alloc_unary(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 /// PyTensor drops every `Alloc` input and rebuilds the shape from the
 /// `Alloc`s' sizes, without their checks.
 pub fn local_elemwise_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
-    let node = fg.node(n).clone();
-    if node.inputs.len() < 2 || !matches!(node.op, Op::Elemwise { .. }) {
+    let node = fg.node(n);
+    let is_alloc = |i: &VarId| fg.owner(*i).is_some_and(|p| fg.node(p).op == Op::Alloc);
+    if node.inputs.len() < 2
+        || !matches!(node.op, Op::Elemwise { .. })
+        || !node.inputs.iter().any(is_alloc)
+    {
         return Ok(None);
     }
+    let node = node.clone();
     let ndim = fg.ty(node.outputs[0]).ndim();
     let witnesses: Vec<VarId> = node
         .inputs

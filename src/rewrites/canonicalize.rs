@@ -572,6 +572,14 @@ pub fn local_upcast_elemwise_constant_inputs(
     {
         return Ok(None);
     }
+    let out_dtype = fg.ty(out_of(fg, n)).dtype;
+    let other_dtype = |i: &VarId| {
+        fg.constant_value(*i)
+            .is_some_and(|v| v.dtype() != out_dtype)
+    };
+    if !fg.node(n).inputs.iter().any(other_dtype) {
+        return Ok(None);
+    }
     let ins = fg.node(n).inputs.to_vec();
     let out_ty = fg.ty(out_of(fg, n)).clone();
     let mut changed = false;

@@ -267,7 +267,8 @@ pub fn local_fill_sink(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId
     let Some(op) = fg.node(n).op.scalar_op() else {
         return Ok(None);
     };
-    if op == ScalarOp::Second {
+    let from_fill = |i: &VarId| owner_if(fg, *i, ScalarOp::Second).is_some();
+    if op == ScalarOp::Second || !fg.node(n).inputs.iter().any(from_fill) {
         return Ok(None);
     }
     let ins = fg.node(n).inputs.to_vec();
