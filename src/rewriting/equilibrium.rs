@@ -4,10 +4,11 @@
 //! Each pass: one toposort; the global graph rewriters; a walk over the nodes
 //! (out-to-in by default) where each node is offered only to the node
 //! rewriters whose `tracks` match its [`OpKind`] (a dispatch table keyed by
-//! kind, built lazily and kept for the rewriter's later runs); nodes created during the pass are queued through an
-//! [`ImportRecorder`] unless `ignore_newtrees`; then the final graph
-//! rewriters. Cleanup graph rewriters (cheap ones such as merging) run after
-//! each phase that changed the graph.
+//! kind, built lazily and kept for the rewriter's later runs); nodes
+//! created during the pass are queued through an [`ImportRecorder`] unless
+//! `ignore_newtrees`; then the final graph rewriters. Cleanup graph
+//! rewriters (cheap ones such as merging) run after each phase that
+//! changed the graph.
 //!
 //! Limits, reported as a [`StopReason`] in the profile, never as a hang:
 //! * `max_use_ratio`: a rewriter applied more than `ratio × (nodes at start)`
