@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn scalar_only_kernels_are_superseded_by_the_vector_kernel() {
         let x = tensor("x", DType::F64, &[None]);
-        let fg = FunctionGraph::new(&[x.clone()], &[x.exp()]).unwrap();
+        let fg = FunctionGraph::new(std::slice::from_ref(&x), &[x.exp()]).unwrap();
         let mut jb = JitBuilder::new(&CodegenOptions::default()).unwrap();
         let mut cx = LowerCx::new(&fg, &mut jb);
         let prog =
