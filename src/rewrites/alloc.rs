@@ -92,14 +92,17 @@ pub fn specialize_rules() -> Vec<Rule> {
     ]
 }
 
+/// Whether `v` is computed by an `Alloc`.
+fn is_alloc(fg: &FunctionGraph, v: VarId) -> bool {
+    fg.owner_op(v) == Some(&Op::Alloc)
+}
+
 /// The node computing `v` when it is an `Alloc`: `(value, sizes)`.
 fn alloc_parts(fg: &FunctionGraph, v: VarId) -> Option<(VarId, Vec<VarId>)> {
-    let n = fg.owner(v)?;
-    let node = fg.node(n);
-    if node.op != Op::Alloc {
+    if !is_alloc(fg, v) {
         return None;
     }
-    let (value, sizes) = node.inputs.split_first()?;
+    let (value, sizes) = fg.node(fg.owner(v)?).inputs.split_first()?;
     Some((*value, sizes.to_vec()))
 }
 
@@ -300,10 +303,9 @@ pub fn local_alloc_unary(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 /// `Alloc`s' sizes, without their checks.
 pub fn local_elemwise_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let node = fg.node(n);
-    let is_alloc = |i: &VarId| fg.owner(*i).is_some_and(|p| fg.node(p).op == Op::Alloc);
     if node.inputs.len() < 2
         || !matches!(node.op, Op::Elemwise { .. })
-        || !node.inputs.iter().any(is_alloc)
+        || !node.inputs.iter().any(|&i| is_alloc(fg, i))
     {
         return Ok(None);
     }
@@ -313,7 +315,7 @@ pub fn local_elemwise_alloc(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
         .inputs
         .iter()
         .copied()
-        .filter(|&i| alloc_parts(fg, i).is_none())
+        .filter(|&i| !is_alloc(fg, i))
         .collect();
     let mut new_inputs = node.inputs.clone();
     let mut changed = false;

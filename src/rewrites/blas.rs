@@ -161,10 +161,7 @@ fn scalar_factor(
     want: &TensorType,
 ) -> std::result::Result<f64, Option<VarId>> {
     let ty = fg.ty(v);
-    if ty.ndim() > want.ndim()
-        || !ty.shape.iter().all(|d| *d == Some(1))
-        || fg.owner_op(v) == Some(&Op::Dot)
-    {
+    if ty.ndim() > want.ndim() || !ty.has_one_element() || fg.owner_op(v) == Some(&Op::Dot) {
         return Err(None);
     }
     if let Some(c) = unique_constant(fg, v) {

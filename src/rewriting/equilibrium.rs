@@ -253,15 +253,11 @@ fn avalanche(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A structural hash of the whole graph (leaves by id or constant value).
-/// Node outputs' hashes are kept by variable index, 0 meaning "not a node
-/// output hashed yet": an output whose hash is 0 (one chance in 2^64) is
-/// hashed as a leaf instead, which keeps the result deterministic.
+/// A structural hash of the whole graph (leaves by id or constant value;
+/// node outputs' hashes kept by variable index).
 fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
-    let mut hashes = vec![0u64; fg.var_capacity()];
-    let known = |hashes: &[u64], v: crate::graph::VarId| {
-        hashes.get(v.0 as usize).copied().filter(|&h| h != 0)
-    };
+    let mut hashes: Vec<Option<u64>> = vec![None; fg.var_capacity()];
+    let known = |hashes: &[Option<u64>], v: crate::graph::VarId| hashes[v.0 as usize];
     let leaf = |v: crate::graph::VarId| {
         let mut h = key_hasher();
         match fg.constant_value(v) {
@@ -288,7 +284,7 @@ fn graph_hash(fg: &FunctionGraph, order: &[NodeId]) -> u64 {
         for (k, &o) in node.outputs.iter().enumerate() {
             let mut h = key_hasher();
             (base, k).hash(&mut h);
-            hashes[o.0 as usize] = avalanche(h.finish());
+            hashes[o.0 as usize] = Some(avalanche(h.finish()));
         }
     }
     let mut h = key_hasher();

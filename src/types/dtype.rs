@@ -277,6 +277,12 @@ impl TensorType {
         self.shape.iter().map(|d| *d == Some(1)).collect()
     }
 
+    /// True when every dimension is statically 1 (a 0-d type included): the
+    /// type has exactly one element.
+    pub fn has_one_element(&self) -> bool {
+        self.shape.iter().all(|d| *d == Some(1))
+    }
+
     /// True when dimension `i` is statically 1.
     pub fn is_broadcastable(&self, i: usize) -> bool {
         self.shape[i] == Some(1)

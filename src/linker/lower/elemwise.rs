@@ -42,8 +42,7 @@ pub fn lower(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step
         }
     };
     // Statically one element (a 0-d result): the vector path would never run.
-    let one_element = fg.ty(node.outputs[0]).shape.iter().all(|d| *d == Some(1));
-    let paths = if one_element {
+    let paths = if fg.ty(node.outputs[0]).has_one_element() {
         Paths::ScalarOnly
     } else {
         Paths::Vector
@@ -85,7 +84,7 @@ pub(super) fn inline_consts(fg: &FunctionGraph, inputs: &[VarId]) -> Vec<Option<
 /// element whose dimensions are all statically broadcastable.
 fn inline_const(fg: &FunctionGraph, v: VarId) -> Option<ScalarConst> {
     let val = fg.constant_value(v)?;
-    if val.len() != 1 || !fg.ty(v).shape.iter().all(|d| *d == Some(1)) {
+    if val.len() != 1 || !fg.ty(v).has_one_element() {
         return None;
     }
     let bits = crate::with_value!(val, a => {
