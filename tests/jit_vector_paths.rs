@@ -594,3 +594,46 @@ fn many_operand_kernels_check_strides_by_call() {
         "every element bit-identical to the scalar path's"
     );
 }
+
+/// A value's sigmoid and its negation's (as the gradient of a logistic loss
+/// has them) are computed by one paired runtime call in FAST_RUN's fused
+/// kernels, element-wise and reducing (`CodegenOptions::pair_calls`). At
+/// every length of the vector path, with NaN, ±inf and signed zeros among
+/// the inputs, the paired kernels give the bits of two separate calls
+/// (`pair_calls` off), sums included (the same order either way). How the
+/// separate calls compare with the reference is checked above and in
+/// `binary_crossentropy.rs`.
+#[test]
+fn paired_sigmoid_calls_give_the_bits_of_separate_ones() {
+    use kiln::linker::{CodegenOptions, CompileOptions};
+    let (x, y, vars) = pair(["x", "y"], DType::F64, &[None]);
+    let ins = [x.clone(), y.clone()];
+    let compile = |outs: &[Tensor], pair_calls: bool| {
+        let opts = CompileOptions {
+            codegen: CodegenOptions {
+                pair_calls,
+                ..Default::default()
+            },
+            no_cache: true,
+            ..Default::default()
+        };
+        function(&ins, outs).options(opts).compile().unwrap()
+    };
+    let sources = [
+        "sigmoid(x) * 2 + sigmoid(-x)",
+        "((1 - y) * sigmoid(x)) / 3 - (y * sigmoid(-x)) / 3",
+        "sigmoid(-x) - sigmoid(x) * y",
+        "sigmoid(-(x * y)) + sigmoid(x * y)",
+        "sum(sigmoid(x) - y * sigmoid(-x))",
+    ];
+    for src in sources {
+        let outs = [build(src, &vars)];
+        let (on, off) = (compile(&outs, true), compile(&outs, false));
+        for (k, &n) in LENGTHS.iter().enumerate() {
+            let vals = two_values(DType::F64, &[n], 1300 + k as u64);
+            let a = on.call_values(&vals).unwrap().remove(0);
+            let b = off.call_values(&vals).unwrap().remove(0);
+            assert_values(&a, &b, 0, &format!("{src}, n = {n}"));
+        }
+    }
+}

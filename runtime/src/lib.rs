@@ -29,6 +29,7 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut s = math::math_symbols();
     s.extend(math::fold_symbols());
     s.extend(math::rowcol_symbols());
+    s.extend(math::pair_symbols());
     s.extend(gemm::gemm_symbols());
     s.extend(parallel::parallel_symbols());
     s.extend(mem::mem_symbols());

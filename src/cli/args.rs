@@ -211,6 +211,10 @@ pub struct BenchArgs {
     /// measure what the pre-stage saves.
     #[arg(long)]
     pub no_pre_stage: bool,
+    /// Compute a value's `sigmoid` and its negation's with two runtime
+    /// calls instead of one paired call, to measure what the pairing saves.
+    #[arg(long)]
+    pub no_pair_calls: bool,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -441,6 +441,7 @@ pub fn run(a: &BenchArgs, out: &mut dyn Write) -> CliResult {
     let codegen = CodegenOptions {
         epilogues: !a.no_epilogues,
         pre_stage: !a.no_pre_stage,
+        pair_calls: !a.no_pair_calls,
         ..Default::default()
     };
     let total = cases.len() * modes.len();

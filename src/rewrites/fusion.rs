@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 
 use crate::error::Result;
 use crate::graph::{Client, FunctionGraph, NodeId, ReplaceValidate, VarId};
-use crate::ops::{CRef, Composite, Op, ScalarConst};
+use crate::ops::{CRef, Composite, Op, ScalarConst, ScalarOp};
 
 /// The default bound on the number of inputs of a fused Composite.
 pub const DEFAULT_MAX_OPERANDS: usize = 32;
@@ -239,6 +239,21 @@ pub(super) fn build_composite(
     let mut inputs: Vec<VarId> = Vec::new();
     let mut refs: FxHashMap<VarId, CRef> = FxHashMap::default();
     let mut c = Composite::new(Vec::new());
+    // Each distinct (op, arguments) once: members that compute the same
+    // scalar expression (two `x * y` the rewrites left apart, or an inner
+    // Composite's copy of a member) share one node, so that the kernel
+    // computes it once and sees one value (a paired call needs its `a` and
+    // `neg(a)` of the same `a`).
+    let mut shared: FxHashMap<(ScalarOp, SmallVec<[CRef; 3]>), CRef> = FxHashMap::default();
+    let mut push = |c: &mut Composite, op: ScalarOp, args: &[CRef]| -> Result<CRef> {
+        let key = (op, SmallVec::from_slice(args));
+        if let Some(&r) = shared.get(&key) {
+            return Ok(r);
+        }
+        let r = c.push(op, args)?;
+        shared.insert(key, r);
+        Ok(r)
+    };
     for &n in members {
         let node = fg.node(n);
         let mut args = Vec::with_capacity(node.inputs.len());
@@ -264,7 +279,7 @@ pub(super) fn build_composite(
         }
         match &node.op {
             Op::Elemwise { scalar, .. } => {
-                let r = c.push(*scalar, &args)?;
+                let r = push(&mut c, *scalar, &args)?;
                 refs.insert(node.outputs[0], r);
             }
             Op::Composite {
@@ -279,7 +294,7 @@ pub(super) fn build_composite(
                 };
                 for cn in &inner.nodes {
                     let a: Vec<CRef> = cn.args.iter().map(|&r| map(r, &local)).collect();
-                    local.push(c.push(cn.op, &a)?);
+                    local.push(push(&mut c, cn.op, &a)?);
                 }
                 for (o, &r) in node.outputs.iter().zip(&inner.outputs) {
                     refs.insert(*o, map(r, &local));
@@ -360,6 +375,43 @@ mod tests {
         assert_eq!(
             fg.to_string(),
             "FunctionGraph(Composite{add(mul(sqr(i0), i0), mul(sqr(i0), 3.0))}(x))"
+        );
+    }
+
+    #[test]
+    fn members_computing_the_same_expression_share_one_node() {
+        // Two `x * y` nodes (as rewrites that run after merging can leave
+        // them) become one node of the Composite; the value is unchanged.
+        let x = vector("x", DType::F64);
+        let y = vector("y", DType::F64);
+        let a = &x * &y;
+        let b = &x * &y;
+        let out = &(-&a).sigmoid() + &b.sigmoid();
+        let mut fg = FunctionGraph::new(&[x, y], &[out]).unwrap();
+        let vals = [
+            Value::F64(arr1(&[0.5, -2.0, 0.0]).into_dyn()),
+            Value::F64(arr1(&[3.0, 1.5, -1.0]).into_dyn()),
+        ];
+        let before = evaluate(&fg, &vals).unwrap();
+        assert_eq!(fg.n_nodes(), 6);
+        fused(&mut fg);
+        let Op::Composite { composite, .. } = &fg.node(fg.toposort()[0]).op else {
+            panic!("one Composite: {fg}");
+        };
+        let muls = composite
+            .nodes
+            .iter()
+            .filter(|n| n.op == ScalarOp::Mul)
+            .count();
+        assert_eq!(
+            (fg.n_nodes(), composite.nodes.len(), muls),
+            (1, 5, 1),
+            "{fg}"
+        );
+        let after = evaluate(&fg, &vals).unwrap();
+        assert!(
+            after[0].allclose(&before[0], 0.0, 0.0),
+            "{after:?} vs {before:?}"
         );
     }
 

@@ -28,7 +28,9 @@
 //! Map-reduce kernels (a map summed in the same loop, for fused
 //! reductions) live in `fold` and are listed by [`fold_symbols`]; the plain
 //! row and column passes of reductions (sums, dot, column updates) live in
-//! `rowcol` and are listed by [`rowcol_symbols`]. The softmax family's lane
+//! `rowcol` and are listed by [`rowcol_symbols`]; paired functions (`f(x)`
+//! and `f(-x)` from their shared work) live in `pair` and are listed by
+//! [`pair_symbols`]. The softmax family's lane
 //! passes (one lane, or many short rows at once) live in `softmax`, a
 //! safe Rust API for the linker only.
 
@@ -42,6 +44,7 @@ mod fold;
 mod hyperbolic;
 mod inverse_trig;
 mod log;
+mod pair;
 mod pow;
 mod rowcol;
 mod single;
@@ -54,6 +57,7 @@ pub use fold::{
     exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
     kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_shift_f64,
 };
+pub use pair::{kiln_sigmoid_pair_f64, pair_symbols, sigmoid_pair_f64};
 pub use rowcol::{
     column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64,
 };

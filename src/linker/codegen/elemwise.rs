@@ -123,8 +123,14 @@ pub(super) struct VecPlan {
     /// Per node: the pre-stage a block-wise node computes itself (its
     /// argument, folded into the call; see [`pre_stages`]).
     pre: Vec<Option<PreStaged>>,
-    /// Per node: whether it is computed only inside a pre-staged call.
+    /// Per node: whether it is computed only inside a pre-staged or paired
+    /// call (its value is never formed by the JIT code).
     folded: Vec<bool>,
+    /// Per block-wise node computing `op(a)`: the node computing `op(-a)`
+    /// whose result the same paired runtime call writes (see [`pairs`]).
+    partner: Vec<Option<usize>>,
+    /// Per node: whether its result is written by its partner's paired call.
+    paired: Vec<bool>,
     /// Highest level.
     pub(super) max_level: usize,
     /// Scratch slot of each staged value.
@@ -206,6 +212,69 @@ fn pre_stages(
     (pre, folded)
 }
 
+/// The pairs of a vector plan's block-wise nodes: a node `op(a)` whose op
+/// has a paired runtime function ([`mathcalls::pair_block_symbol`]) and a
+/// node `op(neg(a))` at the same level, neither pre-staged, are computed by
+/// one paired call sharing their common work (sigmoid: one e^-|a| for both),
+/// whose results have the bits of the two separate calls. Returns each
+/// node's partner and whether each node is written by its partner's call;
+/// the `neg(a)` node is added to `folded` when nothing else reads it (no
+/// other node, no output).
+fn pairs(
+    prog: &Composite,
+    dtype: DType,
+    level: &[usize],
+    block: &[bool],
+    pre: &[Option<PreStaged>],
+    folded: &mut [bool],
+) -> (Vec<Option<usize>>, Vec<bool>) {
+    let n = prog.nodes.len();
+    let mut partner = vec![None; n];
+    let mut paired = vec![false; n];
+    let plain = |k: usize| block[k] && pre[k].is_none();
+    for (k, node) in prog.nodes.iter().enumerate() {
+        let [a] = node.args[..] else {
+            continue;
+        };
+        if !plain(k)
+            || paired[k]
+            || matches!(a, CRef::Const(_))
+            || mathcalls::pair_block_symbol(node.op, dtype).is_none()
+        {
+            continue;
+        }
+        let negation_of_a = |r: CRef| match r {
+            CRef::Node(j) => {
+                let nj = &prog.nodes[j as usize];
+                nj.op == ScalarOp::Neg && nj.args[..] == [a] && !block[j as usize]
+            }
+            _ => false,
+        };
+        let found = (0..n).find(|&k2| {
+            let n2 = &prog.nodes[k2];
+            k2 != k
+                && plain(k2)
+                && !paired[k2]
+                && partner[k2].is_none()
+                && n2.op == node.op
+                && level[k2] == level[k]
+                && matches!(n2.args[..], [r] if negation_of_a(r))
+        });
+        let Some(k2) = found else {
+            continue;
+        };
+        partner[k] = Some(k2);
+        paired[k2] = true;
+        let neg = prog.nodes[k2].args[0];
+        let readers = prog.nodes.iter().filter(|m| m.args.contains(&neg)).count()
+            + prog.outputs.iter().filter(|&&o| o == neg).count();
+        if let (CRef::Node(j), 1) = (neg, readers) {
+            folded[j as usize] = true;
+        }
+    }
+    (partner, paired)
+}
+
 fn ref_level(level: &[usize], r: CRef) -> usize {
     match r {
         CRef::Node(i) => level[i as usize],
@@ -220,8 +289,9 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
 /// [`VecCtx::with_mask_outputs`]). With `pre_stage`, block-wise calls take
-/// over their arguments where [`pre_stages`] allows it.
-pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> {
+/// over their arguments where [`pre_stages`] allows it; with `pair_calls`,
+/// [`pairs`] of block-wise nodes share one call.
+pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -> Option<VecPlan> {
     let dtype = *prog
         .inputs
         .first()
@@ -307,8 +377,13 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> 
         }
     }
     let max_level = level.iter().copied().max().unwrap_or(0);
-    let (pre, folded) = if pre_stage {
+    let (pre, mut folded) = if pre_stage {
         pre_stages(prog, dtype, &level, &block)
+    } else {
+        (vec![None; level.len()], vec![false; level.len()])
+    };
+    let (partner, paired) = if pair_calls {
+        pairs(prog, dtype, &level, &block, &pre, &mut folded)
     } else {
         (vec![None; level.len()], vec![false; level.len()])
     };
@@ -324,7 +399,8 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> 
                 continue;
             }
             if block[i] {
-                if pre[i].is_none() {
+                // A paired node's argument (`neg(a)`) is its partner's `a`.
+                if pre[i].is_none() && !paired[i] {
                     for &a in &n.args {
                         add(a, &mut slots);
                     }
@@ -354,6 +430,8 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool) -> Option<VecPlan> 
         block,
         pre,
         folded,
+        partner,
+        paired,
         max_level,
         slots,
     })
@@ -374,7 +452,7 @@ pub enum Paths {
 pub fn build(jb: &mut JitBuilder, prog: &Composite, paths: Paths, name: &str) -> Result<usize> {
     let ptr = jb.ptr_type();
     let plan = match paths {
-        Paths::Vector => vector_plan(prog, jb.options().pre_stage),
+        Paths::Vector => vector_plan(prog, jb.options().pre_stage, jb.options().pair_calls),
         Paths::ScalarOnly => None,
     };
     let imports = import_callees(jb, prog, plan.as_ref())?;
@@ -758,6 +836,12 @@ pub(super) fn import_callees(
                 let sym = mathcalls::pre_block_symbol(n.op, p.dtype).expect("planned");
                 let params = [ptr, ptr, ptr, types::I64, types::I64];
                 imports.push((sym, jb.import(sym, &params, &[])?));
+            } else if p.paired[i] {
+                // Written by its partner's paired call.
+            } else if p.partner[i].is_some() {
+                let sym = mathcalls::pair_block_symbol(n.op, p.dtype).expect("planned");
+                let params = [ptr, ptr, ptr, types::I64];
+                imports.push((sym, jb.import(sym, &params, &[])?));
             } else if p.block[i] {
                 let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
                 let mut params = vec![ptr; n.args.len() + 1];
@@ -1019,9 +1103,22 @@ impl<'a> VecCtx<'a> {
                         );
                     }
                 }
+                // Where block-wise node `k`'s call writes: the program's only
+                // output (contiguous here) in place, else its scratch slot.
+                let result_addr = |b: &mut FunctionBuilder<'_>, k: usize| {
+                    if direct_out == Some(k as u32) {
+                        let off = b.ins().imul_imm_s(blk, esz);
+                        b.ins().iadd(ptrs[n_in], off)
+                    } else {
+                        b.ins().iadd_imm_s(
+                            sbase,
+                            (plan.slots[&CRef::Node(k as u32)] * BLOCK) as i64 * esz,
+                        )
+                    }
+                };
                 for (idx, node) in prog.nodes.iter().enumerate() {
-                    if plan.block[idx] && plan.pre[idx].is_none() && plan.level[idx] == lvl {
-                        let sym = mathcalls::block_symbol(node.op, plan.dtype).expect("planned");
+                    let plain = plan.block[idx] && plan.pre[idx].is_none() && !plan.paired[idx];
+                    if plain && plan.level[idx] == lvl {
                         let mut args: Vec<Value> = node
                             .args
                             .iter()
@@ -1030,16 +1127,15 @@ impl<'a> VecCtx<'a> {
                                     .iadd_imm_s(sbase, (plan.slots[a] * BLOCK) as i64 * esz)
                             })
                             .collect();
-                        if direct_out == Some(idx as u32) {
-                            // The program's only output, contiguous here: write it in place.
-                            let off = b.ins().imul_imm_s(blk, esz);
-                            args.push(b.ins().iadd(ptrs[n_in], off));
-                        } else {
-                            args.push(b.ins().iadd_imm_s(
-                                sbase,
-                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
-                            ));
+                        args.push(result_addr(b, idx));
+                        let sym = match plan.partner[idx] {
+                            Some(k2) => {
+                                args.push(result_addr(b, k2));
+                                mathcalls::pair_block_symbol(node.op, plan.dtype)
+                            }
+                            None => mathcalls::block_symbol(node.op, plan.dtype),
                         }
+                        .expect("planned");
                         args.push(m);
                         b.ins().call(callees[sym], &args);
                     }
@@ -1297,7 +1393,7 @@ mod tests {
     ) -> (Composite, VecPlan) {
         let mut c = Composite::new(vec![dtype; inputs]);
         c.outputs = body(&mut c);
-        let p = vector_plan(&c, true).expect("a vector plan");
+        let p = vector_plan(&c, true, true).expect("a vector plan");
         (c, p)
     }
 
@@ -1414,8 +1510,19 @@ mod tests {
 
     /// Runs `prog`'s kernel with `paths` (the first tier's code, its
     /// unrolled loops skipped when `skip`) on contiguous `x`; returns the
-    /// output and the number of loops skipped.
+    /// first output and the number of loops skipped.
     fn run_kernel(prog: &Composite, paths: Paths, skip: bool, x: &[f64]) -> (Vec<f64>, usize) {
+        let (mut outs, skipped) = run_kernel_all(prog, paths, skip, x);
+        (outs.swap_remove(0), skipped)
+    }
+
+    /// [`run_kernel`] returning every output.
+    fn run_kernel_all(
+        prog: &Composite,
+        paths: Paths,
+        skip: bool,
+        x: &[f64],
+    ) -> (Vec<Vec<f64>>, usize) {
         use super::super::jit::{CodegenOptions, Tiering};
         let opts = CodegenOptions {
             tiering: Tiering::First,
@@ -1425,11 +1532,12 @@ mod tests {
         let k = build(&mut jb, prog, paths, "t").unwrap();
         let skipped = if skip { jb.skip_marked_loops_of(k) } else { 0 };
         let code = jb.finish().unwrap();
-        let mut out = vec![0.0; x.len()];
-        let ptrs = [x.as_ptr() as *mut u8, out.as_mut_ptr() as *mut u8];
-        let strides: [isize; 2] = [8, 8];
-        // SAFETY: the kernel has the element-wise ABI (module header); both
-        // operands hold `x.len()` contiguous f64 and live across the call.
+        let mut outs = vec![vec![0.0; x.len()]; prog.outputs.len()];
+        let mut ptrs = vec![x.as_ptr() as *mut u8];
+        ptrs.extend(outs.iter_mut().map(|o| o.as_mut_ptr() as *mut u8));
+        let strides = vec![8isize; ptrs.len()];
+        // SAFETY: the kernel has the element-wise ABI (module header); every
+        // operand holds `x.len()` contiguous f64 and lives across the call.
         unsafe {
             let f = std::mem::transmute::<
                 *const u8,
@@ -1437,7 +1545,7 @@ mod tests {
             >(code.ptr(k));
             f(ptrs.as_ptr(), strides.as_ptr(), x.len());
         }
-        (out, skipped)
+        (outs, skipped)
     }
 
     /// `gauss`'s program: 0.25 * exp(-0.2 * (x - 0.5)²).
@@ -1510,6 +1618,82 @@ mod tests {
                     .zip(&got)
                     .all(|(a, b)| a.to_bits() == b.to_bits());
                 assert!(same, "{prog} on {n} elements: {got:?} against {want:?}");
+            }
+        }
+    }
+
+    /// `sigmoid(x) * 2 + sigmoid(-x)` (the two sigmoids of one value a
+    /// logistic loss's gradient has); with `neg_out`, `-x` is an output too.
+    fn sigmoid_pair_program(neg_out: bool) -> Composite {
+        let mut c = Composite::new(vec![DType::F64]);
+        let pos = c.push(ScalarOp::Sigmoid, &[CRef::Input(0)]).unwrap();
+        let nx = c.push(ScalarOp::Neg, &[CRef::Input(0)]).unwrap();
+        let neg = c.push(ScalarOp::Sigmoid, &[nx]).unwrap();
+        let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
+        let p2 = c.push(ScalarOp::Mul, &[pos, two]).unwrap();
+        let sum = c.push(ScalarOp::Add, &[p2, neg]).unwrap();
+        c.outputs = vec![sum];
+        if neg_out {
+            c.outputs.push(nx);
+        }
+        c
+    }
+
+    #[test]
+    fn sigmoids_of_a_value_and_of_its_negation_share_one_paired_call() {
+        let prog = sigmoid_pair_program(false);
+        let p = vector_plan(&prog, true, true).expect("a vector plan");
+        assert_eq!(p.partner, vec![Some(2), None, None, None, None]);
+        assert_eq!(p.paired, vec![false, false, true, false, false]);
+        // The negation is only the paired call's business: neither formed
+        // nor staged.
+        assert!(p.folded[1] && !p.slots.contains_key(&CRef::Node(1)));
+        // Read elsewhere (here: an output), the negation stays.
+        let p = vector_plan(&sigmoid_pair_program(true), true, true).expect("a vector plan");
+        assert_eq!(p.partner[0], Some(2));
+        assert!(!p.folded[1]);
+        // f32 has no paired function: two plain calls.
+        let mut c = Composite::new(vec![DType::F32]);
+        let a = c.push(ScalarOp::Sigmoid, &[CRef::Input(0)]).unwrap();
+        let nx = c.push(ScalarOp::Neg, &[CRef::Input(0)]).unwrap();
+        let b = c.push(ScalarOp::Sigmoid, &[nx]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Add, &[a, b]).unwrap()];
+        let p = vector_plan(&c, true, true).expect("a vector plan");
+        assert!(p.partner.iter().all(Option::is_none) && !p.paired.contains(&true));
+    }
+
+    #[test]
+    fn the_paired_call_gives_the_bits_of_the_reference_sigmoids() {
+        // Every lane class of the runtime's sigmoid: its fast range, the
+        // full-range lanes (|x| >= 708), subnormal results, zeros, infinities
+        // and NaN; lengths with tails, one block and several.
+        let mut base: Vec<f64> = (0..300).map(|i| (i as f64 - 150.0) * 0.173).collect();
+        base.extend([
+            0.0,
+            -0.0,
+            708.5,
+            -708.5,
+            740.0,
+            -740.0,
+            1e300,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ]);
+        for neg_out in [false, true] {
+            let prog = sigmoid_pair_program(neg_out);
+            for n in [2, 17, 128, base.len()] {
+                let x = &base[base.len() - n..];
+                let (want, _) = run_kernel_all(&prog, Paths::ScalarOnly, false, x);
+                let (got, _) = run_kernel_all(&prog, Paths::Vector, false, x);
+                for (w, g) in want.iter().zip(&got) {
+                    let same = w
+                        .iter()
+                        .zip(g)
+                        .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+                    assert!(same, "{prog} on {n} elements: {g:?} against {w:?}");
+                }
             }
         }
     }

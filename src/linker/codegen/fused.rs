@@ -244,7 +244,8 @@ pub fn build_fused(
     let mapped = prog.output_dtypes()[0];
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
-    let plan = elemwise::vector_plan(prog, jb.options().pre_stage);
+    let opts = jb.options();
+    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     // Column mode folds each block of mapped values with the runtime's
     // column pass (the vector path only; accumulators are contiguous there).

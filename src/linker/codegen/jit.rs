@@ -76,6 +76,11 @@ pub struct CodegenOptions {
     /// staging it with the kernel's 128-bit vector code (on by default, off
     /// to measure its effect; both give the same bits).
     pub pre_stage: bool,
+    /// Compute `f(a)` and `f(-a)` of one kernel with one paired block call
+    /// where the runtime has one (`kiln_sigmoid_pair_f64`: one exponential
+    /// for both sigmoids; see `codegen::elemwise`) instead of two calls (on
+    /// by default, off to measure its effect; both give the same bits).
+    pub pair_calls: bool,
 }
 
 /// Which of Cranelift's register allocators generates a module's code.
@@ -116,6 +121,7 @@ impl Default for CodegenOptions {
             optimize: false,
             epilogues: true,
             pre_stage: true,
+            pair_calls: true,
         }
     }
 }

@@ -7,12 +7,13 @@
 //!   ([`ScalarOp::eval_f64`]), so the strided / scalar paths of a kernel are
 //!   bit-identical to the reference evaluator;
 //! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`,
-//!   `(x, y, out, n)` for `arctan2` and `sigmoid_binary_crossentropy`): vectorised AVX2 / AVX-512
+//!   `(x, y, out, n)` for `arctan2` and `sigmoid_binary_crossentropy`,
+//!   `(x, pos, neg, n)` for the paired `kiln_sigmoid_pair_f64`): vectorised AVX2 / AVX-512
 //!   implementations (within the bounds of the runtime's ACCURACY.md), used
 //!   by the contiguous fast path on blocks of up to [`BLOCK`] elements.
 //!
-//! Invariant: every name returned by [`scalar_symbol`] or [`block_symbol`]
-//! is in [`symbols`], so a module built with them always links. No callee
+//! Invariant: every name returned by [`scalar_symbol`], [`block_symbol`],
+//! [`pre_block_symbol`] or [`pair_block_symbol`] is in [`symbols`], so a module built with them always links. No callee
 //! unwinds (the shims cannot panic; the runtime catches its own panics).
 
 use rustc_hash::FxHashMap;
@@ -195,6 +196,17 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
     }
 }
 
+/// The paired block-wise runtime function of `op` on `dtype`, if it has
+/// one: `(x, pos, neg, n)` writing `op(x)` to `pos` and `op(-x)` to `neg`,
+/// each with the bits of [`block_symbol`]'s function on `x` and on `-x`
+/// (`kiln-runtime`'s `math::pair`).
+pub fn pair_block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
+    match (op, dtype) {
+        (ScalarOp::Sigmoid, DType::F64) => Some("kiln_sigmoid_pair_f64"),
+        _ => None,
+    }
+}
+
 /// The pre-staged form of `op`'s block-wise runtime function on `dtype`, if
 /// `op` is unary and has one: `(a, b, out, n, mode)` computing
 /// `op(a ⊕ b)` (see `kiln_runtime::math::PRE_ADD` and the other mode
@@ -276,6 +288,9 @@ mod tests {
                     assert!(syms.contains(&s), "{s}");
                 }
                 if let Some(s) = pre_block_symbol(op, d) {
+                    assert!(syms.contains(&s), "{s}");
+                }
+                if let Some(s) = pair_block_symbol(op, d) {
                     assert!(syms.contains(&s), "{s}");
                 }
             }
