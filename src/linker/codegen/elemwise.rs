@@ -19,7 +19,9 @@
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
 //!   results of `L` nested block calls); a program that is one such call
-//!   on contiguous operands makes it once over the whole range instead.
+//!   on contiguous operands makes it once over the whole range instead,
+//!   and two calls `f(a)` and `f(neg(a))` of a level make one paired call
+//!   where the runtime has one ([`pairs`]; same bits as the two calls).
 //!   Each vector loop handles up to `UNROLL` vectors per iteration (then
 //!   single vectors), and in calls of at least 4096 elements each block
 //!   first asks the runtime to prefetch the next block's inputs and
