@@ -604,7 +604,7 @@ fn many_operand_kernels_check_strides_by_call() {
 /// separate calls compare with the reference is checked above and in
 /// `binary_crossentropy.rs`.
 #[test]
-fn paired_sigmoid_calls_give_the_bits_of_separate_ones() {
+fn paired_calls_give_the_bits_of_separate_ones() {
     use kiln::linker::{CodegenOptions, CompileOptions};
     let (x, y, vars) = pair(["x", "y"], DType::F64, &[None]);
     let ins = [x.clone(), y.clone()];

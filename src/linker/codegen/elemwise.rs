@@ -1525,9 +1525,31 @@ mod tests {
         skip: bool,
         x: &[f64],
     ) -> (Vec<Vec<f64>>, usize) {
+        run_kernel_opts(prog, paths, skip, true, x)
+    }
+
+    /// Every output of `prog`'s kernel with paired calls on or off.
+    fn run_kernel_with(
+        prog: &Composite,
+        paths: Paths,
+        pair_calls: bool,
+        x: &[f64],
+    ) -> Vec<Vec<f64>> {
+        run_kernel_opts(prog, paths, false, pair_calls, x).0
+    }
+
+    /// [`run_kernel_all`] with paired calls on or off.
+    fn run_kernel_opts(
+        prog: &Composite,
+        paths: Paths,
+        skip: bool,
+        pair_calls: bool,
+        x: &[f64],
+    ) -> (Vec<Vec<f64>>, usize) {
         use super::super::jit::{CodegenOptions, Tiering};
         let opts = CodegenOptions {
             tiering: Tiering::First,
+            pair_calls,
             ..Default::default()
         };
         let mut jb = JitBuilder::new(&opts).unwrap();
@@ -1624,13 +1646,13 @@ mod tests {
         }
     }
 
-    /// `sigmoid(x) * 2 + sigmoid(-x)` (the two sigmoids of one value a
+    /// `f(x) * 2 + f(-x)` (for sigmoid: the two sigmoids of one value a
     /// logistic loss's gradient has); with `neg_out`, `-x` is an output too.
-    fn sigmoid_pair_program(neg_out: bool) -> Composite {
+    fn pair_program(f: ScalarOp, neg_out: bool) -> Composite {
         let mut c = Composite::new(vec![DType::F64]);
-        let pos = c.push(ScalarOp::Sigmoid, &[CRef::Input(0)]).unwrap();
+        let pos = c.push(f, &[CRef::Input(0)]).unwrap();
         let nx = c.push(ScalarOp::Neg, &[CRef::Input(0)]).unwrap();
-        let neg = c.push(ScalarOp::Sigmoid, &[nx]).unwrap();
+        let neg = c.push(f, &[nx]).unwrap();
         let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
         let p2 = c.push(ScalarOp::Mul, &[pos, two]).unwrap();
         let sum = c.push(ScalarOp::Add, &[p2, neg]).unwrap();
@@ -1643,7 +1665,7 @@ mod tests {
 
     #[test]
     fn sigmoids_of_a_value_and_of_its_negation_share_one_paired_call() {
-        let prog = sigmoid_pair_program(false);
+        let prog = pair_program(ScalarOp::Sigmoid, false);
         let p = vector_plan(&prog, true, true).expect("a vector plan");
         assert_eq!(p.partner, vec![Some(2), None, None, None, None]);
         assert_eq!(p.paired, vec![false, false, true, false, false]);
@@ -1651,7 +1673,8 @@ mod tests {
         // nor staged.
         assert!(p.folded[1] && !p.slots.contains_key(&CRef::Node(1)));
         // Read elsewhere (here: an output), the negation stays.
-        let p = vector_plan(&sigmoid_pair_program(true), true, true).expect("a vector plan");
+        let p =
+            vector_plan(&pair_program(ScalarOp::Sigmoid, true), true, true).expect("a vector plan");
         assert_eq!(p.partner[0], Some(2));
         assert!(!p.folded[1]);
         // f32 has no paired function: two plain calls.
@@ -1665,10 +1688,12 @@ mod tests {
     }
 
     #[test]
-    fn the_paired_call_gives_the_bits_of_the_reference_sigmoids() {
-        // Every lane class of the runtime's sigmoid: its fast range, the
-        // full-range lanes (|x| >= 708), subnormal results, zeros, infinities
-        // and NaN; lengths with tails, one block and several.
+    fn paired_calls_give_the_bits_of_separate_ones() {
+        // Every lane class of the runtime's sigmoid: the fast range, the
+        // full-range lanes (|x| >= 708), subnormal results, zeros,
+        // infinities and NaN; lengths with tails, one block and several.
+        // The paired kernel against the same kernel with two calls, and
+        // against the scalar path's reference functions.
         let mut base: Vec<f64> = (0..300).map(|i| (i as f64 - 150.0) * 0.173).collect();
         base.extend([
             0.0,
@@ -1683,19 +1708,22 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
         ]);
+        let same = |a: &[Vec<f64>], b: &[Vec<f64>]| {
+            a.iter().zip(b).all(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+            })
+        };
         for neg_out in [false, true] {
-            let prog = sigmoid_pair_program(neg_out);
+            let prog = pair_program(ScalarOp::Sigmoid, neg_out);
             for n in [2, 17, 128, base.len()] {
                 let x = &base[base.len() - n..];
-                let (want, _) = run_kernel_all(&prog, Paths::ScalarOnly, false, x);
-                let (got, _) = run_kernel_all(&prog, Paths::Vector, false, x);
-                for (w, g) in want.iter().zip(&got) {
-                    let same = w
-                        .iter()
-                        .zip(g)
-                        .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
-                    assert!(same, "{prog} on {n} elements: {g:?} against {w:?}");
-                }
+                let paired = run_kernel_with(&prog, Paths::Vector, true, x);
+                let separate = run_kernel_with(&prog, Paths::Vector, false, x);
+                assert!(same(&paired, &separate), "{prog} on {n} elements");
+                let (reference, _) = run_kernel_all(&prog, Paths::ScalarOnly, false, x);
+                assert!(same(&paired, &reference), "{prog} on {n} elements");
             }
         }
     }
