@@ -21,7 +21,7 @@
 //!   results of `L` nested block calls); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead,
 //!   and two calls `f(a)` and `f(neg(a))` of a level make one paired call
-//!   where the runtime has one ([`pairs`]; same bits as the two calls).
+//!   where the runtime has one (`pairs`; same bits as the two calls).
 //!   Each vector loop handles up to `UNROLL` vectors per iteration (then
 //!   single vectors), and in calls of at least 4096 elements each block
 //!   first asks the runtime to prefetch the next block's inputs and
