@@ -1080,31 +1080,6 @@ impl<'a> VecCtx<'a> {
         let j_var = b.declare_var(types::I64);
         for lvl in 0..=plan.max_level {
             if lvl > 0 {
-                // Pre-staged calls first: they read inputs (see `pre_stages`).
-                for idx in 0..prog.nodes.len() {
-                    if plan.pre[idx].is_some() && plan.level[idx] == lvl {
-                        let out = if direct_out == Some(idx as u32) {
-                            let off = b.ins().imul_imm_s(blk, esz);
-                            b.ins().iadd(ptrs[n_in], off)
-                        } else {
-                            b.ins().iadd_imm_s(
-                                sbase,
-                                (plan.slots[&CRef::Node(idx as u32)] * BLOCK) as i64 * esz,
-                            )
-                        };
-                        emit_pre_call(
-                            b,
-                            callees,
-                            plan,
-                            prog,
-                            (ptrs, self.strides),
-                            idx,
-                            blk,
-                            m,
-                            out,
-                        );
-                    }
-                }
                 // Where block-wise node `k`'s call writes: the program's only
                 // output (contiguous here) in place, else its scratch slot.
                 let result_addr = |b: &mut FunctionBuilder<'_>, k: usize| {
@@ -1118,6 +1093,23 @@ impl<'a> VecCtx<'a> {
                         )
                     }
                 };
+                // Pre-staged calls first: they read inputs (see `pre_stages`).
+                for idx in 0..prog.nodes.len() {
+                    if plan.pre[idx].is_some() && plan.level[idx] == lvl {
+                        let out = result_addr(b, idx);
+                        emit_pre_call(
+                            b,
+                            callees,
+                            plan,
+                            prog,
+                            (ptrs, self.strides),
+                            idx,
+                            blk,
+                            m,
+                            out,
+                        );
+                    }
+                }
                 for (idx, node) in prog.nodes.iter().enumerate() {
                     let plain = plan.block[idx] && plan.pre[idx].is_none() && !plan.paired[idx];
                     if plain && plan.level[idx] == lvl {
