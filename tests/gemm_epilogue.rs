@@ -38,18 +38,11 @@ fn graph(expr: &str, ins: &[Tensor]) -> Tensor {
 
 /// `out` of `ins` compiled under FAST_RUN with epilogues on or off.
 fn compile_graph(ins: &[Tensor], out: &Tensor, epilogues: bool) -> CompiledFunction {
-    let opts = CompileOptions {
-        codegen: CodegenOptions {
-            epilogues,
-            ..Default::default()
-        },
-        no_cache: true,
+    let codegen = CodegenOptions {
+        epilogues,
         ..Default::default()
     };
-    function(ins, std::slice::from_ref(out))
-        .options(opts)
-        .compile()
-        .unwrap()
+    jit_support::compile_with(ins, std::slice::from_ref(out), codegen)
 }
 
 /// `expr` over [`mlp_inputs`] compiled with epilogues on or off.

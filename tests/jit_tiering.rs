@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use jit_support::*;
 use kiln::linker::{CodegenOptions, CompileOptions, Tiering};
-use kiln::{build_expression, function, matrix, vector, DType, Tensor, Value};
+use kiln::{build_expression, matrix, vector, DType, Tensor, Value};
 
 /// The cases: an expression over `x`, `y` (f64 vectors of 1003 elements,
 /// odd so that the scalar tail runs too), `m` (a 37 x 61 f64 matrix) and
@@ -34,18 +34,11 @@ fn compile_case(expr: &str, tiering: Tiering) -> (kiln::CompiledFunction, Vec<Va
         .map(|(k, t)| (k.to_string(), t.clone()))
         .collect();
     let out = build_expression(expr, &vars).unwrap();
-    let opts = CompileOptions {
-        codegen: CodegenOptions {
-            tiering,
-            ..Default::default()
-        },
-        no_cache: true,
+    let codegen = CodegenOptions {
+        tiering,
         ..Default::default()
     };
-    let f = function(&[x, y, m, i], &[out])
-        .options(opts)
-        .compile()
-        .unwrap();
+    let f = compile_with(&[x, y, m, i], &[out], codegen);
     let vals = vec![
         rand_value(DType::F64, &[1003], 1),
         rand_value(DType::F64, &[1003], 2),

@@ -605,19 +605,15 @@ fn many_operand_kernels_check_strides_by_call() {
 /// `binary_crossentropy.rs`.
 #[test]
 fn paired_calls_give_the_bits_of_separate_ones() {
-    use kiln::linker::{CodegenOptions, CompileOptions};
+    use kiln::linker::CodegenOptions;
     let (x, y, vars) = pair(["x", "y"], DType::F64, &[None]);
     let ins = [x.clone(), y.clone()];
     let compile = |outs: &[Tensor], pair_calls: bool| {
-        let opts = CompileOptions {
-            codegen: CodegenOptions {
-                pair_calls,
-                ..Default::default()
-            },
-            no_cache: true,
+        let codegen = CodegenOptions {
+            pair_calls,
             ..Default::default()
         };
-        function(&ins, outs).options(opts).compile().unwrap()
+        compile_with(&ins, outs, codegen)
     };
     let sources = [
         "sigmoid(x) * 2 + sigmoid(-x)",

@@ -333,17 +333,13 @@ fn pre_staged_calls_inside_larger_programs_match_their_composition() {
 /// checked against their own definition in the tests above).
 #[test]
 fn pre_staged_and_staged_kernels_give_the_same_bits() {
-    use kiln::linker::{CodegenOptions, CompileOptions};
+    use kiln::linker::CodegenOptions;
     let compile = |ins: &[Tensor], outs: &[Tensor], pre_stage: bool| {
-        let opts = CompileOptions {
-            codegen: CodegenOptions {
-                pre_stage,
-                ..Default::default()
-            },
-            no_cache: true,
+        let codegen = CodegenOptions {
+            pre_stage,
             ..Default::default()
         };
-        function(ins, outs).options(opts).compile().unwrap()
+        compile_with(ins, outs, codegen)
     };
     for dtype in [DType::F64, DType::F32] {
         let (ins, vars) = inputs(&[("x", &[None]), ("y", &[None]), ("s", &[])], dtype);

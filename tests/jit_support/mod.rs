@@ -2,8 +2,8 @@
 //! compare with the reference evaluator.
 #![allow(dead_code)]
 
-use kiln::linker::{compile, Arg, CompileOptions};
-use kiln::{eval, DType, FunctionGraph, Tensor, Value};
+use kiln::linker::{compile, Arg, CodegenOptions, CompileOptions};
+use kiln::{eval, function, CompiledFunction, DType, FunctionGraph, Tensor, Value};
 use ndarray::{ArrayD, IxDyn};
 
 /// Maximum distance in units in the last place between two floats of `dtype`
@@ -68,6 +68,26 @@ pub fn check(inputs: &[Tensor], outputs: &[Tensor], vals: &[Value], max_ulps: u6
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_values(g, w, max_ulps, &format!("{what} output {k}"));
     }
+}
+
+/// `outputs` of `inputs` compiled under FAST_RUN with the code generation
+/// options `codegen`, the compile cache bypassed (so that two option sets
+/// never share a module): how the tests compare a code generation choice
+/// on and off.
+pub fn compile_with(
+    inputs: &[Tensor],
+    outputs: &[Tensor],
+    codegen: CodegenOptions,
+) -> CompiledFunction {
+    let opts = CompileOptions {
+        codegen,
+        no_cache: true,
+        ..Default::default()
+    };
+    function(inputs, outputs)
+        .options(opts)
+        .compile()
+        .expect("compile")
 }
 
 /// A deterministic pseudo-random f64 array in [lo, hi).

@@ -174,11 +174,6 @@ fn pre_stages(
     if !dtype.is_float() || prog.outputs.iter().any(|&o| ref_level(level, o) == 0) {
         return (pre, folded);
     }
-    let readers = |j: usize| {
-        let r = CRef::Node(j as u32);
-        prog.nodes.iter().filter(|n| n.args.contains(&r)).count()
-            + prog.outputs.iter().filter(|&&o| o == r).count()
-    };
     for (k, node) in prog.nodes.iter().enumerate() {
         let [CRef::Node(j)] = node.args[..] else {
             continue;
@@ -201,7 +196,7 @@ fn pre_stages(
             && arg.dtype == dtype
             && arg.args.len() == 2
             && leaves
-            && readers(j) == 1
+            && readers(prog, CRef::Node(j as u32)) == 1
             && mathcalls::pre_block_symbol(node.op, dtype).is_some()
         {
             pre[k] = Some(PreStaged {
@@ -268,13 +263,18 @@ fn pairs(
         partner[k] = Some(k2);
         paired[k2] = true;
         let neg = prog.nodes[k2].args[0];
-        let readers = prog.nodes.iter().filter(|m| m.args.contains(&neg)).count()
-            + prog.outputs.iter().filter(|&&o| o == neg).count();
-        if let (CRef::Node(j), 1) = (neg, readers) {
+        if let (CRef::Node(j), 1) = (neg, readers(prog, neg)) {
             folded[j as usize] = true;
         }
     }
     (partner, paired)
+}
+
+/// How many times `r` is read in `prog`: as an argument of a node (once
+/// per node that reads it) or as an output.
+fn readers(prog: &Composite, r: CRef) -> usize {
+    prog.nodes.iter().filter(|n| n.args.contains(&r)).count()
+        + prog.outputs.iter().filter(|&&o| o == r).count()
 }
 
 fn ref_level(level: &[usize], r: CRef) -> usize {

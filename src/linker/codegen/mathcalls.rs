@@ -8,13 +8,15 @@
 //!   bit-identical to the reference evaluator;
 //! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`,
 //!   `(x, y, out, n)` for `arctan2` and `sigmoid_binary_crossentropy`,
-//!   `(x, pos, neg, n)` for the paired `kiln_sigmoid_pair_f64`): vectorised AVX2 / AVX-512
-//!   implementations (within the bounds of the runtime's ACCURACY.md), used
-//!   by the contiguous fast path on blocks of up to [`BLOCK`] elements.
+//!   `(x, pos, neg, n)` for the paired `kiln_sigmoid_pair_f64`):
+//!   vectorised AVX2 / AVX-512 implementations (within the bounds of the
+//!   runtime's ACCURACY.md), used by the contiguous fast path on blocks of
+//!   up to [`BLOCK`] elements.
 //!
 //! Invariant: every name returned by [`scalar_symbol`], [`block_symbol`],
-//! [`pre_block_symbol`] or [`pair_block_symbol`] is in [`symbols`], so a module built with them always links. No callee
-//! unwinds (the shims cannot panic; the runtime catches its own panics).
+//! [`pre_block_symbol`] or [`pair_block_symbol`] is in [`symbols`], so a
+//! module built with them always links. No callee unwinds (the shims
+//! cannot panic; the runtime catches its own panics).
 
 use rustc_hash::FxHashMap;
 
