@@ -10,7 +10,7 @@
 mod jit_support;
 
 use jit_support::{rand_f64, ulps};
-use kiln::linker::{Arg, CodegenOptions, CompileOptions};
+use kiln::linker::{Arg, CodegenOptions};
 use kiln::*;
 use ndarray::{s, ArrayD};
 
