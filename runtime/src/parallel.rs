@@ -164,6 +164,34 @@ pub fn fork_generation() -> usize {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
+/// Makes the calling thread background work that never preempts a waking
+/// thread's victim: on Linux its scheduling policy becomes `SCHED_BATCH`
+/// (the same share of a core as before, but waking it does not preempt the
+/// thread running on the core it is placed on; it waits for the next
+/// scheduler tick or an idle core). Returns whether the policy was set
+/// (other systems, or a sandbox that refuses it: `false`, nothing changed).
+///
+/// For the code generator's second-tier thread: woken at the end of a
+/// compile, it was placed on the compiling thread's core and preempted it
+/// for a scheduler slice (0.7 ms) in about one compile of four, before the
+/// Function was returned (`kiln bench` of gauss, Zen 1, BENCHMARKS.md,
+/// thirtieth session).
+pub fn run_as_background() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `sched_setscheduler` with pid 0 changes only the calling
+        // thread's policy; `param` is a valid, initialised `sched_param`
+        // (priority 0, the only one `SCHED_BATCH` accepts) that outlives
+        // the call, which does not keep it.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// Sets the number of worker threads used by [`parallel_for`]; `0` restores
 /// the default (the number of available cores). Takes effect for the next
 /// launch; launches already running finish on the old pool.
@@ -413,6 +441,22 @@ mod tests {
 
     /// Serialises tests that change the global thread count.
     static LOCK: StdMutex<()> = StdMutex::new(());
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn run_as_background_sets_the_batch_policy_of_its_thread_only() {
+        // SAFETY (both calls): `sched_getscheduler(0)` only reads the
+        // calling thread's policy.
+        let before = unsafe { libc::sched_getscheduler(0) };
+        let inside = std::thread::spawn(|| {
+            let set = run_as_background();
+            (set, unsafe { libc::sched_getscheduler(0) })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inside, (true, libc::SCHED_BATCH));
+        assert_eq!(unsafe { libc::sched_getscheduler(0) }, before);
+    }
 
     fn check_cover(n: usize, grain: usize) {
         let seen: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();

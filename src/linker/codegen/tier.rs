@@ -3,7 +3,10 @@
 //! register allocator and switches the module's kernels to that code.
 //!
 //! The generation itself (`jit::second_tier`) is handed over as a closure,
-//! so this module only owns the queue, the thread and the table.
+//! so this module only owns the queue, the thread and the table. The
+//! thread runs as background work
+//! ([`kiln_runtime::parallel::run_as_background`]): waking it never
+//! preempts the thread that just compiled.
 //!
 //! Invariants: a module's kernels are called through [`Tiers::ptr`], which
 //! reads the current address with `Acquire`; the second tier stores each
@@ -133,6 +136,9 @@ pub(super) fn submit(tiers: Weak<Tiers>, generate: Generate) {
         let started = std::thread::Builder::new()
             .name("kiln-tier2".into())
             .spawn(move || {
+                // Its wake-up at the end of a compile must not preempt the
+                // compiling thread (which then returns the Function).
+                kiln_runtime::parallel::run_as_background();
                 for job in rx {
                     run(job);
                 }
