@@ -359,6 +359,29 @@ fn equilibrium_dispatches_by_tracks_and_converges() {
     assert!(log.iter().all(|ev| ev.pass == 0));
 }
 
+/// An out-to-in walk visits `add` before `neg`; rewriting `neg` switches
+/// an input of `add`, which is queued and visited again in the same pass,
+/// where the second pattern now matches. Without the revisit the second
+/// rewrite waits for pass 1 and pass 2 confirms (three passes).
+#[test]
+fn out_to_in_equilibrium_revisits_a_node_whose_input_changed_in_the_same_pass() {
+    let (x, y) = xy();
+    let out = (-&x) + &y;
+    let mut fg = FunctionGraph::new(&[x, y], &[out]).unwrap();
+    let eq = EquilibriumGraphRewriter::new(vec![
+        pat("(neg ?x)", "(mul ?x -1.0)"),
+        pat("(add (mul ?x -1.0) ?y)", "(sub ?y ?x)"),
+    ]);
+    let p = rewrite_preserving(&mut fg, &eq, &[0.4, 3.0]);
+    assert_eq!(fg.to_string(), "FunctionGraph(sub(y, x))");
+    let RewriterProfile::Equilibrium(e) = &p else {
+        panic!()
+    };
+    assert_eq!(e.stop_reason, StopReason::Converged);
+    let applied: Vec<usize> = e.passes.iter().map(|pass| pass.applied).collect();
+    assert_eq!(applied, [2, 0], "both rewrites in pass 0, pass 1 confirms");
+}
+
 #[test]
 fn pattern_with_repeated_variable_needs_the_same_variable() {
     let (x, y) = xy();

@@ -10,6 +10,19 @@
 //! rewriters (cheap ones such as merging) run after each phase that
 //! changed the graph.
 //!
+//! An out-to-in walk visits a node before its inputs, so a rewrite of an
+//! input can enable one of a node already visited (`local_add_canonizer`
+//! on an `add` whose operand `neg(x)` became `mul(-1, x)`). Unless
+//! `ignore_newtrees`, the recorder also queues every node whose input a
+//! replacement switched, and the walk visits it again in the same pass,
+//! where PyTensor leaves it to the next pass. Passes then leave less for
+//! the next: the chain graph of 3000 operations converges in two passes of
+//! canonicalize and two of specialize instead of three each (one pass of
+//! about 2,700 nodes fewer in each, its rewrite 57 → 47 ms on Zen 1).
+//! Visiting more nodes cannot change the fixed point's definition (a pass
+//! that changes nothing); it changes which of several rewrites is found
+//! first, and every test's result stayed the same.
+//!
 //! Limits, reported as a [`StopReason`] in the profile, never as a hang:
 //! * `max_use_ratio`: a rewriter applied more than `ratio × (nodes at start)`
 //!   times stops the run (`MaxUseRatio`).
@@ -398,7 +411,11 @@ impl GraphRewriter for EquilibriumGraphRewriter {
     fn apply(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
         let record = !self.processing.ignore_newtrees && !fg.has_feature::<ImportRecorder>();
         if record {
-            fg.attach_feature(ImportRecorder::default())?;
+            // In an in-to-out walk a node's clients come after it anyway.
+            fg.attach_feature(match self.order {
+                WalkOrder::OutToIn => ImportRecorder::with_revisits(),
+                WalkOrder::InToOut => ImportRecorder::default(),
+            })?;
         }
         let result = self.run(fg);
         if record {

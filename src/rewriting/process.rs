@@ -9,12 +9,13 @@
 //! error from the rewriter or a refused replacement) follow the
 //! [`FailurePolicy`]. [`ImportRecorder`] is the "updater": a feature that
 //! records every node imported, so a navigator can visit nodes created during
-//! its pass without rescanning the graph.
+//! its pass without rescanning the graph (and, for an out-to-in equilibrium,
+//! the nodes whose inputs changed, to visit them again).
 
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::graph::{Feature, FunctionGraph, NodeId, VarId};
+use crate::graph::{Client, Feature, FunctionGraph, NodeId, VarId};
 
 use super::rewriter::{NodeRewriter, Rewrite};
 
@@ -211,21 +212,35 @@ fn apply_rewrite(
 }
 
 /// A feature that records the nodes imported while it is attached (the
-/// navigators' "updater"). Drain it with [`ImportRecorder::take`].
+/// navigators' "updater") and, when made [`ImportRecorder::with_revisits`],
+/// the nodes whose input a replacement switched. Drain it with
+/// [`ImportRecorder::take`].
 #[derive(Debug, Default)]
 pub struct ImportRecorder {
     nodes: Vec<NodeId>,
+    revisits: bool,
 }
 
 impl ImportRecorder {
-    /// The nodes imported since the last call, in import order.
+    /// A recorder that also records every node one of whose inputs a
+    /// replacement switched (once per switched input), in event order with
+    /// the imports: an out-to-in walk visited such a node before its input
+    /// changed, and queues it again.
+    pub fn with_revisits() -> Self {
+        ImportRecorder {
+            nodes: Vec::new(),
+            revisits: true,
+        }
+    }
+
+    /// The nodes recorded since the last call, in event order.
     pub fn take(fg: &mut FunctionGraph) -> Vec<NodeId> {
         fg.feature_mut::<ImportRecorder>()
             .map(|r| std::mem::take(&mut r.nodes))
             .unwrap_or_default()
     }
 
-    /// Appends the imported nodes to `out` (no allocation when none were imported).
+    /// Appends the recorded nodes to `out` (no allocation when none were recorded).
     pub fn drain_into(fg: &mut FunctionGraph, out: &mut impl Extend<NodeId>) {
         if let Some(r) = fg.feature_mut::<ImportRecorder>() {
             out.extend(r.nodes.drain(..));
@@ -239,5 +254,17 @@ impl Feature for ImportRecorder {
     }
     fn on_import(&mut self, _fg: &FunctionGraph, node: NodeId, _reason: &str) {
         self.nodes.push(node);
+    }
+    fn on_change_input(
+        &mut self,
+        _fg: &FunctionGraph,
+        client: Client,
+        _old: VarId,
+        _new: VarId,
+        _reason: &str,
+    ) {
+        if let (true, Client::Node(node, _)) = (self.revisits, client) {
+            self.nodes.push(node);
+        }
     }
 }
