@@ -210,15 +210,18 @@ impl Composite {
         if out.len() >= limit {
             return;
         }
+        // Writing to a String cannot fail.
+        use std::fmt::Write as _;
         match r {
-            CRef::Input(i) => out.push_str(&format!("i{i}")),
+            CRef::Input(i) => {
+                let _ = write!(out, "i{i}");
+            }
             CRef::Const(c) => {
-                out.push_str(&crate::types::value::format_element(c.as_f64(), c.dtype))
+                let _ = crate::types::value::write_element(out, c.as_f64(), c.dtype);
             }
             CRef::Node(i) => {
                 let n = &self.nodes[i as usize];
-                out.push_str(&n.op.name());
-                out.push('(');
+                let _ = write!(out, "{}(", n.op);
                 for (k, a) in n.args.iter().enumerate() {
                     if k > 0 {
                         out.push_str(", ");

@@ -145,8 +145,13 @@ impl ScalarOp {
 
     /// The display name used by printers and patterns (`add`, `true_div`, `cast{f32}`).
     pub fn name(self) -> String {
+        self.to_string()
+    }
+
+    /// The display name without its parameter (`cast` for every `Cast`).
+    fn base_name(self) -> &'static str {
         use ScalarOp::*;
-        let s = match self {
+        match self {
             Add => "add",
             Sub => "sub",
             Mul => "mul",
@@ -214,9 +219,8 @@ impl ScalarOp {
             Switch => "switch",
             Second => "second",
             Identity => "identity",
-            Cast(d) => return format!("cast{{{d}}}"),
-        };
-        s.to_string()
+            Cast(_) => "cast",
+        }
     }
 
     /// The op with this display name, if any.
@@ -642,7 +646,10 @@ pub fn uint_pow(a: u64, b: u64) -> u64 {
 
 impl fmt::Display for ScalarOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name())
+        match *self {
+            ScalarOp::Cast(d) => write!(f, "cast{{{d}}}"),
+            op => f.write_str(op.base_name()),
+        }
     }
 }
 

@@ -320,7 +320,11 @@ pub(super) fn build_composite(
     if c.outputs.is_empty() || inputs.is_empty() {
         return Ok(None);
     }
-    c.check()?;
+    // `push` typed every node as it was added; the full check (which
+    // rebuilds the Composite) is for verifying runs.
+    if crate::graph::fgraph::verify_by_default() {
+        c.check()?;
+    }
     let node = fg.apply(Op::composite(c), &inputs)?;
     let new_outs = fg.node(node).outputs.clone();
     for (&old, &new) in old_outs.iter().zip(&new_outs) {

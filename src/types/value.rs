@@ -392,26 +392,30 @@ impl Value {
 /// Formats a number the way printers show constants: integers without a
 /// fraction for integer dtypes, `1.0` style for floats.
 pub fn format_element(v: f64, dtype: DType) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_element(&mut s, v, dtype);
+    s
+}
+
+/// Writes [`format_element`]'s text of `v` to `out`, without allocating.
+pub fn write_element(out: &mut impl std::fmt::Write, v: f64, dtype: DType) -> std::fmt::Result {
     if dtype == DType::Bool {
-        return if v != 0.0 {
-            "True".into()
-        } else {
-            "False".into()
-        };
+        return out.write_str(if v != 0.0 { "True" } else { "False" });
     }
     if dtype == DType::U64 {
-        return format!("{}", v as u64);
+        return write!(out, "{}", v as u64);
     }
     if !dtype.is_float() {
-        return format!("{}", v as i64);
+        return write!(out, "{}", v as i64);
     }
     if v.is_finite() && v == v.trunc() && v.abs() < 1e16 {
-        format!("{v:.1}")
+        write!(out, "{v:.1}")
     } else if dtype == DType::F32 {
         // The shortest text that reads back as the same f32 (0.1, not 0.10000000149011612).
-        format!("{}", v as f32)
+        write!(out, "{}", v as f32)
     } else {
-        format!("{v}")
+        write!(out, "{v}")
     }
 }
 
