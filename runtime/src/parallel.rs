@@ -396,6 +396,27 @@ pub fn pool_tasks(n: usize, f: &(dyn Fn(usize) + Sync)) {
     (0..n).for_each(f);
 }
 
+/// Runs `task` on one of the pool's workers without waiting for it and
+/// returns `true`; with one thread configured, or if the pool cannot be
+/// created, returns `false` and drops `task` unrun. Lingering helpers
+/// leave their spin first, so that one is free to take it. A panic in
+/// `task` is caught and dropped (it never reaches the pool, which would
+/// abort the process): a task reports its own outcome.
+pub fn spawn(task: impl FnOnce() + Send + 'static) -> bool {
+    let threads = num_threads();
+    if threads <= 1 {
+        return false;
+    }
+    let Some(pool) = pool(threads) else {
+        return false;
+    };
+    launch();
+    pool.spawn(move || {
+        let _ = catch_unwind(AssertUnwindSafe(task));
+    });
+    true
+}
+
 /// Signature of a JIT kernel launched by [`kiln_parallel_for`]: it
 /// processes elements [start, end) of the work described by `ctx`.
 pub type KernelFn = extern "C" fn(ctx: *const u8, start: usize, end: usize);
@@ -441,6 +462,30 @@ mod tests {
 
     /// Serialises tests that change the global thread count.
     static LOCK: StdMutex<()> = StdMutex::new(());
+
+    #[test]
+    fn spawn_runs_the_task_on_a_worker_unless_one_thread_is_configured() {
+        let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_num_threads(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let caller = std::thread::current().id();
+        assert!(spawn(move || tx.send(std::thread::current().id()).unwrap()));
+        let ran_on = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_ne!(ran_on, caller);
+        // A panicking task is contained: the pool keeps serving.
+        assert!(spawn(|| panic!("a task's own panic")));
+        let (tx, rx) = std::sync::mpsc::channel();
+        assert!(spawn(move || tx.send(()).unwrap()));
+        rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        set_num_threads(1);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        assert!(!spawn(move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "dropped unrun");
+        set_num_threads(0);
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

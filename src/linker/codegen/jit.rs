@@ -40,6 +40,7 @@ use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
 use rustc_hash::FxHashMap;
 
 use super::mathcalls;
+use super::overlap::Overlap;
 use super::tier::{self, Tiers};
 use crate::error::{Error, Result};
 
@@ -241,7 +242,8 @@ fn divides_integers(func: &ir::Function) -> bool {
 /// The two ISAs a module's kernels are generated with: the host's with
 /// `opts`' settings, and the same with the optimising mid-end, for kernels
 /// that divide integers (the same ISA when `optimize` is set).
-struct Isas {
+#[derive(Clone)]
+pub(super) struct Isas {
     plain: Arc<dyn TargetIsa>,
     optimizing: Arc<dyn TargetIsa>,
 }
@@ -300,9 +302,14 @@ impl Decl {
     }
 }
 
+/// The Cranelift instructions kernels waiting for code generation must
+/// hold before a helper starts on them while lowering goes on (about 0.5 ms
+/// of first-tier generation on Zen 1).
+const HAND_OVER_INSTS: usize = 256;
+
 /// A kernel waiting for code generation: its name (for messages), its id in
 /// the module and its IR (compiled in place).
-type Pending = (String, FuncId, Context);
+pub(super) type Pending = (String, FuncId, Context);
 
 /// Builds the kernels of one Function into one module.
 pub struct JitBuilder {
@@ -313,9 +320,14 @@ pub struct JitBuilder {
     /// Reusable frontend context.
     pub fctx: FunctionBuilderContext,
     imports: FxHashMap<&'static str, FuncId>,
-    /// Kernels declared and built, in definition order, waiting for code
-    /// generation in [`JitBuilder::finish`].
-    pending: Vec<Pending>,
+    /// Kernels declared and built, in definition order; `None` once handed
+    /// to `overlap` (the rest wait for [`JitBuilder::finish`]).
+    pending: Vec<Option<Pending>>,
+    /// Generation of handed-over kernels while later ones are lowered
+    /// (`None` with one thread, and when dumping the code).
+    overlap: Option<Overlap>,
+    /// The second tier's copy of each handed-over kernel's IR, in order.
+    second: Vec<(String, ir::Function)>,
     /// The ISAs of this module's code (the first tier's when tiered).
     isas: Isas,
     /// Every declaration and its id, in order (replayed by the second tier).
@@ -340,6 +352,8 @@ impl JitBuilder {
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
             pending: Vec::new(),
+            overlap: (!dump_asm()).then(|| Overlap::new(&isas)).flatten(),
+            second: Vec::new(),
             isas,
             decls: Vec::new(),
             opts: *opts,
@@ -378,8 +392,11 @@ impl JitBuilder {
     }
 
     /// Declares the function currently in `self.ctx` under a fresh local
-    /// name, hands its IR over for code generation in [`JitBuilder::finish`]
-    /// (leaving a fresh context) and returns its index for [`JitCode::ptr`].
+    /// name, hands its IR over for code generation (leaving a fresh
+    /// context) and returns its index for [`JitCode::ptr`]. The previous
+    /// kernel then starts generating on a helper thread while the caller
+    /// lowers on (the last waits for [`JitBuilder::finish`], so a test can
+    /// still change it).
     pub fn define_current(&mut self, name: &str) -> Result<usize> {
         let decl = Decl::Kernel(self.ctx.func.signature.clone());
         let id = decl
@@ -387,16 +404,58 @@ impl JitBuilder {
             .map_err(|e| Error::Compile(format!("kernel {name}: {e}")))?;
         self.decls.push((decl, id));
         let ctx = std::mem::replace(&mut self.ctx, self.module.make_context());
-        self.pending.push((name.to_string(), id, ctx));
-        Ok(self.pending.len() - 1)
+        self.pending.push(Some((name.to_string(), id, ctx)));
+        let k = self.pending.len() - 1;
+        if self.overlap.is_some() && k > 0 {
+            // The kernels before this one, once they are worth a helper's
+            // wake-up (on a virtual machine it can cost as much as
+            // generating a small kernel, which then waits for `finish`).
+            let waiting: usize = self.pending[..k]
+                .iter()
+                .flatten()
+                .map(|(_, _, ctx)| ctx.func.dfg.num_insts())
+                .sum();
+            if waiting >= HAND_OVER_INSTS {
+                for j in 0..k {
+                    self.hand_over(j);
+                }
+            }
+        }
+        Ok(k)
+    }
+
+    /// Hands kernel `k` to `overlap` (which must be set), after taking the
+    /// second tier's copy of its IR and skipping its marked loops.
+    fn hand_over(&mut self, k: usize) {
+        let Some(mut kernel) = self.pending[k].take() else {
+            return;
+        };
+        self.prepare_first_tier(&mut kernel);
+        if let Some(o) = &mut self.overlap {
+            o.submit(k, kernel);
+        }
+    }
+
+    /// When tiered: keeps the second tier's copy of `kernel`'s IR as built
+    /// (generating rewrites a context's function in place), then skips its
+    /// marked loops. Called on every kernel, in index order.
+    fn prepare_first_tier(&mut self, kernel: &mut Pending) {
+        if self.opts.tiers() {
+            self.second.push((kernel.0.clone(), kernel.2.func.clone()));
+            skip_marked_loops(&mut kernel.2.func);
+        }
     }
 
     /// Applies the first tier's loop skipping ([`skip_marked_loops`]) to
-    /// kernel `k` as a first-tier-only module would never do, so that tests
-    /// can run that code; returns how many loops it skipped.
+    /// kernel `k`, the last defined, as a first-tier-only module would
+    /// never do, so that tests can run that code; returns how many loops it
+    /// skipped.
     #[cfg(test)]
     pub(super) fn skip_marked_loops_of(&mut self, k: usize) -> usize {
-        skip_marked_loops(&mut self.pending[k].2.func)
+        let kernel = self.pending[k]
+            .as_mut()
+            .expect("the last kernel defined waits for finish");
+        skip_marked_loops(&mut kernel.2.func)
     }
 
     /// Generates the machine code of every kernel (on the runtime's worker
@@ -404,28 +463,31 @@ impl JitBuilder {
     /// also hands their IR to the second tier.
     pub fn finish(mut self) -> Result<JitCode> {
         let dump = dump_asm();
-        let mut pending = std::mem::take(&mut self.pending);
+        // Handed-over kernels are a prefix: [0, m) went to `overlap`.
+        let mut rest: Vec<Pending> = std::mem::take(&mut self.pending)
+            .into_iter()
+            .flatten()
+            .collect();
         if dump {
-            for (name, _, ctx) in &mut pending {
+            for (name, _, ctx) in &mut rest {
                 ctx.set_disasm(true);
                 eprintln!("=== kernel {name}\n{}", ctx.func.display());
             }
         }
-        // The second tier compiles the IR as built (compiling rewrites a
-        // context's function in place).
-        let second: Option<Vec<(String, ir::Function)>> =
-            (self.opts.tiers() && !pending.is_empty()).then(|| {
-                pending
-                    .iter()
-                    .map(|(name, _, ctx)| (name.clone(), ctx.func.clone()))
-                    .collect()
-            });
-        if second.is_some() {
-            for (_, _, ctx) in &mut pending {
-                skip_marked_loops(&mut ctx.func);
-            }
+        for kernel in &mut rest {
+            self.prepare_first_tier(kernel);
         }
-        generate_all(&self.isas, &mut pending, true)?;
+        generate_all(&self.isas, &mut rest, true)?;
+        let pending: Vec<Pending> = match self.overlap.take() {
+            Some(overlap) => {
+                let mut all: Vec<Pending> = overlap.finish()?.into_iter().map(|(_, k)| k).collect();
+                all.extend(rest);
+                all
+            }
+            None => rest,
+        };
+        let second = std::mem::take(&mut self.second);
+        let second = (!second.is_empty()).then_some(second);
         if dump {
             for (name, _, ctx) in &pending {
                 if let Some(asm) = ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
@@ -621,7 +683,7 @@ fn fill_second_tier(
 /// optimising ISA when it divides integers, else the plain one; the error
 /// text on failure. Both ISAs are the host's with the same flags but the
 /// optimisation level, so their code shares one module's conventions.
-fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
+pub(super) fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
     let isa = if divides_integers(&ctx.func) {
         &*isas.optimizing
     } else {

@@ -15,6 +15,7 @@ pub mod elemwise;
 pub mod fused;
 pub mod jit;
 pub mod mathcalls;
+mod overlap;
 pub mod reduce;
 pub mod scalar;
 mod tier;
