@@ -30,6 +30,11 @@
 //! (Intel's OpenMP runtime and OpenBLAS spin the same way, for longer by
 //! default.)
 //!
+//! [`spawn`] hands a task to a worker without waiting for it (the code
+//! generator's kernels generated while later ones are still lowered), and
+//! [`run_as_background`] keeps a thread of the caller's own from preempting
+//! the thread that wakes it (the code generator's second tier).
+//!
 //! A forked child has none of its parent's threads: [`fork_generation`]
 //! changes in the child, and a pool built before the fork is then replaced
 //! (and leaked, since its workers are gone) instead of being waited on

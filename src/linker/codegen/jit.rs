@@ -16,11 +16,12 @@
 //! results do not depend on the tier that computed them.
 //!
 //! Invariants: a [`JitBuilder`] defines every kernel of one Function and is
-//! finalized exactly once ([`JitBuilder::finish`]), which generates the
+//! finalized exactly once ([`JitBuilder::finish`]), which returns once the
 //! machine code of every kernel handed over by
-//! [`JitBuilder::define_current`] (each kernel's `Context` is independent,
-//! so they compile on separate threads; the module then takes the bytes
-//! and relocations one by one, in definition order); the resulting
+//! [`JitBuilder::define_current`] is generated (each kernel's `Context` is
+//! independent, so they compile on separate threads, some while later
+//! kernels are still being built, `overlap`; the module then takes the
+//! bytes and relocations one by one, in definition order); the resulting
 //! [`JitCode`] holds the kernels' address table (`tier::Tiers`), which owns
 //! the module (and the second tier's, once installed); its function
 //! pointers stay valid until the table is dropped, when the code pages are
@@ -243,7 +244,7 @@ fn divides_integers(func: &ir::Function) -> bool {
 /// `opts`' settings, and the same with the optimising mid-end, for kernels
 /// that divide integers (the same ISA when `optimize` is set).
 #[derive(Clone)]
-pub(super) struct Isas {
+struct Isas {
     plain: Arc<dyn TargetIsa>,
     optimizing: Arc<dyn TargetIsa>,
 }
@@ -309,7 +310,7 @@ const HAND_OVER_INSTS: usize = 256;
 
 /// A kernel waiting for code generation: its name (for messages), its id in
 /// the module and its IR (compiled in place).
-pub(super) type Pending = (String, FuncId, Context);
+type Pending = (String, FuncId, Context);
 
 /// Builds the kernels of one Function into one module.
 pub struct JitBuilder {
@@ -325,7 +326,7 @@ pub struct JitBuilder {
     pending: Vec<Option<Pending>>,
     /// Generation of handed-over kernels while later ones are lowered
     /// (`None` with one thread, and when dumping the code).
-    overlap: Option<Overlap>,
+    overlap: Option<Overlap<Pending>>,
     /// The second tier's copy of each handed-over kernel's IR, in order.
     second: Vec<(String, ir::Function)>,
     /// The ISAs of this module's code (the first tier's when tiered).
@@ -352,7 +353,12 @@ impl JitBuilder {
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
             pending: Vec::new(),
-            overlap: (!dump_asm()).then(|| Overlap::new(&isas)).flatten(),
+            overlap: if dump_asm() {
+                None
+            } else {
+                let isas = isas.clone();
+                Overlap::new(Box::new(move |k: &mut Pending| generate(&isas, k)))
+            },
             second: Vec::new(),
             isas,
             decls: Vec::new(),
@@ -683,7 +689,7 @@ fn fill_second_tier(
 /// optimising ISA when it divides integers, else the plain one; the error
 /// text on failure. Both ISAs are the host's with the same flags but the
 /// optimisation level, so their code shares one module's conventions.
-pub(super) fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
+fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
     let isa = if divides_integers(&ctx.func) {
         &*isas.optimizing
     } else {

@@ -3,10 +3,17 @@
 //! by a helper on the runtime's pool, instead of waiting for
 //! `JitBuilder::finish`.
 //!
-//! Lowering builds every kernel's IR on the calling thread; before this,
-//! code generation only started once the last kernel was built. For the
-//! chain graph of 3000 operations (25 kernels) that lowering is about a
-//! third of the compile, time in which the other core sat idle.
+//! Lowering builds every kernel's IR on the calling thread. For the chain
+//! graph of 3000 operations (25 kernels) that is about a third of the
+//! compile (9.5 ms of 28 on Zen 1), in which the other cores would sit idle
+//! if generation waited for the last kernel; with the overlap the chain's
+//! code generation took 22.4 against 27.0 ms. Small kernels wait for
+//! `finish` (`jit::HAND_OVER_INSTS`): waking a helper for them cost more
+//! than it saved.
+//!
+//! The kernels and their generation are `jit`'s (`Overlap` is generic over
+//! the kernel type and handed the generating function), so that this
+//! module owns only the queue, the helpers and the results.
 //!
 //! Invariants: every submitted kernel is generated exactly once, by a
 //! helper or by the caller in [`Overlap::finish`], which first takes every
@@ -21,12 +28,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::jit::{generate, Isas, Pending};
 use crate::error::{Error, Result};
 
-/// Kernels handed over for generation, and the helpers generating them.
-pub(super) struct Overlap {
-    shared: Arc<Shared>,
+/// Generates one kernel in place; the error text on failure.
+pub(super) type Generate<K> = dyn Fn(&mut K) -> Option<String> + Send + Sync;
+
+/// Kernels (of type `K`) handed over for generation, and the helpers
+/// generating them.
+pub(super) struct Overlap<K: Send + 'static> {
+    shared: Arc<Shared<K>>,
     /// Kernels submitted so far.
     submitted: usize,
     /// How many helpers may work at once (the pool's threads but the caller's).
@@ -34,14 +44,14 @@ pub(super) struct Overlap {
 }
 
 /// A generated kernel: its index, the kernel and its error, if any.
-type Done = (usize, Pending, Option<String>);
+type Done<K> = (usize, K, Option<String>);
 
-struct Shared {
-    isas: Isas,
+struct Shared<K> {
+    generate: Box<Generate<K>>,
     /// Submitted kernels nobody has taken yet.
-    queue: Mutex<VecDeque<(usize, Pending)>>,
+    queue: Mutex<VecDeque<(usize, K)>>,
     /// Generated kernels, in completion order.
-    done: Mutex<Vec<Done>>,
+    done: Mutex<Vec<Done<K>>>,
     /// Signalled each time a kernel is done.
     finished: Condvar,
     /// Helpers taking kernels from the queue.
@@ -54,14 +64,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Overlap {
-    /// Overlapped generation with `isas`; `None` when the runtime has one
+impl<K: Send + 'static> Overlap<K> {
+    /// Overlapped generation by `generate`; `None` when the runtime has one
     /// thread (generation then waits for `finish`, on the caller).
-    pub(super) fn new(isas: &Isas) -> Option<Self> {
+    pub(super) fn new(generate: Box<Generate<K>>) -> Option<Self> {
         let helpers = kiln_runtime::parallel::num_threads().saturating_sub(1);
         (helpers > 0).then(|| Overlap {
             shared: Arc::new(Shared {
-                isas: isas.clone(),
+                generate,
                 queue: Mutex::new(VecDeque::new()),
                 done: Mutex::new(Vec::new()),
                 finished: Condvar::new(),
@@ -74,7 +84,7 @@ impl Overlap {
 
     /// Queues kernel `index` for generation and wakes a helper, unless
     /// `helpers` are already at work.
-    pub(super) fn submit(&mut self, index: usize, kernel: Pending) {
+    pub(super) fn submit(&mut self, index: usize, kernel: K) {
         lock(&self.shared.queue).push_back((index, kernel));
         self.submitted += 1;
         if enlist(&self.shared.working, self.helpers) {
@@ -100,7 +110,7 @@ impl Overlap {
     /// first (a helper takes the oldest), waits for the others, and returns
     /// all submitted kernels in index order, or the first error (in index
     /// order).
-    pub(super) fn finish(self) -> Result<Vec<(usize, Pending)>> {
+    pub(super) fn finish(self) -> Result<Vec<(usize, K)>> {
         work(&self.shared, Take::Newest);
         let mut done = lock(&self.shared.done);
         while done.len() < self.submitted {
@@ -141,7 +151,7 @@ enum Take {
 
 /// Generates queued kernels, taken from the `take` end, until the queue is
 /// empty.
-fn work(shared: &Shared, take: Take) {
+fn work<K>(shared: &Shared<K>, take: Take) {
     loop {
         let next = {
             let mut queue = lock(&shared.queue);
@@ -153,8 +163,8 @@ fn work(shared: &Shared, take: Take) {
         let Some((i, mut kernel)) = next else {
             return;
         };
-        let err = catch_unwind(AssertUnwindSafe(|| generate(&shared.isas, &mut kernel)))
-            .unwrap_or_else(|_| Some(format!("code generation for kernel {} panicked", kernel.0)));
+        let err = catch_unwind(AssertUnwindSafe(|| (shared.generate)(&mut kernel)))
+            .unwrap_or_else(|_| Some(format!("code generation for kernel {i} panicked")));
         lock(&shared.done).push((i, kernel, err));
         shared.finished.notify_all();
     }
