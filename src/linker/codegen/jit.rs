@@ -327,7 +327,8 @@ pub struct JitBuilder {
     /// Generation of handed-over kernels while later ones are lowered
     /// (`None` with one thread, and when dumping the code).
     overlap: Option<Overlap<Pending>>,
-    /// The second tier's copy of each handed-over kernel's IR, in order.
+    /// The second tier's copy of every kernel's IR as built, in index order
+    /// (taken as each kernel is handed over, or at `finish`).
     second: Vec<(String, ir::Function)>,
     /// The ISAs of this module's code (the first tier's when tiered).
     isas: Isas,
@@ -399,10 +400,12 @@ impl JitBuilder {
 
     /// Declares the function currently in `self.ctx` under a fresh local
     /// name, hands its IR over for code generation (leaving a fresh
-    /// context) and returns its index for [`JitCode::ptr`]. The previous
-    /// kernel then starts generating on a helper thread while the caller
-    /// lowers on (the last waits for [`JitBuilder::finish`], so a test can
-    /// still change it).
+    /// context) and returns its index for [`JitCode::ptr`]. Once the
+    /// kernels defined before it and not yet handed over hold
+    /// `HAND_OVER_INSTS` (256) instructions, they start generating on a helper
+    /// thread while the caller lowers on; the others, the last kernel
+    /// always among them (so that a test can still change it), wait for
+    /// [`JitBuilder::finish`].
     pub fn define_current(&mut self, name: &str) -> Result<usize> {
         let decl = Decl::Kernel(self.ctx.func.signature.clone());
         let id = decl
