@@ -169,16 +169,16 @@ pub fn fork_generation() -> usize {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
-/// Makes the calling thread background work that never preempts a waking
-/// thread's victim: on Linux its scheduling policy becomes `SCHED_BATCH`
-/// (the same share of a core as before, but waking it does not preempt the
-/// thread running on the core it is placed on; it waits for the next
-/// scheduler tick or an idle core). Returns whether the policy was set
-/// (other systems, or a sandbox that refuses it: `false`, nothing changed).
+/// Makes the calling thread background work: on Linux its scheduling
+/// policy becomes `SCHED_BATCH` (the same share of a core as before, but
+/// waking it never preempts the thread running on the core it is placed
+/// on; it waits for the next scheduler tick or an idle core). Returns
+/// whether the policy was set (other systems, or a sandbox that refuses
+/// it: `false`, nothing changed).
 ///
 /// For the code generator's second-tier thread: woken at the end of a
 /// compile, it was placed on the compiling thread's core and preempted it
-/// for a scheduler slice (0.7 ms) in about one compile of four, before the
+/// for a scheduler slice (0.7 ms) in about one compile of six, before the
 /// Function was returned (`kiln bench` of gauss, Zen 1, BENCHMARKS.md,
 /// thirtieth session).
 pub fn run_as_background() -> bool {
