@@ -559,14 +559,27 @@ fn skip_marked_loops(func: &mut ir::Function) -> usize {
 
 /// Generates the machine code of every kernel of `pending` with `isas`: on
 /// the runtime's worker threads when `parallel` (kernels taken one at a
-/// time, so that a long kernel does not hold up the short ones behind it,
-/// and no thread is started per compile), else on the calling thread.
+/// time, largest first, so that a long kernel does not hold up the short
+/// ones behind it, and no thread is started per compile), else on the
+/// calling thread.
+///
+/// Largest first: the calling thread starts at once and takes the first,
+/// while a helper may wake late. With the small kernel first (a mean's
+/// `sum / n` before its fused sum), a helper that woke during it took the
+/// large one late and the caller waited for it.
 fn generate_all(isas: &Isas, pending: &mut [Pending], parallel: bool) -> Result<()> {
     let errors: Vec<Option<String>> = if !parallel || pending.len() < 2 {
         pending.iter_mut().map(|k| generate(isas, k)).collect()
     } else {
-        let slots: Vec<Mutex<(&mut Pending, Option<String>)>> =
-            pending.iter_mut().map(|k| Mutex::new((k, None))).collect();
+        let mut order: Vec<(usize, &mut Pending)> = pending
+            .iter_mut()
+            .map(|k| (k.2.func.dfg.num_insts(), k))
+            .collect();
+        order.sort_by_key(|(size, _)| std::cmp::Reverse(*size));
+        let slots: Vec<Mutex<(&mut Pending, Option<String>)>> = order
+            .into_iter()
+            .map(|(_, k)| Mutex::new((k, None)))
+            .collect();
         kiln_runtime::parallel::parallel_for(slots.len(), 1, &|s, e| {
             for slot in &slots[s..e] {
                 let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
