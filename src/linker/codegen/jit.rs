@@ -321,9 +321,13 @@ pub struct JitBuilder {
     /// Reusable frontend context.
     pub fctx: FunctionBuilderContext,
     imports: FxHashMap<&'static str, FuncId>,
-    /// Kernels declared and built, in definition order; `None` once handed
-    /// to `overlap` (the rest wait for [`JitBuilder::finish`]).
-    pending: Vec<Option<Pending>>,
+    /// Kernels `handed..` (declared and built, in definition order), not
+    /// yet handed to `overlap`: they wait for [`JitBuilder::finish`].
+    pending: Vec<Pending>,
+    /// Kernels `0..handed` went to `overlap`.
+    handed: usize,
+    /// The Cranelift instructions of `pending` but its last kernel.
+    waiting_insts: usize,
     /// Generation of handed-over kernels while later ones are lowered
     /// (`None` with one thread, and when dumping the code).
     overlap: Option<Overlap<Pending>>,
@@ -354,6 +358,8 @@ impl JitBuilder {
             fctx: FunctionBuilderContext::new(),
             imports: FxHashMap::default(),
             pending: Vec::new(),
+            handed: 0,
+            waiting_insts: 0,
             overlap: if dump_asm() {
                 None
             } else {
@@ -413,36 +419,33 @@ impl JitBuilder {
             .map_err(|e| Error::Compile(format!("kernel {name}: {e}")))?;
         self.decls.push((decl, id));
         let ctx = std::mem::replace(&mut self.ctx, self.module.make_context());
-        self.pending.push(Some((name.to_string(), id, ctx)));
-        let k = self.pending.len() - 1;
-        if self.overlap.is_some() && k > 0 {
-            // The kernels before this one, once they are worth a helper's
-            // wake-up (on a virtual machine it can cost as much as
-            // generating a small kernel, which then waits for `finish`).
-            let waiting: usize = self.pending[..k]
-                .iter()
-                .flatten()
-                .map(|(_, _, ctx)| ctx.func.dfg.num_insts())
-                .sum();
-            if waiting >= HAND_OVER_INSTS {
-                for j in 0..k {
-                    self.hand_over(j);
-                }
-            }
+        if let Some((_, _, before)) = self.pending.last() {
+            self.waiting_insts += before.func.dfg.num_insts();
+        }
+        self.pending.push((name.to_string(), id, ctx));
+        let k = self.handed + self.pending.len() - 1;
+        // The kernels before this one, once they are worth a helper's
+        // wake-up (on a virtual machine it can cost as much as generating a
+        // small kernel, which then waits for `finish`).
+        if self.overlap.is_some() && self.waiting_insts >= HAND_OVER_INSTS {
+            self.hand_over_waiting();
         }
         Ok(k)
     }
 
-    /// Hands kernel `k` to `overlap` (which must be set), after taking the
-    /// second tier's copy of its IR and skipping its marked loops.
-    fn hand_over(&mut self, k: usize) {
-        let Some(mut kernel) = self.pending[k].take() else {
-            return;
-        };
-        self.prepare_first_tier(&mut kernel);
-        if let Some(o) = &mut self.overlap {
-            o.submit(k, kernel);
+    /// Hands every pending kernel but the last to `overlap`, in index
+    /// order, after taking the second tier's copy of its IR and skipping
+    /// its marked loops.
+    fn hand_over_waiting(&mut self) {
+        let last = self.pending.split_off(self.pending.len().saturating_sub(1));
+        for mut kernel in std::mem::replace(&mut self.pending, last) {
+            self.prepare_first_tier(&mut kernel);
+            if let Some(o) = &mut self.overlap {
+                o.submit(self.handed, kernel);
+            }
+            self.handed += 1;
         }
+        self.waiting_insts = 0;
     }
 
     /// When tiered: keeps the second tier's copy of `kernel`'s IR as built
@@ -461,10 +464,8 @@ impl JitBuilder {
     /// skipped.
     #[cfg(test)]
     pub(super) fn skip_marked_loops_of(&mut self, k: usize) -> usize {
-        let kernel = self.pending[k]
-            .as_mut()
-            .expect("the last kernel defined waits for finish");
-        skip_marked_loops(&mut kernel.2.func)
+        // The last kernel defined is never handed over before `finish`.
+        skip_marked_loops(&mut self.pending[k - self.handed].2.func)
     }
 
     /// Generates the machine code of every kernel (on the runtime's worker
@@ -472,11 +473,8 @@ impl JitBuilder {
     /// also hands their IR to the second tier.
     pub fn finish(mut self) -> Result<JitCode> {
         let dump = dump_asm();
-        // Handed-over kernels are a prefix: [0, m) went to `overlap`.
-        let mut rest: Vec<Pending> = std::mem::take(&mut self.pending)
-            .into_iter()
-            .flatten()
-            .collect();
+        // Kernels `0..handed` went to `overlap`; these follow them.
+        let mut rest: Vec<Pending> = std::mem::take(&mut self.pending);
         if dump {
             for (name, _, ctx) in &mut rest {
                 ctx.set_disasm(true);
