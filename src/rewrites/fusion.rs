@@ -1,6 +1,10 @@
 //! Elemwise fusion: maximal convex groups of element-wise nodes with the
 //! same output broadcast pattern become one `Composite` node, computed in a
-//! single pass over memory.
+//! single pass over memory. A producer of one element (every dimension
+//! statically broadcastable, such as a gradient's `cast(n)` of a 0-d
+//! size) that only members of a group read joins that group whatever its
+//! pattern: the kernel computes it once per call (`linker::codegen::hoist`)
+//! instead of as a kernel of its own.
 //!
 //! Algorithm (near-linear; one topological sort, no re-sort per candidate):
 //! nodes get their index in a topological order. Roots are taken from the
@@ -72,6 +76,23 @@ pub(super) fn same_pattern(fg: &FunctionGraph, a: NodeId, b: NodeId) -> bool {
             .all(|(x, y)| (*x == Some(1)) == (*y == Some(1)))
 }
 
+/// Whether every output of `p` has one element (every dimension statically
+/// broadcastable) and is read by members of group `gid` only. Such a
+/// producer can join a group of another pattern: it never becomes an
+/// output of the Composite (whose outputs have the group's shape), and
+/// since every node reading it is in the group, the group stays convex.
+/// Its clients' membership is final when it is examined (see
+/// [`fuse_elemwise`]: candidates are examined in decreasing order).
+fn one_element_feeder(fg: &FunctionGraph, p: NodeId, gid: usize, group_of: &[usize]) -> bool {
+    fg.node(p).outputs.iter().all(|&o| {
+        fg.ty(o).shape.iter().all(|&d| d == Some(1))
+            && fg.clients(o).iter().all(|c| match *c {
+                Client::Node(c, _) => group_of[c.index()] == gid,
+                Client::Output(_) => false,
+            })
+    })
+}
+
 /// No position in the order (for a node not in it) / no group.
 const NONE: usize = usize::MAX;
 
@@ -119,7 +140,7 @@ pub fn fuse_elemwise(fg: &mut FunctionGraph, max_operands: usize) -> Result<Fusi
         while let Some((_, p)) = heap.pop() {
             if group_of[p.index()] != NONE
                 || !fuseable(fg, p)
-                || !same_pattern(fg, p, root)
+                || !(same_pattern(fg, p, root) || one_element_feeder(fg, p, gid, &group_of))
                 || scalar_nodes + scalar_size(fg, p) > MAX_FUSED_NODES
             {
                 continue;
@@ -443,6 +464,71 @@ mod tests {
         fused(&mut fg);
         // exp(u) is 1-d and broadcast: it stays outside the 2-d group.
         assert!(fg.to_string().contains("exp(u)"), "{fg}");
+    }
+
+    #[test]
+    fn one_element_producers_read_only_inside_join_the_group() {
+        // x / cast(n) + exp(a): the 0-d cast and exp (made 1-d one-element
+        // by the broadcast) join the group of the vector; their value is
+        // unchanged.
+        let x = vector("x", DType::F64);
+        let n = scalar("n", DType::I64);
+        let a = scalar("a", DType::F64);
+        // (Canonicalization lifts DimShuffles to the inputs: `cast(n[None])`.)
+        let nf = n.expand_dims(0).unwrap().cast(DType::F64);
+        let ea = a.expand_dims(0).unwrap().exp();
+        let y = &(&x / &nf) + &ea;
+        let mut fg = FunctionGraph::new(&[x, n, a], &[y]).unwrap();
+        let vals = [
+            Value::F64(arr1(&[0.5, -2.0, 3.0]).into_dyn()),
+            Value::I64(ndarray::arr0(4).into_dyn()),
+            Value::F64(ndarray::arr0(0.25).into_dyn()),
+        ];
+        let before = evaluate(&fg, &vals).unwrap();
+        // Before: cast, exp, two DimShuffles, div, add.
+        assert_eq!(fg.n_nodes(), 6, "{fg}");
+        fused(&mut fg);
+        let ops: Vec<String> = fg
+            .toposort()
+            .iter()
+            .map(|&k| fg.node(k).op.name())
+            .collect();
+        assert_eq!(
+            ops.iter().filter(|o| o.starts_with("Composite")).count(),
+            1,
+            "{fg}"
+        );
+        assert_eq!(
+            fg.n_nodes(),
+            3,
+            "the two DimShuffles and the Composite: {fg}"
+        );
+        assert!(
+            fg.to_string().contains("cast{f64}") && fg.to_string().contains("exp("),
+            "{fg}"
+        );
+        let after = evaluate(&fg, &vals).unwrap();
+        assert!(after[0].allclose(&before[0], 0.0, 0.0), "{after:?}");
+    }
+
+    #[test]
+    fn a_one_element_producer_read_elsewhere_or_returned_stays_apart() {
+        let x = vector("x", DType::F64);
+        let a = scalar("a", DType::F64);
+        let ea = a.expand_dims(0).unwrap().exp();
+        let y = &x * &ea;
+        // exp(a) is also an output: a Composite output has the group's shape.
+        let mut fg = FunctionGraph::new(&[x.clone(), a.clone()], &[y.clone(), ea]).unwrap();
+        fused(&mut fg);
+        assert_eq!(fg.n_nodes(), 3, "{fg}");
+        // exp(a) read by two groups of different patterns: it joins neither.
+        let m = matrix("m", DType::F64);
+        let e1 = a.expand_dims(0).unwrap().exp();
+        let z = (&x * &e1).sin();
+        let w = (&m * &e1.expand_dims(0).unwrap()).cos();
+        let mut fg = FunctionGraph::new(&[x, m, a], &[z, w]).unwrap();
+        fused(&mut fg);
+        assert!(fg.to_string().contains("exp(DimShuffle{x}(a))"), "{fg}");
     }
 
     #[test]

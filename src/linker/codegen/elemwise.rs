@@ -47,6 +47,7 @@ use cranelift_module::FuncId;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
+use super::hoist::{self, Hoisted};
 use super::jit::{self, JitBuilder};
 use super::mathcalls::{self, ScalarSig, BLOCK};
 use super::scalar::{self as sl, Callees};
@@ -450,14 +451,26 @@ pub enum Paths {
     ScalarOnly,
 }
 
-/// Builds the kernel of `prog` with `paths` into `jb`; returns its index.
-pub fn build(jb: &mut JitBuilder, prog: &Composite, paths: Paths, name: &str) -> Result<usize> {
+/// Builds the kernel of `prog` with `paths` into `jb`, computing the part
+/// `hoisted` cuts off (when given) once per call; returns its index.
+pub(crate) fn build(
+    jb: &mut JitBuilder,
+    prog: &Composite,
+    hoisted: Option<&Hoisted>,
+    paths: Paths,
+    name: &str,
+) -> Result<usize> {
     let ptr = jb.ptr_type();
+    let n_args = prog.inputs.len();
+    let prog = hoisted.map_or(prog, |h| &h.main);
     let plan = match paths {
         Paths::Vector => vector_plan(prog, jb.options().pre_stage, jb.options().pair_calls),
         Paths::ScalarOnly => None,
     };
-    let imports = import_callees(jb, prog, plan.as_ref())?;
+    let mut imports = import_callees(jb, prog, plan.as_ref())?;
+    if let Some(h) = hoisted {
+        imports.extend(import_callees(jb, &h.pre, None)?);
+    }
     jb.ctx.func.signature = jb.signature(&[ptr, ptr, types::I64], &[]);
     let JitBuilder {
         module, ctx, fctx, ..
@@ -476,6 +489,16 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, paths: Paths, name: &str) ->
     };
 
     let (pp, sp, n) = open_kernel(&mut b);
+    let (pp, sp) = match hoisted {
+        Some(h) => hoist::emit_prologue(
+            &mut b,
+            &callees,
+            h,
+            (pp, sp),
+            (0, n_args, prog.outputs.len()),
+        )?,
+        None => (pp, sp),
+    };
     let f = sl::OWN;
     let mut ptrs = Vec::with_capacity(n_ops);
     let mut strides = Vec::with_capacity(n_ops);
@@ -630,7 +653,7 @@ pub fn build(jb: &mut JitBuilder, prog: &Composite, paths: Paths, name: &str) ->
     b.switch_to_block(scalar_head);
     b.seal_block(scalar_head);
     counted_loop(&mut b, i_var, n, 1, |b, i| {
-        let outs = emit_scalar_program(b, &callees, prog, &ptrs[..n_in], &strides[..n_in], i)?;
+        let outs = sl::emit_scalar_program(b, &callees, prog, &ptrs[..n_in], &strides[..n_in], i)?;
         for (o, &v) in outs.iter().enumerate() {
             let k = n_in + o;
             let off = b.ins().imul(i, strides[k]);
@@ -899,38 +922,6 @@ pub(super) fn vector_bases(
         bases.push(b.ins().select(is0, saddr, p));
     }
     bases
-}
-
-/// The canonical values of `prog`'s outputs at element `i` of inputs at
-/// `ptrs` with byte `strides` (the scalar path: any strides, every dtype,
-/// bit-identical to the reference evaluator).
-pub(super) fn emit_scalar_program(
-    b: &mut FunctionBuilder<'_>,
-    callees: &Callees,
-    prog: &Composite,
-    ptrs: &[Value],
-    strides: &[Value],
-    i: Value,
-) -> Result<Vec<Value>> {
-    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
-    let mut ins: Vec<Value> = Vec::with_capacity(ptrs.len());
-    for (k, (&p, &s)) in ptrs.iter().zip(strides).enumerate() {
-        let off = b.ins().imul(i, s);
-        let addr = b.ins().iadd(p, off);
-        ins.push(sl::load(b, prog.inputs[k], addr));
-    }
-    let get = |b: &mut FunctionBuilder<'_>, vals: &[Value], r: CRef| match r {
-        CRef::Input(k) => ins[k as usize],
-        CRef::Node(k) => vals[k as usize],
-        CRef::Const(c) => sl::constant(b, c.dtype, c.bits),
-    };
-    for node in &prog.nodes {
-        let args: Vec<Value> = node.args.iter().map(|&a| get(b, &vals, a)).collect();
-        let dts: Vec<DType> = node.args.iter().map(|&a| prog.dtype_of(a)).collect();
-        let v = sl::emit_scalar(b, callees, node.op, &args, &dts, node.dtype)?;
-        vals.push(v);
-    }
-    Ok(prog.outputs.iter().map(|&r| get(b, &vals, r)).collect())
 }
 
 /// The vector path of one program inside a kernel being built: the plan
@@ -1545,7 +1536,7 @@ mod tests {
             ..Default::default()
         };
         let mut jb = JitBuilder::new(&opts).unwrap();
-        let k = build(&mut jb, prog, paths, "t").unwrap();
+        let k = build(&mut jb, prog, None, paths, "t").unwrap();
         let skipped = if skip { jb.skip_marked_loops_of(k) } else { 0 };
         let code = jb.finish().unwrap();
         let mut outs = vec![vec![0.0; x.len()]; prog.outputs.len()];

@@ -39,6 +39,7 @@ use cranelift_codegen::ir::{types, InstBuilder, StackSlotData, StackSlotKind, Ty
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::elemwise::{self, VecCtx, VecPlan};
+use super::hoist::{self, Hoisted};
 use super::jit::JitBuilder;
 use super::mathcalls::BLOCK;
 use super::reduce::{
@@ -227,10 +228,11 @@ struct Fused<'p> {
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
 /// The kernel handles the accumulator modes `modes`. Returns its index.
-pub fn build_fused(
+pub(crate) fn build_fused(
     jb: &mut JitBuilder,
     op: ReduceOp,
     prog: &Composite,
+    hoisted: Option<&Hoisted>,
     modes: Modes,
     name: &str,
 ) -> Result<usize> {
@@ -241,12 +243,17 @@ pub fn build_fused(
         )));
     };
     let ptr = jb.ptr_type();
+    let n_args = prog.inputs.len();
+    let prog = hoisted.map_or(prog, |h| &h.main);
     let mapped = prog.output_dtypes()[0];
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let opts = jb.options();
     let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
+    if let Some(h) = hoisted {
+        imports.extend(elemwise::import_callees(jb, &h.pre, None)?);
+    }
     // Column mode folds each block of mapped values with the runtime's
     // column pass (the vector path only; accumulators are contiguous there).
     let column_pass = column_symbol(op, mapped).filter(|_| modes.column() && plan.is_some());
@@ -268,6 +275,11 @@ pub fn build_fused(
     let callees = elemwise::declare_callees(module, &mut b, imports);
     let n_in = prog.inputs.len();
     let (pp, sp, n) = elemwise::open_kernel(&mut b);
+    let (pp, sp) = match hoisted {
+        // Operand 0 is the accumulator; the program's inputs follow.
+        Some(h) => hoist::emit_prologue(&mut b, &callees, h, (pp, sp), (1, n_args, 0))?,
+        None => (pp, sp),
+    };
     // The argument arrays are kiln's own (aligned words).
     let acc_p = b.ins().load(ptr, sl::OWN, pp, 0);
     let acc_s = b.ins().load(types::I64, sl::OWN, sp, 0);
@@ -575,7 +587,7 @@ impl Fused<'_> {
         let (a_var, acc_p, acc_s) = (self.a_var, self.acc_p, self.acc_s);
         elemwise::counted_loop(b, self.i_var, self.n, 1, |b, i| {
             let vals =
-                elemwise::emit_scalar_program(b, callees, self.prog, &self.ptrs, &self.strides, i)?;
+                sl::emit_scalar_program(b, callees, self.prog, &self.ptrs, &self.strides, i)?;
             let x = convert(b, op, vals[0], self.mapped);
             per_mode(
                 b,

@@ -22,6 +22,10 @@
 //! true, clear for false, held in the float vector type of the path (so
 //! they load, store and stage like the float values). A mask is only ever
 //! combined bitwise, never compared as a float (its true pattern is a NaN).
+//!
+//! [`emit_scalar_program`] emits a whole Composite at one element: the
+//! scalar path of every element-wise and fused-reduction kernel, and the
+//! hoisted prologue of `hoist`.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, ConstantData, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -31,7 +35,7 @@ use rustc_hash::FxHashMap;
 use super::mathcalls::{self, ScalarSig};
 use crate::error::{Error, Result};
 use crate::graph::DType;
-use crate::ops::ScalarOp;
+use crate::ops::{CRef, Composite, ScalarOp};
 
 /// Imported callees available to the function being built, by symbol.
 pub type Callees = FxHashMap<&'static str, FuncRef>;
@@ -1026,4 +1030,36 @@ pub fn emit_vector(
         Identity | Cast(_) => a[0],
         op => return Err(Error::Compile(format!("{op} has no vector lowering"))),
     })
+}
+
+/// The canonical values of `prog`'s outputs at element `i` of inputs at
+/// `ptrs` with byte `strides` (the scalar path: any strides, every dtype,
+/// bit-identical to the reference evaluator).
+pub(super) fn emit_scalar_program(
+    b: &mut FunctionBuilder<'_>,
+    callees: &Callees,
+    prog: &Composite,
+    ptrs: &[Value],
+    strides: &[Value],
+    i: Value,
+) -> Result<Vec<Value>> {
+    let mut vals: Vec<Value> = Vec::with_capacity(prog.nodes.len());
+    let mut ins: Vec<Value> = Vec::with_capacity(ptrs.len());
+    for (k, (&p, &s)) in ptrs.iter().zip(strides).enumerate() {
+        let off = b.ins().imul(i, s);
+        let addr = b.ins().iadd(p, off);
+        ins.push(load(b, prog.inputs[k], addr));
+    }
+    let get = |b: &mut FunctionBuilder<'_>, vals: &[Value], r: CRef| match r {
+        CRef::Input(k) => ins[k as usize],
+        CRef::Node(k) => vals[k as usize],
+        CRef::Const(c) => constant(b, c.dtype, c.bits),
+    };
+    for node in &prog.nodes {
+        let args: Vec<Value> = node.args.iter().map(|&a| get(b, &vals, a)).collect();
+        let dts: Vec<DType> = node.args.iter().map(|&a| prog.dtype_of(a)).collect();
+        let v = emit_scalar(b, callees, node.op, &args, &dts, node.dtype)?;
+        vals.push(v);
+    }
+    Ok(prog.outputs.iter().map(|&r| get(b, &vals, r)).collect())
 }

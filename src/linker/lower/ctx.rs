@@ -17,6 +17,7 @@ use crate::graph::{DType, FunctionGraph, VarId};
 use crate::linker::accum::Modes;
 use crate::linker::codegen;
 use crate::linker::codegen::elemwise::Paths;
+use crate::linker::codegen::hoist;
 use crate::linker::codegen::jit::JitBuilder;
 use crate::linker::plan::Slot;
 use crate::ops::{Composite, ReduceOp, ScalarOp};
@@ -105,9 +106,11 @@ fn describe(fg: &FunctionGraph, v: VarId) -> String {
 /// The kernel table of one module.
 pub struct Kernels<'a> {
     jb: &'a mut JitBuilder,
-    elem: FxHashMap<Composite, (usize, Paths)>,
+    /// Keyed by program and the bit set of its inputs whose invariant part
+    /// is hoisted (0 when nothing is).
+    elem: FxHashMap<(Composite, u64), (usize, Paths)>,
     red: FxHashMap<(ReduceOp, DType), (usize, Modes)>,
-    fused: FxHashMap<(ReduceOp, Composite), (usize, Modes)>,
+    fused: FxHashMap<(ReduceOp, Composite, u64), (usize, Modes)>,
     /// Every reduction kernel generated: name and modes.
     reduce_built: Vec<(String, Modes)>,
 }
@@ -115,20 +118,28 @@ pub struct Kernels<'a> {
 impl Kernels<'_> {
     /// The element-wise kernel of `prog` with the vector path.
     pub fn elem(&mut self, prog: Composite) -> Result<usize> {
-        self.elem_with(prog, Paths::Vector)
+        self.elem_with(prog, Paths::Vector, 0)
     }
-    /// The element-wise kernel of `prog` with at least `paths`: a kernel
+    /// The element-wise kernel of `prog` with at least `paths`, computing
+    /// once per call the part of the program that depends only on the
+    /// inputs in bit set `invariant` (one-element operands, see
+    /// `codegen::hoist`; the scalar path alone hoists nothing). A kernel
     /// with the vector path also serves where the scalar path alone would
     /// do; one with the scalar path only is superseded when the vector path
     /// is asked for (steps already planned keep it).
-    pub fn elem_with(&mut self, prog: Composite, paths: Paths) -> Result<usize> {
-        match self.elem.get(&prog) {
+    pub fn elem_with(&mut self, prog: Composite, paths: Paths, invariant: u64) -> Result<usize> {
+        let hoisted = match paths {
+            Paths::Vector => hoist::split(&prog, invariant),
+            Paths::ScalarOnly => None,
+        };
+        let key = (prog, hoisted.as_ref().map_or(0, |_| invariant));
+        match self.elem.get(&key) {
             Some(&(k, built)) if built == paths || built == Paths::Vector => return Ok(k),
             _ => {}
         }
-        let name = prog.to_string();
-        let k = codegen::elemwise::build(self.jb, &prog, paths, &name)?;
-        self.elem.insert(prog, (k, paths));
+        let name = key.0.to_string();
+        let k = codegen::elemwise::build(self.jb, &key.0, hoisted.as_ref(), paths, &name)?;
+        self.elem.insert(key, (k, paths));
         Ok(k)
     }
     /// The element-wise kernel converting `from` to `to`.
@@ -157,22 +168,25 @@ impl Kernels<'_> {
         Ok((k, modes))
     }
     /// The fused reduction kernel of `op` over `prog` handling at least
-    /// `modes`, shared or superseded as in [`Kernels::reduce`]; returns it
-    /// with the modes it handles.
+    /// `modes`, hoisting as [`Kernels::elem_with`] does over the inputs in
+    /// bit set `invariant`, shared or superseded as in [`Kernels::reduce`];
+    /// returns it with the modes it handles.
     pub fn fused_reduce(
         &mut self,
         op: ReduceOp,
         prog: Composite,
+        invariant: u64,
         modes: Modes,
     ) -> Result<(usize, Modes)> {
-        let key = (op, prog);
+        let hoisted = hoist::split(&prog, invariant);
+        let key = (op, prog, hoisted.as_ref().map_or(0, |_| invariant));
         let modes = match self.fused.get(&key) {
             Some(&(k, m)) if m.covers(modes) => return Ok((k, m)),
             Some(&(_, m)) => m.union(modes),
             None => modes,
         };
         let name = format!("{}{}", op.name(), key.1);
-        let k = codegen::fused::build_fused(self.jb, op, &key.1, modes, &name)?;
+        let k = codegen::fused::build_fused(self.jb, op, &key.1, hoisted.as_ref(), modes, &name)?;
         self.reduce_built.push((name, modes));
         self.fused.insert(key, (k, modes));
         Ok((k, modes))
@@ -197,14 +211,14 @@ mod tests {
         let prog =
             || codegen::elemwise::single_op_program(ScalarOp::Exp, &[DType::F64], &[None]).unwrap();
         let k = &mut cx.kernels;
-        let scalar = k.elem_with(prog(), Paths::ScalarOnly).unwrap();
-        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly).unwrap(), scalar);
+        let scalar = k.elem_with(prog(), Paths::ScalarOnly, 0).unwrap();
+        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly, 0).unwrap(), scalar);
         let vector = k.elem(prog()).unwrap();
         assert_ne!(
             vector, scalar,
             "the scalar-only kernel served the vector path"
         );
-        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly).unwrap(), vector);
+        assert_eq!(k.elem_with(prog(), Paths::ScalarOnly, 0).unwrap(), vector);
         assert_eq!(k.elem(prog()).unwrap(), vector);
     }
 }

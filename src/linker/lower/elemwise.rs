@@ -13,6 +13,7 @@ use super::ctx::{LowerCx, NodeSlots};
 use crate::error::{Error, Result};
 use crate::graph::{Apply, DType, Element, FunctionGraph, VarId};
 use crate::linker::codegen::elemwise::{inline_constants, single_op_program, Paths};
+use crate::linker::codegen::hoist;
 use crate::linker::plan::step::ElemwiseStep;
 use crate::linker::plan::step::Step;
 use crate::linker::plan::{Lowering, Slot};
@@ -47,8 +48,10 @@ pub fn lower(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<(Step
     } else {
         Paths::Vector
     };
-    let kernel = cx.kernels.elem_with(prog, paths)?;
     let ops = Operands::kept(cx, node, io, &consts);
+    let kernel = cx
+        .kernels
+        .elem_with(prog, paths, hoist::invariant_mask(&ops.bcast))?;
     let mut destroy_map = Vec::new();
     for &(o, i) in node.op.destroy_map().iter() {
         let Some(p) = ops.positions.iter().position(|&k| k == i as usize) else {

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::graph::{Apply, FunctionGraph, VarId};
 use crate::linker::accum::{acc_dtype, column_pass, Modes};
 use crate::linker::codegen::elemwise::inline_constants;
+use crate::linker::codegen::hoist;
 use crate::linker::plan::step::Step;
 use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
 use crate::linker::plan::Lowering;
@@ -78,13 +79,14 @@ pub fn lower_fused(
     let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
     let shape = iteration_shape(fg, &node.inputs, nd);
     let needed = Modes::needed(&shape, &axes);
-    let (kernel, modes) = cx.kernels.fused_reduce(op, prog, needed)?;
+    let ops = Operands::kept(cx, node, io, &consts);
+    let invariant = hoist::invariant_mask(&ops.bcast);
+    let (kernel, modes) = cx.kernels.fused_reduce(op, prog, invariant, needed)?;
     let cast = if acc != out {
         Some(cx.kernels.cast(acc, out)?)
     } else {
         None
     };
-    let ops = Operands::kept(cx, node, io, &consts);
     let step = FusedReduceStep {
         kernel,
         modes,
