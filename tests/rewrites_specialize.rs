@@ -99,6 +99,22 @@ fn mul_specialize() {
         "second(x, 0.0)",
     );
     check_no_fire("local_mul_specialize", g("2.0 * x"));
+    // Negated factors: their signs cancel or a constant takes them.
+    check_rule(
+        "local_mul_specialize",
+        g("2.0 * -x"),
+        "(2.0 * (-x))",
+        "(-2.0 * x)",
+    );
+    check_rule(
+        "local_mul_specialize",
+        g("-x * -y"),
+        "((-x) * (-y))",
+        "(x * y)",
+    );
+    check_rule("local_mul_specialize", g("-1.0 * -x"), "(-1.0 * (-x))", "x");
+    // An odd sign with no constant to take it stays where it is.
+    check_no_fire("local_mul_specialize", g("-x * y"));
 }
 
 #[test]

@@ -277,9 +277,33 @@ pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result
 
 /// In a product: drop factors of 1, turn a factor of -1 into a `neg`, and a
 /// zero factor into zeros; a single remaining factor replaces the product.
+/// In a float product, negated factors (`neg(y)`, y not a constant) give
+/// their sign to the product when that adds no `neg`: an even number of
+/// signs cancels, and an odd one is taken by a constant factor
+/// (`-0.001 * -s` is `0.001 * s`, as a mean of a stabilized loss leaves it);
+/// negation is exact, so the value keeps every bit.
 pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
+    // Negated factors whose sign can move, and the constant that can take it.
+    let negated = |fg: &FunctionGraph, i: VarId| {
+        let m = owner_if(fg, i, ScalarOp::Neg)?;
+        let inner = fg.node(m).inputs[0];
+        (fg.ty(inner) == fg.ty(i) && unique_constant(fg, inner).is_none()).then_some(inner)
+    };
+    let (mut negs, mut minus_ones, mut taker) = (0, 0, None);
+    if dtype.is_float() {
+        for &i in &ins {
+            match unique_constant(fg, i) {
+                Some(-1.0) => minus_ones += 1,
+                Some(c) if c != 1.0 && c != 0.0 && fg.constant_value(i).is_some() => {
+                    taker = taker.or(Some(i))
+                }
+                _ => negs += usize::from(negated(fg, i).is_some()),
+            }
+        }
+    }
+    let move_signs = negs > 0 && ((negs + minus_ones) % 2 == 0 || taker.is_some());
     let mut negate = false;
     let mut rest = Vec::new();
     let mut changed = false;
@@ -294,11 +318,28 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
                 let z = scalar_const(fg, dtype, 0.0);
                 return finish(fg, n, z);
             }
-            _ => rest.push(i),
+            _ => match negated(fg, i).filter(|_| move_signs) {
+                Some(inner) => {
+                    rest.push(inner);
+                    negate = !negate;
+                    changed = true;
+                }
+                None => rest.push(i),
+            },
         }
     }
     if !changed {
         return Ok(None);
+    }
+    if let (true, Some(c)) = (negate && move_signs, taker) {
+        // The constant takes the sign: same type, every element negated.
+        let v = fg.constant_value(c).expect("a constant");
+        let minus = Value::from_f64_array(v.dtype(), v.to_f64_array().mapv(|x| -x));
+        let minus = fg.constant(minus);
+        if let Some(r) = rest.iter_mut().find(|r| **r == c) {
+            *r = minus;
+        }
+        negate = false;
     }
     // The dropped constants may have widened the product's dtype: compute
     // in that dtype (`-1 * x_u8` is `i64`, and a `u8` negation would wrap).
