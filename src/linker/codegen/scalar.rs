@@ -23,7 +23,7 @@
 //! they load, store and stage like the float values). A mask is only ever
 //! combined bitwise, never compared as a float (its true pattern is a NaN).
 //!
-//! [`emit_scalar_program`] emits a whole Composite at one element: the
+//! `emit_scalar_program` emits a whole Composite at one element: the
 //! scalar path of every element-wise and fused-reduction kernel, and the
 //! hoisted prologue of `hoist`.
 
