@@ -115,6 +115,9 @@ fn mul_specialize() {
     check_rule("local_mul_specialize", g("-1.0 * -x"), "(-1.0 * (-x))", "x");
     // An odd sign with no constant to take it stays where it is.
     check_no_fire("local_mul_specialize", g("-x * y"));
+    // An integer negation wraps at the minimum: its sign never moves.
+    check_no_fire("local_mul_specialize", graph("i=i64[:]", "-i * 2.5"));
+    check_no_fire("local_mul_specialize", graph("i=i64[:]", "-i * 3"));
 }
 
 #[test]

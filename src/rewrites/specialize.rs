@@ -285,19 +285,25 @@ pub fn local_pow_to_nested_squaring(fg: &mut FunctionGraph, n: NodeId) -> Result
 pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let ins = fg.node(n).inputs.to_vec();
     let dtype = fg.ty(fg.node(n).outputs[0]).dtype;
-    // Negated factors whose sign can move, and the constant that can take it.
+    // Negated float factors whose sign can move (an integer `neg` wraps at
+    // the minimum), and the float constant that can take it (not a NaN,
+    // whose sign bit would be the only thing to change).
     let negated = |fg: &FunctionGraph, i: VarId| {
         let m = owner_if(fg, i, ScalarOp::Neg)?;
         let inner = fg.node(m).inputs[0];
-        (fg.ty(inner) == fg.ty(i) && unique_constant(fg, inner).is_none()).then_some(inner)
+        let float = fg.ty(i).dtype.is_float();
+        (float && fg.ty(inner) == fg.ty(i) && unique_constant(fg, inner).is_none()).then_some(inner)
     };
     let (mut negs, mut minus_ones, mut taker) = (0, 0, None);
     if dtype.is_float() {
         for &i in &ins {
             match unique_constant(fg, i) {
                 Some(-1.0) => minus_ones += 1,
-                Some(c) if c != 1.0 && c != 0.0 && fg.constant_value(i).is_some() => {
-                    taker = taker.or(Some(i))
+                Some(c) if c != 1.0 && c != 0.0 && !c.is_nan() => {
+                    match (&taker, fg.constant_value(i)) {
+                        (None, Some(v)) if v.dtype().is_float() => taker = Some((i, v.clone())),
+                        _ => {}
+                    }
                 }
                 _ => negs += usize::from(negated(fg, i).is_some()),
             }
@@ -331,9 +337,8 @@ pub fn local_mul_specialize(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<
     if !changed {
         return Ok(None);
     }
-    if let (true, Some(c)) = (negate && move_signs, taker) {
+    if let (true, Some((c, v))) = (negate && move_signs, taker) {
         // The constant takes the sign: same type, every element negated.
-        let v = fg.constant_value(c).expect("a constant");
         let minus = Value::from_f64_array(v.dtype(), v.to_f64_array().mapv(|x| -x));
         let minus = fg.constant(minus);
         if let Some(r) = rest.iter_mut().find(|r| **r == c) {
