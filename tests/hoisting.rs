@@ -10,8 +10,11 @@ use std::collections::HashMap;
 use jit_support::*;
 use kiln::linker::Arg;
 use kiln::rewriting::Mode;
-use kiln::{build_expression, eval, function, grad, tensor, DType, FunctionGraph, Tensor, Value};
-use ndarray::{arr0, ArrayD, IxDyn};
+use kiln::{
+    build_expression, eval, function, grad, tensor, CompiledFunction, DType, FunctionGraph, Tensor,
+    Value,
+};
+use ndarray::{arr0, ArrayD, ArrayViewD, IxDyn};
 
 /// Builds `src` over `decls` (`(name, dtype, static shape)`).
 fn build(src: &str, decls: &[(&str, DType, &[Option<usize>])]) -> (Vec<Tensor>, Tensor) {
@@ -27,10 +30,8 @@ fn build(src: &str, decls: &[(&str, DType, &[Option<usize>])]) -> (Vec<Tensor>, 
     )
 }
 
-/// Compiles under FAST_RUN, checks the kernel count, and compares every
-/// output with the reference evaluator's on the un-rewritten graph, within
-/// `max_ulps` (0: the same bits).
-fn check(ins: &[Tensor], outs: &[Tensor], vals: &[Value], kernels: usize, max_ulps: u64) {
+/// `outs` of `ins` compiled under FAST_RUN, asserted to have `kernels` JIT kernels.
+fn compiled(ins: &[Tensor], outs: &[Tensor], kernels: usize) -> CompiledFunction {
     let f = function(ins, outs)
         .mode(Mode::fast_run())
         .compile()
@@ -41,6 +42,14 @@ fn check(ins: &[Tensor], outs: &[Tensor], vals: &[Value], kernels: usize, max_ul
         "kernels of {}",
         f.graph()
     );
+    f
+}
+
+/// Compiles under FAST_RUN, checks the kernel count, and compares every
+/// output with the reference evaluator's on the un-rewritten graph, within
+/// `max_ulps` (0: the same bits).
+fn check(ins: &[Tensor], outs: &[Tensor], vals: &[Value], kernels: usize, max_ulps: u64) {
+    let f = compiled(ins, outs, kernels);
     let want = eval::evaluate(&FunctionGraph::new(ins, outs).unwrap(), vals).unwrap();
     let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
     // Both tiers: the first call may run either; after `wait_final` the final one.
@@ -87,37 +96,24 @@ fn strided_and_transposed_operands_take_the_scalar_path_with_the_prologue() {
             ("b", DType::F64, &[]),
         ],
     );
-    let f = function(&ins, std::slice::from_ref(&y))
-        .mode(Mode::fast_run())
-        .compile()
-        .unwrap();
-    assert_eq!(f.compile_profile().n_kernels, 1, "{}", f.graph());
+    let f = compiled(&ins, std::slice::from_ref(&y), 1);
     let fg = FunctionGraph::new(&ins, std::slice::from_ref(&y)).unwrap();
     let big = rand_f64(&[40, 62], 3, -2.0, 2.0);
     let (a, b) = (
         Value::F64(arr0(2.25).into_dyn()),
         Value::F64(arr0(0.5).into_dyn()),
     );
-    let views: Vec<ArrayD<f64>> = vec![
-        big.clone(),
-        big.t().to_owned(),
-        big.slice(ndarray::s![.., ..;2]).to_owned().into_dyn(),
+    // Contiguous, transposed, every other column.
+    let views: [ArrayViewD<'_, f64>; 3] = [
+        big.view(),
+        big.t(),
+        big.slice(ndarray::s![.., ..;2]).into_dyn(),
     ];
     for (k, x) in views.iter().enumerate() {
-        let want = eval::evaluate(&fg, &[Value::F64(x.clone()), a.clone(), b.clone()]).unwrap();
-        // The operand as a view: transposed, every other column.
-        let got = match k {
-            1 => {
-                let t = big.t();
-                f.call(&[Arg::from(&t.into_dyn()), Arg::from(&a), Arg::from(&b)])
-            }
-            2 => {
-                let s = big.slice(ndarray::s![.., ..;2]).into_dyn();
-                f.call(&[Arg::from(&s), Arg::from(&a), Arg::from(&b)])
-            }
-            _ => f.call(&[Arg::from(x), Arg::from(&a), Arg::from(&b)]),
-        }
-        .unwrap();
+        let want = eval::evaluate(&fg, &[Value::F64(x.to_owned()), a.clone(), b.clone()]).unwrap();
+        let got = f
+            .call(&[Arg::from(x), Arg::from(&a), Arg::from(&b)])
+            .unwrap();
         assert_values(&got[0], &want[0], 0, &format!("view {k}"));
     }
 }
@@ -132,25 +128,18 @@ fn fused_reductions_hoist_too() {
             ("n", DType::I64, &[]),
         ],
     );
+    let f = compiled(&ins, std::slice::from_ref(&y), 1);
+    let fg = FunctionGraph::new(&ins, std::slice::from_ref(&y)).unwrap();
     for len in [0, 5, 4099, 200_000] {
         let vals = [
             f64s(&[len], 11 + len as u64),
             Value::F64(arr0(0.3).into_dyn()),
             Value::I64(arr0(3i64).into_dyn()),
         ];
-        // The sum's order differs from the reference's sequential one.
-        let f = function(&ins, std::slice::from_ref(&y))
-            .mode(Mode::fast_run())
-            .compile()
-            .unwrap();
-        assert_eq!(f.compile_profile().n_kernels, 1, "{}", f.graph());
-        let want = eval::evaluate(
-            &FunctionGraph::new(&ins, std::slice::from_ref(&y)).unwrap(),
-            &vals,
-        )
-        .unwrap();
+        let want = eval::evaluate(&fg, &vals).unwrap();
         let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
         let got = f.call(&args).unwrap();
+        // The sum's order differs from the reference's sequential one.
         assert_close(&got[0], &want[0], 1e-12, &format!("sum of {len}"));
     }
 }
@@ -175,8 +164,7 @@ fn the_gradient_of_a_mean_is_one_kernel() {
     );
     let g = grad(&cost, &ins[1..]).unwrap();
     let vals = [f64s(&[5001], 1), f64s(&[5001], 2)];
-    let f = function(&ins, &g).mode(Mode::fast_run()).compile().unwrap();
-    assert_eq!(f.compile_profile().n_kernels, 1, "{}", f.graph());
+    let f = compiled(&ins, &g, 1);
     // The reference on the rewritten graph (the rewrites change the formula:
     // `t * sigmoid(-z)` for `t / sigmoid(z) * sigmoid(z) * (1 - sigmoid(z))`).
     let want = eval::evaluate(f.graph(), &vals).unwrap();
