@@ -34,7 +34,7 @@ use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::{self, AbiParam, Signature};
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::Context;
+use cranelift_codegen::{CompiledCode, Context};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, ModuleReloc};
@@ -309,8 +309,26 @@ impl Decl {
 const HAND_OVER_INSTS: usize = 256;
 
 /// A kernel waiting for code generation: its name (for messages), its id in
-/// the module and its IR (compiled in place).
-type Pending = (String, FuncId, Context);
+/// the module and its IR, then its machine code.
+type Pending = (String, FuncId, Kernel);
+
+/// One kernel's IR and, once [`generate`] has run, its machine code.
+struct Kernel {
+    func: ir::Function,
+    code: Option<CompiledCode>,
+    /// Keep a disassembly of the machine code (`KILN_DUMP_ASM`).
+    disasm: bool,
+}
+
+impl Kernel {
+    fn new(func: ir::Function) -> Self {
+        Kernel {
+            func,
+            code: None,
+            disasm: false,
+        }
+    }
+}
 
 /// Builds the kernels of one Function into one module.
 pub struct JitBuilder {
@@ -418,11 +436,11 @@ impl JitBuilder {
             .declare(&mut self.module)
             .map_err(|e| Error::Compile(format!("kernel {name}: {e}")))?;
         self.decls.push((decl, id));
-        let ctx = std::mem::replace(&mut self.ctx, self.module.make_context());
+        let func = std::mem::replace(&mut self.ctx.func, ir::Function::new());
         if let Some((_, _, before)) = self.pending.last() {
             self.waiting_insts += before.func.dfg.num_insts();
         }
-        self.pending.push((name.to_string(), id, ctx));
+        self.pending.push((name.to_string(), id, Kernel::new(func)));
         let k = self.handed + self.pending.len() - 1;
         // The kernels before this one, once they are worth a helper's
         // wake-up (on a virtual machine it can cost as much as generating a
@@ -476,9 +494,9 @@ impl JitBuilder {
         // Kernels `0..handed` went to `overlap`; these follow them.
         let mut rest: Vec<Pending> = std::mem::take(&mut self.pending);
         if dump {
-            for (name, _, ctx) in &mut rest {
-                ctx.set_disasm(true);
-                eprintln!("=== kernel {name}\n{}", ctx.func.display());
+            for (name, _, kernel) in &mut rest {
+                kernel.disasm = true;
+                eprintln!("=== kernel {name}\n{}", kernel.func.display());
             }
         }
         for kernel in &mut rest {
@@ -496,8 +514,8 @@ impl JitBuilder {
         let second = std::mem::take(&mut self.second);
         let second = (!second.is_empty()).then_some(second);
         if dump {
-            for (name, _, ctx) in &pending {
-                if let Some(asm) = ctx.compiled_code().and_then(|c| c.vcode.as_deref()) {
+            for (name, _, kernel) in &pending {
+                if let Some(asm) = kernel.code.as_ref().and_then(|c| c.vcode.as_deref()) {
                     eprintln!("=== machine code of kernel {name}\n{asm}");
                 }
             }
@@ -599,15 +617,16 @@ fn generate_all(isas: &Isas, pending: &mut [Pending], parallel: bool) -> Result<
 /// Defines the generated code of every kernel of `pending` in `module`,
 /// links it and returns the kernels' addresses, in order.
 fn link(module: &mut JITModule, pending: &[Pending]) -> Result<Vec<usize>> {
-    for (name, id, ctx) in pending {
-        let code = ctx
-            .compiled_code()
+    for (name, id, kernel) in pending {
+        let code = kernel
+            .code
+            .as_ref()
             .ok_or_else(|| Error::Compile(format!("kernel {name} was not compiled")))?;
         let relocs: Vec<ModuleReloc> = code
             .buffer
             .relocs()
             .iter()
-            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, *id))
+            .map(|r| ModuleReloc::from_mach_reloc(r, &kernel.func, *id))
             .collect();
         module
             .define_function_bytes(
@@ -677,9 +696,7 @@ fn fill_second_tier(
             let (name, func) = kernel_ir.next().ok_or_else(|| {
                 Error::Compile("second tier: more kernels declared than built".into())
             })?;
-            let mut ctx = module.make_context();
-            ctx.func = func.clone();
-            pending.push((name.clone(), id, ctx));
+            pending.push((name.clone(), id, Kernel::new(func.clone())));
         }
     }
     if kernel_ir.next().is_some() {
@@ -703,21 +720,35 @@ fn fill_second_tier(
 /// optimising ISA when it divides integers, else the plain one; the error
 /// text on failure. Both ISAs are the host's with the same flags but the
 /// optimisation level, so their code shares one module's conventions.
-fn generate(isas: &Isas, (name, _, ctx): &mut Pending) -> Option<String> {
-    let isa = if divides_integers(&ctx.func) {
+fn generate(isas: &Isas, (name, _, kernel): &mut Pending) -> Option<String> {
+    let isa = if divides_integers(&kernel.func) {
         &*isas.optimizing
     } else {
         &*isas.plain
     };
     let mut ctrl = ControlPlane::default();
-    match ctx.compile(isa, &mut ctrl) {
-        Ok(_) => None,
-        Err(e) => Some(format!(
-            "code generation for kernel {name} failed: {:?}\n{}",
-            e.inner,
-            e.func.display()
-        )),
-    }
+    WARM.with_borrow_mut(|ctx| {
+        ctx.clear();
+        std::mem::swap(&mut ctx.func, &mut kernel.func);
+        ctx.set_disasm(kernel.disasm);
+        let failed = ctx.compile(isa, &mut ctrl).err().map(|e| {
+            format!(
+                "code generation for kernel {name} failed: {:?}\n{}",
+                e.inner,
+                e.func.display()
+            )
+        });
+        std::mem::swap(&mut ctx.func, &mut kernel.func);
+        kernel.code = ctx.take_compiled_code();
+        failed
+    })
+}
+
+thread_local! {
+    /// This thread's code-generation context: its register allocator's and
+    /// analyses' buffers are reused from one kernel to the next (a fresh
+    /// context allocates and grows them again for every kernel).
+    static WARM: std::cell::RefCell<Context> = std::cell::RefCell::new(Context::new());
 }
 
 /// The finalized code of one Function; its memory is freed with the last
