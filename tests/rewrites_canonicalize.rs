@@ -817,12 +817,16 @@ fn shape_i_lift() {
         .shape_i(1)
         .unwrap()
         .cast(DType::F64);
+    let fg = graph_of(&[xm.clone(), x.clone(), y.clone()], &nested);
     check_rule(
         "local_shape_i_lift",
-        graph_of(&[xm.clone(), x.clone(), y.clone()], &nested),
+        fg.clone(),
         "cast(Shape_i{1}((((X + x[None, :]) * 2.0) + y[None, :])), \"f64\")",
         "cast(Shape_i{1}(X, x[None, :], y[None, :]), \"f64\")",
     );
+    // In one step, not one per level of nesting.
+    let mut once = fg;
+    assert_eq!(apply_rule(&mut once, "local_shape_i_lift"), 1);
 }
 
 /// The lifted size keeps the element-wise op's run-time check: asking the

@@ -10,6 +10,8 @@
 //! `canonicalize.rs` nor `specialize.rs` imports the other. Each rule obeys
 //! the rules for rules of `README.md` in every database that registers it.
 
+use rustc_hash::FxHashSet;
+
 use crate::error::Result;
 use crate::graph::{FunctionGraph, NodeId, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
@@ -427,9 +429,11 @@ pub fn local_sum_of_fill(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Var
 /// the op would (so no run-time error is lost: `Shape_i{d}(a)` alone when
 /// `a` is the only one); `Shape_i{d}(x.dimshuffle(order))` is
 /// `Shape_i{order[d]}(x)` (an added dimension has static size 1, folded by
-/// `local_shape_i_static`). In a `Shape_i` of several inputs, each
-/// element-wise input is replaced by its inputs the same way (the
-/// broadcast of the union checks what the nested broadcasts checked).
+/// `local_shape_i_static`). The lift goes through nested element-wise ops
+/// in one step, to the union of the first non-element-wise values on
+/// every path (the broadcast of the union checks what the nested
+/// broadcasts checked), and in a `Shape_i` of several inputs each
+/// element-wise input is replaced the same way.
 pub fn local_shape_i_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
     let Op::ShapeI(d) = fg.node(n).op else {
         return Ok(None);
@@ -445,21 +449,23 @@ pub fn local_shape_i_lift(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<Va
             return finish(fg, n, new);
         }
     }
+    // Depth first, left to right, through every element-wise ancestor at
+    // once (one rewrite, not one per level): the sources are the first
+    // values on each path that are not element-wise results.
     let mut sources: Vec<VarId> = Vec::new();
     let mut lifted = false;
-    for &x in &ins {
-        let through = match fg.owner(x) {
+    let mut seen: FxHashSet<VarId> = FxHashSet::default();
+    let mut stack: Vec<VarId> = ins.iter().rev().copied().collect();
+    while let Some(x) = stack.pop() {
+        if !seen.insert(x) || fg.ty(x).broadcastable().iter().all(|&b| b) {
+            continue;
+        }
+        match fg.owner(x) {
             Some(m) if matches!(fg.node(m).op, Op::Elemwise { .. } | Op::Composite { .. }) => {
                 lifted = true;
-                fg.node(m).inputs.to_vec()
+                stack.extend(fg.node(m).inputs.iter().rev());
             }
-            _ => vec![x],
-        };
-        for i in through {
-            let all_one = fg.ty(i).broadcastable().iter().all(|&b| b);
-            if !all_one && !sources.contains(&i) {
-                sources.push(i);
-            }
+            _ => sources.push(x),
         }
     }
     if !lifted || sources.is_empty() {
