@@ -502,6 +502,7 @@ fn composite_and_fused_reduce_are_differentiated_through_their_scalar_graphs() {
             op: ReduceOp::Sum,
             axes: None,
             pre: std::sync::Arc::new(c),
+            post: None,
         },
         &[&x, &y],
     )

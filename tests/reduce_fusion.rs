@@ -56,6 +56,7 @@ fn fused(op: ReduceOp, axes: Option<Vec<usize>>, pre: Composite, inputs: &[&Tens
             op,
             axes,
             pre: Arc::new(pre),
+            post: None,
         },
         inputs,
     )
@@ -115,6 +116,7 @@ fn fused_reduce_types_names_and_errors() {
         op: ReduceOp::Max,
         axes: None,
         pre: Arc::new(exp_sub(DType::F64)),
+        post: None,
     };
     assert_eq!(op.name(), "Max{axes=None}{mul(exp(sub(i0, i1)), 0.5)}");
     assert_eq!(op, op.clone(), "structural equality");
@@ -132,6 +134,7 @@ fn fused_reduce_types_names_and_errors() {
                 op: ReduceOp::Sum,
                 axes,
                 pre: Arc::new(pre),
+                post: None,
             },
             inputs,
         )
@@ -585,7 +588,8 @@ fn check_nan_aware(got: &Value, want: &Value, rtol: f64) {
 
 /// The suite's cross-entropy is one fused reduction of one
 /// `sigmoid_binary_crossentropy` per element (stabilize's
-/// `local_sigmoid_binary_crossentropy`).
+/// `local_sigmoid_binary_crossentropy`), whose post-map is the mean's
+/// division (`local_reduce_post_fusion`).
 #[test]
 fn sigmoid_xent_becomes_a_single_fused_reduction() {
     let t = vector("t", DType::F64);
@@ -601,13 +605,165 @@ fn sigmoid_xent_becomes_a_single_fused_reduction() {
     );
     assert_eq!(
         fused_counts(&fg),
-        (1, 1),
+        (0, 1),
         "{}",
         kiln::graph::print::dprint(&fg)
     );
+    assert_eq!(fg.n_nodes(), 2, "the FusedReduce and the size");
     let vt = Value::from(rand_f64(&[5003], 61, 0.0, 1.0).mapv(|v| (v > 0.5) as i64 as f64));
     let vz = Value::from(rand_f64(&[5003], 62, -8.0, 8.0));
     check_rewritten(&[t, z], &[y], &[vt, vz], 1e-12);
+}
+
+/// A fused reduction's only consumer, element-wise over the reduced value
+/// and one-element extras, becomes its post-map: means over every axis
+/// set, dtypes whose sum is cast (f32) or integer (a float mean of an
+/// integer sum), a max scaled by a constant, empty inputs (0 / 0 and an
+/// empty reduced array); the graph is two nodes (the reduction and the
+/// size) and computes what the reference computes on the original graph.
+#[test]
+fn elementwise_consumers_of_a_fused_reduction_become_its_post_map() {
+    let x = matrix("X", DType::F64);
+    let xf = matrix("Xf", DType::F32);
+    let xi = matrix("Xi", DType::I64);
+    let cases: [(&str, &Tensor, &str, &str); 6] = [
+        (
+            "mean(exp(X))",
+            &x,
+            "X",
+            "(sum(exp(X)) / cast((Shape_i{0}(X) * Shape_i{1}(X)), \"f64\"))",
+        ),
+        (
+            "mean(exp(X), axis=1)",
+            &x,
+            "X",
+            "(sum(exp(X), axis=1) / cast(Shape_i{1}(X)[None], \"f64\"))",
+        ),
+        (
+            "mean(exp(X), axis=0)",
+            &x,
+            "X",
+            "(sum(exp(X), axis=0) / cast(Shape_i{0}(X)[None], \"f64\"))",
+        ),
+        (
+            "mean(sqrt(Xf), axis=1)",
+            &xf,
+            "Xf",
+            "(sum(sqrt(Xf), axis=1) / cast(Shape_i{1}(Xf)[None], \"f32\"))",
+        ),
+        (
+            "mean(Xi * 3, axis=0)",
+            &xi,
+            "Xi",
+            "(sum((3 * Xi), axis=0) / cast(Shape_i{0}(Xi)[None], \"f64\"))",
+        ),
+        (
+            "max(exp(X)) * 2.5 - 1",
+            &x,
+            "X",
+            "((2.5 * max(exp(X))) - 1.0)",
+        ),
+    ];
+    for (src, input, name, after) in cases {
+        let y = expr(src, &[(name, input)]);
+        let fg = fast_run(std::slice::from_ref(input), std::slice::from_ref(&y));
+        assert_eq!(pprint_outputs(&fg), after, "{src}");
+        assert_eq!(fused_counts(&fg), (0, 1), "{src}: {}", dprint(&fg));
+        let post = fg
+            .node_ids()
+            .any(|n| matches!(&fg.node(n).op, Op::FusedReduce { post: Some(_), .. }));
+        assert!(post, "{src}: {}", dprint(&fg));
+        let dtype = input.ty().dtype;
+        for shape in [[37, 130], [1, 1], [0, 5], [4, 0]] {
+            let v = rand_value(dtype, &shape, 81);
+            if src.starts_with("max") && shape.contains(&0) {
+                // max of nothing is an error, compiled as in the reference.
+                let f = kiln::function(std::slice::from_ref(input), std::slice::from_ref(&y))
+                    .mode(Mode::fast_run())
+                    .compile()
+                    .unwrap();
+                assert!(f.call_values(std::slice::from_ref(&v)).is_err(), "{src}");
+                continue;
+            }
+            let tol = if dtype == DType::F32 { 1e-6 } else { 1e-12 };
+            check_rewritten(
+                std::slice::from_ref(input),
+                std::slice::from_ref(&y),
+                std::slice::from_ref(&v),
+                tol,
+            );
+        }
+    }
+}
+
+/// The post-map is taken only where the reduction's value has no other
+/// use and every other operand of its consumer is one element.
+#[test]
+fn reductions_with_other_uses_or_array_operands_keep_their_consumer() {
+    let x = matrix("X", DType::F64);
+    let v = vector("v", DType::F64);
+    let s = x.exp().sum(&[1]).unwrap();
+    // The reduced value is also returned.
+    let y = &s * 2.0;
+    let fg = fast_run(std::slice::from_ref(&x), &[y.clone(), s.clone()]);
+    assert_eq!(fused_counts(&fg).1, 1, "{}", dprint(&fg));
+    assert!(!dprint(&fg).contains("->"), "{}", dprint(&fg));
+    assert_eq!(fg.n_nodes(), 2, "{}", dprint(&fg));
+    // The consumer's other operand is an array.
+    let y2 = &s + &v;
+    let fg = fast_run(&[x.clone(), v.clone()], std::slice::from_ref(&y2));
+    assert_eq!(fused_counts(&fg).1, 1, "{}", dprint(&fg));
+    assert!(!dprint(&fg).contains("->"), "{}", dprint(&fg));
+    assert_eq!(fg.n_nodes(), 2, "{}", dprint(&fg));
+    let vals = [
+        Value::from(rand_f64(&[6, 50], 91, -2.0, 2.0)),
+        Value::from(rand_f64(&[6], 92, -2.0, 2.0)),
+    ];
+    check_rewritten(&[x.clone(), v.clone()], &[y2], &vals, 1e-12);
+    check_rewritten(std::slice::from_ref(&x), &[y, s], &vals[..1], 1e-12);
+}
+
+/// The op itself: its name shows the post-map, its type is the post-map's
+/// over the reduced value, and extras that are not one element of the
+/// reduced value's rank are type errors.
+#[test]
+fn fused_reduce_post_map_types_and_errors() {
+    let x = matrix("x", DType::F64);
+    let n = tensor("n", DType::I64, &[Some(1)]);
+    let mut post = Composite::new(vec![DType::F64, DType::I64]);
+    let c = post
+        .push(ScalarOp::Cast(DType::F64), &[CRef::Input(1)])
+        .unwrap();
+    let d = post.push(ScalarOp::TrueDiv, &[CRef::Input(0), c]).unwrap();
+    post.outputs = vec![d];
+    let op = Op::FusedReduce {
+        op: ReduceOp::Sum,
+        axes: Some(vec![0]),
+        pre: Arc::new(exp_sub(DType::F64)),
+        post: Some(Arc::new(post.clone())),
+    };
+    assert_eq!(
+        op.name(),
+        "Sum{axes=[0]}{mul(exp(sub(i0, i1)), 0.5)}->{true_div(i0, cast{f64}(i1))}"
+    );
+    let y = Tensor::apply(op.clone(), &[&x, &x, &n]).unwrap();
+    assert_eq!(y.ty(), &kiln::TensorType::new(DType::F64, vec![None]));
+    let vx = rand_f64(&[4, 3], 93, -1.0, 1.0);
+    let vn = Value::from(ndarray::arr1(&[4i64]).into_dyn());
+    check_reduction(
+        &[x.clone(), n.clone()],
+        &[y],
+        &[Value::from(vx), vn],
+        "sum then divide",
+    );
+    let err = |inputs: &[&Tensor]| Tensor::apply(op.clone(), inputs).unwrap_err().to_string();
+    let m = vector("m", DType::I64);
+    assert!(
+        err(&[&x, &x, &m]).contains("one element"),
+        "{}",
+        err(&[&x, &x, &m])
+    );
+    assert!(err(&[&x, &x]).contains("post-map"), "{}", err(&[&x, &x]));
 }
 
 #[test]

@@ -18,10 +18,21 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         Op::Composite { composite, .. } => composite_perform(&name, composite, inputs, types),
         Op::DimShuffle { new_order, .. } => Ok(vec![dimshuffle(&name, new_order, inputs[0])?]),
         Op::CAReduce { op: r, axes } => Ok(vec![reduce(&name, *r, axes.as_deref(), inputs[0])?]),
-        Op::FusedReduce { op: r, axes, pre } => {
-            // By definition: the CAReduce of the Composite's value.
-            let mapped = composite_perform(&name, pre, inputs, types)?;
-            Ok(vec![reduce(&name, *r, axes.as_deref(), &mapped[0])?])
+        Op::FusedReduce {
+            op: r,
+            axes,
+            pre,
+            post,
+        } => {
+            // By definition: the CAReduce of the Composite's value, then the
+            // post-map of each reduced element and the one-element extras.
+            let n_pre = pre.inputs.len();
+            let mapped = composite_perform(&name, pre, &inputs[..n_pre], &types[..n_pre])?;
+            let reduced = reduce(&name, *r, axes.as_deref(), &mapped[0])?;
+            Ok(vec![match post {
+                None => reduced,
+                Some(post) => post_map(post, &reduced, &inputs[n_pre..]),
+            }])
         }
         Op::ArgReduce {
             op: a,
@@ -236,6 +247,23 @@ fn composite_perform(
             Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized"))
         })
         .collect())
+}
+
+/// A FusedReduce's post-map `post` of each element of `reduced` and the
+/// single values of `extras` (one element each, as the op's type checks).
+fn post_map(post: &Composite, reduced: &Value, extras: &[&Value]) -> Value {
+    let extra: Vec<f64> = extras
+        .iter()
+        .map(|v| v.to_f64_array().iter().next().copied().unwrap_or(0.0))
+        .collect();
+    let mut args: Vec<f64> = Vec::with_capacity(1 + extra.len());
+    let out = reduced.to_f64_array().mapv(|r| {
+        args.clear();
+        args.push(r);
+        args.extend(&extra);
+        post.eval(&args)[0]
+    });
+    Value::from_f64_array(post.output_dtypes()[0], out)
 }
 
 /// The values of the scalar bound inputs of an index.

@@ -2,7 +2,7 @@
 //! ops, so that their gradient is the gradient of that graph and they need
 //! no pullback of their own: a `Composite` is its scalar graph applied
 //! element-wise node by node, a `FusedReduce` is the `CAReduce` of its
-//! pre-map `Composite`, a `Gemm` is `beta * z + alpha * dot(x, y)`.
+//! pre-map `Composite` (then its post-map `Composite`, if any), a `Gemm` is `beta * z + alpha * dot(x, y)`.
 //!
 //! Invariant: the expansion computes the same values as the op (the
 //! reference evaluator's `Composite` rounds after every node exactly as the
@@ -20,10 +20,16 @@ use crate::tensor::{add, dot, elemwise, mul, Tensor};
 pub fn primitive_form(op: &Op, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>>> {
     match op {
         Op::Composite { composite, .. } => Some(expand_composite(composite, inputs)),
-        Op::FusedReduce { op: r, axes, pre } => Some((|| {
+        Op::FusedReduce {
+            op: r,
+            axes,
+            pre,
+            post,
+        } => Some((|| {
+            let (pre_ins, extras) = inputs.split_at(pre.inputs.len().min(inputs.len()));
             let mapped = Tensor::apply(
                 Op::composite((**pre).clone()),
-                &inputs.iter().collect::<Vec<_>>(),
+                &pre_ins.iter().collect::<Vec<_>>(),
             )?;
             let reduced = Tensor::apply(
                 Op::CAReduce {
@@ -32,7 +38,14 @@ pub fn primitive_form(op: &Op, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>>>
                 },
                 &[&mapped],
             )?;
-            Ok(vec![reduced])
+            match post {
+                None => Ok(vec![reduced]),
+                Some(post) => {
+                    let mut args = vec![&reduced];
+                    args.extend(extras);
+                    Ok(vec![Tensor::apply(Op::composite((**post).clone()), &args)?])
+                }
+            }
         })()),
         Op::Gemm { .. } => Some((|| {
             let [z, alpha, x, y, beta] = inputs else {

@@ -204,9 +204,23 @@ pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
         let text = match &node.op {
             // Inline, in the expression language, so that the text re-parses.
             Op::Composite { composite, .. } => composite_text(fg, composite, out_k, &args),
-            Op::FusedReduce { op: r, axes, pre } => {
-                let inner = composite_text(fg, pre, 0, &args);
-                reduce_call(*r, axes, "", &[inner.as_str()])
+            Op::FusedReduce {
+                op: r,
+                axes,
+                pre,
+                post,
+            } => {
+                let (pre_args, extras) = args.split_at(pre.inputs.len().min(args.len()));
+                let inner = composite_text(fg, pre, 0, pre_args);
+                let reduced = reduce_call(*r, axes, "", &[inner.as_str()]);
+                match post {
+                    None => reduced,
+                    Some(post) => {
+                        let mut post_args = vec![reduced.as_str()];
+                        post_args.extend(extras);
+                        composite_text(fg, post, 0, &post_args)
+                    }
+                }
             }
             Op::ArgReduce {
                 op: a,
@@ -413,8 +427,22 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             None => format!("arg{}({})", a.word(), args[0]),
             Some(d) => format!("arg{}({}, axis={d})", a.word(), args[0]),
         },
-        Op::FusedReduce { op: r, axes, pre } => {
-            reduce_call(*r, axes, &crate::ops::pre_text(pre), args)
+        Op::FusedReduce {
+            op: r,
+            axes,
+            pre,
+            post,
+        } => {
+            let (pre_args, extras) = args.split_at(pre.inputs.len().min(args.len()));
+            let reduced = reduce_call(*r, axes, &crate::ops::pre_text(pre), pre_args);
+            match post {
+                None => reduced,
+                Some(post) => {
+                    let mut post_args = vec![reduced.as_str()];
+                    post_args.extend(extras);
+                    format!("{}({})", crate::ops::pre_text(post), post_args.join(", "))
+                }
+            }
         }
         Op::Subtensor { idx } => {
             let names: Vec<String> = args[1..].iter().map(|a| a.to_string()).collect();

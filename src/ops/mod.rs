@@ -191,6 +191,13 @@ pub enum Op {
     /// with the broadcasting of [`Op::Composite`]. Made by reduction input
     /// fusion (`local_careduce_fusion`) so that the mapped values are never
     /// stored; its value is exactly the CAReduce of the Composite.
+    ///
+    /// With a post-map (`local_reduce_post_fusion`), the output is instead
+    /// `post(reduced, extras...)` element by element, where `reduced` is
+    /// that CAReduce and the extras are the node's inputs after the
+    /// pre-map's (`pre.inputs.len()` of them), each of one element (every
+    /// dimension statically broadcastable) and of the reduced value's
+    /// rank: a mean's `sum / n` in the reduction's own kernel.
     FusedReduce {
         /// The reduction.
         op: ReduceOp,
@@ -198,6 +205,9 @@ pub enum Op {
         axes: Option<Vec<usize>>,
         /// The scalar pre-map (exactly one output).
         pre: Arc<Composite>,
+        /// The scalar post-map (exactly one output; input 0 the reduced
+        /// value, inputs `1..` the extras), if any.
+        post: Option<Arc<Composite>>,
     },
     /// numpy's `argmax` / `argmin` over one axis (`None`: the flattened
     /// input, in C order): the `i64` position of the first occurrence of the
@@ -465,8 +475,16 @@ impl Op {
                 format!("DimShuffle{{{}}}", parts.join(","))
             }
             Op::CAReduce { op, axes } => reduce_name(*op, axes),
-            Op::FusedReduce { op, axes, pre } => {
-                format!("{}{}", reduce_name(*op, axes), pre_text(pre))
+            Op::FusedReduce {
+                op,
+                axes,
+                pre,
+                post,
+            } => {
+                let post = post
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("->{}", pre_text(p)));
+                format!("{}{}{post}", reduce_name(*op, axes), pre_text(pre))
             }
             Op::ArgReduce {
                 op,
@@ -591,22 +609,73 @@ impl Op {
                 };
                 Ok(vec![reduced_type(*op, axes, x.ty).map_err(err)?])
             }
-            Op::FusedReduce { op, axes, pre } => {
+            Op::FusedReduce {
+                op,
+                axes,
+                pre,
+                post,
+            } => {
                 if pre.outputs.len() != 1 {
                     return Err(err(format!(
                         "the pre-map must have exactly one output, it has {}",
                         pre.outputs.len()
                     )));
                 }
+                let n_pre = pre.inputs.len().min(inputs.len());
+                let (pre_ins, extras) = inputs.split_at(n_pre);
+                let inner = |e: Error| match e {
+                    Error::Type { msg, .. } => err(msg),
+                    e => e,
+                };
                 let pre_op = Op::Composite {
                     composite: pre.clone(),
                     inplace: InplacePattern::new(),
                 };
-                let mapped = pre_op.infer_types(inputs).map_err(|e| match e {
-                    Error::Type { msg, .. } => err(msg),
-                    e => e,
-                })?;
-                Ok(vec![reduced_type(*op, axes, &mapped[0]).map_err(err)?])
+                let mapped = pre_op.infer_types(pre_ins).map_err(inner)?;
+                let reduced = reduced_type(*op, axes, &mapped[0]).map_err(err)?;
+                let Some(post) = post else {
+                    if !extras.is_empty() {
+                        return Err(err(format!(
+                            "expects {} inputs (its pre-map's), got {}",
+                            n_pre,
+                            inputs.len()
+                        )));
+                    }
+                    return Ok(vec![reduced]);
+                };
+                if post.outputs.len() != 1 || post.inputs.len() != 1 + extras.len() {
+                    return Err(err(format!(
+                        "the post-map must have one output and {} inputs (the reduced \
+                         value and {} extras), it has {} and {}",
+                        1 + extras.len(),
+                        extras.len(),
+                        post.outputs.len(),
+                        post.inputs.len()
+                    )));
+                }
+                if let Some(e) = extras.iter().find(|e| {
+                    e.ty.ndim() != reduced.ndim() || !e.ty.broadcastable().iter().all(|&b| b)
+                }) {
+                    return Err(err(format!(
+                        "a post-map extra must be one element of the reduced value's rank \
+                         {}, got {}",
+                        reduced.ndim(),
+                        e.ty
+                    )));
+                }
+                let post_op = Op::Composite {
+                    composite: post.clone(),
+                    inplace: InplacePattern::new(),
+                };
+                let mut post_ins = vec![InputInfo {
+                    ty: &reduced,
+                    value: None,
+                }];
+                post_ins.extend(extras.iter().map(|e| InputInfo {
+                    ty: e.ty,
+                    value: None,
+                }));
+                post_op.infer_types(&post_ins).map_err(inner)
             }
             Op::ArgReduce {
                 op,
@@ -1108,8 +1177,9 @@ fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
     }
 }
 
-/// The pre-map of a FusedReduce as printed after the reduction's name:
-/// `{exp(sub(i0, i1))}` (the Composite's text without its `Composite` prefix).
+/// The pre-map (or post-map) of a FusedReduce as printed after the
+/// reduction's name: `{exp(sub(i0, i1))}` (the Composite's text without its
+/// `Composite` prefix).
 pub fn pre_text(pre: &Composite) -> String {
     let s = pre.to_string();
     s.strip_prefix("Composite").unwrap_or(&s).to_string()
@@ -1292,13 +1362,25 @@ impl PartialEq for Op {
                     op: a,
                     axes: x,
                     pre: p,
+                    post: f,
                 },
                 Op::FusedReduce {
                     op: b,
                     axes: y,
                     pre: q,
+                    post: g,
                 },
-            ) => a == b && x == y && (Arc::ptr_eq(p, q) || p == q),
+            ) => {
+                let same = |p: &Arc<Composite>, q: &Arc<Composite>| Arc::ptr_eq(p, q) || p == q;
+                a == b
+                    && x == y
+                    && same(p, q)
+                    && match (f, g) {
+                        (Some(f), Some(g)) => same(f, g),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
             (
                 Op::ArgReduce {
                     op: a,
@@ -1375,10 +1457,16 @@ impl Hash for Op {
                 op.hash(state);
                 axes.hash(state);
             }
-            Op::FusedReduce { op, axes, pre } => {
+            Op::FusedReduce {
+                op,
+                axes,
+                pre,
+                post,
+            } => {
                 op.hash(state);
                 axes.hash(state);
                 pre.hash(state);
+                post.hash(state);
             }
             Op::ArgReduce {
                 op,

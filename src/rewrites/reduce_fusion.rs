@@ -14,10 +14,19 @@
 //! twice. One-element constants are inlined into the pre-map as the
 //! FusionOptimizer does; at least one array input must remain.
 //!
+//! Post-map fusion (`local_reduce_post_fusion`, the same pass, after every
+//! producer is fused): the element-wise consumer of a `FusedReduce` (one
+//! output, not in place) that is the only client of the reduced value and
+//! whose other operands each hold one element becomes the reduction's
+//! post-map, computed by the reduction's kernel over the reduced values
+//! (`mean(f(x))`, which FAST_RUN leaves as `sum(f(x)) / cast(n)`, is one
+//! kernel). One-element constants are inlined into the post-map.
+//!
 //! The value is unchanged: `FusedReduce` is defined as the `CAReduce` of the
-//! Composite (the reference evaluator computes it that way). A second pass
-//! changes nothing: only `CAReduce` nodes are rewritten, and one whose
-//! producer was refused is refused again.
+//! Composite, then the post-map Composite (the reference evaluator computes
+//! it that way). A second pass changes nothing: only `CAReduce` nodes and
+//! `FusedReduce` nodes without a post-map are rewritten, and one that was
+//! refused is refused again.
 
 use std::sync::Arc;
 
@@ -28,36 +37,160 @@ use crate::ops::{CRef, Composite, Op, ScalarConst};
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReduceFusionStats {
-    /// Reductions that absorbed their producer.
+    /// Reductions that absorbed their producer, or their consumer as a
+    /// post-map.
     pub fused: usize,
     /// Fusions refused by validation.
     pub inconsistent: usize,
 }
 
-/// Fuses every eligible element-wise producer into its `CAReduce` consumer
-/// (see the module docs).
+/// Fuses every eligible element-wise producer into its `CAReduce` consumer,
+/// then every eligible element-wise consumer of a `FusedReduce` into it as
+/// its post-map (see the module docs).
 pub fn fuse_reductions(fg: &mut FunctionGraph) -> Result<ReduceFusionStats> {
     let mut stats = ReduceFusionStats::default();
-    for r in fg.toposort() {
-        if !fg.contains_node(r) {
-            continue;
-        }
-        let Some(pairs) = local_careduce_fusion(fg, r)? else {
-            continue;
-        };
-        let ok = if fg.has_feature::<ReplaceValidate>() {
-            fg.replace_all_validate(&pairs, "local_careduce_fusion")
-                .is_ok()
-        } else {
-            fg.replace_all(&pairs, "local_careduce_fusion").is_ok()
-        };
-        if ok {
-            stats.fused += 1;
-        } else {
-            stats.inconsistent += 1;
+    for (name, rule) in [
+        ("local_careduce_fusion", local_careduce_fusion as PairsRule),
+        ("local_reduce_post_fusion", local_reduce_post_fusion),
+    ] {
+        for r in fg.toposort() {
+            if !fg.contains_node(r) {
+                continue;
+            }
+            let Some(pairs) = rule(fg, r)? else {
+                continue;
+            };
+            let ok = if fg.has_feature::<ReplaceValidate>() {
+                fg.replace_all_validate(&pairs, name).is_ok()
+            } else {
+                fg.replace_all(&pairs, name).is_ok()
+            };
+            if ok {
+                stats.fused += 1;
+            } else {
+                stats.inconsistent += 1;
+            }
         }
     }
     Ok(stats)
+}
+
+/// A rule of this pass: the replacements it makes at a node, if any.
+type PairsRule = fn(&mut FunctionGraph, NodeId) -> Result<Option<Vec<(VarId, VarId)>>>;
+
+/// The replacement fusing the element-wise consumer of `FusedReduce` node
+/// `r` (without a post-map) into it as its post-map: the consumer is the
+/// only client of the reduction's value (not a graph output), is an
+/// `Elemwise` or one-output `Composite` not in place, and its other inputs
+/// each hold one element (every dimension statically broadcastable; one
+/// element constants are inlined), so that its output has the reduced
+/// value's shape and every extra is read once per call: a mean's `sum / n`
+/// is computed by the reduction's kernel. `None` when not eligible.
+pub fn local_reduce_post_fusion(
+    fg: &mut FunctionGraph,
+    r: NodeId,
+) -> Result<Option<Vec<(VarId, VarId)>>> {
+    let Op::FusedReduce {
+        op,
+        axes,
+        pre,
+        post: None,
+    } = fg.node(r).op.clone()
+    else {
+        return Ok(None);
+    };
+    let value = fg.node(r).outputs[0];
+    let mut consumer = None;
+    for c in fg.clients(value) {
+        match *c {
+            Client::Node(n, _) if consumer.is_none_or(|m| m == n) => consumer = Some(n),
+            _ => return Ok(None),
+        }
+    }
+    let Some(c) = consumer else {
+        return Ok(None);
+    };
+    let node = fg.node(c).clone();
+    if node.outputs.len() != 1 || !node.op.destroy_map().is_empty() {
+        return Ok(None);
+    }
+    let one_element = |v: VarId| fg.ty(v).broadcastable().iter().all(|&b| b);
+    if node.inputs.iter().any(|&a| a != value && !one_element(a)) {
+        return Ok(None);
+    }
+    let Some((post, extras)) = post_map(fg, &node.op, &node.inputs, value)? else {
+        return Ok(None);
+    };
+    let mut inputs = fg.node(r).inputs.to_vec();
+    inputs.extend(extras);
+    let fused = fg.apply1(
+        Op::FusedReduce {
+            op,
+            axes,
+            pre,
+            post: Some(Arc::new(post)),
+        },
+        &inputs,
+    )?;
+    let old = node.outputs[0];
+    if !fg.ty(old).accepts_replacement(fg.ty(fused)) {
+        return Ok(None);
+    }
+    Ok(Some(vec![(old, fused)]))
+}
+
+/// The one-output post-map computing `op` on `args` where `value` is its
+/// input 0, and its extras (the other non-constant arguments, deduplicated;
+/// one-element constants inlined); `None` when `op` is not element-wise.
+fn post_map(
+    fg: &FunctionGraph,
+    op: &Op,
+    args: &[VarId],
+    value: VarId,
+) -> Result<Option<(Composite, Vec<VarId>)>> {
+    let mut c = Composite::new(vec![fg.ty(value).dtype]);
+    let mut extras: Vec<VarId> = Vec::new();
+    let mut refs = Vec::with_capacity(args.len());
+    for &a in args {
+        refs.push(if a == value {
+            CRef::Input(0)
+        } else if let Some(k) = fg
+            .constant_value(a)
+            .filter(|v| v.len() == 1)
+            .and_then(ScalarConst::of_value)
+        {
+            CRef::Const(k)
+        } else {
+            let k = match extras.iter().position(|&e| e == a) {
+                Some(k) => k,
+                None => {
+                    extras.push(a);
+                    c.inputs.push(fg.ty(a).dtype);
+                    extras.len() - 1
+                }
+            };
+            CRef::Input(1 + k as u32)
+        });
+    }
+    let out = match op {
+        Op::Elemwise { scalar, .. } => c.push(*scalar, &refs)?,
+        Op::Composite { composite, .. } if composite.outputs.len() == 1 => {
+            let mut nodes: Vec<CRef> = Vec::with_capacity(composite.nodes.len());
+            let map = |nodes: &[CRef], r: CRef| match r {
+                CRef::Input(k) => refs[k as usize],
+                CRef::Node(k) => nodes[k as usize],
+                CRef::Const(k) => CRef::Const(k),
+            };
+            for n in &composite.nodes {
+                let a: Vec<CRef> = n.args.iter().map(|&x| map(&nodes, x)).collect();
+                nodes.push(c.push(n.op, &a)?);
+            }
+            map(&nodes, composite.outputs[0])
+        }
+        _ => return Ok(None),
+    };
+    c.outputs = vec![out];
+    Ok(Some((c, extras)))
 }
 
 /// The replacements fusing the producer of reduction node `r` into it: the
@@ -100,6 +233,7 @@ pub fn local_careduce_fusion(
             op,
             axes,
             pre: Arc::new(pre),
+            post: None,
         },
         &inputs,
     )?;

@@ -393,18 +393,34 @@ fn propagate(
 ) -> Option<ArrayD<bool>> {
     Some(match op {
         Op::Elemwise { .. } | Op::Composite { .. } => broadcast_or(ins, shape)?,
-        Op::FusedReduce { op, axes, pre } => {
-            let full = broadcast_shape(ins);
-            let mut t = any_over(&broadcast_or(ins, &full)?, axes.clone())?;
+        Op::FusedReduce {
+            op,
+            axes,
+            pre,
+            post,
+        } => {
+            // The pre-map's operands come first; a post-map's one-element
+            // extras then taint the reduced values they are combined with.
+            let n_pre = pre.inputs.len();
+            let full = broadcast_shape(&ins[..n_pre]);
+            let mut t = any_over(&broadcast_or(&ins[..n_pre], &full)?, axes.clone())?;
             if *op == ReduceOp::Prod {
                 let map = Op::Composite {
                     composite: pre.clone(),
                     inplace: InplacePattern::new(),
                 };
-                let mapped = perform(&map, args, types).ok()?.remove(0);
+                let mapped = perform(&map, &args[..n_pre], &types[..n_pre])
+                    .ok()?
+                    .remove(0);
                 t.zip_mut_with(&order_sensitive(&mapped, axes.clone())?, |a, &b| *a |= b);
             }
-            t
+            if post.is_some() {
+                let mut all = vec![&t];
+                all.extend(&ins[n_pre..]);
+                broadcast_or(&all, shape)?
+            } else {
+                t
+            }
         }
         Op::CAReduce { op, axes } => {
             let mut t = any_over(ins[0], axes.clone())?;
@@ -908,10 +924,12 @@ fn ill_conditioned_sum(
                 n,
             )
         }
+        // A post-mapped sum's value is not the sum's: no bound is derived.
         Op::FusedReduce {
             op: ReduceOp::Sum,
             axes,
             pre,
+            post: None,
         } => {
             let map = Op::Composite {
                 composite: pre.clone(),

@@ -29,6 +29,11 @@
 //! (contiguous) accumulators by the runtime's column pass
 //! (`kiln_column_<op>_<dtype>`, exactly the sequential update).
 //!
+//! A kernel built with a post-map also has a post mode (the [`POST_MODE`]
+//! bit of its element count): it then maps the reduced values and the
+//! post-map's one-element extras to the output on the scalar path, once
+//! per call of the step, instead of reducing.
+//!
 //! Invariants: as in `reduce` (row mode stores its accumulator once at the
 //! end; column mode updates one accumulator per element); the scratch block
 //! is a 16-byte aligned stack slot, the only memory accessed with
@@ -227,11 +232,12 @@ struct Fused<'p> {
 /// Builds the kernel of `op` over the values of the one-output program
 /// `prog` (the pre-map of a `FusedReduce`, constants inlined); operand 0 is
 /// the accumulator, operands `1..=prog.inputs.len()` the program's inputs.
-/// The kernel handles the accumulator modes `modes`. Returns its index.
+/// The kernel handles the accumulator modes `modes`, and with a `post`
+/// program also the post mode ([`POST_MODE`]). Returns its index.
 pub(crate) fn build_fused(
     jb: &mut JitBuilder,
     op: ReduceOp,
-    prog: &Composite,
+    (prog, post): (&Composite, Option<&Composite>),
     hoisted: Option<&Hoisted>,
     modes: Modes,
     name: &str,
@@ -254,6 +260,9 @@ pub(crate) fn build_fused(
     if let Some(h) = hoisted {
         imports.extend(elemwise::import_callees(jb, &h.pre, None)?);
     }
+    if let Some(post) = post {
+        imports.extend(elemwise::import_callees(jb, post, None)?);
+    }
     // Column mode folds each block of mapped values with the runtime's
     // column pass (the vector path only; accumulators are contiguous there).
     let column_pass = column_symbol(op, mapped).filter(|_| modes.column() && plan.is_some());
@@ -275,6 +284,9 @@ pub(crate) fn build_fused(
     let callees = elemwise::declare_callees(module, &mut b, imports);
     let n_in = prog.inputs.len();
     let (pp, sp, n) = elemwise::open_kernel(&mut b);
+    if let Some(post) = post {
+        emit_post_mode(&mut b, &callees, post, (pp, sp, n))?;
+    }
     let (pp, sp) = match hoisted {
         // Operand 0 is the accumulator; the program's inputs follow.
         Some(h) => hoist::emit_prologue(&mut b, &callees, h, (pp, sp), (1, n_args, 0))?,
@@ -330,6 +342,56 @@ pub(crate) fn build_fused(
     b.ins().return_(&[]);
     b.finalize(cranelift_module::Module::target_config(module));
     jb.define_current(name)
+}
+
+/// The bit of a fused reduction kernel's element count that selects its
+/// post mode: a call with `n = POST_MODE | m` computes, for `i` in `0..m`,
+/// `out[i] = post(value[i], extras...)` over operands `[value, extras...,
+/// out]` (element strides in bytes; an extra has one element, stride 0)
+/// instead of reducing. The executor makes this call once per step, after
+/// every partial accumulator is folded and cast, so that a mean's `/ n`
+/// needs no kernel of its own. No reduction is ever given `2^63` elements.
+pub(crate) const POST_MODE: u64 = 1 << 63;
+
+/// Opens the kernel's post mode: calls with [`POST_MODE`] set in `n` run
+/// `post` over their `m` elements on the scalar path and return; the
+/// builder is left in the block where reductions go on.
+fn emit_post_mode(
+    b: &mut FunctionBuilder<'_>,
+    callees: &sl::Callees,
+    post: &Composite,
+    (pp, sp, n): (Value, Value, Value),
+) -> Result<()> {
+    let posting = b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
+    let post_blk = b.create_block();
+    let reduce_blk = b.create_block();
+    b.ins().brif(posting, post_blk, &[], reduce_blk, &[]);
+    b.switch_to_block(post_blk);
+    b.seal_block(post_blk);
+    let m = b.ins().band_imm_s(n, !(POST_MODE as i64));
+    let ptr = b.func.dfg.value_type(pp);
+    let k = post.inputs.len();
+    let (mut ptrs, mut strides) = (Vec::with_capacity(k + 1), Vec::with_capacity(k + 1));
+    for j in 0..=k {
+        // The argument arrays are kiln's own (aligned words).
+        ptrs.push(b.ins().load(ptr, sl::OWN, pp, (8 * j) as i32));
+        strides.push(b.ins().load(types::I64, sl::OWN, sp, (8 * j) as i32));
+    }
+    let i_var = b.declare_var(types::I64);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.def_var(i_var, zero);
+    let out_dtype = post.output_dtypes()[0];
+    elemwise::counted_loop(b, i_var, m, 1, |b, i| {
+        let v = sl::emit_scalar_program(b, callees, post, &ptrs[..k], &strides[..k], i)?;
+        let off = b.ins().imul(i, strides[k]);
+        let addr = b.ins().iadd(ptrs[k], off);
+        sl::store(b, out_dtype, v[0], addr);
+        Ok(())
+    })?;
+    b.ins().return_(&[]);
+    b.switch_to_block(reduce_blk);
+    b.seal_block(reduce_blk);
+    Ok(())
 }
 
 impl Fused<'_> {

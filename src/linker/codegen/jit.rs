@@ -18,8 +18,9 @@
 //! Invariants: a [`JitBuilder`] defines every kernel of one Function and is
 //! finalized exactly once ([`JitBuilder::finish`]), which returns once the
 //! machine code of every kernel handed over by
-//! [`JitBuilder::define_current`] is generated (each kernel's `Context` is
-//! independent, so they compile on separate threads, some while later
+//! [`JitBuilder::define_current`] is generated (each kernel's IR is
+//! independent, and each thread compiles in its own reused `Context`, so
+//! they compile on separate threads, some while later
 //! kernels are still being built, `overlap`; the module then takes the
 //! bytes and relocations one by one, in definition order); the resulting
 //! [`JitCode`] holds the kernels' address table (`tier::Tiers`), which owns

@@ -19,7 +19,7 @@
 //! helper or by the caller in [`Overlap::finish`], which first takes every
 //! kernel no helper has taken (so no kernel waits for a helper that never
 //! starts) and then waits only for kernels a helper is generating. Each
-//! kernel's `Context` is independent; a kernel is moved, whole, into the
+//! kernel's IR is independent; a kernel is moved, whole, into the
 //! queue and back out of the results, so no IR is shared between threads.
 //! A panic during generation is caught and reported as that kernel's error.
 

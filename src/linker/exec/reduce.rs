@@ -2,9 +2,11 @@
 //! accumulator (filled with the reduction's identity), the kernel run in
 //! the accumulator modes it has, a full reduction, or one over outer
 //! dimensions, chunked over threads with a deterministic fold of the
-//! partials, and the cast to the output dtype. A plain reduction's runtime
-//! column pass (`ReduceStep::columns`) goes to the driver with its kernel,
-//! which hands it whole runs of reduced rows (`drive::drive_reduce`).
+//! partials, the cast to the reduced value's dtype and, for a `FusedReduce`
+//! with a post-map, the kernel's post mode over the reduced values. A plain
+//! reduction's runtime column pass (`ReduceStep::columns`) goes to the
+//! driver with its kernel, which hands it whole runs of reduced rows
+//! (`drive::drive_reduce`).
 //!
 //! Invariants: max and min of an empty axis are errors (no identity), as in
 //! the reference; whether a reduction is chunked, and where it is cut,
@@ -21,7 +23,8 @@ use crate::error::Result;
 use crate::graph::DType;
 use crate::linker::accum::{combine_into, fold_partials, identity_bits, ColumnPass, Modes};
 use crate::linker::buffer::Arr;
-use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
+use crate::linker::codegen::fused::POST_MODE;
+use crate::linker::plan::step::{FusedReduceStep, PostMap, ReduceStep};
 use crate::ops::ReduceOp;
 
 /// Elements per partial of a parallel full reduction, in units of the
@@ -99,6 +102,7 @@ impl Exec<'_> {
             output,
             acc,
             out,
+            post,
         } = step;
         let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
         let shape = broadcast_shape(name, &ins, bcast, descs)?;
@@ -142,8 +146,48 @@ impl Exec<'_> {
             Some(c) => self.cast(name, &accum, *c, *out)?,
             None => accum,
         };
+        let res = match post {
+            Some(post) => self.post_map(name, *kernel, post, &res)?,
+            None => res,
+        };
         self.slots[*output] = Some(res);
         Ok(())
+    }
+
+    /// Runs fused reduction `kernel` in post mode over the reduced value
+    /// `value` (a fresh array in standard layout) and the post-map's
+    /// one-element extras into a new array.
+    fn post_map(&mut self, name: &str, kernel: usize, post: &PostMap, value: &Arr) -> Result<Arr> {
+        let out = self.alloc(name, post.out, &value.shape)?;
+        let m = value.len();
+        if m == 0 {
+            return Ok(out);
+        }
+        let extras: Vec<Arr> = post.inputs.iter().map(|&s| self.get(s)).collect();
+        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(extras.len() + 2);
+        let mut strides: Vec<isize> = Vec::with_capacity(extras.len() + 2);
+        ptrs.push(value.ptr);
+        strides.push(value.dtype.size_of() as isize);
+        for e in &extras {
+            if e.len() != 1 {
+                return Err(err(
+                    name,
+                    format!("a post-map operand has {} elements, not one", e.len()),
+                ));
+            }
+            ptrs.push(e.ptr);
+            strides.push(0);
+        }
+        ptrs.push(out.ptr);
+        strides.push(post.out.size_of() as isize);
+        let f = jit_fn(self.code, kernel);
+        // SAFETY: the kernel was built with this post-map (the step's), which
+        // in post mode reads `m` elements of `value` (contiguous: a fresh
+        // accumulator or its cast) and one element of each extra (stride
+        // 0), and writes `m` elements of `out`, allocated above with
+        // `value`'s shape; `m < 2^63`, so the mode bit is free.
+        unsafe { f(ptrs.as_ptr(), strides.as_ptr(), m | POST_MODE as usize) };
+        Ok(out)
     }
 
     /// Runs reduction `kernel` (accumulator modes `modes`; with its column

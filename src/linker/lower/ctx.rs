@@ -110,7 +110,8 @@ pub struct Kernels<'a> {
     /// is hoisted (0 when nothing is).
     elem: FxHashMap<(Composite, u64), (usize, Paths)>,
     red: FxHashMap<(ReduceOp, DType), (usize, Modes)>,
-    fused: FxHashMap<(ReduceOp, Composite, u64), (usize, Modes)>,
+    /// Keyed also by the post-map, if any.
+    fused: FxHashMap<(ReduceOp, Composite, u64, Option<Composite>), (usize, Modes)>,
     /// Every reduction kernel generated: name and modes.
     reduce_built: Vec<(String, Modes)>,
 }
@@ -177,16 +178,27 @@ impl Kernels<'_> {
         prog: Composite,
         invariant: u64,
         modes: Modes,
+        post: Option<Composite>,
     ) -> Result<(usize, Modes)> {
         let hoisted = hoist::split(&prog, invariant);
-        let key = (op, prog, hoisted.as_ref().map_or(0, |_| invariant));
+        let key = (op, prog, hoisted.as_ref().map_or(0, |_| invariant), post);
         let modes = match self.fused.get(&key) {
             Some(&(k, m)) if m.covers(modes) => return Ok((k, m)),
             Some(&(_, m)) => m.union(modes),
             None => modes,
         };
-        let name = format!("{}{}", op.name(), key.1);
-        let k = codegen::fused::build_fused(self.jb, op, &key.1, hoisted.as_ref(), modes, &name)?;
+        let name = match &key.3 {
+            None => format!("{}{}", op.name(), key.1),
+            Some(post) => format!("{}{}->{post}", op.name(), key.1),
+        };
+        let k = codegen::fused::build_fused(
+            self.jb,
+            op,
+            (&key.1, key.3.as_ref()),
+            hoisted.as_ref(),
+            modes,
+            &name,
+        )?;
         self.reduce_built.push((name, modes));
         self.fused.insert(key, (k, modes));
         Ok((k, modes))

@@ -118,16 +118,16 @@ pub(super) struct Operands {
 }
 
 impl Operands {
-    /// The operands of `node` whose entry of `consts` is `None`.
+    /// The operands of `node` whose entry of `consts` is `None` (`consts`
+    /// covers the first `consts.len()` inputs; any after them are not
+    /// operands of this program).
     pub fn kept(
         cx: &mut LowerCx<'_>,
         node: &Apply,
         io: &NodeSlots,
         consts: &[Option<ScalarConst>],
     ) -> Operands {
-        let positions: Vec<usize> = (0..node.inputs.len())
-            .filter(|&k| consts[k].is_none())
-            .collect();
+        let positions: Vec<usize> = (0..consts.len()).filter(|&k| consts[k].is_none()).collect();
         Operands {
             slots: positions.iter().map(|&k| io.ins[k]).collect(),
             bcast: positions

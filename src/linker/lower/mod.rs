@@ -39,7 +39,12 @@ pub fn lower_node(cx: &mut LowerCx<'_>, node: &Apply, io: &NodeSlots) -> Result<
     match &node.op {
         Op::Elemwise { .. } | Op::Composite { .. } => elemwise::lower(cx, node, io),
         Op::CAReduce { op, axes } => reduce::lower_careduce(cx, node, io, *op, axes),
-        Op::FusedReduce { op, axes, pre } => reduce::lower_fused(cx, node, io, *op, axes, pre),
+        Op::FusedReduce {
+            op,
+            axes,
+            pre,
+            post,
+        } => reduce::lower_fused(cx, node, io, *op, axes, (pre, post.as_deref())),
         Op::DimShuffle { new_order, .. } => Ok(shape::lower_dimshuffle(io, new_order)),
         Op::Reshape { .. } => Ok(shape::lower_reshape(cx, node, io)),
         Op::Alloc => Ok(shape::lower_alloc(cx, node, io)),

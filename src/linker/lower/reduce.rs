@@ -2,7 +2,8 @@
 //! per (reduction, input dtype) or per (reduction, pre-map program),
 //! generated with the accumulator modes the node's static shape can need
 //! ([`Modes::needed`]), plus an element-wise cast kernel when the
-//! accumulator dtype differs from the output's.
+//! accumulator dtype differs from the reduced value's. A `FusedReduce`'s
+//! post-map is built into its kernel (its post mode), keyed with it.
 //!
 //! Invariants: the axes are explicit and sorted (`None` becomes every
 //! axis); a fused pre-map keeps at least one array operand (it carries the
@@ -16,7 +17,7 @@ use crate::linker::accum::{acc_dtype, column_pass, Modes};
 use crate::linker::codegen::elemwise::inline_constants;
 use crate::linker::codegen::hoist;
 use crate::linker::plan::step::Step;
-use crate::linker::plan::step::{FusedReduceStep, ReduceStep};
+use crate::linker::plan::step::{FusedReduceStep, PostMap, ReduceStep};
 use crate::linker::plan::Lowering;
 use crate::ops::{Composite, ReduceOp};
 
@@ -56,32 +57,53 @@ pub fn lower_careduce(
 }
 
 /// Lowers a `FusedReduce` of `op` over `axes` (`None`: all) of the
-/// pre-map `pre`.
+/// pre-map `pre`, then its post-map, if any (the node's inputs after the
+/// pre-map's are the post-map's extras).
 pub fn lower_fused(
     cx: &mut LowerCx<'_>,
     node: &Apply,
     io: &NodeSlots,
     op: ReduceOp,
     axes: &Option<Vec<usize>>,
-    pre: &Composite,
+    (pre, post): (&Composite, Option<&Composite>),
 ) -> Result<(Step, Lowering)> {
     let fg = cx.fg;
-    let mut consts = inline_consts(fg, &node.inputs);
+    let n_pre = pre.inputs.len();
+    let pre_inputs = &node.inputs[..n_pre];
+    let mut consts = inline_consts(fg, pre_inputs);
     if consts.iter().all(Option::is_some) {
         // Keep one array operand: it carries the iteration shape.
         consts[0] = None;
     }
     let prog = inline_constants(pre, &consts);
     let mapped = prog.output_dtypes()[0];
-    let out = fg.ty(node.outputs[0]).dtype;
+    let reduced = op.output_dtype(mapped);
     let acc = acc_dtype(op, mapped);
     let nd = fg.ty(node.inputs[0]).ndim();
     let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
-    let shape = iteration_shape(fg, &node.inputs, nd);
+    let shape = iteration_shape(fg, pre_inputs, nd);
     let needed = Modes::needed(&shape, &axes);
+    // `consts` covers the pre-map's inputs only: the operands kept are its.
     let ops = Operands::kept(cx, node, io, &consts);
     let invariant = hoist::invariant_mask(&ops.bcast);
-    let (kernel, modes) = cx.kernels.fused_reduce(op, prog, invariant, needed)?;
+    let post = post.map(|post| {
+        // Input 0 (the reduced value) is never a constant.
+        let mut extra_consts = vec![None];
+        extra_consts.extend(inline_consts(fg, &node.inputs[n_pre..]));
+        let slots = (1..extra_consts.len())
+            .filter(|&k| extra_consts[k].is_none())
+            .map(|k| io.ins[n_pre + k - 1])
+            .collect();
+        (inline_constants(post, &extra_consts), slots)
+    });
+    let (kernel, modes) = cx.kernels.fused_reduce(
+        op,
+        prog,
+        invariant,
+        needed,
+        post.as_ref().map(|(p, _)| p.clone()),
+    )?;
+    let out = reduced;
     let cast = if acc != out {
         Some(cx.kernels.cast(acc, out)?)
     } else {
@@ -99,6 +121,10 @@ pub fn lower_fused(
         output: io.outs[0],
         acc,
         out,
+        post: post.map(|(prog, inputs)| PostMap {
+            inputs,
+            out: prog.output_dtypes()[0],
+        }),
     };
     Ok((Step::FusedReduce(step), Lowering::Jit))
 }

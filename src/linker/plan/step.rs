@@ -137,7 +137,20 @@ pub struct FusedReduceStep {
     pub output: Slot,
     /// Accumulator dtype.
     pub acc: DType,
-    /// Output dtype.
+    /// The reduced value's dtype (the output's, without a post-map).
+    pub out: DType,
+    /// The post-map the kernel applies to the reduced value, if any.
+    pub post: Option<PostMap>,
+}
+
+/// A `FusedReduce`'s post-map, run by its kernel in post mode (see
+/// `codegen::fused`) over the reduced value after every partial is folded.
+#[derive(Debug, Clone)]
+pub struct PostMap {
+    /// The extras' slots (one element each; one-element constants are
+    /// inlined into the kernel).
+    pub inputs: Vec<Slot>,
+    /// The output dtype.
     pub out: DType,
 }
 
