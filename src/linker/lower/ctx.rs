@@ -103,6 +103,11 @@ fn describe(fg: &FunctionGraph, v: VarId) -> String {
     }
 }
 
+/// A fused reduction kernel's key: the reduction, its pre-map program, the
+/// bit set of the program's hoisted inputs (0 when nothing is) and its
+/// post-map, if any.
+type FusedKey = (ReduceOp, Composite, u64, Option<Composite>);
+
 /// The kernel table of one module.
 pub struct Kernels<'a> {
     jb: &'a mut JitBuilder,
@@ -110,8 +115,7 @@ pub struct Kernels<'a> {
     /// is hoisted (0 when nothing is).
     elem: FxHashMap<(Composite, u64), (usize, Paths)>,
     red: FxHashMap<(ReduceOp, DType), (usize, Modes)>,
-    /// Keyed also by the post-map, if any.
-    fused: FxHashMap<(ReduceOp, Composite, u64, Option<Composite>), (usize, Modes)>,
+    fused: FxHashMap<FusedKey, (usize, Modes)>,
     /// Every reduction kernel generated: name and modes.
     reduce_built: Vec<(String, Modes)>,
 }
