@@ -279,6 +279,13 @@ fn mean_of_floats_ints_and_unknown_sizes() {
     );
     assert_value(&v, F64, &[1, 2], &[3.0, 5.0]);
     let all = u.mean(None, false).unwrap();
+    // The count is the product of the sizes, with no `1 *` to rewrite away.
+    assert!(
+        all.to_string()
+            .contains("cast((Shape_i{0}(u) * Shape_i{1}(u)), \"f64\")"),
+        "{all}"
+    );
+    assert!(!mu.to_string().contains("1 *"), "{mu}");
     assert_value(
         &eval1(
             std::slice::from_ref(&u),

@@ -571,13 +571,18 @@ impl Tensor {
                 DType::I64,
                 sizes.iter().product::<usize>() as f64,
             )),
-            None => {
-                let mut c = Tensor::scalar_constant(DType::I64, 1.0);
-                for &d in &dims {
-                    c = mul(&c, &self.shape_i(d)?)?;
-                }
-                Ok(c)
-            }
+            // The product of the sizes (no leading `1 *` for the rewrites
+            // to remove: one node fewer in every mean and its gradient).
+            None => dims
+                .iter()
+                .try_fold(None, |c: Option<Tensor>, &d| {
+                    let n = self.shape_i(d)?;
+                    Ok(Some(match c {
+                        Some(c) => mul(&c, &n)?,
+                        None => n,
+                    }))
+                })
+                .map(|c| c.expect("a size is unknown, so some axis is reduced")),
         };
         let out = if s.dtype().is_float() {
             s.dtype()
