@@ -26,12 +26,13 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
         } => {
             // By definition: the CAReduce of the Composite's value, then the
             // post-map of each reduced element and the one-element extras.
-            let n_pre = pre.inputs.len();
-            let mapped = composite_perform(&name, pre, &inputs[..n_pre], &types[..n_pre])?;
+            let (pre_ins, extras) = crate::ops::split_fused(pre, inputs);
+            let (pre_types, _) = crate::ops::split_fused(pre, types);
+            let mapped = composite_perform(&name, pre, pre_ins, pre_types)?;
             let reduced = reduce(&name, *r, axes.as_deref(), &mapped[0])?;
             Ok(vec![match post {
                 None => reduced,
-                Some(post) => post_map(post, &reduced, &inputs[n_pre..]),
+                Some(post) => post_map(post, &reduced, extras),
             }])
         }
         Op::ArgReduce {

@@ -26,7 +26,7 @@ pub fn primitive_form(op: &Op, inputs: &[Tensor]) -> Option<Result<Vec<Tensor>>>
             pre,
             post,
         } => Some((|| {
-            let (pre_ins, extras) = inputs.split_at(pre.inputs.len().min(inputs.len()));
+            let (pre_ins, extras) = crate::ops::split_fused(pre, inputs);
             let mapped = Tensor::apply(
                 Op::composite((**pre).clone()),
                 &pre_ins.iter().collect::<Vec<_>>(),

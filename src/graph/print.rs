@@ -210,7 +210,7 @@ pub fn pprint(fg: &FunctionGraph, v: VarId) -> String {
                 pre,
                 post,
             } => {
-                let (pre_args, extras) = args.split_at(pre.inputs.len().min(args.len()));
+                let (pre_args, extras) = crate::ops::split_fused(pre, &args);
                 let inner = composite_text(fg, pre, 0, pre_args);
                 let reduced = reduce_call(*r, axes, "", &[inner.as_str()]);
                 match post {
@@ -433,7 +433,7 @@ fn render_op(_fg: &FunctionGraph, op: &Op, args: &[&str]) -> String {
             pre,
             post,
         } => {
-            let (pre_args, extras) = args.split_at(pre.inputs.len().min(args.len()));
+            let (pre_args, extras) = crate::ops::split_fused(pre, args);
             let reduced = reduce_call(*r, axes, &crate::ops::pre_text(pre), pre_args);
             match post {
                 None => reduced,

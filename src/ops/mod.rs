@@ -621,8 +621,7 @@ impl Op {
                         pre.outputs.len()
                     )));
                 }
-                let n_pre = pre.inputs.len().min(inputs.len());
-                let (pre_ins, extras) = inputs.split_at(n_pre);
+                let (pre_ins, extras) = split_fused(pre, inputs);
                 let inner = |e: Error| match e {
                     Error::Type { msg, .. } => err(msg),
                     e => e,
@@ -637,7 +636,7 @@ impl Op {
                     if !extras.is_empty() {
                         return Err(err(format!(
                             "expects {} inputs (its pre-map's), got {}",
-                            n_pre,
+                            pre_ins.len(),
                             inputs.len()
                         )));
                     }
@@ -1175,6 +1174,12 @@ fn reduce_name(op: ReduceOp, axes: &Option<Vec<usize>>) -> String {
         None => format!("{}{{axes=None}}", op.name()),
         Some(a) => format!("{}{{axes={a:?}}}", op.name()),
     }
+}
+
+/// A `FusedReduce`'s operands (or anything parallel to them) split into
+/// its pre-map's (the first `pre.inputs.len()`) and its post-map's extras.
+pub fn split_fused<'a, T>(pre: &Composite, xs: &'a [T]) -> (&'a [T], &'a [T]) {
+    xs.split_at(pre.inputs.len().min(xs.len()))
 }
 
 /// The pre-map (or post-map) of a FusedReduce as printed after the

@@ -401,22 +401,22 @@ fn propagate(
         } => {
             // The pre-map's operands come first; a post-map's one-element
             // extras then taint the reduced values they are combined with.
-            let n_pre = pre.inputs.len();
-            let full = broadcast_shape(&ins[..n_pre]);
-            let mut t = any_over(&broadcast_or(&ins[..n_pre], &full)?, axes.clone())?;
+            let (pre_ins, extras) = kiln::ops::split_fused(pre, ins);
+            let full = broadcast_shape(pre_ins);
+            let mut t = any_over(&broadcast_or(pre_ins, &full)?, axes.clone())?;
             if *op == ReduceOp::Prod {
                 let map = Op::Composite {
                     composite: pre.clone(),
                     inplace: InplacePattern::new(),
                 };
-                let mapped = perform(&map, &args[..n_pre], &types[..n_pre])
-                    .ok()?
-                    .remove(0);
+                let (pre_args, _) = kiln::ops::split_fused(pre, args);
+                let (pre_types, _) = kiln::ops::split_fused(pre, types);
+                let mapped = perform(&map, pre_args, pre_types).ok()?.remove(0);
                 t.zip_mut_with(&order_sensitive(&mapped, axes.clone())?, |a, &b| *a |= b);
             }
             if post.is_some() {
                 let mut all = vec![&t];
-                all.extend(&ins[n_pre..]);
+                all.extend(extras);
                 broadcast_or(&all, shape)?
             } else {
                 t

@@ -19,7 +19,7 @@ use crate::linker::codegen::hoist;
 use crate::linker::plan::step::Step;
 use crate::linker::plan::step::{FusedReduceStep, PostMap, ReduceStep};
 use crate::linker::plan::Lowering;
-use crate::ops::{Composite, ReduceOp};
+use crate::ops::{split_fused, Composite, ReduceOp};
 
 /// Lowers a `CAReduce` of `op` over `axes` (`None`: all).
 pub fn lower_careduce(
@@ -68,8 +68,7 @@ pub fn lower_fused(
     (pre, post): (&Composite, Option<&Composite>),
 ) -> Result<(Step, Lowering)> {
     let fg = cx.fg;
-    let n_pre = pre.inputs.len();
-    let pre_inputs = &node.inputs[..n_pre];
+    let (pre_inputs, extras) = split_fused(pre, &node.inputs);
     let mut consts = inline_consts(fg, pre_inputs);
     if consts.iter().all(Option::is_some) {
         // Keep one array operand: it carries the iteration shape.
@@ -89,10 +88,11 @@ pub fn lower_fused(
     let post = post.map(|post| {
         // Input 0 (the reduced value) is never a constant.
         let mut extra_consts = vec![None];
-        extra_consts.extend(inline_consts(fg, &node.inputs[n_pre..]));
+        extra_consts.extend(inline_consts(fg, extras));
+        let (_, extra_slots) = split_fused(pre, &io.ins);
         let slots = (1..extra_consts.len())
             .filter(|&k| extra_consts[k].is_none())
-            .map(|k| io.ins[n_pre + k - 1])
+            .map(|k| extra_slots[k - 1])
             .collect();
         (inline_constants(post, &extra_consts), slots)
     });
