@@ -76,7 +76,8 @@ pub fn lower_fused(
     }
     let prog = inline_constants(pre, &consts);
     let mapped = prog.output_dtypes()[0];
-    let reduced = op.output_dtype(mapped);
+    // The reduced value's dtype: the output's, unless a post-map follows.
+    let out = op.output_dtype(mapped);
     let acc = acc_dtype(op, mapped);
     let nd = fg.ty(node.inputs[0]).ndim();
     let axes = axes.clone().unwrap_or_else(|| (0..nd).collect());
@@ -103,7 +104,6 @@ pub fn lower_fused(
         needed,
         post.as_ref().map(|(p, _)| p.clone()),
     )?;
-    let out = reduced;
     let cast = if acc != out {
         Some(cx.kernels.cast(acc, out)?)
     } else {
