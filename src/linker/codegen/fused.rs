@@ -29,7 +29,7 @@
 //! (contiguous) accumulators by the runtime's column pass
 //! (`kiln_column_<op>_<dtype>`, exactly the sequential update).
 //!
-//! A kernel built with a post-map also has a post mode (the [`POST_MODE`]
+//! A kernel built with a post-map also has a post mode (the `POST_MODE`
 //! bit of its element count): it then maps the reduced values and the
 //! post-map's one-element extras to the output on the scalar path, once
 //! per call of the step, instead of reducing.
