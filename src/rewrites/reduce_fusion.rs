@@ -161,15 +161,8 @@ fn post_map(
         {
             CRef::Const(k)
         } else {
-            let k = match extras.iter().position(|&e| e == a) {
-                Some(k) => k,
-                None => {
-                    extras.push(a);
-                    c.inputs.push(fg.ty(a).dtype);
-                    extras.len() - 1
-                }
-            };
-            CRef::Input(1 + k as u32)
+            // Input 0 is the reduced value: the extras follow it.
+            CRef::Input(1 + operand_index(fg, &mut c, &mut extras, a) as u32)
         });
     }
     let out = match op {
@@ -257,6 +250,21 @@ pub fn local_careduce_fusion(
     Ok(Some(pairs))
 }
 
+/// The position of `a` among `operands`, appended (and its dtype to `c`'s
+/// inputs) when it is not there yet.
+fn operand_index(
+    fg: &FunctionGraph,
+    c: &mut Composite,
+    operands: &mut Vec<VarId>,
+    a: VarId,
+) -> usize {
+    operands.iter().position(|&o| o == a).unwrap_or_else(|| {
+        operands.push(a);
+        c.inputs.push(fg.ty(a).dtype);
+        operands.len() - 1
+    })
+}
+
 /// The one-output pre-map computing `op` on `args`, and its array inputs
 /// (one-element constants inlined); `None` when `op` is not element-wise
 /// or no array input would remain.
@@ -272,14 +280,7 @@ fn pre_map(fg: &FunctionGraph, op: &Op, args: &[VarId]) -> Result<Option<(Compos
                         refs.push(CRef::Const(ScalarConst::of_value(v).expect("one element")))
                     }
                     _ => {
-                        let k = match inputs.iter().position(|&i| i == a) {
-                            Some(k) => k,
-                            None => {
-                                inputs.push(a);
-                                c.inputs.push(fg.ty(a).dtype);
-                                inputs.len() - 1
-                            }
-                        };
+                        let k = operand_index(fg, &mut c, &mut inputs, a);
                         refs.push(CRef::Input(k as u32));
                     }
                 }
