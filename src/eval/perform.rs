@@ -27,13 +27,23 @@ pub fn perform(op: &Op, inputs: &[&Value], types: &[&TensorType]) -> Result<Vec<
             // By definition: the CAReduce of the Composite's value, then the
             // post-map of each reduced element and the one-element extras.
             let (pre_ins, extras) = crate::ops::split_fused(pre, inputs);
-            let (pre_types, _) = crate::ops::split_fused(pre, types);
+            let (pre_types, extra_types) = crate::ops::split_fused(pre, types);
             let mapped = composite_perform(&name, pre, pre_ins, pre_types)?;
             let reduced = reduce(&name, *r, axes.as_deref(), &mapped[0])?;
-            Ok(vec![match post {
-                None => reduced,
-                Some(post) => post_map(post, &reduced, extras),
-            }])
+            let Some(post) = post else {
+                return Ok(vec![reduced]);
+            };
+            // The post-map is a Composite over the reduced value (typed by
+            // its own shape) and the one-element extras.
+            let rty = TensorType::new(
+                reduced.dtype(),
+                reduced.shape().iter().map(|&d| Some(d)).collect(),
+            );
+            let mut post_ins = vec![&reduced];
+            post_ins.extend(extras);
+            let mut post_types = vec![&rty];
+            post_types.extend(extra_types);
+            composite_perform(&name, post, &post_ins, &post_types)
         }
         Op::ArgReduce {
             op: a,
@@ -248,23 +258,6 @@ fn composite_perform(
             Value::from_f64_array(d, ArrayD::from_shape_vec(IxDyn(&shape), o).expect("sized"))
         })
         .collect())
-}
-
-/// A FusedReduce's post-map `post` of each element of `reduced` and the
-/// single values of `extras` (one element each, as the op's type checks).
-fn post_map(post: &Composite, reduced: &Value, extras: &[&Value]) -> Value {
-    let extra: Vec<f64> = extras
-        .iter()
-        .map(|v| v.to_f64_array().iter().next().copied().unwrap_or(0.0))
-        .collect();
-    let mut args: Vec<f64> = Vec::with_capacity(1 + extra.len());
-    let out = reduced.to_f64_array().mapv(|r| {
-        args.clear();
-        args.push(r);
-        args.extend(&extra);
-        post.eval(&args)[0]
-    });
-    Value::from_f64_array(post.output_dtypes()[0], out)
 }
 
 /// The values of the scalar bound inputs of an index.

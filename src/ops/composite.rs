@@ -153,6 +153,29 @@ impl Composite {
         Ok(CRef::Node(self.nodes.len() as u32 - 1))
     }
 
+    /// This program over new inputs of dtypes `inputs`: each reference to
+    /// input `k` becomes `map[k]` (a new input or a constant of the same
+    /// dtype); nodes, their dtypes and the outputs are kept.
+    pub fn substitute_inputs(&self, map: &[CRef], inputs: Vec<DType>) -> Composite {
+        let sub = |r: CRef| match r {
+            CRef::Input(i) => map[i as usize],
+            r => r,
+        };
+        Composite {
+            inputs,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| CNode {
+                    op: n.op,
+                    args: n.args.iter().map(|&a| sub(a)).collect(),
+                    dtype: n.dtype,
+                })
+                .collect(),
+            outputs: self.outputs.iter().map(|&o| sub(o)).collect(),
+        }
+    }
+
     /// Output dtypes.
     pub fn output_dtypes(&self) -> Vec<DType> {
         self.outputs.iter().map(|&r| self.dtype_of(r)).collect()
@@ -408,6 +431,26 @@ mod tests {
         assert!((r[0] - 2.0 * 2f64.ln()).abs() < 1e-15);
         assert_eq!(r[1], 1.0);
         assert_eq!(c.output_dtypes(), vec![DType::F64, DType::F64]);
+    }
+
+    /// Substituting inputs swaps and inlines them and keeps the nodes.
+    #[test]
+    fn substitute_inputs_swaps_and_inlines_inputs() {
+        let mut c = Composite::new(vec![DType::F64, DType::F64, DType::F64]);
+        let d = c
+            .push(ScalarOp::TrueDiv, &[CRef::Input(0), CRef::Input(1)])
+            .unwrap();
+        let s = c.push(ScalarOp::Sub, &[d, CRef::Input(2)]).unwrap();
+        c.outputs = vec![s];
+        let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
+        let t = c.substitute_inputs(
+            &[CRef::Input(1), two, CRef::Input(0)],
+            vec![DType::F64, DType::F64],
+        );
+        t.check().unwrap();
+        assert_eq!(t.to_string(), "Composite{sub(true_div(i1, 2.0), i0)}");
+        assert_eq!(t.eval(&[1.0, 8.0]), vec![3.0]);
+        assert_eq!(t.nodes.len(), c.nodes.len());
     }
 
     #[test]

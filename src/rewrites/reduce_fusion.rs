@@ -49,33 +49,59 @@ pub struct ReduceFusionStats {
 /// its post-map (see the module docs).
 pub fn fuse_reductions(fg: &mut FunctionGraph) -> Result<ReduceFusionStats> {
     let mut stats = ReduceFusionStats::default();
-    for (name, rule) in [
-        ("local_careduce_fusion", local_careduce_fusion as PairsRule),
-        ("local_reduce_post_fusion", local_reduce_post_fusion),
-    ] {
-        for r in fg.toposort() {
-            if !fg.contains_node(r) {
-                continue;
-            }
-            let Some(pairs) = rule(fg, r)? else {
-                continue;
-            };
-            let ok = if fg.has_feature::<ReplaceValidate>() {
-                fg.replace_all_validate(&pairs, name).is_ok()
-            } else {
-                fg.replace_all(&pairs, name).is_ok()
-            };
-            if ok {
-                stats.fused += 1;
-            } else {
-                stats.inconsistent += 1;
-            }
-        }
-    }
+    let order = fg.toposort();
+    fuse_each(
+        fg,
+        &order,
+        "local_careduce_fusion",
+        local_careduce_fusion,
+        &mut stats,
+    )?;
+    // Post-maps in any order: each candidate's consumer reads it alone.
+    let fused: Vec<NodeId> = fg
+        .node_ids()
+        .filter(|&n| matches!(fg.node(n).op, Op::FusedReduce { post: None, .. }))
+        .collect();
+    fuse_each(
+        fg,
+        &fused,
+        "local_reduce_post_fusion",
+        local_reduce_post_fusion,
+        &mut stats,
+    )?;
     Ok(stats)
 }
 
-/// A rule of this pass: the replacements it makes at a node, if any.
+/// Applies `rule` (named `name`) at each node of `nodes` still in the graph,
+/// validating its replacements when the graph has `ReplaceValidate`.
+fn fuse_each(
+    fg: &mut FunctionGraph,
+    nodes: &[NodeId],
+    name: &str,
+    rule: PairsRule,
+    stats: &mut ReduceFusionStats,
+) -> Result<()> {
+    for &r in nodes {
+        if !fg.contains_node(r) {
+            continue;
+        }
+        let Some(pairs) = rule(fg, r)? else {
+            continue;
+        };
+        let ok = if fg.has_feature::<ReplaceValidate>() {
+            fg.replace_all_validate(&pairs, name).is_ok()
+        } else {
+            fg.replace_all(&pairs, name).is_ok()
+        };
+        if ok {
+            stats.fused += 1;
+        } else {
+            stats.inconsistent += 1;
+        }
+    }
+    Ok(())
+}
+
 type PairsRule = fn(&mut FunctionGraph, NodeId) -> Result<Option<Vec<(VarId, VarId)>>>;
 
 /// The replacement fusing the element-wise consumer of `FusedReduce` node
@@ -148,7 +174,7 @@ fn post_map(
     args: &[VarId],
     value: VarId,
 ) -> Result<Option<(Composite, Vec<VarId>)>> {
-    let mut c = Composite::new(vec![fg.ty(value).dtype]);
+    let mut dtypes = vec![fg.ty(value).dtype];
     let mut extras: Vec<VarId> = Vec::new();
     let mut refs = Vec::with_capacity(args.len());
     for &a in args {
@@ -162,27 +188,21 @@ fn post_map(
             CRef::Const(k)
         } else {
             // Input 0 is the reduced value: the extras follow it.
-            CRef::Input(1 + operand_index(fg, &mut c, &mut extras, a) as u32)
+            CRef::Input(1 + operand_index(fg, &mut dtypes, &mut extras, a) as u32)
         });
     }
-    let out = match op {
-        Op::Elemwise { scalar, .. } => c.push(*scalar, &refs)?,
+    let c = match op {
+        Op::Elemwise { scalar, .. } => {
+            let mut c = Composite::new(dtypes);
+            let out = c.push(*scalar, &refs)?;
+            c.outputs = vec![out];
+            c
+        }
         Op::Composite { composite, .. } if composite.outputs.len() == 1 => {
-            let mut nodes: Vec<CRef> = Vec::with_capacity(composite.nodes.len());
-            let map = |nodes: &[CRef], r: CRef| match r {
-                CRef::Input(k) => refs[k as usize],
-                CRef::Node(k) => nodes[k as usize],
-                CRef::Const(k) => CRef::Const(k),
-            };
-            for n in &composite.nodes {
-                let a: Vec<CRef> = n.args.iter().map(|&x| map(&nodes, x)).collect();
-                nodes.push(c.push(n.op, &a)?);
-            }
-            map(&nodes, composite.outputs[0])
+            composite.substitute_inputs(&refs, dtypes)
         }
         _ => return Ok(None),
     };
-    c.outputs = vec![out];
     Ok(Some((c, extras)))
 }
 
@@ -250,17 +270,17 @@ pub fn local_careduce_fusion(
     Ok(Some(pairs))
 }
 
-/// The position of `a` among `operands`, appended (and its dtype to `c`'s
-/// inputs) when it is not there yet.
+/// The position of `a` among `operands`, appended (and its dtype to
+/// `dtypes`, the program's input dtypes) when it is not there yet.
 fn operand_index(
     fg: &FunctionGraph,
-    c: &mut Composite,
+    dtypes: &mut Vec<DType>,
     operands: &mut Vec<VarId>,
     a: VarId,
 ) -> usize {
     operands.iter().position(|&o| o == a).unwrap_or_else(|| {
         operands.push(a);
-        c.inputs.push(fg.ty(a).dtype);
+        dtypes.push(fg.ty(a).dtype);
         operands.len() - 1
     })
 }
@@ -280,7 +300,7 @@ fn pre_map(fg: &FunctionGraph, op: &Op, args: &[VarId]) -> Result<Option<(Compos
                         refs.push(CRef::Const(ScalarConst::of_value(v).expect("one element")))
                     }
                     _ => {
-                        let k = operand_index(fg, &mut c, &mut inputs, a);
+                        let k = operand_index(fg, &mut c.inputs, &mut inputs, a);
                         refs.push(CRef::Input(k as u32));
                     }
                 }

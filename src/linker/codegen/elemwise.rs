@@ -1345,22 +1345,7 @@ pub fn inline_constants(comp: &Composite, consts: &[Option<crate::ops::ScalarCon
             }
         }
     }
-    let sub = |r: CRef| match r {
-        CRef::Input(i) => map[i as usize],
-        r => r,
-    };
-    let mut c = Composite::new(kept);
-    c.nodes = comp
-        .nodes
-        .iter()
-        .map(|n| crate::ops::CNode {
-            op: n.op,
-            args: n.args.iter().map(|&a| sub(a)).collect(),
-            dtype: n.dtype,
-        })
-        .collect();
-    c.outputs = comp.outputs.iter().map(|&o| sub(o)).collect();
-    c
+    comp.substitute_inputs(&map, kept)
 }
 
 #[cfg(test)]
