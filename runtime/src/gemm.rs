@@ -409,6 +409,57 @@ mod tests {
     }
 
     #[test]
+    fn row_blocks_give_the_whole_products_bits() {
+        // The executor's GEMM epilogues split a product into row blocks
+        // whose count follows the thread count; their results must not.
+        // The crate blocks k by k and the caches only, so each element is
+        // summed in the same order whichever rows share its call. Shapes:
+        // square, odd (edge tiles), long k (several k blocks), short k.
+        for (m, k, n) in [
+            (512_usize, 512_usize, 512_usize),
+            (131, 257, 129),
+            (64, 2048, 300),
+            (1000, 9, 1000),
+        ] {
+            let mut s = 5;
+            let a: Vec<f64> = (0..m * k).map(|_| lcg(&mut s)).collect();
+            let b: Vec<f64> = (0..k * n).map(|_| lcg(&mut s)).collect();
+            let c0: Vec<f64> = (0..m * n).map(|_| lcg(&mut s)).collect();
+            let in_blocks = |parts: usize| {
+                let mut c = c0.clone();
+                let rows = m.div_ceil(parts);
+                for r0 in (0..m).step_by(rows) {
+                    let r1 = (r0 + rows).min(m);
+                    // SAFETY: rows r0..r1 of A (m×k) and C (m×n), all of
+                    // B (k×n), row-major; C overlaps neither.
+                    unsafe {
+                        serial_gemm_f64(
+                            r1 - r0,
+                            k,
+                            n,
+                            0.5,
+                            (a.as_ptr().add(r0 * k), k as isize, 1),
+                            (b.as_ptr(), n as isize, 1),
+                            -2.0,
+                            (c.as_mut_ptr().add(r0 * n), n as isize, 1),
+                        )
+                    };
+                }
+                c
+            };
+            let whole = in_blocks(1);
+            for parts in [2, 3, 7] {
+                let c = in_blocks(parts);
+                let same = whole
+                    .iter()
+                    .zip(&c)
+                    .all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{m}×{k}×{n} in {parts} row blocks");
+            }
+        }
+    }
+
+    #[test]
     fn result_is_independent_of_threads() {
         // Above PARALLEL_FLOPS, odd sizes (edge tiles), C = alpha·A·B + beta·C.
         let (m, k, n) = (131, 257, 129);

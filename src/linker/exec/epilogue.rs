@@ -1,25 +1,29 @@
 //! Execution of a GEMM epilogue (`Step::Epilogue`): a float matrix
 //! product C = A·B (a `Dot`) or C = alpha·A·B + beta·Z (a `Gemm`, C being
 //! Z itself when inplace) and the element-wise step that is C's only reader
-//! (`tanh(C + b)`). When C is larger than the last-level cache, they run
-//! block by block of C's rows: each block is computed by the runtime GEMM
-//! on one thread and mapped by the element-wise kernel at once, while it
-//! is in that core's cache, and the blocks are tasks on the pool's
-//! workers. Unfused, the map would read the whole of C back from memory
-//! after the product and write it again. A C that fits in the cache is
-//! read back from there at little cost, and coarse blocks then bought
-//! nothing measurable (512³ f64, `tanh(A @ W + b)` and its gradient), so
-//! such a product runs whole, threaded by the GEMM, and then its map.
+//! (`tanh(C + b)`). The two run block by block of C's rows: each block is
+//! computed by the runtime GEMM on one thread and mapped by the
+//! element-wise kernel at once, while it is in that core's cache, and the
+//! blocks are tasks on the pool's workers. When C is larger than the
+//! last-level cache, blocks of 4 MB save reading the whole of C back from
+//! memory for the map. When it fits, and the GEMM would have threaded the
+//! product, there is one block per pool thread: two single-threaded
+//! products of half the rows beat the GEMM's own threading of the whole
+//! (512³ f64 on two Zen 1 cores, BENCHMARKS.md). A product the GEMM would
+//! run on one thread runs whole, then its map.
 //!
-//! Invariants: the blocks' geometry depends on the shapes only, never on
-//! the thread count or the machine, so a result does not depend on them
-//! (a GEMM's bits can depend on its row count); each block's task alone
-//! writes that block's rows of C and of the element-wise outputs. The two
-//! also run one after the other, each over the whole array, when an
-//! operand of the product is 1-d or when the element-wise iteration shape
-//! is not C's own (C broadcast against a larger operand).
+//! Invariants: a result does not depend on the thread count or the
+//! blocks, because a block's rows of C have the bits the whole product
+//! gives them: the GEMM's blocking of the summed dimension depends on k
+//! and the caches only (`kiln_runtime`'s test
+//! `row_blocks_give_the_whole_products_bits` pins it); each block's task
+//! alone writes that block's rows of C and of the element-wise outputs.
+//! The two also run one after the other, each over the whole array, when
+//! an operand of the product is 1-d or when the element-wise iteration
+//! shape is not C's own (C broadcast against a larger operand).
 
-use kiln_runtime::parallel::pool_tasks;
+use kiln_runtime::gemm::PARALLEL_FLOPS;
+use kiln_runtime::parallel::{num_threads, pool_tasks};
 
 use super::drive::{jit_fn, ParallelOptions};
 use super::gemm::MatMul;
@@ -27,16 +31,17 @@ use super::state::Exec;
 use crate::error::Result;
 use crate::linker::plan::step::{EpilogueProduct, EpilogueStep};
 
-/// Bytes of C below which the product runs whole: C then stays in the
-/// last-level cache (32 MB here) for its map.
+/// Bytes of C from which blocks are sized to leave the last-level cache
+/// (32 MB on Zen 4, 8 MB per Zen 1 complex) before the map reads them.
 const MIN_BLOCKED_BYTES: usize = 16 << 20;
 
-/// Bytes of C per block: a block must still be in the core's cache (1 MB
-/// of L2 on Zen 4, a share of L3) when the kernel maps it, and hold enough
-/// rows to pay for packing B once per block. Interleaved runs of
-/// `tanh(A @ W + b)` on 4096 × k × 4096 f64, two AVX-512 threads, block
-/// rows 32 / 64 / 128 / 256 against the unfused run: k = 32 0.84 / 0.79 /
-/// 0.84 / 0.89, k = 128 1.00 / 0.93 / 0.92 / 0.96 (BENCHMARKS.md).
+/// Bytes of C per block of a product larger than [`MIN_BLOCKED_BYTES`]: a
+/// block must still be in the core's cache (1 MB of L2 on Zen 4, a share
+/// of L3) when the kernel maps it, and hold enough rows to pay for
+/// packing B once per block. Interleaved runs of `tanh(A @ W + b)` on
+/// 4096 × k × 4096 f64, two AVX-512 threads, block rows 32 / 64 / 128 /
+/// 256 against the unfused run: k = 32 0.84 / 0.79 / 0.84 / 0.89, k = 128
+/// 1.00 / 0.93 / 0.92 / 0.96 (BENCHMARKS.md).
 const BLOCK_BYTES: usize = 4 << 20;
 
 /// Fewest rows per block: below this, the GEMM's repacking of B for every
@@ -46,14 +51,21 @@ const MIN_ROWS: usize = 32;
 /// Most rows per block (narrow products: enough blocks for the threads).
 const MAX_ROWS: usize = 512;
 
-/// Rows per block of an epilogue over an m×n product of `esz`-byte
-/// elements, or `None` when it runs whole: C fits in the last-level cache,
-/// or rows are so wide that a block of [`MIN_ROWS`] leaves the cache.
-fn block_rows(m: usize, n: usize, esz: usize) -> Option<usize> {
+/// Rows per block of an epilogue over an m×k×n product of `esz`-byte
+/// elements with `threads` pool threads, or `None` when it runs whole.
+/// A C larger than [`MIN_BLOCKED_BYTES`] runs in blocks of
+/// [`BLOCK_BYTES`] (whole when rows are so wide that [`MIN_ROWS`] of them
+/// leave the cache); a smaller one in one block per thread when the GEMM
+/// would thread it (at least [`PARALLEL_FLOPS`] multiply-adds) and each
+/// block keeps [`MIN_ROWS`] rows.
+fn block_rows(m: usize, k: usize, n: usize, esz: usize, threads: usize) -> Option<usize> {
     let row_bytes = n.saturating_mul(esz).max(1);
-    let rows = BLOCK_BYTES / row_bytes;
-    let large = m.saturating_mul(row_bytes) >= MIN_BLOCKED_BYTES;
-    (large && rows >= MIN_ROWS).then(|| rows.min(MAX_ROWS))
+    if m.saturating_mul(row_bytes) >= MIN_BLOCKED_BYTES {
+        let rows = BLOCK_BYTES / row_bytes;
+        return (rows >= MIN_ROWS).then(|| rows.min(MAX_ROWS));
+    }
+    let threaded = m.saturating_mul(k).saturating_mul(n) >= PARALLEL_FLOPS;
+    (threads > 1 && threaded && m >= threads.saturating_mul(MIN_ROWS)).then(|| m.div_ceil(threads))
 }
 
 impl Exec<'_> {
@@ -93,7 +105,13 @@ impl Exec<'_> {
         let ops = self.elemwise_operands(name, elemwise)?;
         let layout = &ops.layout;
         let f = jit_fn(self.code, elemwise.kernel);
-        let rows = block_rows(m, n, product.dtype.size_of()).filter(|_| layout.shape == [m, n]);
+        let threads = if self.par.threshold > 0 {
+            num_threads()
+        } else {
+            1
+        };
+        let esz = product.dtype.size_of();
+        let rows = block_rows(m, product.mm.k, n, esz, threads).filter(|_| layout.shape == [m, n]);
         match rows {
             // SAFETY: the product's operands stay alive (in their slots, or
             // held here when cast) and C in its slot; C is z itself (which
@@ -138,20 +156,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_products_larger_than_the_cache_run_in_blocks() {
-        // 512×512 f64 (2 MB) and 2000×1000 f64 (16e6 bytes) run whole.
-        assert_eq!(block_rows(512, 512, 8), None);
-        assert_eq!(block_rows(2000, 1000, 8), None);
-        // 4096×4096 f64 (128 MB): 4 MB blocks of 128 rows; f32 256 rows.
-        assert_eq!(block_rows(4096, 4096, 8), Some(128));
-        assert_eq!(block_rows(4096, 4096, 4), Some(256));
+    fn large_products_run_in_cache_sized_blocks() {
+        // 4096×4096 f64 (128 MB): 4 MB blocks of 128 rows; f32 256 rows,
+        // whatever the thread count.
+        for threads in [1, 2, 8] {
+            assert_eq!(block_rows(4096, 64, 4096, 8, threads), Some(128));
+            assert_eq!(block_rows(4096, 64, 4096, 4, threads), Some(256));
+        }
         // Narrow rows: at most MAX_ROWS.
-        assert_eq!(block_rows(1 << 20, 64, 8), Some(MAX_ROWS));
+        assert_eq!(block_rows(1 << 20, 8, 64, 8, 2), Some(MAX_ROWS));
         // Rows so wide that MIN_ROWS of them leave the cache: whole.
-        assert_eq!(block_rows(64, 1 << 18, 8), None);
+        assert_eq!(block_rows(64, 8, 1 << 18, 8, 2), None);
         assert_eq!(
-            block_rows(1000, BLOCK_BYTES / (8 * MIN_ROWS), 8),
+            block_rows(1000, 8, BLOCK_BYTES / (8 * MIN_ROWS), 8, 2),
             Some(MIN_ROWS)
         );
+    }
+
+    #[test]
+    fn products_that_fit_the_cache_run_in_one_block_per_thread() {
+        // 512³ f64 (C 2 MB) is threaded by the GEMM: one block per thread.
+        assert_eq!(block_rows(512, 512, 512, 8, 2), Some(256));
+        assert_eq!(block_rows(512, 512, 512, 8, 3), Some(171));
+        // One thread, or too few rows for MIN_ROWS per thread: whole.
+        assert_eq!(block_rows(512, 512, 512, 8, 1), None);
+        assert_eq!(block_rows(63, 4096, 4096, 8, 2), None);
+        // Below PARALLEL_FLOPS the GEMM runs on one thread: whole.
+        assert_eq!(block_rows(512, 8, 512, 8, 2), None);
+        // 2000×1000 f64 (16e6 bytes, just under the blocked size).
+        assert_eq!(block_rows(2000, 9, 1000, 8, 2), Some(1000));
     }
 }
