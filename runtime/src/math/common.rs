@@ -43,7 +43,8 @@ pub(crate) fn round_prod(x: f64, c: f64) -> (f64, i64) {
 /// 2^k: the FMA adds the magic constant plus the exponent bias 1023, so
 /// the low bits of the sum are k + 1023 and shifting them into the
 /// exponent field is all [`pow2i`]'s work (one vector operation less
-/// per use than `pow2i(round_prod(..).1)`).
+/// per use than `pow2i(round_prod(..).1)`). Ties go to the even k + 1023,
+/// i.e. to the odd k (a reduction only needs k and 2^k to agree).
 #[inline(always)]
 pub(crate) fn round_prod_pow2(x: f64, c: f64) -> (f64, f64) {
     const BIASED: f64 = MAGIC + 1023.0;
@@ -168,6 +169,24 @@ mod tests {
         assert_eq!(scale(1.5, 1023), 1.5 * 2f64.powi(1023));
         assert_eq!(scale(1.0, 1024), f64::INFINITY);
         assert_eq!(scale(1.0, -1080), 0.0);
+    }
+
+    #[test]
+    fn rounded_product_and_its_power_of_two() {
+        // k from 0 to 1023 (the documented range), ties to even, and the
+        // product rounded once (not x·c first): 2^k bit-exact.
+        for k in 0..1024 {
+            let x = f64::from(k) / std::f64::consts::LN_2;
+            let (kf, p) = round_prod_pow2(x, std::f64::consts::LN_2);
+            assert_eq!((kf, p), (f64::from(k), 2f64.powi(k)), "k = {k}");
+        }
+        // Ties go to the even k + 1023, so to the odd k: a reduction only
+        // needs kf and 2^k to agree, which they do.
+        assert_eq!(round_prod_pow2(2.5, 1.0), (3.0, 8.0));
+        assert_eq!(round_prod_pow2(3.5, 1.0), (3.0, 8.0));
+        assert_eq!(round_prod_pow2(0.0, 1.0), (0.0, 1.0));
+        let (kf, _) = round_prod(0.7, 2.0);
+        assert_eq!(round_prod_pow2(0.7, 2.0).0, kf);
     }
 
     #[test]
