@@ -99,7 +99,7 @@ impl FunctionBuilder {
             total_compile_time: start.elapsed(),
             apply_nodes: fg.n_nodes(),
             rewriter_time,
-            validate_time: fg.stats.validate_time,
+            validate_time: kiln_runtime::clock::rate().duration(fg.stats.validate_ticks),
             linker_time: cp.lower + cp.codegen,
             import_time: cp.codegen,
         };

@@ -21,8 +21,8 @@
 //! Features ([`Feature`]) observe every import, prune and input change and
 //! may veto a state in `validate`; see `graph::features`.
 
+use kiln_runtime::clock;
 use std::any::Any;
-use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -120,10 +120,12 @@ pub trait Feature: Any + Send {
 /// Counters that profiles read.
 #[derive(Debug, Clone, Default)]
 pub struct GraphStats {
-    /// Time spent in feature validation.
-    pub validate_time: Duration,
-    /// Time spent in feature callbacks.
-    pub callback_time: Duration,
+    /// Time spent in feature validation, in `kiln_runtime::clock` ticks
+    /// (cheaper to read than `Instant` for calls this frequent; convert a
+    /// difference with `clock::rate().duration`).
+    pub validate_ticks: u64,
+    /// Time spent in feature callbacks, in `kiln_runtime::clock` ticks.
+    pub callback_ticks: u64,
     /// Number of nodes imported since creation.
     pub imported: u64,
     /// Number of input changes since creation.
@@ -771,13 +773,13 @@ impl FunctionGraph {
         if self.features.is_empty() {
             return;
         }
-        let start = Instant::now();
+        let start = clock::now();
         let mut feats = std::mem::take(&mut self.features);
         for f in feats.iter_mut() {
             call(f, self);
         }
         self.features = feats;
-        self.stats.callback_time += start.elapsed();
+        self.stats.callback_ticks += clock::now().wrapping_sub(start);
     }
 
     fn after_mutation(&self) -> Result<()> {
@@ -838,9 +840,9 @@ impl FunctionGraph {
 
     /// Runs every feature's `validate`, timing it.
     pub fn validate(&mut self) -> Result<()> {
-        let start = Instant::now();
+        let start = clock::now();
         let r = self.features.iter().try_for_each(|f| f.validate(self));
-        self.stats.validate_time += start.elapsed();
+        self.stats.validate_ticks += clock::now().wrapping_sub(start);
         r
     }
 

@@ -57,7 +57,7 @@ impl GraphRewriter for MergeOptimizer {
     }
     fn apply(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
         let start = Instant::now();
-        let (v0, c0) = (fg.stats.validate_time, fg.stats.callback_time);
+        let (v0, c0) = (fg.stats.validate_ticks, fg.stats.callback_ticks);
         let mut prof = MergeProfile {
             name: self.name(),
             ..Default::default()
@@ -116,8 +116,9 @@ impl GraphRewriter for MergeOptimizer {
             }
         }
         prof.merge_time = merge_start.elapsed();
-        prof.validate_time = fg.stats.validate_time - v0;
-        prof.callback_time = fg.stats.callback_time - c0;
+        let rate = kiln_runtime::clock::rate();
+        prof.validate_time = rate.duration(fg.stats.validate_ticks - v0);
+        prof.callback_time = rate.duration(fg.stats.callback_ticks - c0);
         prof.time = start.elapsed();
         Ok(RewriterProfile::Merge(prof))
     }

@@ -55,14 +55,14 @@ impl GraphRewriter for SequentialGraphRewriter {
     }
     fn apply(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
         let start = Instant::now();
-        let (validate0, callback0) = (fg.stats.validate_time, fg.stats.callback_time);
+        let (validate0, callback0) = (fg.stats.validate_ticks, fg.stats.callback_ticks);
         let mut prof = SequentialProfile {
             name: self.name.clone(),
             nodes_before: fg.n_nodes(),
             ..Default::default()
         };
         for (index, r) in self.rewriters.iter().enumerate() {
-            let v0 = fg.stats.validate_time;
+            let v0 = fg.stats.validate_ticks;
             let p = r
                 .rewriter
                 .apply(fg)
@@ -75,13 +75,14 @@ impl GraphRewriter for SequentialGraphRewriter {
             }
             prof.children.push(SubProfile {
                 index,
-                validate_time: fg.stats.validate_time - v0,
+                validate_time: kiln_runtime::clock::rate().duration(fg.stats.validate_ticks - v0),
                 profile: rename_profile(p, &r.name),
             });
         }
         prof.nodes_after = fg.n_nodes();
-        prof.validate_time = fg.stats.validate_time - validate0;
-        prof.callback_time = fg.stats.callback_time - callback0;
+        let rate = kiln_runtime::clock::rate();
+        prof.validate_time = rate.duration(fg.stats.validate_ticks - validate0);
+        prof.callback_time = rate.duration(fg.stats.callback_ticks - callback0);
         prof.time = start.elapsed();
         Ok(RewriterProfile::Sequential(prof))
     }

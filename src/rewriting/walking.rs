@@ -103,7 +103,7 @@ impl GraphRewriter for WalkingGraphRewriter {
     }
     fn apply(&self, fg: &mut FunctionGraph) -> Result<RewriterProfile> {
         let start = Instant::now();
-        let callback_before = fg.stats.callback_time;
+        let callback_before = fg.stats.callback_ticks;
         let mut prof = WalkingProfile {
             name: self.name.clone(),
             nodes_start: fg.n_nodes(),
@@ -166,7 +166,8 @@ impl GraphRewriter for WalkingGraphRewriter {
         result?;
         prof.loop_time = t.elapsed();
         prof.nodes_end = fg.n_nodes();
-        prof.callback_time = fg.stats.callback_time - callback_before;
+        prof.callback_time =
+            kiln_runtime::clock::rate().duration(fg.stats.callback_ticks - callback_before);
         prof.time = start.elapsed();
         Ok(RewriterProfile::Walking(prof))
     }
