@@ -104,6 +104,40 @@ fn toposort_of_a_diamond_with_many_outputs() {
 }
 
 #[test]
+fn a_toposort_after_a_change_is_the_changed_graphs() {
+    // toposort keeps its order until the structure changes: an unchanged
+    // graph gives the same order, every kind of change a fresh one equal
+    // to the uncached walk (toposort_with).
+    let (x, y) = xy();
+    let out = (&x + &y).exp();
+    let mut fg = FunctionGraph::new(&[x, y], &[out]).unwrap();
+    let (xv, yv) = (fg.inputs()[0], fg.inputs()[1]);
+    let first = fg.toposort();
+    assert_eq!(fg.toposort(), first);
+    let fresh = |fg: &FunctionGraph| {
+        let order = fg.toposort();
+        assert_eq!(order, fg.toposort_with(&[]));
+        assert_topo(fg, &order);
+        order
+    };
+    // An input changed (the add replaced by a mul, the add pruned).
+    let add = fg.node(out_node(&fg, 0)).inputs[0];
+    let mul = fg.apply1(Op::elemwise(ScalarOp::Mul), &[xv, yv]).unwrap();
+    fg.replace(add, mul, "test").unwrap();
+    let order = fresh(&fg);
+    assert_eq!(order.len(), 2);
+    assert!(order.contains(&fg.owner(mul).unwrap()));
+    assert!(!order.contains(&fg.owner(add).unwrap()));
+    // An output added (importing a new node).
+    let lg = fg.apply1(Op::elemwise(ScalarOp::Log), &[yv]).unwrap();
+    fg.add_output(lg);
+    assert_eq!(fresh(&fg).len(), 3);
+    // A clone sorts its own graph.
+    let copy = fg.clone();
+    assert_eq!(copy.toposort(), fg.toposort());
+}
+
+#[test]
 fn replace_imports_the_new_subgraph_prunes_the_old_and_updates_node_finder() {
     let (x, y) = xy();
     let out = (&x + &y).exp();
