@@ -353,7 +353,7 @@ impl Value {
         match self {
             Value::F64(a) => a.iter().for_each(|x| x.to_bits().hash(state)),
             Value::F32(a) => a.iter().for_each(|x| x.to_bits().hash(state)),
-            _ => self.to_i64_array().iter().for_each(|x| x.hash(state)),
+            _ => with_value!(self, a => a.iter().for_each(|x| x.to_i64().hash(state))),
         }
     }
 
