@@ -97,7 +97,7 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
     let mut t = [0.0; LANES];
     let mut large = [false; LANES];
     let mut h = [0.0; LANES];
-    let mut k = [0.0f64; LANES];
+    let mut p2k = [0.0f64; LANES];
     let mut w = [0.0; LANES];
     let mut p = [0.0; LANES];
     let mut q = [0.0; LANES];
@@ -120,7 +120,7 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
     // three alternated rounds). Small lanes reduce 0: k = 0 and h = t.
     each_lane(|i| {
         let (kf, pk) = round_prod_pow2(sel(large[i], t[i], 0.0), 2.0 * LOG2_E);
-        k[i] = pk;
+        p2k[i] = pk;
         let hi = (-kf).mul_add(0.5 * LN2_HI, t[i]);
         h[i] = (-kf).mul_add(0.5 * LN2_LO, hi);
     });
@@ -137,7 +137,7 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
         let s = h[i].mul_add(q[i], hwp);
         let (n, minus_d) = (q[i] + s, s - q[i]);
         num[i] = sel(large[i], minus_d, hwp);
-        den[i] = k[i].mul_add(n, -minus_d);
+        den[i] = p2k[i].mul_add(n, -minus_d);
     });
     each_lane(|i| {
         let a = sel(large[i], 1.0, t[i]);

@@ -9,7 +9,8 @@
 //! memory for the map. When it fits, and the GEMM would have threaded the
 //! product, there is one block per pool thread: two single-threaded
 //! products of half the rows beat the GEMM's own threading of the whole
-//! (512³ f64 on two Zen 1 cores, BENCHMARKS.md). A product the GEMM would
+//! (512³ f64 on two Zen 1 cores; on two Zen 4 cores, blocks of half the
+//! rows had measured neutral, BENCHMARKS.md). A product the GEMM would
 //! run on one thread runs whole, then its map.
 //!
 //! Invariants: a result does not depend on the thread count or the
