@@ -973,6 +973,13 @@ impl FunctionGraph {
         if order.len() != self.n_live_nodes {
             return bad("the toposort does not cover every node".to_string());
         }
+        // A kept order that claims to be current must be this walk's.
+        let topo = self.topo.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, kept)) = &*topo {
+            if *at == self.structure && *kept != order {
+                return bad("the kept toposort is stale".to_string());
+            }
+        }
         Ok(())
     }
 }

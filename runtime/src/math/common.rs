@@ -79,11 +79,13 @@ pub(crate) fn sel<T>(c: bool, a: T, b: T) -> T {
     }
 }
 
+/// The sign bit of an f64.
+pub(crate) const SIGN_BIT: u64 = 1 << 63;
+
 /// |x| with the sign bit of `s`.
 #[inline(always)]
 pub(crate) fn copysign(x: f64, s: f64) -> f64 {
-    const SIGN: u64 = 1 << 63;
-    f64::from_bits((x.to_bits() & !SIGN) | (s.to_bits() & SIGN))
+    f64::from_bits((x.to_bits() & !SIGN_BIT) | (s.to_bits() & SIGN_BIT))
 }
 
 /// Clamps `x` to [lo, hi] keeping NaN (comparisons with NaN are false).

@@ -22,7 +22,7 @@
 //!
 //! Accuracy (measured, see ACCURACY.md): <= 3 ULP in f64.
 
-use super::common::{copysign, horner, round_prod_pow2, scale, sel, LN2_HI, LN2_LO};
+use super::common::{copysign, horner, round_prod_pow2, scale, sel, LN2_HI, LN2_LO, SIGN_BIT};
 use super::dispatch::LANES;
 use super::exp::exp_reduce;
 use super::log::{log1p, log_corr};
@@ -145,9 +145,6 @@ pub(crate) fn tanh_staged(v: &mut [f64; LANES]) {
         v[i] = f64::from_bits(r.to_bits() | (v[i].to_bits() & SIGN_BIT));
     });
 }
-
-/// The sign bit of an f64.
-const SIGN_BIT: u64 = 1 << 63;
 
 /// Runs `step` on every lane index of a group, in order: one statement of
 /// a statement-by-statement kernel (see [`tanh_staged`]).
