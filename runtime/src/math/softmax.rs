@@ -32,7 +32,7 @@
 
 use super::fold::{
     exp_shift_lanes, exp_shift_store_f64, extreme, extreme_f64, read_padded, short_sum,
-    sum_exp_shift_f64, LANES,
+    sum_exp_at_max_f64, LANES,
 };
 
 /// What a lane gives.
@@ -87,8 +87,9 @@ fn at_infinite_max(v: f64, log: bool) -> f64 {
 /// If `out` is shorter than that.
 pub fn lane_f64(x: &[f64], out: &mut [f64], pass: LanePass, next: Option<&[f64]>) {
     let m = extreme_f64(x, true);
+    let sum = || sum_exp_at_max_f64(x, m, next);
     if pass == LanePass::LogSumExp {
-        out[0] = log_sum_exp(m, || sum_exp_shift_f64(x, m, next).ln());
+        out[0] = log_sum_exp(m, || sum().ln());
         return;
     }
     let out = &mut out[..x.len()];
@@ -100,7 +101,7 @@ pub fn lane_f64(x: &[f64], out: &mut [f64], pass: LanePass, next: Option<&[f64]>
         return;
     }
     if log_pass {
-        let ls = sum_exp_shift_f64(x, m, next).ln();
+        let ls = sum().ln();
         for (o, &v) in out.iter_mut().zip(x) {
             *o = (v - m) - ls;
         }
