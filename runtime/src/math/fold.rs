@@ -416,8 +416,8 @@ dispatched!(
 );
 dispatched!(
     /// [`kiln_sum_exp_shift_f64`] for a `c` at least every `x[i]` (the row
-    /// maximum of a log-sum-exp): the same value, bit for bit, at a sixth
-    /// less work on AVX2 (the range check once per row, not per group).
+    /// maximum of a log-sum-exp): the same value, bit for bit, with the exp
+    /// kernel's range check once per row instead of once per group.
     kiln_sum_exp_at_max_f64 [sum_exp_at_max_avx512, sum_exp_at_max_avx2, sum_exp_at_max_base]
         (x: *const f64, c: f64, n: usize, next: *const f64) -> f64 =
             sum_exp_at_max(x, c, n, next)
