@@ -50,34 +50,23 @@ pub(super) const LANES: usize = 16;
 
 /// e^(v_l - c) for every lane: as the block `exp` computes it when
 /// `BLOCK_EXP` (the values are stored), else by the sum terms' kernel
-/// `exp::exp_term` (only their sum is kept). Without `CHECK` the caller
-/// knows every `v_l - c` to be inside the exp kernel's range (no lane is
-/// outside, so the check would fix none: the same bits without its cost).
+/// `exp::exp_term` (only their sum is kept); `CHECK` as in
+/// [`exp_shift_lanes`].
 #[inline(always)]
 fn exp_shift_group<const BLOCK_EXP: bool, const CHECK: bool, const N: usize>(
     v: [f64; N],
     c: f64,
 ) -> [f64; N] {
-    if CHECK {
-        return exp_shift_lanes::<BLOCK_EXP, N>(v, [c; N]);
-    }
-    let mut t = v;
-    for e in t.iter_mut() {
-        *e -= c;
-    }
-    if BLOCK_EXP {
-        map_lanes(&mut t, exp::exp_fast);
-    } else {
-        map_lanes(&mut t, exp::exp_term);
-    }
-    t
+    exp_shift_lanes::<BLOCK_EXP, CHECK, N>(v, [c; N])
 }
 
 /// e^(v_l - c_l) for every lane, each lane with its own shift (several
 /// short rows in one group), as [`exp_shift_group`] computes it: a lane's
-/// value depends only on its own `v_l` and `c_l`.
+/// value depends only on its own `v_l` and `c_l`. Without `CHECK` the
+/// caller knows every `v_l - c_l` to be inside the exp kernel's range: the
+/// check would fix no lane, so leaving it out gives the same bits.
 #[inline(always)]
-pub(super) fn exp_shift_lanes<const BLOCK_EXP: bool, const N: usize>(
+pub(super) fn exp_shift_lanes<const BLOCK_EXP: bool, const CHECK: bool, const N: usize>(
     v: [f64; N],
     c: [f64; N],
 ) -> [f64; N] {
@@ -91,7 +80,7 @@ pub(super) fn exp_shift_lanes<const BLOCK_EXP: bool, const N: usize>(
     let mut t = shift(v);
     // The range check before the map, so the differences need not stay
     // live across it; the rare groups with lanes to fix recompute them.
-    let fix = exp::EXP_FIXUP.any_outside(&t);
+    let fix = CHECK && exp::EXP_FIXUP.any_outside(&t);
     if BLOCK_EXP {
         map_lanes(&mut t, exp::exp_fast);
     } else {
@@ -109,18 +98,32 @@ pub(super) fn exp_shift_lanes<const BLOCK_EXP: bool, const N: usize>(
 /// row at `next` (the row the caller folds next), so that its first pass
 /// finds it there: a hint only, nothing is read through `next`.
 ///
+/// `AT_MAX` (the sum alone, not `STORE`) is for a `c` that is the row's
+/// maximum, and gives the same bits with the exp kernel's range check
+/// moved out of the groups: the group loop maps without it and keeps the
+/// smallest value read; afterwards, when the smallest `x_i - c` is inside
+/// the range (every other one is then, as `x_i - c <= 0`), no lane would
+/// have been fixed; otherwise (a value 708 below the maximum, an infinity,
+/// a NaN: rare) the row is summed again with the checks. On the logsumexp
+/// workload that gained 6% on AVX2 and 3% on AVX-512 (BENCHMARKS.md,
+/// thirty-fourth session; with no check at all an AVX2 pass was a sixth
+/// faster, but LLVM spills the loaded values for the minimum).
+///
 /// # Safety
 /// `x` must be valid for `n` reads; with `STORE`, `out` for `n` writes
 /// (it may equal `x`, but not overlap it otherwise). `next` may be any
-/// address (prefetches never fault).
+/// address (prefetches never fault). With `AT_MAX`, `c` must be at least
+/// every `x_i` (or NaN), or the sum is unspecified.
 #[inline(always)]
-unsafe fn sum_exp_shift<const STORE: bool>(
+unsafe fn sum_exp_shift<const STORE: bool, const AT_MAX: bool>(
     x: *const f64,
     c: f64,
     out: *mut f64,
     n: usize,
     next: *const f64,
 ) -> f64 {
+    // A second pass would read back what the first wrote in place.
+    debug_assert!(!(STORE && AT_MAX));
     if n <= 4 {
         // SAFETY: the caller's contract, n <= 4.
         return unsafe { short_exp_shift::<STORE, 4>(x, c, out, n) };
@@ -134,6 +137,9 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         return unsafe { short_exp_shift::<STORE, LANES>(x, c, out, n) };
     }
     let mut acc = [0.0f64; LANES];
+    // With AT_MAX: the smallest value read, the group's four quarters
+    // folded into four lanes (one register: sixteen were spilled).
+    let mut lo = [c; 4];
     let mut i = 0;
     while i + LANES <= n {
         if !next.is_null() {
@@ -143,7 +149,18 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         }
         // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
         let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        let t = exp_shift_group::<STORE, true, LANES>(v, c);
+        let t = if AT_MAX {
+            // A NaN value may be lost here; the maximum `c` is NaN then,
+            // and so is the check after the loop.
+            let min = |a: f64, b: f64| if a < b { a } else { b };
+            for l in 0..4 {
+                let q = min(min(v[l], v[l + 4]), min(v[l + 8], v[l + 12]));
+                lo[l] = min(lo[l], q);
+            }
+            exp_shift_group::<STORE, false, LANES>(v, c)
+        } else {
+            exp_shift_group::<STORE, true, LANES>(v, c)
+        };
         if STORE {
             // SAFETY: out[i..i + LANES] is writable (caller contract); the
             // group was read before.
@@ -155,6 +172,15 @@ unsafe fn sum_exp_shift<const STORE: bool>(
         }
         i += LANES;
     }
+    if AT_MAX {
+        let least = lo.into_iter().fold(c, |a, b| if a < b { a } else { b });
+        // `!(a > b)`: a NaN difference fails too.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(least - c > -exp::EXP_FAST_LIMIT) {
+            // SAFETY: the caller's contract.
+            return unsafe { sum_exp_shift::<STORE, false>(x, c, out, n, next) };
+        }
+    }
     if i < n {
         let mut v = [0.0f64; LANES];
         // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
@@ -164,73 +190,6 @@ unsafe fn sum_exp_shift<const STORE: bool>(
             // SAFETY: out[i..n] is writable (caller contract).
             unsafe { ptr::copy_nonoverlapping(t.as_ptr(), out.add(i), n - i) };
         }
-        for (a, t) in acc.iter_mut().zip(t).take(n - i) {
-            *a += t;
-        }
-    }
-    halving_sum(&acc)
-}
-
-/// [`sum_exp_shift`]`::<false>` for a `c` that is the row's maximum: the
-/// same bits, with the exp kernel's range check moved out of the groups.
-/// The group loop maps without it and keeps the smallest value read
-/// (one `MINPD` a vector, from the loaded values); afterwards, when the
-/// smallest `x_i - c` is inside the range (every other one is then, as
-/// `x_i - c <= 0`), no lane would have been fixed, so the sum is the
-/// checked pass's; otherwise (a value 708 below the maximum, an infinity,
-/// a NaN: rare) the row is summed again by the checked pass. Without any
-/// check an AVX2 row pass took a sixth less time (its compare, mask and
-/// the spilled differences); with the minimum kept instead, the logsumexp
-/// workload gained 6% on AVX2 and 3% on AVX-512 (BENCHMARKS.md,
-/// thirty-fourth session): LLVM still spills the loaded values for it.
-///
-/// # Safety
-/// As [`sum_exp_shift`]; `c` must be at least every `x_i` (or NaN), or
-/// the sum is unspecified.
-#[inline(always)]
-unsafe fn sum_exp_at_max(x: *const f64, c: f64, n: usize, next: *const f64) -> f64 {
-    if n < LANES {
-        // SAFETY: the caller's contract.
-        return unsafe { sum_exp_shift::<false>(x, c, ptr::null_mut(), n, next) };
-    }
-    let mut acc = [0.0f64; LANES];
-    let mut lo = [c; 4];
-    let mut i = 0;
-    while i + LANES <= n {
-        if !next.is_null() {
-            crate::mem::kiln_prefetch(next.wrapping_add(i) as *const u8, LANES * 8);
-        }
-        // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
-        let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
-        // The group's four quarters folded into one accumulator of four
-        // lanes (one register: sixteen were spilled). A NaN value may be
-        // lost here; the maximum `c` is NaN then, and so is the check.
-        let min = |a: f64, b: f64| if a < b { a } else { b };
-        for l in 0..4 {
-            let q = min(min(v[l], v[l + 4]), min(v[l + 8], v[l + 12]));
-            lo[l] = min(lo[l], q);
-        }
-        let t = exp_shift_group::<false, false, LANES>(v, c);
-        for l in 0..LANES {
-            acc[l] += t[l];
-        }
-        i += LANES;
-    }
-    let mut least = c;
-    for l in lo {
-        least = if least < l { least } else { l };
-    }
-    // `!(a > b)`: a NaN difference fails too.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(least - c > -exp::EXP_FAST_LIMIT) {
-        // SAFETY: the caller's contract.
-        return unsafe { sum_exp_shift::<false>(x, c, ptr::null_mut(), n, next) };
-    }
-    if i < n {
-        let mut v = [0.0f64; LANES];
-        // SAFETY: x[i..n] is readable and n - i < LANES fits the local array.
-        unsafe { ptr::copy_nonoverlapping(x.add(i), v.as_mut_ptr(), n - i) };
-        let t = exp_shift_group::<false, true, LANES>(v, c);
         for (a, t) in acc.iter_mut().zip(t).take(n - i) {
             *a += t;
         }
@@ -412,7 +371,7 @@ dispatched!(
     /// meanwhile: a hint, never read, any address allowed.
     kiln_sum_exp_shift_f64 [sum_exp_shift_avx512, sum_exp_shift_avx2, sum_exp_shift_base]
         (x: *const f64, c: f64, n: usize, next: *const f64) -> f64 =
-            sum_exp_shift::<false>(x, c, ptr::null_mut(), n, next)
+            sum_exp_shift::<false, false>(x, c, ptr::null_mut(), n, next)
 );
 dispatched!(
     /// [`kiln_sum_exp_shift_f64`] for a `c` at least every `x[i]` (the row
@@ -420,7 +379,7 @@ dispatched!(
     /// kernel's range check once per row instead of once per group.
     kiln_sum_exp_at_max_f64 [sum_exp_at_max_avx512, sum_exp_at_max_avx2, sum_exp_at_max_base]
         (x: *const f64, c: f64, n: usize, next: *const f64) -> f64 =
-            sum_exp_at_max(x, c, n, next)
+            sum_exp_shift::<false, true>(x, c, ptr::null_mut(), n, next)
 );
 dispatched!(
     /// Writes `out[i] = e^(x[i] - c)` for `i < n` (each within 1 ULP) and
@@ -428,7 +387,7 @@ dispatched!(
     /// same value, bit for bit); `next` as there.
     kiln_exp_shift_store_f64 [exp_shift_store_avx512, exp_shift_store_avx2, exp_shift_store_base]
         (x: *const f64, c: f64, out: *mut f64, n: usize, next: *const f64) -> f64 =
-            sum_exp_shift::<true>(x, c, out, n, next)
+            sum_exp_shift::<true, false>(x, c, out, n, next)
 );
 
 /// The address of `next`'s values, or null.

@@ -227,7 +227,7 @@ unsafe fn rows_pass<const STORE: bool, const LSE: bool, const N: usize>(
             c[j * N..(j + 1) * N].fill(mj);
             m[j] = mj;
         }
-        let t = exp_shift_lanes::<STORE, LANES>(v, c);
+        let t = exp_shift_lanes::<STORE, true, LANES>(v, c);
         for j in 0..k {
             let (mj, e) = (m[j], &t[j * N..(j + 1) * N]);
             let s = short_sum(n, |l| e[l]);
