@@ -663,6 +663,12 @@ mod tests {
             f64::INFINITY,
             f64::NEG_INFINITY,
             f64::NAN,
+            // NaNs with a sign and payloads: every variant propagates the
+            // same NaN (tanh's reduction once made a payload's low bits an
+            // infinite 2^k and flipped a NaN's sign on one ISA only).
+            -f64::NAN,
+            f64::from_bits(0x7FF8_0000_0000_0FFF),
+            f64::from_bits(0xFFF8_0000_0000_0123),
             1e-310,
             700.0,
             -0.5,
