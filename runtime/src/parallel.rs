@@ -329,15 +329,18 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
 
 /// The chunk bounds of [0, n) for `threads` threads: `0 = b[0] < b[1] <
 /// .. < b[last] = n`. Each chunk takes 1 / ([`GUIDED_SHARE`] · threads) of
-/// what is left after the chunks before it, but at least `grain` elements,
-/// and the last takes the rest when less than two grains would be left,
-/// so every chunk has at least `grain` elements (`n >= 2·grain` when
-/// there is more than one chunk). The bounds depend only on `n`, `grain`
-/// and `threads`, never on which thread claims what. About `2·threads·
-/// ln(n / (2·threads·grain))` chunks plus a few of one grain: 15 for 62
-/// units on two threads (15, 11, 9, 6, .. then seven of one), where equal chunks (four per thread) left the
-/// caller waiting up to an eighth of the work for a helper that started
-/// late (the caller also takes a late helper's chunks now, but only whole).
+/// what is left after the chunks before it, rounded down to whole grains
+/// but at least one, and the last takes the rest when less than two grains
+/// would be left, so every chunk has at least `grain` elements (`n >=
+/// 2·grain` when there is more than one chunk) and every bound but `n` is
+/// a multiple of `grain`: a kernel's chunks start as aligned as its grain
+/// is (the element-wise grain, 2^15 elements, is whole cache lines of any
+/// dtype). The bounds depend only on `n`, `grain` and `threads`, never on
+/// which thread claims what. About `2·threads·ln(n / (2·threads·grain))`
+/// chunks plus a few of one grain: 15 for 62 units on two threads (15, 11,
+/// 9, 6, .. then seven of one), where equal chunks (four per thread) left
+/// the caller waiting up to an eighth of the work for a helper that
+/// started late.
 fn guided_bounds(n: usize, grain: usize, threads: usize) -> Vec<usize> {
     let share = GUIDED_SHARE * threads.max(1);
     let mut bounds = vec![0];
@@ -347,7 +350,7 @@ fn guided_bounds(n: usize, grain: usize, threads: usize) -> Vec<usize> {
         let take = if left < 2 * grain {
             left
         } else {
-            (left / share).max(grain)
+            (left / share / grain).max(1) * grain
         };
         start += take;
         bounds.push(start);
@@ -602,6 +605,11 @@ mod tests {
                 sizes.iter().all(|&s| s >= grain),
                 "{n} {grain} {threads}: {sizes:?}"
             );
+            let inner = &b[1..b.len() - 1];
+            assert!(
+                inner.iter().all(|&x| x % grain == 0),
+                "{n} {grain} {threads}: {b:?}"
+            );
             // Never growing, except that the last takes a remainder below two grains.
             let body = &sizes[..sizes.len() - 1];
             assert!(body.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
@@ -616,6 +624,7 @@ mod tests {
         );
         assert_eq!(sizes(19, 10, 2), [19], "below two grains: one chunk");
         assert_eq!(sizes(20, 10, 2), [10, 10]);
+        assert_eq!(sizes(100, 10, 2), [20, 20, 10, 10, 10, 10, 10, 10]);
     }
 
     #[test]
