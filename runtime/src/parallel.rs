@@ -6,10 +6,10 @@
 //! caller then waits for the chunks helpers took, never for a helper that
 //! has not started (it finds the counter closed when it does, and leaves
 //! without touching the work). Chunks shrink along the range (guided
-//! scheduling, [`guided_bounds`]): the first are large, so few are
+//! scheduling, `guided_bounds`): the first are large, so few are
 //! claimed, and the last are small, so a helper that started late or ran
 //! slower leaves the others little to wait for. The caller waits for the
-//! last chunks spinning, for up to [`WAIT_SPIN`], before it sleeps. Ranges
+//! last chunks spinning, for up to `WAIT_SPIN`, before it sleeps. Ranges
 //! of at most `grain` elements, and any call when the thread count is 1,
 //! run inline on the calling thread. [`in_pool`]
 //! runs a closure inside that pool, so a library's own rayon parallelism
