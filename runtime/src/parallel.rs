@@ -141,18 +141,10 @@ fn keep_awake(pool: &rayon::ThreadPool, threads: usize) {
         .is_ok()
     {
         pool.spawn(move || {
-            let deadline = Instant::now() + time;
-            let mut spins = 0u32;
-            while LAUNCHES.load(Ordering::Acquire) == SETTLED.load(Ordering::Acquire) {
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(1024) {
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                    std::thread::yield_now();
-                }
-            }
+            spin_while(
+                || LAUNCHES.load(Ordering::Acquire) == SETTLED.load(Ordering::Acquire),
+                time,
+            );
             LINGERING.fetch_sub(1, Ordering::AcqRel);
         });
     }
@@ -359,23 +351,35 @@ fn guided_bounds(n: usize, grain: usize, threads: usize) -> Vec<usize> {
 }
 
 /// Waits until `finished` reaches `claimed`: spins for up to
-/// [`WAIT_SPIN`] (yielding every 1024 spins, so a helper that shares this
-/// core can finish), then parks; helpers unpark the caller after each
-/// chunk, so a park never misses the last one.
+/// [`WAIT_SPIN`] ([`spin_while`]), then parks; helpers unpark the caller
+/// after each chunk, so a park never misses the last one.
 fn wait_for(finished: &AtomicUsize, claimed: usize) {
-    let start = Instant::now();
-    let mut spins = 0u32;
-    while finished.load(Ordering::Acquire) < claimed {
-        if start.elapsed() < WAIT_SPIN {
-            std::hint::spin_loop();
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(1024) {
-                std::thread::yield_now();
-            }
-        } else {
+    let busy = || finished.load(Ordering::Acquire) < claimed;
+    if !spin_while(busy, WAIT_SPIN) {
+        while busy() {
             std::thread::park();
         }
     }
+}
+
+/// Spins while `busy()` holds, for at most `limit`: every 1024 turns it
+/// looks at the clock and yields, so that other runnable threads of this
+/// process keep their core (the caller's wait and a lingering helper).
+/// Whether `busy()` stopped holding before the limit.
+fn spin_while(busy: impl Fn() -> bool, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut spins = 0u32;
+    while busy() {
+        std::hint::spin_loop();
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(1024) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+    true
 }
 
 /// [`Launch::next`] once the caller has stopped handing out chunks: any
