@@ -30,7 +30,10 @@
 //! row and column passes of reductions (sums, dot, column updates) live in
 //! `rowcol` and are listed by [`rowcol_symbols`]; paired functions (`f(x)`
 //! and `f(-x)` from their shared work) live in `pair` and are listed by
-//! [`pair_symbols`]. The softmax family's lane
+//! [`pair_symbols`]. The gathers of strided inputs into contiguous blocks
+//! for the linker's element-wise driver live in `strided`
+//! ([`kiln_gather_64`], [`kiln_gather_32`]; called from Rust only, so
+//! they are in no symbol list). The softmax family's lane
 //! passes (one lane, or many short rows at once) live in `softmax`, a
 //! safe Rust API for the linker only.
 
@@ -50,6 +53,7 @@ mod rowcol;
 mod single;
 mod softmax;
 mod source;
+mod strided;
 mod trig;
 
 pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
@@ -63,6 +67,7 @@ pub use rowcol::{
 };
 pub use softmax::{kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, LanePass, SHORT_ROW};
 pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};
+pub use strided::{kiln_gather_32, kiln_gather_64};
 
 /// The group map of a unary table entry: `lanes k` maps the scalar kernel
 /// `k` lane by lane ([`dispatch::map_lanes`]); `staged k` calls `k` on the

@@ -285,9 +285,10 @@ impl ShortReduce {
 /// [`drive_elemwise`]. Small blocks keep the gather and the kernel's work
 /// interleaved in short bursts (with 1024-element blocks a step-2
 /// input's gather waited on memory as a phase of its own, fifteenth
-/// session); 256 was faster than 128 and 512 for the step-2 layout case
-/// on one and two threads (BENCHMARKS.md, twenty-second session).
-const GATHER: usize = 256;
+/// session). With the runtime's vector gather and the dense prefetch of
+/// [`DENSE_AHEAD`], 128 was faster than 256 and 512 for the step-2 layout
+/// case on two threads (BENCHMARKS.md, thirty-sixth session).
+const GATHER: usize = 128;
 
 /// Bytes of a cache line: the gathered path's streamed output blocks
 /// start on one (see `drive_impl`).
@@ -301,14 +302,21 @@ const LINE_BYTES: usize = 64;
 /// on two threads, gained about 10% (BENCHMARKS.md, fifteenth session).
 const STREAM_MIN_BYTES: usize = 16 << 20;
 
-/// How many blocks ahead of the one being gathered [`drive_elemwise`]
+/// How many elements ahead of the block being gathered [`drive_elemwise`]
+/// prefetches every line of an input whose elements lie at most a cache
+/// line apart (a step-2 view): three blocks, 6 KB of a step-2 f64 row.
+/// The hardware's stream prefetchers follow such a row within a 4 KB
+/// page but start again at each page; with the runtime's vector gather,
+/// the step-2 layout case on two threads went 4.3-4.6 → 3.7-4.0 ms on an
+/// Intel Xeon (BENCHMARKS.md, thirty-sixth session). With the former
+/// scalar gather the same prefetch made that case slower on a Zen 4 host
+/// (twenty-second session), faster on a Zen 3 host (fifteenth).
+const DENSE_AHEAD: usize = 3 * GATHER;
+
+/// How many elements ahead of the block being gathered [`drive_elemwise`]
 /// prefetches an input whose elements lie more than a cache line apart
-/// (512 elements, each on a line of its own). Inputs with elements at
-/// most a line apart (a step-2 view) are read line after line, which the
-/// hardware's stream prefetchers follow: software prefetches on top of
-/// them made the step-2 layout case 1.3x slower on a Zen 4 host
-/// (BENCHMARKS.md, twenty-second session).
-const GATHER_AHEAD: usize = 2;
+/// (each element's line).
+const SPARSE_AHEAD: usize = 4 * GATHER;
 
 /// [`drive`] for an element-wise kernel whose first `n_inputs` operands are
 /// inputs and the rest outputs: when every output is contiguous along the
@@ -650,25 +658,47 @@ unsafe fn gather(src: *const u8, stride: isize, esz: usize, dst: *mut u8, n: usi
             }
         }
     }
-    // SAFETY: the caller's contract, with T of `esz` bytes.
+    // SAFETY: the caller's contract, with T of `esz` bytes; `src` is an
+    // element of an operand's strided view, every byte between whose
+    // elements is readable, as the runtime's gathers require.
     unsafe {
         match esz {
             1 => go::<u8>(src, stride, dst, n),
             2 => go::<u16>(src, stride, dst, n),
-            4 => go::<u32>(src, stride, dst, n),
-            8 => go::<u64>(src, stride, dst, n),
+            4 => kiln_runtime::math::kiln_gather_32(
+                src as *const u32,
+                stride / 4,
+                dst as *mut u32,
+                n,
+            ),
+            8 => kiln_runtime::math::kiln_gather_64(
+                src as *const u64,
+                stride / 8,
+                dst as *mut u64,
+                n,
+            ),
             _ => unreachable!("element sizes are 1, 2, 4 or 8 bytes"),
         }
     }
 }
 
-/// Prefetch hints for each element's line of the `n` elements at
-/// `first`, `first + stride`, ... (`stride` in bytes, either sign) when
-/// they lie more than a cache line apart; nothing otherwise (see
-/// [`GATHER_AHEAD`]). Only hints, which never fault, so the addresses
-/// need not be valid.
+/// Prefetch hints for the `n` elements at `first`, `first + stride`, ...
+/// (`stride` in bytes, either sign): every line of their span when they
+/// lie at most a cache line apart ([`DENSE_AHEAD`]), else each element's
+/// line ([`SPARSE_AHEAD`]). Only hints, which never fault, so the
+/// addresses need not be valid.
 fn prefetch_strided(first: *const u8, stride: isize, n: usize) {
-    if stride.unsigned_abs() <= 64 {
+    if n == 0 {
+        return;
+    }
+    if stride.unsigned_abs() <= LINE_BYTES {
+        // The span's lowest address: the last element's for a negative stride.
+        let low = if stride < 0 {
+            first.wrapping_offset((n - 1) as isize * stride)
+        } else {
+            first
+        };
+        kiln_runtime::mem::kiln_prefetch(low, n * stride.unsigned_abs());
         return;
     }
     for j in 0..n {
@@ -875,8 +905,13 @@ fn drive_impl(
                     // holds GATHER >= m elements of at most 8 bytes and is
                     // owned by this closure call.
                     unsafe { gather(q[k], inner_st[k], esz[k], dst, m) };
-                    // Elements a..b of the row, GATHER_AHEAD blocks on.
-                    let a = (i + GATHER_AHEAD * GATHER).min(i1);
+                    // Elements a..b of the row, a block's length ahead.
+                    let ahead = if inner_st[k].unsigned_abs() <= LINE_BYTES {
+                        DENSE_AHEAD
+                    } else {
+                        SPARSE_AHEAD
+                    };
+                    let a = (i + ahead).min(i1);
                     let b = (a + GATHER).min(i1);
                     let first = q[k].wrapping_offset((a - i) as isize * inner_st[k]);
                     prefetch_strided(first, inner_st[k], b - a);

@@ -412,7 +412,7 @@ impl Exec<'_> {
             for c in c0..c1 {
                 let s = c * per_chunk;
                 sub[d0] = per_chunk.min(shape[d0] - s);
-                let p: Vec<*mut u8> = bases
+                let p: SmallVec<[*mut u8; 6]> = bases
                     .iter()
                     .enumerate()
                     .map(|(k, &b)| {
