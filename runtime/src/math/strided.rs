@@ -25,54 +25,32 @@ const GROUP_64: usize = 8;
 /// Outputs per group of the stride-2 path for 4-byte elements.
 const GROUP_32: usize = 16;
 
-/// [`kiln_gather_64`]'s body.
+/// The gathers' body for elements of type `T`, in stride-2 groups of `G`
+/// outputs read from `G2 = 2 G` consecutive elements.
 ///
 /// # Safety
 /// As for [`kiln_gather_64`].
 #[inline(always)]
-unsafe fn gather_64(src: *const u64, stride: isize, dst: *mut u64, n: usize) {
+unsafe fn gather<T: Copy, const G: usize, const G2: usize>(
+    src: *const T,
+    stride: isize,
+    dst: *mut T,
+    n: usize,
+) {
+    const { assert!(G2 == 2 * G) };
     let mut j = 0;
     if stride == 2 {
-        while j + GROUP_64 < n {
+        while j + G < n {
             // SAFETY: elements 2j .. 2j + 2G - 1 lie before output j + G's
             // element 2(j + G), which exists (j + G < n): all within the
             // view's span (module invariant); dst[j .. j + G] is writable.
             unsafe {
-                let g = ptr::read_unaligned(src.add(2 * j) as *const [u64; 2 * GROUP_64]);
-                for l in 0..GROUP_64 {
+                let g = ptr::read_unaligned(src.add(2 * j) as *const [T; G2]);
+                for l in 0..G {
                     dst.add(j + l).write_unaligned(g[2 * l]);
                 }
             }
-            j += GROUP_64;
-        }
-    }
-    while j < n {
-        // SAFETY: element j of the view and slot j of `dst` exist (j < n).
-        unsafe {
-            let v = src.offset(j as isize * stride).read_unaligned();
-            dst.add(j).write_unaligned(v);
-        }
-        j += 1;
-    }
-}
-
-/// [`kiln_gather_32`]'s body.
-///
-/// # Safety
-/// As for [`kiln_gather_32`].
-#[inline(always)]
-unsafe fn gather_32(src: *const u32, stride: isize, dst: *mut u32, n: usize) {
-    let mut j = 0;
-    if stride == 2 {
-        while j + GROUP_32 < n {
-            // SAFETY: as in `gather_64`, with groups of GROUP_32.
-            unsafe {
-                let g = ptr::read_unaligned(src.add(2 * j) as *const [u32; 2 * GROUP_32]);
-                for l in 0..GROUP_32 {
-                    dst.add(j + l).write_unaligned(g[2 * l]);
-                }
-            }
-            j += GROUP_32;
+            j += G;
         }
     }
     while j < n {
@@ -91,11 +69,11 @@ dispatched!(
     /// elements of one strided view: every byte between its first and last
     /// element is readable (a stride of 2 reads whole groups of them); `dst`
     /// must not overlap the view; neither pointer needs any alignment.
-    kiln_gather_64 [gather_64_avx512, gather_64_avx2, gather_64_base] (src: *const u64, stride: isize, dst: *mut u64, n: usize) = gather_64(src, stride, dst, n)
+    kiln_gather_64 [gather_64_avx512, gather_64_avx2, gather_64_base] (src: *const u64, stride: isize, dst: *mut u64, n: usize) = gather::<u64, GROUP_64, { 2 * GROUP_64 }>(src, stride, dst, n)
 );
 dispatched!(
     /// [`kiln_gather_64`] for 4-byte elements.
-    kiln_gather_32 [gather_32_avx512, gather_32_avx2, gather_32_base] (src: *const u32, stride: isize, dst: *mut u32, n: usize) = gather_32(src, stride, dst, n)
+    kiln_gather_32 [gather_32_avx512, gather_32_avx2, gather_32_base] (src: *const u32, stride: isize, dst: *mut u32, n: usize) = gather::<u32, GROUP_32, { 2 * GROUP_32 }>(src, stride, dst, n)
 );
 
 #[cfg(test)]
