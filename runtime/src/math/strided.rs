@@ -84,34 +84,37 @@ mod tests {
     /// element-by-element copy, and writes nothing past `n`.
     #[test]
     fn gathers_match_the_element_loop_at_every_stride_and_length() {
-        let src64: Vec<u64> = (0..600).map(|i| i * 1_000_003 + 7).collect();
-        let src32: Vec<u32> = (0..600).map(|i| i * 7919 + 3).collect();
-        for stride in [-3isize, -2, -1, 1, 2, 3, 5] {
-            for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100] {
-                let start = if stride < 0 { 599 } else { 0 };
-                let want64: Vec<u64> = (0..n)
-                    .map(|j| src64[(start + j as isize * stride) as usize])
-                    .collect();
-                let mut got64 = vec![u64::MAX; n + 4];
-                // SAFETY: the n elements from `start` lie in src64 (|stride| <= 5,
-                // n <= 100: at most 5·99 = 495 from either end of 600), got64 has n + 4 slots.
-                unsafe {
-                    kiln_gather_64(src64.as_ptr().offset(start), stride, got64.as_mut_ptr(), n)
-                };
-                assert_eq!(&got64[..n], &want64[..], "64-bit stride {stride} n {n}");
-                assert!(got64[n..].iter().all(|&v| v == u64::MAX), "wrote past n");
-                let want32: Vec<u32> = (0..n)
-                    .map(|j| src32[(start + j as isize * stride) as usize])
-                    .collect();
-                let mut got32 = vec![u32::MAX; n + 4];
-                // SAFETY: as above.
-                unsafe {
-                    kiln_gather_32(src32.as_ptr().offset(start), stride, got32.as_mut_ptr(), n)
-                };
-                assert_eq!(&got32[..n], &want32[..], "32-bit stride {stride} n {n}");
-                assert!(got32[n..].iter().all(|&v| v == u32::MAX), "wrote past n");
+        /// `gather` of `src`'s elements from `start` at every stride and
+        /// length against the indexed copy, with `sentinel` after `n`.
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(
+            src: &[T],
+            sentinel: T,
+            gather: unsafe extern "C" fn(*const T, isize, *mut T, usize),
+        ) {
+            for stride in [-3isize, -2, -1, 1, 2, 3, 5] {
+                for n in [0usize, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100] {
+                    let start = if stride < 0 {
+                        src.len() as isize - 1
+                    } else {
+                        0
+                    };
+                    let want: Vec<T> = (0..n)
+                        .map(|j| src[(start + j as isize * stride) as usize])
+                        .collect();
+                    let mut got = vec![sentinel; n + 4];
+                    // SAFETY: the n elements from `start` lie in `src` (600
+                    // elements; |stride| <= 5 and n <= 100 reach at most 495
+                    // from either end); `got` has n + 4 slots.
+                    unsafe { gather(src.as_ptr().offset(start), stride, got.as_mut_ptr(), n) };
+                    assert_eq!(&got[..n], &want[..], "stride {stride} n {n}");
+                    assert!(got[n..].iter().all(|&v| v == sentinel), "wrote past n");
+                }
             }
         }
+        let src64: Vec<u64> = (0..600).map(|i| i * 1_000_003 + 7).collect();
+        check(&src64, u64::MAX, kiln_gather_64);
+        let src32: Vec<u32> = (0..600).map(|i| i * 7919 + 3).collect();
+        check(&src32, u32::MAX, kiln_gather_32);
     }
 
     /// The stride-2 path reads nothing past a view's last element: views
