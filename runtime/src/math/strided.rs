@@ -7,9 +7,9 @@
 //!
 //! A stride of 2 (every other column, `X[:, ::2]`) reads whole groups of
 //! consecutive elements as vectors and keeps the even ones (LLVM turns the
-//! group's selection into shuffles): a scalar load per element left the
-//! step-2 layout case waiting on memory with the out-of-order window full
-//! of loads. Any other stride is an element-by-element loop.
+//! group's selection into shuffles: on AVX-512 two loads and one
+//! `vpermt2q` per 8 outputs, where the element loop took a load and a
+//! store per element). Any other stride is an element-by-element loop.
 //!
 //! Invariant: a group read for stride 2 never goes past the element that
 //! follows it (a group of `G` outputs from element `j` reads up to element

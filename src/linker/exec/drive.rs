@@ -307,10 +307,11 @@ const STREAM_MIN_BYTES: usize = 16 << 20;
 /// line apart (a step-2 view): three blocks, 6 KB of a step-2 f64 row.
 /// The hardware's stream prefetchers follow such a row within a 4 KB
 /// page but start again at each page; with the runtime's vector gather,
-/// the step-2 layout case on two threads went 4.3-4.6 → 3.7-4.0 ms on an
-/// Intel Xeon (BENCHMARKS.md, thirty-sixth session). With the former
-/// scalar gather the same prefetch made that case slower on a Zen 4 host
-/// (twenty-second session), faster on a Zen 3 host (fifteenth).
+/// `exp(Y[:, ::2]) * 2 + 1` on a 2000 × 4000 `Y`, two threads, went
+/// 4.24-4.57 → 3.52-3.89 ms on an Intel Xeon (BENCHMARKS.md, thirty-sixth
+/// session). With the former scalar gather the same prefetch made that
+/// case slower on a Zen 4 host (twenty-second session), faster on a Zen 3
+/// host (fifteenth).
 const DENSE_AHEAD: usize = 3 * GATHER;
 
 /// How many elements ahead of the block being gathered [`drive_elemwise`]
