@@ -683,16 +683,22 @@ unsafe fn gather(src: *const u8, stride: isize, esz: usize, dst: *mut u8, n: usi
     }
 }
 
-/// Prefetch hints for the `n` elements at `first`, `first + stride`, ...
-/// (`stride` in bytes, either sign): every line of their span when they
-/// lie at most a cache line apart ([`DENSE_AHEAD`]), else each element's
-/// line ([`SPARSE_AHEAD`]). Only hints, which never fault, so the
-/// addresses need not be valid.
-fn prefetch_strided(first: *const u8, stride: isize, n: usize) {
+/// Prefetch hints for a block of a strided row ahead of the one being
+/// gathered: `at` addresses the row's element `i`, the first of that
+/// block, elements lie `stride` bytes apart (either sign) and the row ends
+/// before element `end`. Elements at most a cache line apart get every
+/// line of the block [`DENSE_AHEAD`] elements on; sparser ones each
+/// element's line [`SPARSE_AHEAD`] elements on. Only hints, which never
+/// fault, so the addresses need not be valid.
+fn prefetch_ahead(at: *const u8, stride: isize, i: usize, end: usize) {
+    let dense = stride.unsigned_abs() <= LINE_BYTES;
+    let a = (i + if dense { DENSE_AHEAD } else { SPARSE_AHEAD }).min(end);
+    let n = (a + GATHER).min(end) - a;
+    let first = at.wrapping_offset((a - i) as isize * stride);
     if n == 0 {
         return;
     }
-    if stride.unsigned_abs() <= LINE_BYTES {
+    if dense {
         // The span's lowest address: the last element's for a negative stride.
         let low = if stride < 0 {
             first.wrapping_offset((n - 1) as isize * stride)
@@ -906,16 +912,7 @@ fn drive_impl(
                     // holds GATHER >= m elements of at most 8 bytes and is
                     // owned by this closure call.
                     unsafe { gather(q[k], inner_st[k], esz[k], dst, m) };
-                    // Elements a..b of the row, a block's length ahead.
-                    let ahead = if inner_st[k].unsigned_abs() <= LINE_BYTES {
-                        DENSE_AHEAD
-                    } else {
-                        SPARSE_AHEAD
-                    };
-                    let a = (i + ahead).min(i1);
-                    let b = (a + GATHER).min(i1);
-                    let first = q[k].wrapping_offset((a - i) as isize * inner_st[k]);
-                    prefetch_strided(first, inner_st[k], b - a);
+                    prefetch_ahead(q[k], inner_st[k], i, i1);
                     q[k] = dst;
                 }
                 if stream_out {
