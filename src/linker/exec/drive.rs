@@ -1033,13 +1033,15 @@ pub(super) fn drive_full(
     esz: &[usize],
     shape: &[usize],
 ) {
+    // On the stack: a chunked full reduction calls this once per chunk of
+    // 2^16 elements (BENCHMARKS.md, thirty-sixth session).
     let zeros: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
-    let mut all_ptrs = vec![acc];
-    all_ptrs.extend_from_slice(ptrs);
-    let mut all_strides: Vec<&[isize]> = vec![&zeros];
-    all_strides.extend_from_slice(strides);
-    let mut all_esz = vec![8];
-    all_esz.extend_from_slice(esz);
+    let all_ptrs: SmallVec<[*mut u8; 6]> =
+        std::iter::once(acc).chain(ptrs.iter().copied()).collect();
+    let all_strides: SmallVec<[&[isize]; 6]> = std::iter::once(&zeros[..])
+        .chain(strides.iter().copied())
+        .collect();
+    let all_esz: SmallVec<[usize; 6]> = std::iter::once(8).chain(esz.iter().copied()).collect();
     let seq = ParallelOptions {
         threshold: 0,
         grain: 1,
