@@ -272,7 +272,7 @@ pub(crate) fn exp_fast(x: f64) -> f64 {
 /// carried through e^r), so the result is within 1.1 ULP, against
 /// [`exp_fast`]'s 0.6; about a quarter fewer vector operations. P by
 /// Horner's scheme, as in [`exp_fast`] (the row passes are throughput-bound):
-/// the logsumexp workload went from 0.93-0.95 to 0.86-0.88 ms with AVX2 and
+/// the logsumexp workload went from 0.93-0.94 to 0.86-0.88 ms with AVX2 and
 /// from 0.65-0.68 to 0.58-0.63 with AVX-512 against Estrin's (`kiln bench
 /// --suite --only logsumexp --runs 41`, four alternated rounds, Intel Xeon
 /// family 6 model 167). Outside the range, as [`exp_fast`]: unspecified
