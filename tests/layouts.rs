@@ -7,7 +7,7 @@
 //! cumulative sums, arg-reductions) read it through its strides, and
 //! `call_into` writes into a caller's array of any layout in place.
 
-use kiln::linker::Arg;
+use kiln::linker::{Arg, CompileOptions};
 use kiln::rewriting::Mode;
 use kiln::*;
 use ndarray::{ArrayD, IxDyn};
@@ -168,6 +168,67 @@ fn steps_read_a_fortran_ordered_intermediate_through_its_strides() {
                 g.same_as(w) || (matches!(k, 1..=3) && close),
                 "{name}: output {k}"
             );
+        }
+    }
+}
+
+/// Reductions of a Fortran-ordered input run in its memory order (a sum
+/// over axis 0 of the transposed layout is a contiguous row sum): the same
+/// values as the row-major input, max and min exactly, sums up to the
+/// reassociation of their terms; the same bits on one thread and on two;
+/// below the parallel threshold and cut into chunks above it. FAST_RUN
+/// fuses `exp(x) * y` into the sums (a second input, row-major or
+/// Fortran-ordered, read through its strides).
+#[test]
+fn reductions_of_a_fortran_ordered_input_match_the_row_major_values() {
+    let x = matrix("x", DType::F64);
+    let y = matrix("y", DType::F64);
+    let e = &x.exp() * &y;
+    let outs = [
+        e.sum(&[0]).unwrap(),
+        e.sum(&[1]).unwrap(),
+        e.sum(&[0, 1]).unwrap(),
+        x.max(&[0]).unwrap(),
+        x.min(&[1]).unwrap(),
+        x.sum(&[0]).unwrap(),
+    ];
+    let c = ramp(&[300, 500]);
+    let yc = ramp(&[300, 500]).mapv(|v| 1.0 - v * v);
+    let chunked = CompileOptions {
+        parallel: kiln::linker::ParallelOptions {
+            threshold: 1,
+            grain: 512,
+        },
+        ..CompileOptions::default()
+    };
+    for (name, options) in [("default", CompileOptions::default()), ("chunked", chunked)] {
+        let f = function(&[x.clone(), y.clone()], &outs)
+            .mode(Mode::fast_run())
+            .options(options)
+            .compile()
+            .unwrap();
+        let want = f.call(&[Arg::from(&c), Arg::from(&yc)]).unwrap();
+        let xf = fortran(&c);
+        for y_in in [yc.clone(), fortran(&yc)] {
+            let args = [Arg::from(&xf), Arg::from(&y_in)];
+            kiln::linker::set_num_threads(1);
+            let one = f.call(&args).unwrap();
+            kiln::linker::set_num_threads(2);
+            let got = f.call(&args).unwrap();
+            kiln::linker::set_num_threads(0);
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    g.same_as(&one[k]),
+                    "{name}: output {k} depends on the thread count"
+                );
+                assert_eq!(g.shape(), w.shape(), "{name}: output {k}");
+                if matches!(k, 3 | 4) {
+                    assert!(g.same_as(w), "{name}: output {k} (max / min) exactly");
+                } else {
+                    // Reassociated sums of at most 500 terms of size <= e^2.
+                    assert!(g.allclose(w, 1e-12, 1e-12), "{name}: output {k}");
+                }
+            }
         }
     }
 }

@@ -1060,6 +1060,24 @@ fn outer_axis_reductions_are_chunked_by_rows_whatever_the_thread_count() {
     }
 }
 
+/// Permutation number `i` (mod the count) of `0..nd`, for `nd` <= 3: the
+/// order of an input's axes in memory, outermost first (0: row-major).
+fn memory_perm(nd: usize, i: usize) -> Vec<usize> {
+    let all: &[&[usize]] = match nd {
+        1 => &[&[0]],
+        2 => &[&[0, 1], &[1, 0]],
+        _ => &[
+            &[0, 1, 2],
+            &[2, 1, 0],
+            &[1, 0, 2],
+            &[0, 2, 1],
+            &[2, 0, 1],
+            &[1, 2, 0],
+        ],
+    };
+    all[i % all.len()].to_vec()
+}
+
 /// Reference sums of `|x|` over `axes` of `v` (f64), for the error bound
 /// of a reassociated float sum.
 fn abs_sums(v: &Value, axes: &Option<Vec<usize>>) -> Vec<f64> {
@@ -1080,7 +1098,9 @@ proptest::proptest! {
     /// Chunked reductions (full, and over outer axes keeping the innermost
     /// one) on small random arrays, cut by a small parallel grain, against
     /// the reference: every op, f64 / f32 / i64 / bool inputs, any axes,
-    /// inputs with NaN, infinities and signed zeros. Integer, bool, max,
+    /// inputs with NaN, infinities and signed zeros, laid out in memory in
+    /// any order of their axes (row-major, transposed, permuted: the
+    /// reduction then runs in that memory order). Integer, bool, max,
     /// min, any and all results exactly; float sums within the bound of a
     /// reassociated sum (2·n·eps·Σ|x|, plus the f32 result's rounding),
     /// products (of values in [0.5, 1.5), no specials) within 4·n·eps.
@@ -1092,6 +1112,7 @@ proptest::proptest! {
         dtype_i in 0usize..4,
         seed in proptest::prelude::any::<u64>(),
         grain in 1usize..16,
+        perm_i in 0usize..6,
     ) {
         let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Any, ReduceOp::All];
         let dtypes = [DType::F64, DType::F32, DType::I64, DType::Bool];
@@ -1099,11 +1120,19 @@ proptest::proptest! {
         let nd = shape.len();
         let picked: Vec<usize> = (0..nd).filter(|d| axes_mask & (1 << d) != 0).collect();
         let axes = (!picked.is_empty() && picked.len() < nd).then_some(picked);
-        let vals = if op == ReduceOp::Prod && dtype.is_float() {
-            Value::from(rand_f64(&shape, seed, 0.5, 1.5)).cast(dtype)
+        // The axes' order in memory, outermost first, and the view of a
+        // row-major array of the permuted shape that has `shape` and lies
+        // in memory in that order.
+        let perm = memory_perm(nd, perm_i);
+        let stored: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
+        let stored = if op == ReduceOp::Prod && dtype.is_float() {
+            Value::from(rand_f64(&stored, seed, 0.5, 1.5)).cast(dtype)
         } else {
-            rand_value(dtype, &shape, seed)
+            rand_value(dtype, &stored, seed)
         };
+        let inverse: Vec<usize> = (0..nd).map(|d| perm.iter().position(|&p| p == d).unwrap()).collect();
+        let vals = kiln::map_value!(stored, a => a.permuted_axes(ndarray::IxDyn(&inverse)));
+        proptest::prop_assert_eq!(vals.shape(), &shape[..]);
         let x = tensor("x", dtype, &vec![None; nd]);
         let out = Tensor::apply(Op::CAReduce { op, axes: axes.clone() }, &[&x]);
         // Max / min of bool and the like may be type errors: nothing to run.

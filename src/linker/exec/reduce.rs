@@ -8,10 +8,15 @@
 //! driver with its kernel, which hands it whole runs of reduced rows
 //! (`drive::drive_reduce`).
 //!
+//! The iteration space is first put in the memory order of the input
+//! (for a `FusedReduce`, the first input spanning the whole shape), so
+//! that a transposed or Fortran-ordered input streams through memory as a
+//! row-major one does ([`Space::in_order`]).
+//!
 //! Invariants: max and min of an empty axis are errors (no identity), as in
 //! the reference; whether a reduction is chunked, and where it is cut,
-//! depend on the shape and the parallel threshold only, never on the
-//! thread count, so neither does its result.
+//! depend on the shape, the input's memory order and the parallel
+//! threshold only, never on the thread count, so neither does its result.
 
 use smallvec::SmallVec;
 
@@ -55,16 +60,17 @@ impl Exec<'_> {
         let x = self.get(*input);
         let (accum, acc_strides, bits) =
             self.reduce_accumulator(name, *op, *acc, axes, &x.shape)?;
-        let xs = broadcast_strides(&x);
-        let n = x.len();
-        if accum.shape.is_empty() && self.chunked(n) {
+        let space = Space::new(&x.shape, acc_strides, vec![broadcast_strides(&x)])
+            .in_order(x.memory_order().as_deref());
+        let esz = x.dtype.size_of();
+        if accum.shape.is_empty() && self.chunked(x.len()) {
             self.full_reduce_chunked(
                 *kernel,
                 (*op, *acc),
                 &[x.ptr],
-                &[&xs],
-                &[x.dtype.size_of()],
-                &x.shape,
+                &space.input_strides(),
+                &[esz],
+                &space.shape,
                 &accum,
                 bits,
             );
@@ -74,9 +80,9 @@ impl Exec<'_> {
                 *modes,
                 (*op, *acc),
                 &[accum.ptr, x.ptr],
-                &[&acc_strides, &xs],
-                &[8, x.dtype.size_of()],
-                &x.shape,
+                &space.all_strides(),
+                &[8, esz],
+                &space.shape,
                 bits,
             );
         }
@@ -107,27 +113,34 @@ impl Exec<'_> {
         let ins: Vec<Arr> = inputs.iter().map(|&s| self.get(s)).collect();
         let shape = broadcast_shape(name, &ins, bcast, descs)?;
         let (accum, acc_strides, bits) = self.reduce_accumulator(name, *op, *acc, axes, &shape)?;
-        let in_strides: Vec<SmallVec<[isize; 4]>> = ins.iter().map(broadcast_strides).collect();
+        // The memory order of the first input that spans the whole shape.
+        let order = ins
+            .iter()
+            .find(|a| a.shape.as_slice() == shape.as_slice())
+            .and_then(Arr::memory_order);
+        let space = Space::new(
+            &shape,
+            acc_strides,
+            ins.iter().map(broadcast_strides).collect(),
+        )
+        .in_order(order.as_deref());
         let esz: Vec<usize> = ins.iter().map(|a| a.dtype.size_of()).collect();
         let in_ptrs: Vec<*mut u8> = ins.iter().map(|a| a.ptr).collect();
-        let strides: Vec<&[isize]> = in_strides.iter().map(|s| s.as_slice()).collect();
         let total: usize = shape.iter().product();
         if accum.shape.is_empty() && self.chunked(total) {
             self.full_reduce_chunked(
                 *kernel,
                 (*op, *acc),
                 &in_ptrs,
-                &strides,
+                &space.input_strides(),
                 &esz,
-                &shape,
+                &space.shape,
                 &accum,
                 bits,
             );
         } else {
             let mut ptrs = vec![accum.ptr];
             ptrs.extend(&in_ptrs);
-            let mut all_strides: Vec<&[isize]> = vec![&acc_strides];
-            all_strides.extend(&strides);
             let mut all_esz = vec![8];
             all_esz.extend(&esz);
             self.reduce_into(
@@ -135,9 +148,9 @@ impl Exec<'_> {
                 *modes,
                 (*op, *acc),
                 &ptrs,
-                &all_strides,
+                &space.all_strides(),
                 &all_esz,
-                &shape,
+                &space.shape,
                 bits,
             );
         }
@@ -435,5 +448,57 @@ impl Exec<'_> {
         let r = fold_partials(op, acc, bits, &partials);
         // SAFETY: `accum` holds one 8-byte accumulator element.
         unsafe { (accum.ptr as *mut u64).write(r) };
+    }
+}
+
+/// A reduction's iteration space: its shape and, over the same axes, the
+/// element strides of the accumulator (0 on the reduced axes) and of each
+/// input (0 where it is broadcast).
+struct Space {
+    shape: SmallVec<[usize; 4]>,
+    acc: SmallVec<[isize; 4]>,
+    inputs: Vec<SmallVec<[isize; 4]>>,
+}
+
+impl Space {
+    fn new(shape: &[usize], acc: SmallVec<[isize; 4]>, inputs: Vec<SmallVec<[isize; 4]>>) -> Self {
+        Space {
+            shape: shape.into(),
+            acc,
+            inputs,
+        }
+    }
+
+    /// The space with its axes permuted into `order` (outermost first; an
+    /// input's [`Arr::memory_order`]), or as it is for `None`. The drivers
+    /// iterate row-major over the axes they are given, so a transposed or
+    /// Fortran-ordered input is then read in the order it lies in memory:
+    /// `sum(X.T, axis=0)` becomes contiguous row sums instead of column
+    /// sums down a stride of a whole row. Each accumulator still folds the
+    /// same elements, in an order that depends on the input's layout (the
+    /// reduced axes' memory order; numpy's sums do so too), never on the
+    /// thread count.
+    fn in_order(self, order: Option<&[usize]>) -> Self {
+        let Some(order) = order else {
+            return self;
+        };
+        let pick = |v: &[isize]| order.iter().map(|&d| v[d]).collect();
+        Space {
+            shape: order.iter().map(|&d| self.shape[d]).collect(),
+            acc: pick(&self.acc),
+            inputs: self.inputs.iter().map(|st| pick(st)).collect(),
+        }
+    }
+
+    /// The inputs' strides.
+    fn input_strides(&self) -> Vec<&[isize]> {
+        self.inputs.iter().map(|s| s.as_slice()).collect()
+    }
+
+    /// The accumulator's strides, then the inputs'.
+    fn all_strides(&self) -> Vec<&[isize]> {
+        std::iter::once(self.acc.as_slice())
+            .chain(self.inputs.iter().map(|s| s.as_slice()))
+            .collect()
     }
 }
