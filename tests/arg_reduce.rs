@@ -175,6 +175,15 @@ fn jit_matches_the_reference_on_every_dtype_and_layout() {
                 0,
                 &format!("{d} {shape:?} transposed"),
             );
+            // Axes 1, 0, 2 outermost first in memory.
+            let p = kiln::map_value!(rand_value(d, &[shape[1], shape[0], shape[2]], 6), a => a.permuted_axes(ndarray::IxDyn(&[1, 0, 2])));
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                &[p],
+                0,
+                &format!("{d} {shape:?} permuted"),
+            );
         }
         // An empty other dimension: an empty result; an empty reduced axis: an error.
         let y = tensor("y", d, &[None, None]);
@@ -236,6 +245,19 @@ fn arrays_split_over_threads_match_the_reference() {
                 std::slice::from_ref(&v),
                 0,
                 &format!("{d} {shape:?}"),
+            );
+            // The same values laid out in reversed axis order (scanned in
+            // that memory order).
+            let rev: Vec<usize> = shape.iter().rev().copied().collect();
+            let stored = kiln::map_value!(v.clone(), a => a.reversed_axes().as_standard_layout().into_owned());
+            assert_eq!(stored.shape(), &rev[..]);
+            let t = kiln::map_value!(stored, a => a.reversed_axes());
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                &[t],
+                0,
+                &format!("{d} {shape:?} transposed"),
             );
         }
     }

@@ -12,18 +12,23 @@
 //! Invariants: numpy's rules: the first occurrence of the extreme wins ties,
 //! and the first NaN is the extreme (a NaN is never replaced), so the value
 //! output is exactly the NaN-propagating `max` / `min`; an empty reduced
-//! axis is an error before anything is written. A non-standard input (a
-//! view) is copied to standard layout first.
+//! axis is an error before anything is written. A dense input in another
+//! order of its axes is scanned in that order along one axis (`Permuted`);
+//! any other non-standard input (a strided view, or a whole-array arg of a
+//! transposed one, whose index is the row-major one) is copied to standard
+//! layout first.
 
 use std::ops::Range;
 use std::sync::Mutex;
+
+use smallvec::SmallVec;
 
 use super::copy;
 use super::drive::drive;
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::buffer::Arr;
+use crate::linker::buffer::{permuted_strides, Arr};
 use crate::linker::plan::step::ArgReduceStep;
 use crate::ops::ArgOp;
 
@@ -285,6 +290,44 @@ unsafe fn scan_raw<T: Lane + Default + Send + Sync>(
     kiln_runtime::parallel::parallel_for(m, grain, &run);
 }
 
+/// An arg-reduction along one axis of a dense input laid out in another
+/// order of its axes (transposed, Fortran-ordered, permuted), scanned in
+/// that memory order instead of after a standard-layout copy: in memory it
+/// is the standard-layout array of its axes in memory order, whose
+/// `(outer, n, inner)` lie around the reduced axis's place in that order.
+/// The lanes then run over the kept axes in their memory order, and the
+/// outputs are laid out in that order too (numpy's `order='K'` results).
+/// The scan along the reduced axis still goes by increasing index (a dense
+/// layout has positive strides), so the first occurrence wins ties.
+struct Permuted {
+    /// `(outer, n, inner)` of the input in memory order.
+    dims: (usize, usize, usize),
+    /// The outputs' axes in memory order, outermost first.
+    out_order: SmallVec<[usize; 4]>,
+}
+
+impl Permuted {
+    /// The plan for reducing axis `axis` of `x`, when `x` is dense and not
+    /// row-major.
+    fn of(x: &Arr, axis: usize) -> Option<Permuted> {
+        if !x.is_dense() {
+            return None;
+        }
+        let order = x.memory_order()?;
+        let at = order.iter().position(|&d| d == axis)?;
+        let size = |ds: &[usize]| ds.iter().map(|&d| x.shape[d]).product::<usize>();
+        let out_order = order
+            .iter()
+            .filter(|&&d| d != axis)
+            .map(|&d| if d > axis { d - 1 } else { d })
+            .collect();
+        Some(Permuted {
+            dims: (size(&order[..at]), x.shape[axis], size(&order[at + 1..])),
+            out_order,
+        })
+    }
+}
+
 impl Exec<'_> {
     /// Runs an arg-reduction step.
     pub(super) fn arg_reduce(&mut self, name: &str, step: &ArgReduceStep) -> Result<()> {
@@ -321,19 +364,40 @@ impl Exec<'_> {
                 format!("attempt to get arg{} of an empty sequence", op.word()),
             ));
         }
-        let x = self.standard(name, x)?;
-        let idx = self.alloc_slot(name, *index, DType::I64, &out_shape)?;
-        let val = match value {
-            Some(s) => Some(self.alloc_slot(name, *s, x.dtype, &out_shape)?),
-            None => None,
+        let (x, dims, idx, val) = match axis.and_then(|a| Permuted::of(&x, a)) {
+            Some(p) => {
+                // Scanned in memory order; the outputs laid out in the kept
+                // axes' memory order, lane by lane as the scan writes them.
+                let fresh = |dtype: DType| -> Result<Arr> {
+                    let mut a = self.alloc(name, dtype, &out_shape)?;
+                    a.strides = permuted_strides(&out_shape, &p.out_order);
+                    Ok(a)
+                };
+                let idx = fresh(DType::I64)?;
+                let val = match value {
+                    Some(_) => Some(fresh(x.dtype)?),
+                    None => None,
+                };
+                (x, p.dims, idx, val)
+            }
+            None => {
+                let x = self.standard(name, x)?;
+                let idx = self.alloc_slot(name, *index, DType::I64, &out_shape)?;
+                let val = match value {
+                    Some(s) => Some(self.alloc_slot(name, *s, x.dtype, &out_shape)?),
+                    None => None,
+                };
+                (x, (outer, n, inner), idx, val)
+            }
         };
-        let dims = (outer, n, inner);
         let (xp, vp, ip) = (x.ptr as *const u8, val.as_ref().map(|v| v.ptr), idx.ptr);
-        // SAFETY: `x` is in standard layout with `outer * n * inner`
-        // elements of its dtype; `idx` and `val` are fresh (or the caller's
-        // standard-layout destination) arrays of `out_shape`, whose size is
-        // `outer * inner`, of `i64` and of `x`'s dtype; an output never
-        // aliases an input or another output.
+        // SAFETY: `x` holds `outer * n * inner` elements of its dtype,
+        // contiguous in the order `dims` describes (standard layout, or a
+        // dense layout seen in its memory order by `Permuted`); `idx` and
+        // `val` are fresh (or the caller's standard-layout destination)
+        // dense arrays of `out_shape`, whose size is `outer * inner`, of
+        // `i64` and of `x`'s dtype, laid out in the lanes' order; an output
+        // never aliases an input or another output.
         unsafe {
             match x.dtype {
                 DType::Bool => scan_raw::<bool>(*op, xp, dims, vp, ip),
@@ -356,7 +420,8 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// `x` itself when in standard layout, else a standard-layout copy.
+    /// `x` itself when in standard layout, else a standard-layout copy
+    /// (the scan of a layout [`Permuted`] does not take).
     pub(super) fn standard(&self, name: &str, x: Arr) -> Result<Arr> {
         if x.is_standard() {
             return Ok(x);
