@@ -105,6 +105,15 @@ fn jit_matches_the_reference_on_every_dtype_and_layout() {
                 0,
                 &format!("{d} {shape:?} transposed"),
             );
+            // Axes 1, 0, 2 outermost first in memory.
+            let p = kiln::map_value!(rand_value(d, &[shape[1], shape[0], shape[2]], 10), a => a.permuted_axes(ndarray::IxDyn(&[1, 0, 2])));
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                &[p],
+                0,
+                &format!("{d} {shape:?} permuted"),
+            );
         }
     }
 }

@@ -233,6 +233,32 @@ fn reductions_of_a_fortran_ordered_input_match_the_row_major_values() {
     }
 }
 
+/// A cumulative sum along either axis and an arg-reduction along either
+/// axis of a Fortran-ordered input scan it in memory order: results laid
+/// out in Fortran order (numpy's `order='K'`), with the row-major input's
+/// values bit for bit (the same operations along each line, in the same
+/// order; the first of equal extremes wins).
+#[test]
+fn scans_of_a_fortran_ordered_input_keep_its_order() {
+    let x = matrix("x", DType::F64);
+    let outs = [
+        x.cumsum(Some(0)).unwrap(),
+        x.cumsum(Some(1)).unwrap(),
+        x.argmax(Some(0)).unwrap(),
+        x.argmin(Some(1)).unwrap(),
+    ];
+    // Ramp values rounded to a grid: ties along both axes.
+    let c = ramp(&[40, 30]).mapv(|v| (v * 4.0).round());
+    let f = compiled(std::slice::from_ref(&x), &outs, Mode::fast_run());
+    let want = f.call(&[Arg::from(&c)]).unwrap();
+    let got = f.call(&[Arg::from(&fortran(&c))]).unwrap();
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.same_as(w), "output {k}");
+    }
+    assert_eq!(strides(&got[0]), [1, 40]);
+    assert_eq!(strides(&got[1]), [1, 40]);
+}
+
 #[test]
 fn call_into_writes_a_fortran_ordered_callers_array_in_place() {
     let x = matrix("x", DType::F64);

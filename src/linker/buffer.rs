@@ -384,6 +384,10 @@ pub fn permuted_strides(shape: &[usize], perm: &[usize]) -> SmallVec<[isize; 4]>
     s
 }
 
+/// An array's axes in memory order (outermost first) and the sizes
+/// `(outer, n, inner)` around one axis in it: [`Arr::lines_in_memory_order`].
+pub type MemoryLines = (SmallVec<[usize; 4]>, (usize, usize, usize));
+
 /// Row-major contiguous strides of `shape`.
 pub fn c_strides(shape: &[usize]) -> SmallVec<[isize; 4]> {
     let mut s: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());
@@ -427,6 +431,25 @@ impl Arr {
         }
         big.extend(small);
         Some(big)
+    }
+
+    /// For a dense array whose axes lie in memory in another order than
+    /// row-major (transposed, Fortran-ordered, permuted): that order
+    /// (outermost first, see [`Arr::memory_order`]) and the sizes `(outer,
+    /// n, inner)` before, of and after `axis` in it. In memory the array is
+    /// then the row-major array of its axes in that order: `outer` blocks
+    /// of `n` rows of `inner` contiguous elements, with `axis`'s index
+    /// increasing from row to row (a dense layout has positive strides).
+    /// `None` for row-major or non-dense arrays.
+    pub fn lines_in_memory_order(&self, axis: usize) -> Option<MemoryLines> {
+        if !self.is_dense() {
+            return None;
+        }
+        let order = self.memory_order()?;
+        let at = order.iter().position(|&d| d == axis)?;
+        let size = |ds: &[usize]| ds.iter().map(|&d| self.shape[d]).product::<usize>();
+        let dims = (size(&order[..at]), self.shape[axis], size(&order[at + 1..]));
+        Some((order, dims))
     }
 
     /// True when the elements fill `[ptr, ptr + len)` exactly, in some order

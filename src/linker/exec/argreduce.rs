@@ -310,21 +310,13 @@ impl Permuted {
     /// The plan for reducing axis `axis` of `x`, when `x` is dense and not
     /// row-major.
     fn of(x: &Arr, axis: usize) -> Option<Permuted> {
-        if !x.is_dense() {
-            return None;
-        }
-        let order = x.memory_order()?;
-        let at = order.iter().position(|&d| d == axis)?;
-        let size = |ds: &[usize]| ds.iter().map(|&d| x.shape[d]).product::<usize>();
+        let (order, dims) = x.lines_in_memory_order(axis)?;
         let out_order = order
             .iter()
             .filter(|&&d| d != axis)
             .map(|&d| if d > axis { d - 1 } else { d })
             .collect();
-        Some(Permuted {
-            dims: (size(&order[..at]), x.shape[axis], size(&order[at + 1..])),
-            out_order,
-        })
+        Some(Permuted { dims, out_order })
     }
 }
 

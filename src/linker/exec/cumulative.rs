@@ -4,17 +4,20 @@
 //! row `k - 1` combined with input row `k`, element by element across the
 //! `inner` lines, so an axis that is not the innermost is scanned as
 //! contiguous vector-friendly rows; along the innermost axis it is a
-//! sequential scan per line.
+//! sequential scan per line. A dense input in another order of its axes
+//! (transposed, Fortran-ordered) is scanned along an axis in its memory
+//! order, into a result laid out in that order too (numpy's `order='K'`).
 //!
 //! Invariants: partial results are formed in order, exactly as the
 //! reference does: floats in their own dtype (`f32` additions and products
 //! in `f32`), `bool` and integers widened to `i64` with wrapping; the
-//! output is a fresh (or the caller's) standard-layout array of the
-//! output dtype.
+//! output is a fresh (or the caller's) dense array of the output dtype,
+//! in standard layout or the input's memory order.
 
 use super::state::Exec;
 use crate::error::Result;
 use crate::graph::DType;
+use crate::linker::buffer::permuted_strides;
 use crate::linker::plan::step::CumReduceStep;
 use crate::ops::ReduceOp;
 
@@ -112,23 +115,35 @@ impl Exec<'_> {
             out,
         } = step;
         let x = self.get(*input);
-        let x = self.standard(name, x)?;
         let total = x.len();
-        let (n, inner, out_shape) = match *axis {
-            None => (total, 1, vec![total]),
-            Some(a) => (
-                x.shape[a],
-                x.shape[a + 1..].iter().product(),
-                x.shape.to_vec(),
-            ),
+        let (x, dims, res) = match axis.and_then(|a| x.lines_in_memory_order(a)) {
+            Some((order, (_, n, inner))) => {
+                // Scanned in memory order into a result laid out alike.
+                let mut res = self.alloc(name, *out, &x.shape)?;
+                res.strides = permuted_strides(&x.shape, &order);
+                (x, (n, inner), res)
+            }
+            None => {
+                let x = self.standard(name, x)?;
+                let (n, inner, out_shape) = match *axis {
+                    None => (total, 1, vec![total]),
+                    Some(a) => (
+                        x.shape[a],
+                        x.shape[a + 1..].iter().product(),
+                        x.shape.to_vec(),
+                    ),
+                };
+                let res = self.alloc_slot(name, *output, *out, &out_shape)?;
+                (x, (n, inner), res)
+            }
         };
-        let res = self.alloc_slot(name, *output, *out, &out_shape)?;
         let prod = *op == ReduceOp::Prod;
-        let dims = (n, inner);
         if total > 0 {
-            // SAFETY: `x` is a standard-layout array of `total` elements of
-            // its dtype; `res` a fresh (or the caller's standard-layout)
-            // array of `total` elements of the output dtype, never aliasing
+            // SAFETY: `x` holds `total` elements of its dtype, contiguous
+            // as `outer` blocks of `n` rows of `inner` (standard layout, or
+            // a dense one seen in memory order); `res` a fresh (or the
+            // caller's standard-layout) dense array of `total` elements of
+            // the output dtype laid out alike, never aliasing
             // `x`. The output dtype is `i64` for bool and signed inputs, `u64`
             // for unsigned ones (written as the same 8-byte `i64` bit
             // patterns: wrapping `+` and `*` agree on both readings) and the
