@@ -259,6 +259,33 @@ fn scans_of_a_fortran_ordered_input_keep_its_order() {
     assert_eq!(strides(&got[1]), [1, 40]);
 }
 
+/// A result that must be a fresh copy of an input (the graph returns the
+/// input itself, `x * 1` rewritten away) is copied in the input's memory
+/// order, one contiguous pass: a Fortran-ordered input gives a
+/// Fortran-ordered copy with its values; a strided view a row-major one.
+#[test]
+fn a_returned_input_is_copied_in_its_memory_order() {
+    let x = matrix("x", DType::F64);
+    let f = compiled(
+        std::slice::from_ref(&x),
+        &[&x * 1.0, x.clone()],
+        Mode::fast_run(),
+    );
+    let c = ramp(&[40, 30]);
+    let fo = fortran(&c);
+    let got = f.call(&[Arg::from(&fo)]).unwrap();
+    for (k, g) in got.iter().enumerate() {
+        assert!(g.same_as(&Value::from(c.clone())), "output {k}");
+        assert_eq!(strides(g), [1, 40], "output {k}");
+        assert_ne!(ptr(g), fo.as_ptr() as usize, "output {k} is a fresh array");
+    }
+    let wide = ramp(&[40, 60]);
+    let view = wide.slice(ndarray::s![.., ..;2]).into_dyn();
+    let got = f.call(&[Arg::from(&view)]).unwrap();
+    assert!(got[0].same_as(&Value::from(view.to_owned())));
+    assert_eq!(strides(&got[0]), [30, 1]);
+}
+
 #[test]
 fn call_into_writes_a_fortran_ordered_callers_array_in_place() {
     let x = matrix("x", DType::F64);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use super::drive::{drive, KernelFn, ParallelOptions};
 use crate::error::Result;
 use crate::graph::{DType, Value};
-use crate::linker::buffer::{Arr, Buffer};
+use crate::linker::buffer::{permuted_strides, Arr, Buffer};
 
 /// The copy kernel for elements of `dtype`.
 pub fn kernel(dtype: DType) -> KernelFn {
@@ -64,10 +64,16 @@ unsafe extern "C" fn strided_copy<T: Copy>(ptrs: *const *mut u8, strides: *const
     }
 }
 
-/// Copies `x` into a fresh standard-layout buffer (every element is
-/// written, so the buffer need not be zeroed first).
+/// Copies `x` into a fresh dense buffer laid out in `x`'s memory order
+/// (numpy's `order='K'`: a transposed or Fortran-ordered `x` gives a copy
+/// of the same order, made by one contiguous pass; a strided or broadcast
+/// view a row-major copy). Every element is written, so the buffer need
+/// not be zeroed first.
 pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
-    let out = Arr::from_buffer(Buffer::uninit("copy", x.dtype, &x.shape)?, &x.shape);
+    let mut out = Arr::from_buffer(Buffer::uninit("copy", x.dtype, &x.shape)?, &x.shape);
+    if let Some(order) = x.memory_order() {
+        out.strides = permuted_strides(&x.shape, &order);
+    }
     copy_into(par, x, &out);
     Ok(out)
 }
@@ -78,12 +84,16 @@ pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
 /// kernel of [`kernel`].
 pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
     debug_assert!(x.dtype == out.dtype && x.shape == out.shape);
-    if x.is_standard() && out.is_standard() {
+    // Both dense in the same layout (row-major or another axis order): the
+    // elements lie in the same order in both, one block of bytes each.
+    let same_dense = x.strides == out.strides && x.is_dense() && out.is_dense();
+    if (x.is_standard() && out.is_standard()) || same_dense {
         let bytes = x.len() * x.dtype.size_of();
         let (src, dst) = (x.ptr as usize, out.ptr as usize);
         let chunk = |s: usize, e: usize| {
             // SAFETY: [s, e) is within the `bytes` bytes of both arrays
-            // (contiguous from `ptr`), which do not overlap (the caller's
+            // (contiguous from `ptr`, their lowest address: dense layouts
+            // have positive strides), which do not overlap (the caller's
             // guarantee); chunks are disjoint.
             unsafe {
                 std::ptr::copy_nonoverlapping((src + s) as *const u8, (dst + s) as *mut u8, e - s)
@@ -110,8 +120,8 @@ pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
 }
 
 /// An owned value with the contents of `x`: its buffer, in `x`'s layout,
-/// when `x` is the whole of a buffer nobody else references, else a
-/// row-major copy.
+/// when `x` is the whole of a buffer nobody else references, else a copy
+/// ([`copy`]: in `x`'s memory order).
 pub fn to_value(par: ParallelOptions, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
