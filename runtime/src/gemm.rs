@@ -39,6 +39,11 @@ pub unsafe extern "C" fn kiln_gemm_f64(
     rsc: isize,
     csc: isize,
 ) {
+    let (ga, gb, gc) = ((a, rsa, csa), (b, rsb, csb), (c, rsc, csc));
+    // SAFETY: the caller's contract is `matrix_vector_f64`'s and `strided_gemm`'s.
+    if unsafe { matrix_vector_f64(m, k, n, alpha, ga, gb, beta, gc, false) } {
+        return;
+    }
     // SAFETY: the caller's contract is `strided_gemm`'s.
     unsafe {
         strided_gemm(
@@ -189,8 +194,129 @@ pub unsafe fn serial_gemm_f64(
     beta: f64,
     c: (*mut f64, isize, isize),
 ) {
-    // SAFETY: the caller's contract is `strided_gemm`'s.
-    unsafe { strided_gemm(m, k, n, alpha, a, b, beta, c, true) }
+    // SAFETY: the caller's contract is `matrix_vector_f64`'s and `strided_gemm`'s.
+    unsafe {
+        if !matrix_vector_f64(m, k, n, alpha, a, b, beta, c, true) {
+            strided_gemm(m, k, n, alpha, a, b, beta, c, true)
+        }
+    }
+}
+
+/// Matrices of at least this many elements go to the threads in a
+/// matrix-vector product ([`matrix_vector_f64`]: 2 MB of f64, memory-bound
+/// work that two threads stream faster than one).
+const MATRIX_VECTOR_PARALLEL: usize = 1 << 18;
+
+/// Outputs per strip of the scaled-rows form of [`matrix_vector_f64`]: a
+/// strip's accumulators (4 KB) stay in L1 while every matrix column adds
+/// to them.
+const SCALED_ROWS_STRIP: usize = 512;
+
+/// C = alpha·A·B + beta·C in f64 when C is one column (n == 1) or one row
+/// (m == 1), k >= 1: the product of a matrix M (p×k) and a vector x, seen
+/// from A and B's strides, by the runtime's memory-speed passes instead of
+/// the GEMM crate (whose tiles left a 2000 × 2000 matrix-vector product
+/// at one thread's memory speed). When M's rows and x are contiguous, each
+/// output is an inner product (`kiln_dot_f64`); when M's columns are, the
+/// outputs are strips of accumulators that every column, scaled by its
+/// element of x, adds to (`kiln_scaled_rows_f64`). Either way each output
+/// is computed by the same operations in the same order whatever the
+/// thread count (outputs, or strips of them, are what the threads share
+/// out). Returns false, having done nothing, for any other shape or
+/// layout.
+///
+/// # Safety
+/// As for [`kiln_gemm_f64`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn matrix_vector_f64(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f64,
+    (a, rsa, csa): (*const f64, isize, isize),
+    (b, rsb, csb): (*const f64, isize, isize),
+    beta: f64,
+    (c, rsc, csc): (*mut f64, isize, isize),
+    serial: bool,
+) -> bool {
+    use crate::math::{kiln_dot_f64, kiln_scaled_rows_f64};
+    if k == 0 || m == 0 || n == 0 || (m != 1 && n != 1) {
+        return false;
+    }
+    // y (p) = M (p×k) · x (k): M's element (i, l) at mat + i·rm + l·cm, x's
+    // l at vec + l·sx, y's i at out + i·sy.
+    let (p, (mat, rm, cm), (vec, sx), (out, sy)) = if n == 1 {
+        (m, (a, rsa, csa), (b, rsb), (c, rsc))
+    } else {
+        (n, (b, csb, rsb), (a, csa), (c, csc))
+    };
+    let dots = cm == 1 && sx == 1;
+    if !dots && rm != 1 {
+        return false;
+    }
+    let on_worker = rayon::current_thread_index().is_some();
+    let threaded = !serial && !on_worker && p.saturating_mul(k) >= MATRIX_VECTOR_PARALLEL;
+    let (mat, vec, out) = (mat as usize, vec as usize, out as usize);
+    // y_i = alpha·s + beta·y_i (y write-only when beta == 0).
+    let store = |i: usize, s: f64| {
+        let y = (out as *mut f64).wrapping_offset(i as isize * sy);
+        // SAFETY: output i < p exists (the caller's contract); each is
+        // written by one thread.
+        unsafe {
+            *y = if beta == 0.0 {
+                alpha * s
+            } else {
+                alpha * s + beta * *y
+            }
+        };
+    };
+    if dots {
+        let run = |i0: usize, i1: usize| {
+            for i in i0..i1 {
+                let row = (mat as *const f64).wrapping_offset(i as isize * rm);
+                // SAFETY: row i of M and x hold k contiguous readable values.
+                store(i, unsafe { kiln_dot_f64(row, vec as *const f64, k) });
+            }
+        };
+        if threaded {
+            crate::parallel::parallel_for(p, (MATRIX_VECTOR_PARALLEL / 8 / k).max(1), &run);
+        } else {
+            run(0, p);
+        }
+        return true;
+    }
+    let strips = p.div_ceil(SCALED_ROWS_STRIP);
+    let run = |s0: usize, s1: usize| {
+        let mut acc = [0.0f64; SCALED_ROWS_STRIP];
+        for strip in s0..s1 {
+            let i0 = strip * SCALED_ROWS_STRIP;
+            let len = SCALED_ROWS_STRIP.min(p - i0);
+            acc[..len].fill(0.0);
+            // SAFETY: elements i0..i0 + len of M's k columns (contiguous,
+            // column l at mat + l·cm) and x's k values are readable; `acc`
+            // holds len accumulators and overlaps neither.
+            unsafe {
+                kiln_scaled_rows_f64(
+                    acc.as_mut_ptr(),
+                    (mat as *const f64).add(i0),
+                    len,
+                    k,
+                    cm,
+                    vec as *const f64,
+                    sx,
+                )
+            };
+            for (j, &s) in acc[..len].iter().enumerate() {
+                store(i0 + j, s);
+            }
+        }
+    };
+    if threaded {
+        crate::parallel::parallel_for(strips, 1, &run);
+    } else {
+        run(0, strips);
+    }
+    true
 }
 
 /// f32 version of [`serial_gemm_f64`].
@@ -504,6 +630,92 @@ mod tests {
                     (f64::from(one32[i * n + j]) - dot).abs() < 1e-3,
                     "({i},{j})"
                 );
+            }
+        }
+    }
+
+    /// Matrix-vector products (C one column or one row) in every layout:
+    /// by inner products (contiguous matrix rows and vector), by scaled
+    /// rows (contiguous matrix columns, outputs in strips of
+    /// SCALED_ROWS_STRIP) and by the GEMM crate (neither), against the
+    /// naive sum; beta == 0 ignores a NaN in C; the same bits on one
+    /// thread and on two, and from the serial entry point.
+    #[test]
+    fn matrix_vector_products_in_every_layout() {
+        let mut s = 5;
+        for &(p, k) in &[
+            (1, 3),
+            (7, 1),
+            (33, 17),
+            (SCALED_ROWS_STRIP + 3, 9),
+            (600, 700),
+        ] {
+            let mat: Vec<f64> = (0..p * k).map(|_| lcg(&mut s)).collect();
+            let x: Vec<f64> = (0..2 * k).map(|_| lcg(&mut s)).collect();
+            let c0: Vec<f64> = (0..2 * p).map(|_| lcg(&mut s)).collect();
+            for (alpha, beta) in [(1.0, 0.0), (0.5, -2.0)] {
+                // M (p×k) row-major (rm = k, cm = 1) or column-major (rm =
+                // 1, cm = p); x contiguous or every other element.
+                for (rm, cm) in [(k as isize, 1), (1, p as isize)] {
+                    for sx in [1isize, 2] {
+                        let at = |i: usize, l: usize| mat[i * rm as usize + l * cm as usize];
+                        let want: Vec<f64> = (0..p)
+                            .map(|i| {
+                                let d: f64 = (0..k).map(|l| at(i, l) * x[l * sx as usize]).sum();
+                                alpha * d + beta * c0[2 * i]
+                            })
+                            .collect();
+                        let mut outs = Vec::new();
+                        for (threads, serial) in [(1, false), (2, false), (2, true)] {
+                            crate::parallel::set_num_threads(threads);
+                            // y = M·x as C (p×1) = A·B, and as C (1×p) =
+                            // x^T·M^T; C every other element, NaN when beta == 0.
+                            for row in [false, true] {
+                                let mut c: Vec<f64> = if beta == 0.0 {
+                                    vec![f64::NAN; 2 * p]
+                                } else {
+                                    c0.clone()
+                                };
+                                let (mm, nn) = if row { (1, p) } else { (p, 1) };
+                                let (ga, gb) = if row {
+                                    ((x.as_ptr(), 0, sx), (mat.as_ptr(), cm, rm))
+                                } else {
+                                    ((mat.as_ptr(), rm, cm), (x.as_ptr(), sx, 0))
+                                };
+                                let gc = if row {
+                                    (c.as_mut_ptr(), 0, 2)
+                                } else {
+                                    (c.as_mut_ptr(), 2, 0)
+                                };
+                                // SAFETY: the strides address within the buffers.
+                                unsafe {
+                                    if serial {
+                                        serial_gemm_f64(mm, k, nn, alpha, ga, gb, beta, gc);
+                                    } else {
+                                        kiln_gemm_f64(
+                                            mm, k, nn, alpha, ga.0, ga.1, ga.2, gb.0, gb.1, gb.2,
+                                            beta, gc.0, gc.1, gc.2,
+                                        );
+                                    }
+                                }
+                                outs.push(c.iter().step_by(2).copied().collect::<Vec<f64>>());
+                            }
+                        }
+                        crate::parallel::set_num_threads(0);
+                        for (i, &w) in want.iter().enumerate() {
+                            let got = outs[0][i];
+                            assert!((got - w).abs() < 1e-12, "{p}x{k} ({rm},{cm}) sx {sx}: {i}");
+                        }
+                        for o in &outs[1..] {
+                            assert!(
+                                o.iter()
+                                    .zip(&outs[0])
+                                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                                "{p}x{k} ({rm},{cm}) sx {sx}: bits differ"
+                            );
+                        }
+                    }
+                }
             }
         }
     }

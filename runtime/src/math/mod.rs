@@ -63,7 +63,8 @@ pub use fold::{
 };
 pub use pair::{kiln_sigmoid_pair_f64, pair_symbols, sigmoid_pair_f64};
 pub use rowcol::{
-    column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_sum_f64, rowcol_symbols, sum_f64,
+    column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_scaled_rows_f64, kiln_sum_f64,
+    rowcol_symbols, sum_f64,
 };
 pub use softmax::{kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, LanePass, SHORT_ROW};
 pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};

@@ -9,6 +9,10 @@
 //! - `kiln_dot_f64(x, y, n)` = Σ x_i·y_i (each product rounded, then
 //!   added: no fused multiply-add, so every variant gives the same bits).
 //!
+//! The *scaled-rows* pass `kiln_scaled_rows_f64(acc, x, n, rows, stride,
+//! s, s_stride)` adds `s_r·x_r[j]` to `acc[j]` for each row `r` in order
+//! (a matrix-vector product over contiguous matrix columns).
+//!
 //! Summation order (invariant, as in `fold`): element `i` goes to lane
 //! partial `i mod LANES` in index order, the partials are combined by a
 //! fixed halving tree; the order depends only on `n`, never on the variant.
@@ -237,6 +241,25 @@ unsafe fn columns<A: Copy, T: Copy>(
         // SAFETY: the caller's contract, for the one row.
         return unsafe { column(acc, x, n, f) };
     }
+    // SAFETY: the caller's contract.
+    unsafe { columns_with(acc, x, n, rows, stride, |_| (), |a, e, ()| f(a, e)) }
+}
+
+/// [`columns`] with a value per row: `acc[j] = f(acc[j], x_r[j],
+/// row(r))` (`row` is called once per row and block of accumulators).
+///
+/// # Safety
+/// As for [`columns`]; `row(r)` is called for `r < rows` only.
+#[inline(always)]
+unsafe fn columns_with<A: Copy, T: Copy, R: Copy>(
+    acc: *mut A,
+    x: *const T,
+    n: usize,
+    rows: usize,
+    stride: isize,
+    row: impl Fn(usize) -> R,
+    f: impl Fn(A, T, R) -> A,
+) {
     let mut r = 0;
     while r < rows {
         // The row count of a block is a run-time value on purpose: with a
@@ -251,12 +274,13 @@ unsafe fn columns<A: Copy, T: Copy>(
             // read and write are unaligned.
             unsafe {
                 let mut a: [A; COLUMN_STRIP] = ptr::read_unaligned(acc.add(j) as *const _);
-                let mut row = xr.add(j);
-                for _ in 0..block {
+                let mut xk = xr.add(j);
+                for k in 0..block {
+                    let v = row(r + k);
                     for (l, al) in a.iter_mut().enumerate() {
-                        *al = f(*al, *row.add(l));
+                        *al = f(*al, *xk.add(l), v);
                     }
-                    row = row.wrapping_offset(stride);
+                    xk = xk.wrapping_offset(stride);
                 }
                 ptr::write_unaligned(acc.add(j) as *mut _, a);
             }
@@ -267,7 +291,11 @@ unsafe fn columns<A: Copy, T: Copy>(
             unsafe {
                 let mut a = *acc.add(j);
                 for k in 0..block {
-                    a = f(a, *xr.wrapping_offset(k as isize * stride).add(j));
+                    a = f(
+                        a,
+                        *xr.wrapping_offset(k as isize * stride).add(j),
+                        row(r + k),
+                    );
                 }
                 *acc.add(j) = a;
             }
@@ -300,6 +328,14 @@ dispatched!(
 dispatched!(
     /// Returns Σ x_i·y_i over `n` f64 pairs (0 for `n == 0`).
     kiln_dot_f64 [dot_avx512, dot_avx2, dot_base] (x: *const f64, y: *const f64, n: usize) -> f64 = dot(x, y, n)
+);
+dispatched!(
+    /// `acc[j] += s_r·x_r[j]` for `j < n`, for rows `x_r = x + r·stride`
+    /// and factors `s_r = s[r·s_stride]`, `r = 0 .. rows` in order (each
+    /// product rounded, then added: the same bits from every variant): a
+    /// matrix-vector product whose matrix columns are contiguous, one strip
+    /// of outputs at a time. `s` is valid for the `rows` factors.
+    kiln_scaled_rows_f64 [scaled_rows_avx512, scaled_rows_avx2, scaled_rows_base] (acc: *mut f64, x: *const f64, n: usize, rows: usize, stride: isize, s: *const f64, s_stride: isize) = columns_with(acc, x, n, rows, stride, |r| *s.offset(r as isize * s_stride), |a, e, f| a + f * e)
 );
 dispatched!(
     /// The number of finite values among the `n` f64 values at `x`
