@@ -4,9 +4,10 @@ boolean logic, integer and f32 arithmetic, broadcasting, transcendental
 mixes), timed with kiln.evaluate, numexpr.evaluate and numpy in one process
 on the same arrays, in interleaved rounds (as inprocess.py).
 
-Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices and
-1,000,000 rows of 4 or 8 (standard normal floats, integers in 1..=9, f32
-copies of the floats). Each entry
+Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices (and the
+transpose of one, a Fortran-ordered view), a vector of 2000 and 1,000,000
+rows of 4 or 8 (standard normal floats, integers in 1..=9, f32 copies of
+the floats). Each entry
 gives the kiln expression, the numpy code and the numexpr expression (None
 where numexpr cannot express it: keepdims, a reduction inside an
 expression, integer division, bit operations, mean). numexpr's reductions
@@ -120,6 +121,21 @@ CORPUS = [
     ("short_rows_argmax", "argmax(S, axis=1)", "np.argmax(S, axis=1)", None),
     ("argmax_all", "argmax(x)", "np.argmax(x)", None),
     ("argmin_rows", "argmin(X, axis=1)", "np.argmin(X, axis=1)", None),
+    # Other layouts and matrix-vector products (XT: X's transpose, a
+    # Fortran-ordered view; v: a vector of 2000).
+    ("sum_T_axis0", "sum(XT, axis=0)", "np.sum(XT, axis=0)", "sum(XT, axis=0)"),
+    ("max_T_axis1", "max(XT, axis=1)", "np.max(XT, axis=1)", "max(XT, axis=1)"),
+    ("sum_exp_T", "sum(exp(XT), axis=0)", "np.sum(np.exp(XT), axis=0)", "sum(exp(XT), axis=0)"),
+    ("argmax_T_axis0", "argmax(XT, axis=0)", "np.argmax(XT, axis=0)", None),
+    ("cumsum_T_axis1", "cumsum(XT, axis=1)", "np.cumsum(XT, axis=1)", None),
+    ("copy_T", "XT + 0", "XT + 0", "XT + 0"),
+    ("symmetrize", "X + XT", "X + XT", "X + XT"),
+    ("matvec", "dot(X, v)", "X @ v", None),
+    ("vecmat", "dot(v, X)", "v @ X", None),
+    ("softmax_axis0", "softmax(X, axis=0)",
+     "(lambda e: e / e.sum(axis=0))(np.exp(X - X.max(axis=0)))", None),
+    ("logsumexp_axis0", "logsumexp(X, axis=0)",
+     "(lambda m: np.log(np.exp(X - m).sum(axis=0)) + m)(X.max(axis=0))", None),
     # Transcendental mixes.
     ("exp_sin", "exp(-x**2) * sin(y)", "np.exp(-x**2) * np.sin(y)", "exp(-x**2) * sin(y)"),
     ("log_sqrt", "log(1 + sqrt(abs(x)))", "np.log(1 + np.sqrt(np.abs(x)))",
@@ -154,6 +170,7 @@ def arrays(n, m, seed=2024):
         "r": rng.standard_normal((1, m)), "c": rng.standard_normal((m, 1)),
         "S": rng.standard_normal((n // 4, 4)), "s4": rng.standard_normal(4),
         "sc": rng.standard_normal((n // 4, 1)), "W": rng.standard_normal((n // 4, 8)),
+        "XT": X.T, "v": rng.standard_normal(m),
     }
 
 
