@@ -11,7 +11,7 @@
 //! The iteration space is first put in the memory order of the input
 //! (for a `FusedReduce`, the first input spanning the whole shape), so
 //! that a transposed or Fortran-ordered input streams through memory as a
-//! row-major one does ([`Space::in_order`]).
+//! row-major one does (`Space::in_order`).
 //!
 //! Invariants: max and min of an empty axis are errors (no identity), as in
 //! the reference; whether a reduction is chunked, and where it is cut,

@@ -9,7 +9,7 @@
 //!   along the innermost axis read in place, the pass asking the cache
 //!   for the next lane of its chunk meanwhile (so that the next max pass
 //!   does not wait on memory; a hint: the same bits), others gathered into
-//!   scratch rows first, [`LANE_BLOCK`] neighbouring lanes at a time (and
+//!   scratch rows first, `LANE_BLOCK` neighbouring lanes at a time (and
 //!   softmax lanes scattered back);
 //! - shorter lanes go to the runtime's short-row pass, several rows per
 //!   vector group: `f64` rows along the innermost axis in place, others
