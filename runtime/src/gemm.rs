@@ -6,11 +6,17 @@
 //! Large products run with the crate's own `Parallelism::Rayon` inside the
 //! [`crate::parallel`] pool, unless called on a worker of a rayon pool
 //! (the caller is then parallel already: they run single-threaded there).
+//! An f64 product with one output row or column (a matrix-vector product)
+//! whose matrix rows or columns are contiguous skips the crate: it runs as
+//! inner products or scaled columns by the row passes of `math::rowcol`,
+//! threaded by outputs (`matrix_vector_f64`).
 //! Invariant: results do not depend on the thread
 //! count — the crate splits the output into the same mr×nr tiles whatever
 //! the thread count (its cache blocking depends only on m, n, k and the
 //! cache sizes), hands whole tiles to threads, and accumulates every tile
-//! over k in the same order (tested in `result_is_independent_of_threads`).
+//! over k in the same order (tested in `result_is_independent_of_threads`);
+//! a matrix-vector product computes each output alike on any thread
+//! (`matrix_vector_products_in_every_layout`).
 
 /// C (m×n) = alpha·A (m×k) · B (k×n) + beta·C, f64. Strides are in
 /// elements and may be negative or zero-free arbitrary (row stride `rs*`,
@@ -279,6 +285,7 @@ unsafe fn matrix_vector_f64(
             }
         };
         if threaded {
+            // Chunks of at least 2^15 matrix elements (256 KB).
             crate::parallel::parallel_for(p, (MATRIX_VECTOR_PARALLEL / 8 / k).max(1), &run);
         } else {
             run(0, p);
