@@ -388,6 +388,18 @@ pub fn permuted_strides(shape: &[usize], perm: &[usize]) -> SmallVec<[isize; 4]>
 /// `(outer, n, inner)` around one axis in it: [`Arr::lines_in_memory_order`].
 pub type MemoryLines = (SmallVec<[usize; 4]>, (usize, usize, usize));
 
+/// The memory order `order` (outermost first) of an array's axes with
+/// axis `axis` reduced away: the order of the reduced array's axes (an
+/// axis after `axis` moves down by one), in which a reduction along
+/// `axis` that scans in memory order lays out its result.
+pub fn order_without(order: &[usize], axis: usize) -> SmallVec<[usize; 4]> {
+    order
+        .iter()
+        .filter(|&&d| d != axis)
+        .map(|&d| if d > axis { d - 1 } else { d })
+        .collect()
+}
+
 /// Row-major contiguous strides of `shape`.
 pub fn c_strides(shape: &[usize]) -> SmallVec<[isize; 4]> {
     let mut s: SmallVec<[isize; 4]> = SmallVec::from_elem(0, shape.len());

@@ -28,7 +28,7 @@ use super::drive::drive;
 use super::state::{err, Exec};
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::buffer::{permuted_strides, Arr};
+use crate::linker::buffer::{order_without, permuted_strides, Arr};
 use crate::linker::plan::step::ArgReduceStep;
 use crate::ops::ArgOp;
 
@@ -311,12 +311,10 @@ impl Permuted {
     /// row-major.
     fn of(x: &Arr, axis: usize) -> Option<Permuted> {
         let (order, dims) = x.lines_in_memory_order(axis)?;
-        let out_order = order
-            .iter()
-            .filter(|&&d| d != axis)
-            .map(|&d| if d > axis { d - 1 } else { d })
-            .collect();
-        Some(Permuted { dims, out_order })
+        Some(Permuted {
+            dims,
+            out_order: order_without(&order, axis),
+        })
     }
 }
 

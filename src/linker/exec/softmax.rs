@@ -30,7 +30,7 @@ use kiln_runtime::math::{lane_f64, short_rows_f64, SHORT_ROW};
 use super::state::Exec;
 use crate::error::Result;
 use crate::graph::DType;
-use crate::linker::buffer::permuted_strides;
+use crate::linker::buffer::{order_without, permuted_strides};
 use crate::linker::plan::step::{LanePass, SoftmaxStep};
 
 /// Short lanes gathered per block (when not read in place).
@@ -74,14 +74,10 @@ impl Exec<'_> {
                 Some((a, (order, dims))) => {
                     // Lanes in memory order; the output laid out in that order
                     // (logsumexp: its kept axes').
-                    let out_order: Vec<usize> = if reduces {
-                        order
-                            .iter()
-                            .filter(|&&d| d != a)
-                            .map(|&d| if d > a { d - 1 } else { d })
-                            .collect()
+                    let out_order = if reduces {
+                        order_without(&order, a)
                     } else {
-                        order.to_vec()
+                        order
                     };
                     let mut out = self.alloc(name, x.dtype, &out_shape)?;
                     out.strides = permuted_strides(&out_shape, &out_order);
