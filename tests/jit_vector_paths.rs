@@ -520,6 +520,85 @@ fn arctan2_block_function_and_special_pairs() {
     check(&[y, x], &[out], &vals, 2, "arctan2 of a strided operand");
 }
 
+/// `hypot` takes the runtime's block function on the contiguous path:
+/// within its 1-ULP bound of the reference (`f64::hypot`) on random pairs
+/// of every magnitude (both of the kernel's scaling ranges, subnormals,
+/// operands far apart in size), exact on the special pairs (an infinity
+/// wins over NaN, zeros give +0), in f64 and f32 (rounded once); a step-2
+/// operand (gathered into blocks by the driver) stays within the bound.
+#[test]
+fn hypot_block_function_and_special_pairs() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -3.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        5e-324,
+        -1e308,
+        1e-300,
+    ];
+    let mut xs = vec![];
+    let mut ys = vec![];
+    for &a in &specials {
+        for &b in &specials {
+            xs.push(a);
+            ys.push(b);
+        }
+    }
+    // Magnitudes e^u for u uniform in [-744, 709], signs from a second draw.
+    let wide = |seed: u64| -> Vec<f64> {
+        let u = rand_f64(&[3000], seed, -744.0, 709.0);
+        let s = rand_f64(&[3000], seed + 100, -1.0, 1.0);
+        u.iter()
+            .zip(s.iter())
+            .map(|(&u, &s)| u.exp().copysign(s))
+            .collect()
+    };
+    xs.extend(rand_f64(&[3000], 31, -3.0, 3.0).iter());
+    ys.extend(rand_f64(&[3000], 32, -3.0, 3.0).iter());
+    xs.extend(wide(33));
+    ys.extend(wide(34));
+    let n = xs.len();
+    for dtype in [DType::F64, DType::F32] {
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
+        let out = build("hypot(x, y)", &vars);
+        let vals = [
+            Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
+            Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
+        ];
+        let fg = FunctionGraph::new(&[x.clone(), y.clone()], std::slice::from_ref(&out)).unwrap();
+        let want = eval::evaluate(&fg, &vals).unwrap();
+        let f = function(&[x, y], &[out]).compile().unwrap();
+        let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
+        assert_values(&got[0], &want[0], 1, &format!("hypot {dtype:?}"));
+        // The special pairs (the first 100) are exact where the result is
+        // not finite or is zero.
+        let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
+        for i in 0..specials.len() * specials.len() {
+            if !w[i].is_finite() || w[i] == 0.0 || g[i] == 0.0 {
+                assert_eq!(ulps(g[i], w[i], dtype), 0, "pair {i}: {} vs {}", g[i], w[i]);
+            }
+        }
+    }
+    // A step-2 view.
+    let (x, y, vars) = pair(["x", "y"], DType::F64, &[None]);
+    let out = build("hypot(x[::2], y)", &vars);
+    let vals = [
+        Value::F64(
+            ArrayD::from_shape_vec(
+                vec![8000],
+                rand_f64(&[8000], 35, -2.0, 2.0).into_raw_vec_and_offset().0,
+            )
+            .unwrap(),
+        ),
+        Value::F64(rand_f64(&[4000], 36, -2.0, 2.0)),
+    ];
+    check(&[x, y], &[out], &vals, 1, "hypot of a strided operand");
+}
+
 /// Kernels of many operands check their strides for the vector path with
 /// one runtime call (more than 8 inputs, or more than 8 outputs): a
 /// Composite of 11 inputs (ten vectors and a broadcast scalar) and the

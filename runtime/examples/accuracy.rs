@@ -72,6 +72,14 @@ fn main() {
     );
     binary_row(
         &mut md,
+        "hypot",
+        measure_hypot(41),
+        measure_hypot_specials(),
+        "std hypot",
+        "(x, y) ∈ [-1,1]², |x|, |y| ∈ exp[-745,709] with random signs, |y| ∈ [0.5, 2]·|x|; all pairs of specials",
+    );
+    binary_row(
+        &mut md,
         "sigmoid_binary_crossentropy",
         measure_sigmoid_xent(31),
         measure_sigmoid_xent_specials(),
@@ -174,13 +182,12 @@ fn binary_row(
 /// The section on the functions kiln calls per element instead of from this runtime.
 const PER_ELEMENT_NOTE: &str = "\n## Per-element calls outside this runtime
 
-`hypot` and float `fmod` have no block function: JIT code calls per element
-the same Rust functions the reference evaluator uses (`f64::hypot`, `%`,
-which go to the platform C library's `hypot` and `fmod`;
-`src/linker/codegen/mathcalls.rs`), so compiled and reference values are
-identical bit for bit. Their accuracy is the C library's: glibc documents
-`hypot` within 1 ULP; `fmod` is exact. `arctan2` has the block function
-above on a kernel's contiguous path (its strided and scalar paths call
-`f64::atan2` per element, like the reference). `f32` inputs are computed in
+Float `fmod` has no block function: JIT code calls per element the same
+Rust function the reference evaluator uses (`%`, which goes to the
+platform C library's exact `fmod`; `src/linker/codegen/mathcalls.rs`), so
+compiled and reference values are identical bit for bit. `arctan2` and
+`hypot` have the block functions above on a kernel's contiguous path
+(their strided and scalar paths call `f64::atan2` and `f64::hypot` per
+element, like the reference). `f32` inputs are computed in
 `f64` and rounded once, except by the native f32 kernels above.
 ";

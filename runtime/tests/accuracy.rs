@@ -196,6 +196,34 @@ fn arctan2() {
 }
 
 #[test]
+fn hypot() {
+    let (w64, w32) = measure_hypot(41);
+    assert!(
+        w64.0 <= 1.0,
+        "hypot f64: {} ULP at ({:e}, {:e})",
+        w64.0,
+        w64.1,
+        w64.2
+    );
+    assert!(
+        w32.0 <= 1.0,
+        "hypot f32: {} ULP at ({:e}, {:e})",
+        w32.0,
+        w32.1,
+        w32.2
+    );
+    // Zeros, infinities (which win over NaN) and NaN are exact.
+    let s = measure_hypot_specials();
+    assert!(
+        s.0 <= 1.0,
+        "hypot special ({:e}, {:e}): {} ULP",
+        s.1,
+        s.2,
+        s.0
+    );
+}
+
+#[test]
 fn pow_special_cases() {
     let inf = f64::INFINITY;
     let nan = f64::NAN;

@@ -2,7 +2,8 @@
 //!
 //! Every function exists for f64 and f32 in three forms:
 //! - an `extern "C"` entry point for JIT code, `kiln_<name>_<dtype>(x, out, n)`
-//!   (`kiln_pow_<dtype>(x, y, out, n)` for the binary `pow`); a unary
+//!   (`kiln_<name>_<dtype>(x, y, out, n)` for the binary `pow`,
+//!   `arctan2`, `hypot` and `sigmoid_binary_crossentropy`); a unary
 //!   function also has a pre-staged one, `kiln_<name>_pre_<dtype>(a, b,
 //!   out, n, mode)`, computing `f(a ⊕ b)` (see `source`), listed in
 //!   [`math_symbols`] only;
@@ -45,6 +46,7 @@ mod erf;
 mod exp;
 mod fold;
 mod hyperbolic;
+mod hypot;
 mod inverse_trig;
 mod log;
 mod pair;
@@ -153,6 +155,35 @@ macro_rules! each_variant {
             if isa() == Isa::Avx512 {
                 // SAFETY: features checked; slices of equal length.
                 unsafe { $m::$avx512($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                outs.push(o.clone());
+            }
+        }
+        outs
+    }};
+}
+
+/// [`each_variant`] for a binary function's f64 variants, on the pairs
+/// `(x[i], y[i])`.
+#[cfg(test)]
+macro_rules! each_variant2 {
+    ($m:ident, $x:ident, $y:ident) => {{
+        let mut outs = Vec::new();
+        let mut o = vec![0.0; $x.len()];
+        // SAFETY: slices of equal length (the caller asserts it).
+        unsafe { $m::f64_base($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
+        outs.push(o.clone());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                // SAFETY: features checked; slices of equal length.
+                unsafe { $m::f64_avx2($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                outs.push(o.clone());
+            }
+            if isa() == Isa::Avx512 {
+                // SAFETY: features checked; slices of equal length.
+                unsafe { $m::f64_avx512($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
                 outs.push(o.clone());
             }
         }
@@ -430,7 +461,7 @@ macro_rules! math_functions {
             mod $bm {
                 use super::dispatch::{binary_f32, binary_f64};
                 #[allow(unused_imports)]
-                use super::{activation, inverse_trig, pow};
+                use super::{activation, hypot, inverse_trig, pow};
 
                 /// AVX-512 variant.
                 ///
@@ -596,6 +627,15 @@ macro_rules! math_functions {
         pub(crate) fn all_variants_unary(x: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
             vec![$(($name, each_variant!($m, x, f64_base, f64_avx2, f64_avx512)),)*]
         }
+
+        /// Test hook: runs every binary function on the pairs `(x[i], y[i])`
+        /// with each ISA variant the CPU supports and returns, per function
+        /// name, the results of each.
+        #[cfg(test)]
+        pub(crate) fn all_variants_binary(x: &[f64], y: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
+            assert_eq!(x.len(), y.len());
+            vec![$(($bname, each_variant2!($bm, x, y)),)*]
+        }
     };
 }
 
@@ -633,6 +673,8 @@ math_functions! {
         ("pow", v_pow, lanes pow::pow, pow::pow_f32_kernel, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "1 (f64 log and exp, faithful after rounding)"),
         ("arctan2", v_atan2, lanes inverse_trig::atan2, inverse_trig::atan2, kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
             "atan2(x, y) (the angle of the point (y, x))", "2", "0 measured (<= 1 by construction)"),
+        ("hypot", v_hypot, lanes hypot::hypot, hypot::hypot, kiln_hypot_f64, kiln_hypot_f32, hypot_f64, hypot_f32,
+            "sqrt(x² + y²) without intermediate overflow", "1", "0 measured (<= 1 by construction)"),
         ("sigmoid_binary_crossentropy", v_sigmoid_xent,
             staged activation::sigmoid_binary_crossentropy_staged, activation::sigmoid_binary_crossentropy,
             kiln_sigmoid_binary_crossentropy_f64, kiln_sigmoid_binary_crossentropy_f32,
@@ -681,6 +723,46 @@ mod tests {
         ]);
         for (name, outs) in all_variants_unary(&x) {
             assert_same_bits(name, &x, &outs, f64::to_bits);
+        }
+    }
+
+    /// The binary functions give the same bits in every ISA variant, on
+    /// pairs of ordinary values, specials (signed zeros, infinities, NaNs
+    /// with a sign and payloads, subnormals) and magnitudes at both ends of
+    /// the range.
+    #[test]
+    fn binary_variants_agree_bitwise() {
+        let mut vals: Vec<f64> = (0..40).map(|i| (i as f64 - 20.0) * 0.37).collect();
+        vals.extend([
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7FF8_0000_0000_0FFF),
+            5e-324,
+            1e-310,
+            1e300,
+            -1e-300,
+            f64::MAX,
+        ]);
+        let x: Vec<f64> = vals
+            .iter()
+            .flat_map(|&a| vals.iter().map(move |_| a))
+            .collect();
+        let y: Vec<f64> = vals.iter().flat_map(|_| vals.iter().copied()).collect();
+        for (name, outs) in all_variants_binary(&x, &y) {
+            for o in &outs[1..] {
+                for (i, (&a, &b)) in outs[0].iter().zip(o).enumerate() {
+                    assert!(
+                        a.to_bits() == b.to_bits(),
+                        "{name}({}, {}) differs: {a} vs {b}",
+                        x[i],
+                        y[i]
+                    );
+                }
+            }
         }
     }
 
@@ -821,15 +903,16 @@ mod tests {
     #[test]
     fn symbols_listed() {
         let s = math_symbols();
-        // 24 unary functions (plain and pre-staged) and 3 binary ones, f64
+        // 24 unary functions (plain and pre-staged) and 4 binary ones, f64
         // and f32 each.
-        assert_eq!(s.len(), 102);
+        assert_eq!(s.len(), 104);
         assert!(s.iter().any(|(n, _)| *n == "kiln_tanh_pre_f32"));
         assert!(s
             .iter()
             .any(|(n, _)| *n == "kiln_sigmoid_binary_crossentropy_f32"));
         assert!(s.iter().any(|(n, _)| *n == "kiln_pow_f32"));
         assert!(s.iter().any(|(n, _)| *n == "kiln_arctan2_f64"));
+        assert!(s.iter().any(|(n, _)| *n == "kiln_hypot_f32"));
         assert!(s.iter().all(|(_, p)| !p.is_null()));
     }
 }

@@ -621,6 +621,53 @@ pub fn measure_atan2_specials() -> (f64, f64, f64) {
     worst_binary_f64(&ys, &xs, m::arctan2_f64, f64::atan2)
 }
 
+/// hypot's sample: a third (x, y) in [-1, 1]², a third with magnitudes
+/// log-uniform over [e^-745, e^709] each (both scalings, operands of very
+/// different sizes, subnormals), a third with |y| within a factor of 2 of
+/// |x| at magnitudes log-uniform over the same range; random signs.
+fn hypot_inputs(n: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = Rng(seed);
+    let mut xs = Vec::with_capacity(n);
+    let mut ys = Vec::with_capacity(n);
+    let sign = |r: &mut Rng| if r.next() < 0.5 { -1.0 } else { 1.0 };
+    for i in 0..n {
+        let (x, y) = match i % 3 {
+            0 => (-1.0 + 2.0 * r.next(), -1.0 + 2.0 * r.next()),
+            1 => (
+                sign(&mut r) * (-745.0 + 1454.0 * r.next()).exp(),
+                sign(&mut r) * (-745.0 + 1454.0 * r.next()).exp(),
+            ),
+            _ => {
+                let x = sign(&mut r) * (-745.0 + 1454.0 * r.next()).exp();
+                (x, sign(&mut r) * x.abs() * (0.5 + 1.5 * r.next()))
+            }
+        };
+        xs.push(x);
+        ys.push(y);
+    }
+    (xs, ys)
+}
+
+/// Measures hypot against std's: (f64 max ULP, at (x, y)), (f32 max ULP,
+/// at (x, y)).
+pub fn measure_hypot(seed: u64) -> ((f64, f64, f64), (f64, f32, f32)) {
+    let (xs, ys) = hypot_inputs(points(), seed);
+    let x32: Vec<f32> = xs.iter().map(|&v| v as f32).collect();
+    let y32: Vec<f32> = ys.iter().map(|&v| v as f32).collect();
+    (
+        worst_binary_f64(&xs, &ys, m::hypot_f64, f64::hypot),
+        worst_binary_f32(&x32, &y32, m::hypot_f32, f64::hypot),
+    )
+}
+
+/// Worst hypot error over all pairs of special values, against std's.
+pub fn measure_hypot_specials() -> (f64, f64, f64) {
+    let mut sp: Vec<f64> = SPECIALS.to_vec();
+    sp.extend([1.0, -1.0, 3.0, -4.0]);
+    let (xs, ys) = all_pairs(&sp);
+    worst_binary_f64(&xs, &ys, m::hypot_f64, f64::hypot)
+}
+
 /// `y·softplus(-x) + (1-y)·softplus(x)` from std functions, in the
 /// kernel's non-cancelling form (non-negative terms for y in [0, 1]).
 fn xent_ref(z: f64, t: f64) -> f64 {
