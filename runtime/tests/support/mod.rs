@@ -384,7 +384,7 @@ pub fn unary_table() -> Vec<Unary> {
             libm::erf,
             "libm crate",
             &[Uni(-6.0, 6.0), Uni(-1.0, 1.0), Log(TINY, 1.0, true)],
-            4.0
+            2.0
         ),
         u!(
             "erfc",
