@@ -668,7 +668,7 @@ math_functions! {
         ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, widen, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
         ("arccosh", v_acosh, lanes hyperbolic::acosh, None, widen, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
         ("erf", v_erf, lanes erf::erf, None, widen, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "2", "0 measured (<= 1 by construction)"),
-        ("erfc", v_erfc, lanes erf::erfc, None, widen, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
+        ("erfc", v_erfc, lanes erf::erfc, Some(erf::ERFC_FIXUP), widen, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
     binary: [
         ("pow", v_pow, lanes pow::pow, pow::pow_f32_kernel, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "1 (f64 log and exp, faithful after rounding)"),
