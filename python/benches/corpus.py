@@ -146,6 +146,8 @@ CORPUS = [
      "np.where(x > 20, x, np.log1p(np.exp(x)))", "where(x > 20, x, log1p(exp(x)))"),
     ("arctan2", "arctan2(x, y)", "np.arctan2(x, y)", "arctan2(x, y)"),
     ("pow_frac", "abs(x) ** 1.5", "np.abs(x) ** 1.5", "abs(x) ** 1.5"),
+    ("pow_general", "abs(x) ** 1.7", "np.abs(x) ** 1.7", "abs(x) ** 1.7"),
+    ("hypot", "hypot(x, y)", "np.hypot(x, y)", "hypot(x, y)"),
     ("pythagoras", "cos(x)**2 + sin(x)**2", "np.cos(x)**2 + np.sin(x)**2",
      "cos(x)**2 + sin(x)**2"),
     ("gauss_2d", "exp(-(x**2 + y**2) / 2)", "np.exp(-(x**2 + y**2) / 2)",
