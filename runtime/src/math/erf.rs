@@ -123,18 +123,23 @@ const ERF_LAST: usize = 768;
 /// 1.5·2^52: t·128 + this has round(t·128) in its low mantissa bits.
 const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0;
 
-/// The error function (module docs).
+/// |x| clamped to [`ERF_END`] and split on the table's grid: (the row of
+/// r, r, d) with |x| = r + d, r = i/128, |d| <= 1/256, both exact. NaN
+/// takes the last row (the comparison is false); the callers replace its
+/// value.
 #[inline(always)]
-pub(crate) fn erf(x: f64) -> f64 {
-    // NaN takes the last grid point (the comparison is false) and is
-    // replaced at the end.
+fn grid(x: f64) -> ([f64; 3], f64, f64) {
     let t = sel(x.abs() < ERF_END, x.abs(), ERF_END);
     let m = t.mul_add(ERF_STEPS, ROUND_MAGIC);
     let i = ((m.to_bits() & 0x3ff) as usize).min(ERF_LAST);
     let r = (m - ROUND_MAGIC) * (1.0 / ERF_STEPS);
-    let d = t - r;
-    let [e_bits, _, s_bits] = ERF_TABLE[i];
-    let (e, s) = (f64::from_bits(e_bits), f64::from_bits(s_bits));
+    (ERF_TABLE[i].map(f64::from_bits), r, t - r)
+}
+
+/// The error function (module docs).
+#[inline(always)]
+pub(crate) fn erf(x: f64) -> f64 {
+    let ([e, _, s], r, d) = grid(x);
     // erf(r + d) = e + s·(d - r·d² + c3·d³ + ... + c6·d⁶): Taylor's
     // coefficients erf^(n)(r)/n! = s·(-1)^(n-1)·H_(n-1)(r)/n!.
     let r2 = r * r;
@@ -160,13 +165,7 @@ pub(crate) fn erf(x: f64) -> f64 {
 /// panic).
 #[inline(always)]
 pub(crate) fn erfc(x: f64) -> f64 {
-    let t = sel(x.abs() < ERF_END, x.abs(), ERF_END);
-    let m = t.mul_add(ERF_STEPS, ROUND_MAGIC);
-    let i = ((m.to_bits() & 0x3ff) as usize).min(ERF_LAST);
-    let r = (m - ROUND_MAGIC) * (1.0 / ERF_STEPS);
-    let d = t - r;
-    let [_, c_bits, s_bits] = ERF_TABLE[i];
-    let (c, s) = (f64::from_bits(c_bits), f64::from_bits(s_bits));
+    let ([_, c, s], r, d) = grid(x);
     let c2 = -r;
     let c3 = (-2.0 / 3.0) * r.mul_add(c2, 0.5);
     let c4 = -0.5 * c2.mul_add(2.0 / 3.0, r * c3);
