@@ -450,6 +450,80 @@ fn min_and_max_against_constants_keep_nan_and_signed_zeros() {
     }
 }
 
+/// Checks the binary block function `name(a, b)` on the contiguous path:
+/// in f64 within `bound64` ULP of the reference (the per-element `std`
+/// function) on every pair of `specials` followed by the pairs `(a[i],
+/// b[i])` of `more`, in f32 (rounded once) within 1 ULP; exact on the
+/// special pairs wherever the result is not finite or is zero; and a
+/// step-2 first operand (gathered into blocks by the driver) within
+/// `bound64` on random values from `seed`.
+fn check_binary_block_function(
+    name: &str,
+    specials: &[f64],
+    more: (&[f64], &[f64]),
+    bound64: u64,
+    seed: u64,
+) {
+    let mut xs = vec![];
+    let mut ys = vec![];
+    for &a in specials {
+        for &b in specials {
+            xs.push(a);
+            ys.push(b);
+        }
+    }
+    xs.extend(more.0);
+    ys.extend(more.1);
+    let n = xs.len();
+    for dtype in [DType::F64, DType::F32] {
+        let (a, b, vars) = pair(["a", "b"], dtype, &[None]);
+        let out = build(&format!("{name}(a, b)"), &vars);
+        let vals = [
+            Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
+            Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
+        ];
+        let fg = FunctionGraph::new(&[a.clone(), b.clone()], std::slice::from_ref(&out)).unwrap();
+        let want = eval::evaluate(&fg, &vals).unwrap();
+        let f = function(&[a, b], &[out]).compile().unwrap();
+        let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
+        let bound = if dtype == DType::F64 { bound64 } else { 1 };
+        assert_values(&got[0], &want[0], bound, &format!("{name} {dtype:?}"));
+        let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
+        for i in 0..specials.len() * specials.len() {
+            if !w[i].is_finite() || w[i] == 0.0 || g[i] == 0.0 {
+                assert_eq!(
+                    ulps(g[i], w[i], dtype),
+                    0,
+                    "{name} pair {i}: {} vs {}",
+                    g[i],
+                    w[i]
+                );
+            }
+        }
+    }
+    let (a, b, vars) = pair(["a", "b"], DType::F64, &[None]);
+    let out = build(&format!("{name}(a[::2], b)"), &vars);
+    let vals = [
+        Value::F64(
+            ArrayD::from_shape_vec(
+                vec![8000],
+                rand_f64(&[8000], seed, -2.0, 2.0)
+                    .into_raw_vec_and_offset()
+                    .0,
+            )
+            .unwrap(),
+        ),
+        Value::F64(rand_f64(&[4000], seed + 1, -2.0, 2.0)),
+    ];
+    check(
+        &[a, b],
+        &[out],
+        &vals,
+        bound64,
+        &format!("{name} of a strided operand"),
+    );
+}
+
 /// `arctan2` takes the runtime's block function on the contiguous path:
 /// within its 2-ULP bound of the reference (`f64::atan2`) on random pairs,
 /// every quadrant and the quotient boundaries, exact on the IEEE special
@@ -469,55 +543,12 @@ fn arctan2_block_function_and_special_pairs() {
         5e-324,
         -3.5,
     ];
-    let mut ys = vec![];
-    let mut xs = vec![];
-    for &a in &specials {
-        for &b in &specials {
-            ys.push(a);
-            xs.push(b);
-        }
-    }
-    let r = rand_f64(&[4000], 21, -3.0, 3.0);
-    let s = rand_f64(&[4000], 22, -3.0, 3.0);
-    ys.extend(r.iter());
-    xs.extend(s.iter());
-    let n = ys.len();
-    for dtype in [DType::F64, DType::F32] {
-        let (y, x, vars) = pair(["y", "x"], dtype, &[None]);
-        let out = build("arctan2(y, x)", &vars);
-        let vals = [
-            Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
-            Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
-        ];
-        let fg = FunctionGraph::new(&[y.clone(), x.clone()], std::slice::from_ref(&out)).unwrap();
-        let want = eval::evaluate(&fg, &vals).unwrap();
-        let f = function(&[y, x], &[out]).compile().unwrap();
-        let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
-        let bound = if dtype == DType::F64 { 2 } else { 1 };
-        assert_values(&got[0], &want[0], bound, &format!("arctan2 {dtype:?}"));
-        // The special pairs (the first 81) are exact.
-        let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
-        for i in 0..specials.len() * specials.len() {
-            let exact = !w[i].is_finite() || w[i] == 0.0 || g[i] == 0.0;
-            if exact {
-                assert_eq!(ulps(g[i], w[i], dtype), 0, "pair {i}: {} vs {}", g[i], w[i]);
-            }
-        }
-    }
-    // A step-2 view.
-    let (y, x, vars) = pair(["y", "x"], DType::F64, &[None]);
-    let out = build("arctan2(y[::2], x)", &vars);
-    let vals = [
-        Value::F64(
-            ArrayD::from_shape_vec(
-                vec![8000],
-                rand_f64(&[8000], 23, -2.0, 2.0).into_raw_vec_and_offset().0,
-            )
-            .unwrap(),
-        ),
-        Value::F64(rand_f64(&[4000], 24, -2.0, 2.0)),
-    ];
-    check(&[y, x], &[out], &vals, 2, "arctan2 of a strided operand");
+    let (ys, xs) = (
+        rand_f64(&[4000], 21, -3.0, 3.0),
+        rand_f64(&[4000], 22, -3.0, 3.0),
+    );
+    let (ys, xs) = (ys.as_slice().unwrap(), xs.as_slice().unwrap());
+    check_binary_block_function("arctan2", &specials, (ys, xs), 2, 23);
 }
 
 /// `hypot` takes the runtime's block function on the contiguous path:
@@ -540,14 +571,6 @@ fn hypot_block_function_and_special_pairs() {
         -1e308,
         1e-300,
     ];
-    let mut xs = vec![];
-    let mut ys = vec![];
-    for &a in &specials {
-        for &b in &specials {
-            xs.push(a);
-            ys.push(b);
-        }
-    }
     // Magnitudes e^u for u uniform in [-744, 709], signs from a second draw.
     let wide = |seed: u64| -> Vec<f64> {
         let u = rand_f64(&[3000], seed, -744.0, 709.0);
@@ -557,46 +580,11 @@ fn hypot_block_function_and_special_pairs() {
             .map(|(&u, &s)| u.exp().copysign(s))
             .collect()
     };
-    xs.extend(rand_f64(&[3000], 31, -3.0, 3.0).iter());
-    ys.extend(rand_f64(&[3000], 32, -3.0, 3.0).iter());
+    let mut xs: Vec<f64> = rand_f64(&[3000], 31, -3.0, 3.0).iter().copied().collect();
+    let mut ys: Vec<f64> = rand_f64(&[3000], 32, -3.0, 3.0).iter().copied().collect();
     xs.extend(wide(33));
     ys.extend(wide(34));
-    let n = xs.len();
-    for dtype in [DType::F64, DType::F32] {
-        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
-        let out = build("hypot(x, y)", &vars);
-        let vals = [
-            Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
-            Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
-        ];
-        let fg = FunctionGraph::new(&[x.clone(), y.clone()], std::slice::from_ref(&out)).unwrap();
-        let want = eval::evaluate(&fg, &vals).unwrap();
-        let f = function(&[x, y], &[out]).compile().unwrap();
-        let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
-        assert_values(&got[0], &want[0], 1, &format!("hypot {dtype:?}"));
-        // The special pairs (the first 100) are exact where the result is
-        // not finite or is zero.
-        let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
-        for i in 0..specials.len() * specials.len() {
-            if !w[i].is_finite() || w[i] == 0.0 || g[i] == 0.0 {
-                assert_eq!(ulps(g[i], w[i], dtype), 0, "pair {i}: {} vs {}", g[i], w[i]);
-            }
-        }
-    }
-    // A step-2 view.
-    let (x, y, vars) = pair(["x", "y"], DType::F64, &[None]);
-    let out = build("hypot(x[::2], y)", &vars);
-    let vals = [
-        Value::F64(
-            ArrayD::from_shape_vec(
-                vec![8000],
-                rand_f64(&[8000], 35, -2.0, 2.0).into_raw_vec_and_offset().0,
-            )
-            .unwrap(),
-        ),
-        Value::F64(rand_f64(&[4000], 36, -2.0, 2.0)),
-    ];
-    check(&[x, y], &[out], &vals, 1, "hypot of a strided operand");
+    check_binary_block_function("hypot", &specials, (&xs, &ys), 1, 35);
 }
 
 /// Kernels of many operands check their strides for the vector path with

@@ -135,14 +135,16 @@ macro_rules! f32_map {
 }
 
 /// Test hook body: the results of module `$m`'s baseline, AVX2 and AVX-512
-/// variants `$base`, `$avx2`, `$avx512` on `$x`, for each one the CPU has.
+/// variants `$base`, `$avx2`, `$avx512` on the input slices `[$x, ...]` (one
+/// for a unary function, two for a binary one; all of the first's length),
+/// for each variant the CPU has.
 #[cfg(test)]
 macro_rules! each_variant {
-    ($m:ident, $x:ident, $base:ident, $avx2:ident, $avx512:ident) => {{
+    ($m:ident, [$x:ident $(, $more:ident)*], $base:ident, $avx2:ident, $avx512:ident) => {{
         let mut outs = Vec::new();
         let mut o = vec![Default::default(); $x.len()];
         // SAFETY: slices of equal length.
-        unsafe { $m::$base($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+        unsafe { $m::$base($x.as_ptr(), $($more.as_ptr(),)* o.as_mut_ptr(), $x.len()) };
         outs.push(o.clone());
         #[cfg(target_arch = "x86_64")]
         {
@@ -150,41 +152,12 @@ macro_rules! each_variant {
                 && std::arch::is_x86_feature_detected!("fma")
             {
                 // SAFETY: features checked; slices of equal length.
-                unsafe { $m::$avx2($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                unsafe { $m::$avx2($x.as_ptr(), $($more.as_ptr(),)* o.as_mut_ptr(), $x.len()) };
                 outs.push(o.clone());
             }
             if isa() == Isa::Avx512 {
                 // SAFETY: features checked; slices of equal length.
-                unsafe { $m::$avx512($x.as_ptr(), o.as_mut_ptr(), $x.len()) };
-                outs.push(o.clone());
-            }
-        }
-        outs
-    }};
-}
-
-/// [`each_variant`] for a binary function's f64 variants, on the pairs
-/// `(x[i], y[i])`.
-#[cfg(test)]
-macro_rules! each_variant2 {
-    ($m:ident, $x:ident, $y:ident) => {{
-        let mut outs = Vec::new();
-        let mut o = vec![0.0; $x.len()];
-        // SAFETY: slices of equal length (the caller asserts it).
-        unsafe { $m::f64_base($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
-        outs.push(o.clone());
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                // SAFETY: features checked; slices of equal length.
-                unsafe { $m::f64_avx2($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
-                outs.push(o.clone());
-            }
-            if isa() == Isa::Avx512 {
-                // SAFETY: features checked; slices of equal length.
-                unsafe { $m::f64_avx512($x.as_ptr(), $y.as_ptr(), o.as_mut_ptr(), $x.len()) };
+                unsafe { $m::$avx512($x.as_ptr(), $($more.as_ptr(),)* o.as_mut_ptr(), $x.len()) };
                 outs.push(o.clone());
             }
         }
@@ -619,14 +592,14 @@ macro_rules! math_functions {
         /// Test hook: as [`all_variants_unary`], for the f32 forms.
         #[cfg(test)]
         pub(crate) fn all_variants_unary_f32(x: &[f32]) -> Vec<(&'static str, Vec<Vec<f32>>)> {
-            vec![$(($name, each_variant!($m, x, f32_base, f32_avx2, f32_avx512)),)*]
+            vec![$(($name, each_variant!($m, [x], f32_base, f32_avx2, f32_avx512)),)*]
         }
 
         /// Test hook: runs every unary function with each ISA variant the CPU
         /// supports and returns, per function name, the results of each.
         #[cfg(test)]
         pub(crate) fn all_variants_unary(x: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
-            vec![$(($name, each_variant!($m, x, f64_base, f64_avx2, f64_avx512)),)*]
+            vec![$(($name, each_variant!($m, [x], f64_base, f64_avx2, f64_avx512)),)*]
         }
 
         /// Test hook: runs every binary function on the pairs `(x[i], y[i])`
@@ -635,7 +608,7 @@ macro_rules! math_functions {
         #[cfg(test)]
         pub(crate) fn all_variants_binary(x: &[f64], y: &[f64]) -> Vec<(&'static str, Vec<Vec<f64>>)> {
             assert_eq!(x.len(), y.len());
-            vec![$(($bname, each_variant2!($bm, x, y)),)*]
+            vec![$(($bname, each_variant!($bm, [x, y], f64_base, f64_avx2, f64_avx512)),)*]
         }
     };
 }
@@ -703,51 +676,44 @@ mod tests {
         }
     }
 
+    /// The special inputs of the variant tests: signed zeros, infinities,
+    /// NaNs with a sign and payloads (every variant must propagate the same
+    /// NaN: tanh's reduction once made a payload's low bits an infinite 2^k
+    /// and flipped a NaN's sign on one ISA only), subnormals, magnitudes at
+    /// both ends of the range.
+    const VARIANT_SPECIALS: [f64; 15] = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7FF8_0000_0000_0FFF),
+        f64::from_bits(0xFFF8_0000_0000_0123),
+        5e-324,
+        1e-310,
+        -1e-300,
+        1e300,
+        f64::MAX,
+        700.0,
+        -0.5,
+    ];
+
     #[test]
     fn variants_agree_bitwise() {
         let mut x: Vec<f64> = (0..1000).map(|i| (i as f64 - 500.0) * 0.037).collect();
-        x.extend([
-            0.0,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            // NaNs with a sign and payloads: every variant propagates the
-            // same NaN (tanh's reduction once made a payload's low bits an
-            // infinite 2^k and flipped a NaN's sign on one ISA only).
-            -f64::NAN,
-            f64::from_bits(0x7FF8_0000_0000_0FFF),
-            f64::from_bits(0xFFF8_0000_0000_0123),
-            1e-310,
-            700.0,
-            -0.5,
-        ]);
+        x.extend(VARIANT_SPECIALS);
         for (name, outs) in all_variants_unary(&x) {
             assert_same_bits(name, &x, &outs, f64::to_bits);
         }
     }
 
-    /// The binary functions give the same bits in every ISA variant, on
-    /// pairs of ordinary values, specials (signed zeros, infinities, NaNs
-    /// with a sign and payloads, subnormals) and magnitudes at both ends of
-    /// the range.
+    /// The binary functions give the same bits in every ISA variant, on all
+    /// pairs of ordinary values and [`VARIANT_SPECIALS`].
     #[test]
     fn binary_variants_agree_bitwise() {
         let mut vals: Vec<f64> = (0..40).map(|i| (i as f64 - 20.0) * 0.37).collect();
-        vals.extend([
-            0.0,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-            -f64::NAN,
-            f64::from_bits(0x7FF8_0000_0000_0FFF),
-            5e-324,
-            1e-310,
-            1e300,
-            -1e-300,
-            f64::MAX,
-        ]);
+        vals.extend(VARIANT_SPECIALS);
         let x: Vec<f64> = vals
             .iter()
             .flat_map(|&a| vals.iter().map(move |_| a))
