@@ -450,15 +450,16 @@ fn min_and_max_against_constants_keep_nan_and_signed_zeros() {
     }
 }
 
-/// Checks the binary block function `name(a, b)` on the contiguous path:
-/// in f64 within `bound64` ULP of the reference (the per-element `std`
-/// function) on every pair of `specials` followed by the pairs `(a[i],
-/// b[i])` of `more`, in f32 (rounded once) within 1 ULP; exact on the
-/// special pairs wherever the result is not finite or is zero; and a
-/// step-2 first operand (gathered into blocks by the driver) within
-/// `bound64` on random values from `seed`.
+/// Checks the binary block function of the expression `expr(a, b)` on the
+/// contiguous path: in f64 within `bound64` ULP of the reference (the
+/// per-element `std` function) on every pair of `specials` followed by the
+/// pairs `(a[i], b[i])` of `more`, in f32 (rounded once) within 1 ULP (0
+/// for an exact function, `bound64` 0); exact on the special pairs wherever
+/// the result is not finite or is zero; and a step-2 first operand
+/// (gathered into blocks by the driver) within `bound64` on random values
+/// from `seed`.
 fn check_binary_block_function(
-    name: &str,
+    expr: &dyn Fn(&str, &str) -> String,
     specials: &[f64],
     more: (&[f64], &[f64]),
     bound64: u64,
@@ -475,9 +476,10 @@ fn check_binary_block_function(
     xs.extend(more.0);
     ys.extend(more.1);
     let n = xs.len();
+    let name = expr("a", "b");
     for dtype in [DType::F64, DType::F32] {
         let (a, b, vars) = pair(["a", "b"], dtype, &[None]);
-        let out = build(&format!("{name}(a, b)"), &vars);
+        let out = build(&name, &vars);
         let vals = [
             Value::F64(ArrayD::from_shape_vec(vec![n], xs.clone()).unwrap()).cast(dtype),
             Value::F64(ArrayD::from_shape_vec(vec![n], ys.clone()).unwrap()).cast(dtype),
@@ -486,7 +488,11 @@ fn check_binary_block_function(
         let want = eval::evaluate(&fg, &vals).unwrap();
         let f = function(&[a, b], &[out]).compile().unwrap();
         let got = f.call(&[(&vals[0]).into(), (&vals[1]).into()]).unwrap();
-        let bound = if dtype == DType::F64 { bound64 } else { 1 };
+        let bound = if dtype == DType::F64 {
+            bound64
+        } else {
+            bound64.min(1)
+        };
         assert_values(&got[0], &want[0], bound, &format!("{name} {dtype:?}"));
         let (g, w) = (got[0].to_f64_array(), want[0].to_f64_array());
         for i in 0..specials.len() * specials.len() {
@@ -502,7 +508,7 @@ fn check_binary_block_function(
         }
     }
     let (a, b, vars) = pair(["a", "b"], DType::F64, &[None]);
-    let out = build(&format!("{name}(a[::2], b)"), &vars);
+    let out = build(&expr("a[::2]", "b"), &vars);
     let vals = [
         Value::F64(
             ArrayD::from_shape_vec(
@@ -548,7 +554,13 @@ fn arctan2_block_function_and_special_pairs() {
         rand_f64(&[4000], 22, -3.0, 3.0),
     );
     let (ys, xs) = (ys.as_slice().unwrap(), xs.as_slice().unwrap());
-    check_binary_block_function("arctan2", &specials, (ys, xs), 2, 23);
+    check_binary_block_function(
+        &|a, b| format!("arctan2({a}, {b})"),
+        &specials,
+        (ys, xs),
+        2,
+        23,
+    );
 }
 
 /// `hypot` takes the runtime's block function on the contiguous path:
@@ -584,7 +596,72 @@ fn hypot_block_function_and_special_pairs() {
     let mut ys: Vec<f64> = rand_f64(&[3000], 32, -3.0, 3.0).iter().copied().collect();
     xs.extend(wide(33));
     ys.extend(wide(34));
-    check_binary_block_function("hypot", &specials, (&xs, &ys), 1, 35);
+    check_binary_block_function(
+        &|a, b| format!("hypot({a}, {b})"),
+        &specials,
+        (&xs, &ys),
+        1,
+        35,
+    );
+}
+
+/// `fmod`, `%` and `//` take the runtime's exact block functions on the
+/// contiguous path: bit for bit the reference's (C's `fmod`, numpy's
+/// remainder and floor division) on the special pairs (zero and infinite
+/// divisors, infinite and NaN dividends: the lanes the runtime recomputes
+/// with the C library), on quotients just below and above an integer (the
+/// fast path's correction), at the 2^52 edge of its range and on random
+/// pairs of magnitudes up to 2^60 apart; in f32 too, and with a step-2
+/// operand.
+#[test]
+fn remainder_block_functions_are_exact() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -3.5,
+        0.1,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        5e-324,
+        -1e308,
+    ];
+    let u = rand_f64(&[3000], 41, -60.0, 60.0);
+    let v = rand_f64(&[3000], 42, -60.0, 60.0);
+    let s = rand_f64(&[3000], 43, -1.0, 1.0);
+    let mut xs: Vec<f64> = u
+        .iter()
+        .zip(s.iter())
+        .map(|(&e, &s)| e.exp2().copysign(s))
+        .collect();
+    let mut ys: Vec<f64> = v.iter().map(|&e| (e / 4.0).exp2()).collect();
+    // Multiples of a divisor one ULP either side: quotients that round
+    // onto the integer they miss.
+    for (k, &y) in ys.clone().iter().enumerate().take(1000) {
+        let p = (k as f64 + 1.0) * y;
+        for q in [p.next_down(), p, p.next_up()] {
+            xs.push(q);
+            ys.push(y);
+        }
+    }
+    for k in [-2.0, 0.0, 2.0] {
+        xs.extend([
+            (4_503_599_627_370_496.0 + k) * 0.75,
+            -(9_007_199_254_740_992.0 + k),
+        ]);
+        ys.extend([0.75, 2.0]);
+    }
+    for (expr, seed) in [
+        (
+            &(|a: &str, b: &str| format!("fmod({a}, {b})")) as &dyn Fn(&str, &str) -> String,
+            44,
+        ),
+        (&|a, b| format!("{a} % {b}"), 45),
+        (&|a, b| format!("{a} // {b}"), 46),
+    ] {
+        check_binary_block_function(expr, &specials, (&xs, &ys), 0, seed);
+    }
 }
 
 /// Kernels of many operands check their strides for the vector path with

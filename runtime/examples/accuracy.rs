@@ -179,13 +179,19 @@ fn binary_row(
     );
 }
 
-/// The section on the functions kiln calls per element instead of from this runtime.
-const PER_ELEMENT_NOTE: &str = "\n## Per-element calls outside this runtime
+/// The section on the exact block functions and on the functions kiln calls per element instead of from this runtime.
+const PER_ELEMENT_NOTE: &str =
+    "\n## Exact block functions and per-element calls outside this runtime
 
-Float `fmod` has no block function: JIT code calls per element the same
-Rust function the reference evaluator uses (`%`, which goes to the
-platform C library's exact `fmod`; `src/linker/codegen/mathcalls.rs`), so
-compiled and reference values are identical bit for bit. `arctan2` and
+Float `fmod`, `%` (numpy's remainder) and `//` (numpy's floor division)
+have exact block functions on a kernel's contiguous path
+(`math/remainder.rs`: one division, truncation and fused multiply-add per
+value, the pairs with |x / y| >= 2^52 or a zero or infinite divisor through
+the C library's `fmod`), bit for bit the functions the reference evaluator
+uses (Rust's `%`, the platform C library's exact `fmod`, and numpy's
+corrections), asserted by the runtime's unit tests and
+`tests/jit_vector_paths.rs`; their strided and scalar paths call those
+functions per element (`src/linker/codegen/mathcalls.rs`). `arctan2` and
 `hypot` have the block functions above on a kernel's contiguous path
 (their strided and scalar paths call `f64::atan2` and `f64::hypot` per
 element, like the reference). `f32` inputs are computed in

@@ -4,8 +4,9 @@
 //! input (the f32 ones widen each group to f64, run the f64 kernel and
 //! round once, except for the functions with a native single-precision
 //! kernel in `single`, whose driver maps groups of `single::LANES32` f32
-//! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver copies up to [`BLOCK`] pairs into
-//! stack buffers first. Each group or block is read before its results are
+//! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver of a scalar kernel copies up to [`BLOCK`] pairs
+//! into stack buffers first, that of a group map widens groups as the unary
+//! one does. Each group or block is read before its results are
 //! written, so `out` may be the same pointer as `x` (in place); partially
 //! overlapping buffers are not supported.
 //!
@@ -428,6 +429,54 @@ pub(crate) unsafe fn binary_f32(
         // SAFETY: see `unary_f64`.
         unsafe { ptr::copy_nonoverlapping(bx.as_ptr(), out.add(i), len) };
         i += len;
+    }
+}
+
+/// f32 version of [`binary_f64`] for a group map: each group of [`LANES`]
+/// pairs is loaded straight from `x` and `y`, widened, mapped by the f64
+/// group map `g` and rounded once (the last `n % LANES` through zero-padded
+/// local arrays), as [`unary_f32`] does for unary kernels; for kernels with
+/// a fixup inside their group map (`remainder`).
+///
+/// # Safety
+/// As for [`binary_f64`].
+#[inline(always)]
+pub(crate) unsafe fn binary_f32_grouped(
+    x: *const f32,
+    y: *const f32,
+    out: *mut f32,
+    n: usize,
+    g: impl Fn(&mut [f64; LANES], &[f64; LANES]),
+) {
+    let mut i = 0;
+    while i + LANES <= n {
+        // SAFETY: x[i..i+LANES] and y[i..i+LANES] are readable (i + LANES <= n).
+        let (a, b): ([f32; LANES], [f32; LANES]) = unsafe {
+            (
+                ptr::read_unaligned(x.add(i) as *const [f32; LANES]),
+                ptr::read_unaligned(y.add(i) as *const [f32; LANES]),
+            )
+        };
+        let mut v = a.map(f64::from);
+        g(&mut v, &b.map(f64::from));
+        // SAFETY: out[i..i+LANES] is writable; both inputs were read above.
+        unsafe { ptr::write_unaligned(out.add(i) as *mut [f32; LANES], v.map(|w| w as f32)) };
+        i += LANES;
+    }
+    if i < n {
+        let len = n - i;
+        let mut a = [0.0f32; LANES];
+        let mut b = [0.0f32; LANES];
+        // SAFETY: x[i..n], y[i..n] readable; len < LANES.
+        unsafe {
+            ptr::copy_nonoverlapping(x.add(i), a.as_mut_ptr(), len);
+            ptr::copy_nonoverlapping(y.add(i), b.as_mut_ptr(), len);
+        }
+        let mut v = a.map(f64::from);
+        g(&mut v, &b.map(f64::from));
+        let narrow = v.map(|w| w as f32);
+        // SAFETY: out[i..n] writable.
+        unsafe { ptr::copy_nonoverlapping(narrow.as_ptr(), out.add(i), len) };
     }
 }
 

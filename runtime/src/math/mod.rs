@@ -3,7 +3,8 @@
 //! Every function exists for f64 and f32 in three forms:
 //! - an `extern "C"` entry point for JIT code, `kiln_<name>_<dtype>(x, out, n)`
 //!   (`kiln_<name>_<dtype>(x, y, out, n)` for the binary `pow`,
-//!   `arctan2`, `hypot` and `sigmoid_binary_crossentropy`); a unary
+//!   `arctan2`, `hypot`, `sigmoid_binary_crossentropy`, `fmod`, `mod` and
+//!   `floor_divide`); a unary
 //!   function also has a pre-staged one, `kiln_<name>_pre_<dtype>(a, b,
 //!   out, n, mode)`, computing `f(a ⊕ b)` (see `source`), listed in
 //!   [`math_symbols`] only;
@@ -52,6 +53,7 @@ mod inverse_trig;
 mod log;
 mod pair;
 mod pow;
+mod remainder;
 mod rowcol;
 mod single;
 mod softmax;
@@ -111,6 +113,21 @@ macro_rules! bgroup_map {
     };
     ($a:ident, $b:ident, staged $k:path) => {
         $k($a, $b)
+    };
+}
+
+/// The f32 driver call of a binary table entry: `(scalar k)` maps the
+/// scalar f64 kernel `k` pair by pair over widened blocks
+/// (`dispatch::binary_f32`); `group` widens groups of [`dispatch::LANES`]
+/// pairs and runs the entry's f64 group map on them
+/// (`dispatch::binary_f32_grouped`), for a staged kernel with a fixup.
+/// Either way an f32 result is the f64 one rounded once.
+macro_rules! bf32_map {
+    ((scalar $k:path), $x:ident, $y:ident, $out:ident, $n:ident, $bkind:ident $bgroup:path) => {
+        binary_f32($x, $y, $out, $n, #[inline(always)] |a, b| $k(a, b))
+    };
+    (group, $x:ident, $y:ident, $out:ident, $n:ident, $bkind:ident $bgroup:path) => {
+        binary_f32_grouped($x, $y, $out, $n, #[inline(always)] |a, b| bgroup_map!(a, b, $bkind $bgroup))
     };
 }
 
@@ -198,7 +215,7 @@ macro_rules! math_functions {
     (
         unary: [$(($name:literal, $m:ident, $kind:ident $kernel:path, $fix:expr, $f32:tt, $c64:ident, $c32:ident, $s64:ident, $s32:ident,
             $desc:literal, $ulp64:literal, $ulp32:literal)),* $(,)?]
-        binary: [$(($bname:literal, $bm:ident, $bkind:ident $bgroup:path, $bkernel:path, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
+        binary: [$(($bname:literal, $bm:ident, $bkind:ident $bgroup:path, $b32:tt, $bc64:ident, $bc32:ident, $bs64:ident, $bs32:ident,
             $bdesc:literal, $bulp64:literal, $bulp32:literal)),* $(,)?]
     ) => {
         $(
@@ -433,9 +450,10 @@ macro_rules! math_functions {
 
         $(
             mod $bm {
-                use super::dispatch::{binary_f32, binary_f64};
                 #[allow(unused_imports)]
-                use super::{activation, hypot, inverse_trig, pow};
+                use super::dispatch::{binary_f32, binary_f32_grouped, binary_f64};
+                #[allow(unused_imports)]
+                use super::{activation, hypot, inverse_trig, pow, remainder};
 
                 /// AVX-512 variant.
                 ///
@@ -473,7 +491,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
                 pub(super) unsafe fn f32_avx512(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { bf32_map!($b32, x, y, out, n, $bkind $bgroup) }
                 }
                 /// AVX2 variant.
                 ///
@@ -483,7 +501,7 @@ macro_rules! math_functions {
                 #[target_feature(enable = "avx2,fma")]
                 pub(super) unsafe fn f32_avx2(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { bf32_map!($b32, x, y, out, n, $bkind $bgroup) }
                 }
                 /// Baseline variant.
                 ///
@@ -491,7 +509,7 @@ macro_rules! math_functions {
                 /// Pointer contract of `binary_f32`.
                 pub(super) unsafe fn f32_base(x: *const f32, y: *const f32, out: *mut f32, n: usize) {
                     // SAFETY: forwarded caller contract.
-                    unsafe { binary_f32(x, y, out, n, #[inline(always)] |a, b| $bkernel(a, b)) }
+                    unsafe { bf32_map!($b32, x, y, out, n, $bkind $bgroup) }
                 }
             }
 
@@ -644,16 +662,23 @@ math_functions! {
         ("erfc", v_erfc, lanes erf::erfc, Some(erf::ERFC_FIXUP), widen, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
     binary: [
-        ("pow", v_pow, lanes pow::pow, pow::pow_f32_kernel, kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "1 (f64 log and exp, faithful after rounding)"),
-        ("arctan2", v_atan2, lanes inverse_trig::atan2, inverse_trig::atan2, kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
+        ("pow", v_pow, lanes pow::pow, (scalar pow::pow_f32_kernel), kiln_pow_f64, kiln_pow_f32, pow_f64, pow_f32, "x^y", "1", "1 (f64 log and exp, faithful after rounding)"),
+        ("arctan2", v_atan2, lanes inverse_trig::atan2, (scalar inverse_trig::atan2), kiln_arctan2_f64, kiln_arctan2_f32, arctan2_f64, arctan2_f32,
             "atan2(x, y) (the angle of the point (y, x))", "2", "0 measured (<= 1 by construction)"),
-        ("hypot", v_hypot, lanes hypot::hypot, hypot::hypot, kiln_hypot_f64, kiln_hypot_f32, hypot_f64, hypot_f32,
+        ("hypot", v_hypot, lanes hypot::hypot, (scalar hypot::hypot), kiln_hypot_f64, kiln_hypot_f32, hypot_f64, hypot_f32,
             "sqrt(x² + y²) without intermediate overflow", "1", "0 measured (<= 1 by construction)"),
         ("sigmoid_binary_crossentropy", v_sigmoid_xent,
-            staged activation::sigmoid_binary_crossentropy_staged, activation::sigmoid_binary_crossentropy,
+            staged activation::sigmoid_binary_crossentropy_staged, (scalar activation::sigmoid_binary_crossentropy),
             kiln_sigmoid_binary_crossentropy_f64, kiln_sigmoid_binary_crossentropy_f32,
             sigmoid_binary_crossentropy_f64, sigmoid_binary_crossentropy_f32,
             "y·softplus(-x) + (1-y)·softplus(x) (x a logit, y its target)", "2", "0 measured (<= 1 by construction)"),
+        ("fmod", v_fmod, staged remainder::fmod_staged, group, kiln_fmod_f64, kiln_fmod_f32, fmod_f64, fmod_f32,
+            "C's fmod(x, y), the truncated remainder (sign of x)", "0", "0"),
+        ("mod", v_mod, staged remainder::mod_staged, group, kiln_mod_f64, kiln_mod_f32, mod_f64, mod_f32,
+            "numpy's remainder x % y, the floored remainder (sign of y)", "0", "0"),
+        ("floor_divide", v_floor_divide, staged remainder::floor_divide_staged, group,
+            kiln_floor_divide_f64, kiln_floor_divide_f32, floor_divide_f64, floor_divide_f32,
+            "numpy's floor division x // y (the quotient of its divmod)", "0", "0"),
     ]
 }
 
@@ -870,9 +895,10 @@ mod tests {
     #[test]
     fn symbols_listed() {
         let s = math_symbols();
-        // 24 unary functions (plain and pre-staged) and 4 binary ones, f64
+        // 24 unary functions (plain and pre-staged) and 7 binary ones, f64
         // and f32 each.
-        assert_eq!(s.len(), 104);
+        assert_eq!(s.len(), 110);
+        assert!(s.iter().any(|(n, _)| *n == "kiln_floor_divide_f32"));
         assert!(s.iter().any(|(n, _)| *n == "kiln_tanh_pre_f32"));
         assert!(s
             .iter()

@@ -765,7 +765,7 @@ mod tests {
                 }
             }
             let xi: Vec<i64> = (0..(rows * stride) as i64)
-                .map(|i| i * 3 - 7 + if i % 5 == 2 { i64::MAX } else { 0 })
+                .map(|i| (i * 3 - 7).wrapping_add(if i % 5 == 2 { i64::MAX } else { 0 }))
                 .collect();
             let mut ai: Vec<i64> = (0..n as i64).map(|i| 5 - i).collect();
             let mut want = ai.clone();

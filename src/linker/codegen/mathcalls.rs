@@ -7,7 +7,8 @@
 //!   ([`ScalarOp::eval_f64`]), so the strided / scalar paths of a kernel are
 //!   bit-identical to the reference evaluator;
 //! - *block-wise* (`kiln_<name>_f64/f32(x, out, n)` from `kiln-runtime`,
-//!   `(x, y, out, n)` for `arctan2` and `sigmoid_binary_crossentropy`,
+//!   `(x, y, out, n)` for the binary ones (`pow`, `arctan2`, `hypot`,
+//!   `sigmoid_binary_crossentropy`, and the exact `fmod`, `%`, `//`),
 //!   `(x, pos, neg, n)` for the paired `kiln_sigmoid_pair_f64`):
 //!   vectorised AVX2 / AVX-512 implementations (within the bounds of the
 //!   runtime's ACCURACY.md), used by the contiguous fast path on blocks of
@@ -184,6 +185,13 @@ pub fn block_symbol(op: ScalarOp, dtype: DType) -> Option<&'static str> {
         // kernel was inlined into the vector variants, and `pow` then took
         // the per-element path).
         Pow => "kiln_pow_f64",
+        // Exact: a division, a truncation and a fused multiply-add per
+        // lane, pairs beyond |x / y| < 2^52 (and zero or infinite divisors)
+        // through the C library's fmod. Called per element, the C library's
+        // fmod took 20-40 ns a value.
+        Fmod => "kiln_fmod_f64",
+        Mod => "kiln_mod_f64",
+        IntDiv => "kiln_floor_divide_f64",
         _ => return None,
     };
     match dtype {
