@@ -7,10 +7,10 @@ on the same arrays, in interleaved rounds (as inprocess.py).
 Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices (and the
 transpose of one, a Fortran-ordered view), a vector of 2000 and 1,000,000
 rows of 4 or 8 (standard normal floats, integers in 1..=9, f32 copies of
-the floats). Each entry
-gives the kiln expression, the numpy code and the numexpr expression (None
-where numexpr cannot express it: keepdims, a reduction inside an
-expression, integer division, bit operations, mean). numexpr's reductions
+the floats). Each entry gives the kiln expression, the numpy code and the
+numexpr expression (None where numexpr cannot express it: keepdims, a
+reduction inside an expression, integer division, float remainders, bit
+operations, mean). numexpr's reductions
 (`sum`, `prod`, `min`, `max` with `axis=`) run on one thread, its element-wise
 code on NUMEXPR_THREADS. Before timing, the three results are checked to
 agree (dtype-aware tolerances), so the table compares equal work.
@@ -90,6 +90,11 @@ CORPUS = [
     # Integer arithmetic (i, j: int64 in 1..=9; a, b: int32).
     ("int_arith", "i * j + 3 * i - j", "i * j + 3 * i - j", "i * j + 3 * i - j"),
     ("int_floordiv_mod", "i // 3 + i % 4", "i // 3 + i % 4", None),
+    # Float remainders and floor division (numexpr's float `%` is neither
+    # numpy's remainder nor C's fmod).
+    ("float_mod", "x % y", "x % y", None),
+    ("float_floordiv", "x // 2.5", "x // 2.5", None),
+    ("fmod", "fmod(x, y)", "np.fmod(x, y)", None),
     ("int_compare_sum", "sum(i > j)", "np.sum(i > j)", "sum(where(i > j, 1, 0))"),
     ("int_bits", "(i & 7) | (j << 2)", "(i & 7) | (j << 2)", None),
     ("int_to_float", "i * 0.5 + j", "i * 0.5 + j", "i * 0.5 + j"),
