@@ -186,7 +186,7 @@ pub struct BenchArgs {
     /// Divide every suite input dimension by this (quick runs).
     #[arg(long, value_name = "D", default_value_t = 1)]
     pub scale_down: usize,
-    /// Only these suite workloads (comma-separated names).
+    /// Only these suite workloads or layout cases (comma-separated names).
     #[arg(long, value_name = "NAME,..")]
     pub only: Vec<String>,
     /// Modes to measure (comma-separated).
