@@ -578,7 +578,9 @@ mod tests {
             .collect();
         assert_eq!(kept, ["layout_step2"]);
         assert_eq!(only(&[]).unwrap().len(), 3);
-        let e = only(&["layout_diagonal"]).err().expect("an unknown case");
+        let Err(e) = only(&["layout_diagonal"]) else {
+            panic!("an unknown case is an error")
+        };
         assert!(e.message.contains("'layout_diagonal'"), "{}", e.message);
         assert!(e.message.contains("layout_transposed"), "{}", e.message);
     }
