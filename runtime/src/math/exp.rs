@@ -256,6 +256,24 @@ fn exp_fast_parts<const HORNER: bool>(x: f64) -> (f64, f64) {
     )
 }
 
+/// e^x = 2^k·(1 + r + w) for |x| < [`EXP_FAST_LIMIT`], as (k, r, w): the
+/// fast method's reduction (k = round(x/ln2), r the rounded reduced
+/// argument, |r| <= ln2/2, exact for k = 0) and w = e^(r + rl) - 1 - r =
+/// r²/2 + r³·P(r) + rl·(1 + r) with r² split exactly, so that w is within
+/// about an ULP of itself (|w| < 0.2·|r|): e^x - 1 and 1 - e^x then follow
+/// without cancellation wherever k is 0 or -1 (`log1mexp`). Any other input
+/// gives unspecified values, never a panic.
+#[inline(always)]
+pub(crate) fn exp_fast_reduced(x: f64) -> (i64, f64, f64) {
+    let (k, r, rl) = reduce_ln2(x);
+    let r2 = r * r;
+    let r2e = r.mul_add(r, -r2);
+    let r4 = r2 * r2;
+    let p = estrin9(r, r2, r4, r4 * r4, &FAST_POLY);
+    let w = (r2 * r).mul_add(p, r2.mul_add(0.5, r2e.mul_add(0.5, rl.mul_add(r, rl))));
+    (k, r, w)
+}
+
 /// e^x for |x| < [`EXP_FAST_LIMIT`] (module docs: no table, no clamp, the
 /// scaling an integer add); any other input gives an unspecified value
 /// (NaN stays NaN), never a panic.
