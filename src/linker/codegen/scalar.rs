@@ -599,8 +599,11 @@ fn safe_divisor(b: &mut FunctionBuilder<'_>, d: Value) -> (Value, Value, Value, 
 /// `MIN // -1` wraps to `MIN`.
 fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
     let (is0, ism1, _, zero, safe) = safe_divisor(b, d);
+    // One division: the remainder from the quotient (x86 has no fused
+    // form in Cranelift's IR; `sdiv` and `srem` were two `idiv`s).
     let q0 = b.ins().sdiv(a, safe);
-    let r0 = b.ins().srem(a, safe);
+    let qd = b.ins().imul(q0, safe);
+    let r0 = b.ins().isub(a, qd);
     let na = b.ins().ineg(a);
     let q = b.ins().select(ism1, na, q0);
     let r = b.ins().select(ism1, zero, r0);
