@@ -4,11 +4,12 @@
 //! input (the f32 ones widen each group to f64, run the f64 kernel and
 //! round once, except for the functions with a native single-precision
 //! kernel in `single`, whose driver maps groups of `single::LANES32` f32
-//! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver of a scalar kernel copies up to [`BLOCK`] pairs
-//! into stack buffers first, that of a group map widens groups as the unary
-//! one does. Each group or block is read before its results are
-//! written, so `out` may be the same pointer as `x` (in place); partially
-//! overlapping buffers are not supported.
+//! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver
+//! of a scalar kernel copies up to [`BLOCK`] pairs into stack buffers
+//! first, that of a group map widens groups as the unary one does. Each
+//! group or block is read before its results are written, so `out` may be
+//! the same pointer as `x` (in place); partially overlapping buffers are
+//! not supported.
 //!
 //! The drivers are instantiated three times per function (AVX-512, AVX2+FMA
 //! and baseline, see `math::mod`); [`isa`] picks one with
