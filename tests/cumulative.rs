@@ -2,7 +2,7 @@
 //! inputs, reference values as numpy documents them (flattened C order for
 //! `axis=None`, `i64` accumulation of `bool` and integers, empty arrays),
 //! the JIT against the reference bit for bit on every dtype, axis and
-//! layout, and the expression language.
+//! layout and on any thread count, and the expression language.
 
 mod jit_support;
 
@@ -115,6 +115,34 @@ fn jit_matches_the_reference_on_every_dtype_and_layout() {
                 &format!("{d} {shape:?} permuted"),
             );
         }
+    }
+}
+
+/// Scans large enough to be split over threads (whole lines along the
+/// innermost axis, column ranges of a block along the outer axis, whole
+/// blocks along the middle one) give the reference's bits with one, two
+/// and three threads.
+#[test]
+fn threaded_scans_match_the_reference_for_any_thread_count() {
+    for (k, d) in [DType::F64, DType::F32, DType::I64].into_iter().enumerate() {
+        let x = tensor("x", d, &[None, None, None]);
+        let mut outs = Vec::new();
+        for axis in [Some(0), Some(1), Some(2)] {
+            outs.push(x.cumsum(axis).unwrap());
+            outs.push(x.cumprod(axis).unwrap());
+        }
+        let v = rand_value(d, &[3, 300, 200], 40 + k as u64);
+        for threads in [1, 2, 3] {
+            kiln::linker::set_num_threads(threads);
+            check(
+                std::slice::from_ref(&x),
+                &outs,
+                std::slice::from_ref(&v),
+                0,
+                &format!("{d} on {threads} threads"),
+            );
+        }
+        kiln::linker::set_num_threads(0);
     }
 }
 

@@ -7,6 +7,9 @@
 //! sequential scan per line. A dense input in another order of its axes
 //! (transposed, Fortran-ordered) is scanned along an axis in its memory
 //! order, into a result laid out in that order too (numpy's `order='K'`).
+//! Independent lines are split over the pool's threads (whole lines along
+//! the innermost axis, column ranges or whole blocks along another); a
+//! single line (`cumsum(x)` of a vector) is scanned on the calling thread.
 //!
 //! Invariants: partial results are formed in order, exactly as the
 //! reference does: floats in their own dtype (`f32` additions and products
@@ -53,12 +56,21 @@ impl Acc for i64 {
     }
 }
 
+/// Elements a thread's chunk of [`scan_with`] covers at least (256 KB of
+/// f64): below it, a scan stays on the calling thread.
+const PAR_ELEMENTS: usize = 32 * 1024;
+
 /// Scans `x` (`outer * n * inner` values, read through `get`) into `out`
 /// with `A`'s sum (`prod`: product). The combining function is passed to
 /// [`scan_with`] as a function item, so each is a loop of its own with the
 /// operation inlined (a function pointer would be an indirect call per
 /// element).
-fn scan<A: Acc>(prod: bool, dims: (usize, usize), get: impl Fn(usize) -> A, out: &mut [A]) {
+fn scan<A: Acc + Send + Sync>(
+    prod: bool,
+    dims: (usize, usize),
+    get: impl Fn(usize) -> A + Sync,
+    out: &mut [A],
+) {
     if prod {
         scan_with(A::mul, dims, get, out)
     } else {
@@ -66,41 +78,81 @@ fn scan<A: Acc>(prod: bool, dims: (usize, usize), get: impl Fn(usize) -> A, out:
     }
 }
 
-/// [`scan`] with the combining function `f`.
-fn scan_with<A: Copy>(
-    f: impl Fn(A, A) -> A,
+/// [`scan`] with the combining function `f`, split over the pool's threads
+/// where the lines are independent: along the innermost axis (`inner ==
+/// 1`), whole lines per chunk; along another axis, ranges of the `inner`
+/// columns of each outer block per chunk (or whole blocks, when the
+/// columns are fewer than a chunk). Each element is still formed from the
+/// one before it on its line, in order, so results do not depend on the
+/// split or the thread count.
+fn scan_with<A: Copy + Send + Sync>(
+    f: impl Fn(A, A) -> A + Sync,
     (n, inner): (usize, usize),
-    get: impl Fn(usize) -> A,
+    get: impl Fn(usize) -> A + Sync,
     out: &mut [A],
 ) {
     if n == 0 || inner == 0 {
         return;
     }
+    let outer = out.len() / (n * inner);
+    // Chunks write disjoint parts of `out` (below), through its address.
+    let base_addr = out.as_mut_ptr() as usize;
+    let at = |i: usize| (base_addr as *mut A).wrapping_add(i);
     if inner == 1 {
         // Along the innermost axis: one running value per line.
-        for (o, line) in out.chunks_exact_mut(n).enumerate() {
-            let base = o * n;
-            let mut acc = get(base);
-            line[0] = acc;
-            for (k, v) in line.iter_mut().enumerate().skip(1) {
-                acc = f(acc, get(base + k));
-                *v = acc;
+        let lines = |l0: usize, l1: usize| {
+            for o in l0..l1 {
+                let base = o * n;
+                // SAFETY: line `o` is out[base..base + n], inside `out`;
+                // the chunks' line ranges are disjoint, so no other thread
+                // touches it.
+                let line = unsafe { std::slice::from_raw_parts_mut(at(base), n) };
+                let mut acc = get(base);
+                line[0] = acc;
+                for (k, v) in line.iter_mut().enumerate().skip(1) {
+                    acc = f(acc, get(base + k));
+                    *v = acc;
+                }
             }
-        }
+        };
+        kiln_runtime::parallel::parallel_for(outer, (PAR_ELEMENTS / n).max(1), &lines);
         return;
     }
-    for (o, block) in out.chunks_exact_mut(n * inner).enumerate() {
+    // Columns i0..i1 of outer block `o`, every row in order.
+    let columns = |o: usize, i0: usize, i1: usize| {
         let base = o * n * inner;
-        for (i, v) in block[..inner].iter_mut().enumerate() {
-            *v = get(base + i);
-        }
-        for k in 1..n {
-            let (done, rest) = block.split_at_mut(k * inner);
-            let prev = &done[(k - 1) * inner..];
-            for (i, (v, &p)) in rest[..inner].iter_mut().zip(prev).enumerate() {
-                *v = f(p, get(base + k * inner + i));
+        for k in 0..n {
+            let row = base + k * inner;
+            // SAFETY: out[row + i0..row + i1] lies inside `out` (k < n, i1
+            // <= inner, o < outer) and belongs to this chunk alone (chunks
+            // take disjoint column ranges of a block, or whole blocks).
+            let cur = unsafe { std::slice::from_raw_parts_mut(at(row + i0), i1 - i0) };
+            if k == 0 {
+                for (j, v) in cur.iter_mut().enumerate() {
+                    *v = get(row + i0 + j);
+                }
+            } else {
+                // SAFETY: the previous row's same columns, also this
+                // chunk's (written above), disjoint from `cur`.
+                let prev = unsafe { std::slice::from_raw_parts(at(row - inner + i0), i1 - i0) };
+                for (j, (v, &p)) in cur.iter_mut().zip(prev).enumerate() {
+                    *v = f(p, get(row + i0 + j));
+                }
             }
         }
+    };
+    let grain = PAR_ELEMENTS / n;
+    if inner >= 2 * grain.max(1) {
+        // Wide blocks: their columns split over threads, block by block.
+        for o in 0..outer {
+            kiln_runtime::parallel::parallel_for(inner, grain.max(8), &|i0, i1| columns(o, i0, i1));
+        }
+    } else {
+        kiln_runtime::parallel::parallel_for(outer, (grain / inner).max(1), &|o0, o1| {
+            for o in o0..o1 {
+                columns(o, 0, inner);
+            }
+        });
     }
 }
 
