@@ -66,7 +66,7 @@ fn mod_from(r: f64, y: f64) -> f64 {
 /// numpy's floor division from `m` = fmod(x, y) and `d` = x / y (y
 /// nonzero): the quotient (x - m) / y, one less where the floored remainder
 /// differs from the truncated one, rounded to the nearest integer (it is
-/// one up to rounding), a zero quotient with the sign of x / y.
+/// an integer but for rounding), a zero quotient with the sign of x / y.
 #[inline(always)]
 fn floor_div_from(x: f64, y: f64, m: f64, d: f64) -> f64 {
     let div = (x - m) / y;
