@@ -364,22 +364,14 @@ pub fn layout_cases(scale_down: usize) -> CliResult<Vec<Case>> {
         .expect("n * n values")
         .reversed_axes();
     // a's values in the even columns of n x 2n, zeros in the odd ones.
-    let mut values = a.iter().copied();
-    let mut k = 0;
-    let interleaved = workloads::advised_vec(2 * n * n, || {
-        k += 1;
-        if k % 2 == 1 {
-            values.next().expect("n * n values")
-        } else {
-            0.0
-        }
-    });
-    let mut wide = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[n, 2 * n]), interleaved)
+    let zeros = workloads::advised_vec(2 * n * n, || 0.0);
+    let mut wide = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[n, 2 * n]), zeros)
         .expect("2 n * n values");
     wide.slice_each_axis_inplace(|ax| match ax.axis.index() {
         1 => ndarray::Slice::new(0, None, 2),
         _ => ndarray::Slice::from(..),
     });
+    wide.assign(&a);
     let cases = [
         ("layout_contiguous", a),
         ("layout_transposed", transposed),
