@@ -638,7 +638,8 @@ fn remainder_block_functions_are_exact() {
     let mut ys: Vec<f64> = v.iter().map(|&e| (e / 4.0).exp2()).collect();
     // Multiples of a divisor one ULP either side: quotients that round
     // onto the integer they miss.
-    for (k, y) in ys[..1000].to_vec().into_iter().enumerate() {
+    let divisors = ys[..1000].to_vec();
+    for (k, &y) in divisors.iter().enumerate() {
         let p = (k as f64 + 1.0) * y;
         for q in [p.next_down(), p, p.next_up()] {
             xs.push(q);
