@@ -1,5 +1,5 @@
 //! Measures the max ULP error of every math function (10^6 points each in
-//! release; the native f32 kernels on all 2^32 inputs, about 30 s each on
+//! release; the f32 kernels on all 2^32 inputs, about 30 s each on
 //! two cores) and writes `runtime/ACCURACY.md`. Run with
 //! `cargo run --release -p kiln-runtime --example accuracy`.
 
@@ -117,13 +117,13 @@ fn main() {
         "\nFrom |x| = 1.3e7 on (and for ±inf, NaN) the block functions recompute the lane with the C library's correctly reduced function (max error as std's)."
     )
     .unwrap();
-    // The native single-precision kernels, on every f32 input.
-    writeln!(md, "\n## Native f32 kernels on all 2^32 inputs\n").unwrap();
+    // The f32 kernels, on every f32 input.
+    writeln!(md, "\n## f32 kernels on all 2^32 inputs\n").unwrap();
     writeln!(
         md,
-        "These f32 forms compute in f32 lanes (`single.rs`) instead of widening to the f64 kernel. \
-         Every bit pattern (NaNs, infinities, zeros, subnormals included) against the f64 reference \
-         rounded to f32:\n"
+        "These f32 forms have a kernel of their own instead of widening to the f64 kernel: in f32 \
+         lanes (`single.rs`) or in f64 lanes sized for an f32 result (`lean.rs`). Every bit pattern \
+         (NaNs, infinities, zeros, subnormals included) against the f64 reference rounded to f32:\n"
     )
     .unwrap();
     writeln!(
@@ -195,5 +195,5 @@ functions per element (`src/linker/codegen/mathcalls.rs`). `arctan2` and
 `hypot` have the block functions above on a kernel's contiguous path
 (their strided and scalar paths call `f64::atan2` and `f64::hypot` per
 element, like the reference). `f32` inputs are computed in
-`f64` and rounded once, except by the native f32 kernels above.
+`f64` and rounded once, except by the f32 kernels above.
 ";

@@ -3,8 +3,9 @@
 //! `domain`) 20,000 times per round, and the best of five rounds is printed
 //! as µs per 4096 values and ns per value. The best of rounds is steadier
 //! on a shared machine than criterion's mean, so kernel A/B comparisons use
-//! it; `KILN_ISA=avx2` measures the AVX2 variant on an AVX-512 machine:
-//! `cargo run --release -p kiln-runtime --example kernel_rate -- tanh exp`.
+//! it; `KILN_ISA=avx2` measures the AVX2 variant on an AVX-512 machine;
+//! `--f32` measures the f32 forms on the same values rounded to f32:
+//! `cargo run --release -p kiln-runtime --example kernel_rate -- [--f32] tanh exp`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -17,6 +18,9 @@ const N: usize = 4096;
 /// The C signature of a unary block function (`math_symbols`).
 type Unary = unsafe extern "C" fn(*const f64, *mut f64, usize);
 
+/// The C signature of a unary f32 block function.
+type Unary32 = unsafe extern "C" fn(*const f32, *mut f32, usize);
+
 fn main() {
     let symbols = math_symbols();
     // The unary functions are the ones with a pre-staged form
@@ -25,39 +29,41 @@ fn main() {
         .iter()
         .filter_map(|(s, _)| s.strip_prefix("kiln_")?.strip_suffix("_pre_f64"))
         .collect();
-    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let mut wanted: Vec<String> = std::env::args().skip(1).collect();
+    let single = wanted.iter().any(|a| a == "--f32");
+    wanted.retain(|a| a != "--f32");
+    let dtype = if single { "f32" } else { "f64" };
     let names: Vec<&str> = if wanted.is_empty() {
         unary.clone()
     } else {
         wanted.iter().map(String::as_str).collect()
     };
-    println!("{:?} variant, {N} values per call, best of 5 rounds", isa());
+    println!(
+        "{:?} variant, {dtype}, {N} values per call, best of 5 rounds",
+        isa()
+    );
     for name in names {
-        let symbol = format!("kiln_{name}_f64");
+        let symbol = format!("kiln_{name}_{dtype}");
         let found = symbols.iter().find(|(s, _)| *s == symbol);
         let (Some(&(_, address)), true) = (found, unary.contains(&name)) else {
             eprintln!("{name}: no unary function of that name (known: {unary:?})");
             std::process::exit(2);
         };
-        // SAFETY: `name` is unary (it has a pre-staged form), and
-        // `math_symbols` lists a unary `kiln_<name>_f64` with the `Unary`
-        // signature.
-        let f: Unary = unsafe { std::mem::transmute::<*const u8, Unary>(address) };
         let x: Vec<f64> = (0..N)
             .map(|i| domain(name, (i as f64 / N as f64) * 8.0 - 4.0))
             .collect();
-        let mut out = vec![0.0; N];
-        let reps = 20_000;
-        let mut best = f64::MAX;
-        for _ in 0..5 {
-            let start = Instant::now();
-            for _ in 0..reps {
-                // SAFETY: `x` and `out` hold N values each.
-                unsafe { f(black_box(x.as_ptr()), out.as_mut_ptr(), N) };
-            }
-            best = best.min(start.elapsed().as_secs_f64() / reps as f64);
-        }
-        black_box(&out);
+        let best = if single {
+            // SAFETY: `name` is unary (it has a pre-staged form), and
+            // `math_symbols` lists a unary `kiln_<name>_f32` with the
+            // `Unary32` signature.
+            let f: Unary32 = unsafe { std::mem::transmute::<*const u8, Unary32>(address) };
+            let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            best_time(f, &x)
+        } else {
+            // SAFETY: as above, `kiln_<name>_f64` has the `Unary` signature.
+            let f: Unary = unsafe { std::mem::transmute::<*const u8, Unary>(address) };
+            best_time(f, &x)
+        };
         println!(
             "{name:>10}: {:7.3} µs per {N}, {:.3} ns per value",
             best * 1e6,
@@ -78,4 +84,21 @@ fn domain(name: &str, v: f64) -> f64 {
         "arccosh" => v.abs() + 1.0,
         _ => v,
     }
+}
+
+/// The best of five rounds of 20,000 calls of `f` on `x`: seconds per call.
+fn best_time<T: Copy + Default>(f: unsafe extern "C" fn(*const T, *mut T, usize), x: &[T]) -> f64 {
+    let mut out = vec![T::default(); x.len()];
+    let reps = 20_000;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        for _ in 0..reps {
+            // SAFETY: `x` and `out` hold the same number of values.
+            unsafe { f(black_box(x.as_ptr()), out.as_mut_ptr(), x.len()) };
+        }
+        best = best.min(start.elapsed().as_secs_f64() / reps as f64);
+    }
+    black_box(&out);
+    best
 }

@@ -276,8 +276,8 @@ fn sigmoid_binary_crossentropy() {
     assert!(s.0 <= 2.0, "special ({:e}, {:e}): {} ULP", s.1, s.2, s.0);
 }
 
-/// The native single-precision kernels (`exp`, `tanh`, `sigmoid`, `log`,
-/// `log1p`, `softplus`) are faithfully rounded: on the special values and a regular
+/// The f32 kernels (`single`'s in f32 lanes, `lean`'s in f64 lanes sized
+/// for an f32 result) are faithfully rounded: on the special values and a regular
 /// sample of every f32 bit pattern (every 257th in release, about 16.7
 /// million inputs with NaNs, zeros and subnormals; the example sweeps all
 /// 2^32), no result is more than 1 ULP from the rounded f64 reference, and

@@ -2,8 +2,8 @@
 //!
 //! Unary drivers map groups of [`LANES`] elements loaded straight from the
 //! input (the f32 ones widen each group to f64, run the f64 kernel and
-//! round once, except for the functions with a native single-precision
-//! kernel in `single`, whose driver maps groups of `single::LANES32` f32
+//! round once, except for the functions with an f32 kernel of their own
+//! in `single` or `lean`, whose driver maps groups of `single::LANES32` f32
 //! (or a kernel's wider AVX-512 group) as they are); the binary f32 driver
 //! of a scalar kernel copies up to [`BLOCK`] pairs into stack buffers
 //! first, that of a group map widens groups as the unary one does. Each
@@ -311,7 +311,7 @@ pub(crate) unsafe fn unary_f32(
     }
 }
 
-/// f32 driver of the native single-precision kernels (`single`): maps the
+/// f32 driver of the f32 kernels (`single`, `lean`): maps the
 /// group map `g` over groups of `N` f32 values loaded straight from `x`
 /// (no widening); the last `n % N` go through a zero-padded local array.
 /// Each group is read before it is written, so `out == x` is fine. `N` is

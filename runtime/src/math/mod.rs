@@ -18,12 +18,15 @@
 //! The kernels are pure-Rust, branch-free approximations (one module per
 //! family, each documents its method and accuracy); each is compiled for
 //! AVX-512, AVX2+FMA and the baseline target and dispatched at run time (see
-//! [`isa`]). f32 functions evaluate the f64 kernel on widened inputs and
-//! round once, so they are within 1 ULP (measured maxima in ACCURACY.md),
-//! except `exp`, `tanh`, `sigmoid`, `log`, `log1p` and `softplus`, whose
-//! f32 forms are native single-precision kernels (`single`: twice the lanes,
-//! faithfully rounded, so also within 1 ULP). A table row names its f32
-//! form: `widen` or `(native kernel, AVX-512 group lanes)`.
+//! [`isa`]). Most f32 functions have an f32 kernel of their own, faithfully
+//! rounded (within 1 ULP, checked on all 2^32 inputs, ACCURACY.md): `exp`,
+//! `tanh`, `sigmoid`, `log`, `log2`, `log10`, `log1p` and `softplus` compute
+//! in f32 lanes (`single`: twice the lanes of f64), the trigonometric and
+//! hyperbolic functions, their inverses, `exp2` and `expm1` in f64 lanes
+//! with polynomials and reductions sized for an f32 result (`lean`). The
+//! others (`log1mexp`, `erf`, `erfc`) evaluate the f64 kernel on widened
+//! inputs and round once. A table row names its f32 form: `widen` or
+//! `(native kernel, AVX-512 group lanes)`.
 //! Every variant is the same scalar kernel auto-vectorised (no hand-written
 //! intrinsics), so all variants give the same bits.
 //!
@@ -50,6 +53,7 @@ mod fold;
 mod hyperbolic;
 mod hypot;
 mod inverse_trig;
+mod lean;
 mod log;
 mod pair;
 mod pow;
@@ -133,8 +137,8 @@ macro_rules! bf32_map {
 
 /// The f32 driver call of a unary table entry: `widen` evaluates the f64
 /// group map on widened values and rounds once (`dispatch::unary_f32`);
-/// `(native k, w)` maps the single-precision group kernel `k` over f32
-/// lanes (`dispatch::unary_f32_native`, kernels in `single`), in groups of
+/// `(native k, w)` maps the f32 group kernel `k` over f32 lanes
+/// (`dispatch::unary_f32_native`, kernels in `single` and `lean`), in groups of
 /// `w` lanes in the AVX-512 variants (`wide`) and of `single::LANES32`
 /// in the others (`narrow`). `w` is 64 where four AVX-512 vectors per
 /// group ran faster than two (`tanh`, `softplus`), else 32: with
@@ -224,7 +228,7 @@ macro_rules! math_functions {
                 use super::dispatch::{unary_f32, unary_f32_native, unary_f64};
                 use super::source::PreStage;
                 #[allow(unused_imports)]
-                use super::{activation, erf, exp, hyperbolic, inverse_trig, log, single, trig};
+                use super::{activation, erf, exp, hyperbolic, inverse_trig, lean, log, single, trig};
 
                 /// AVX-512 variant.
                 ///
@@ -595,8 +599,8 @@ macro_rules! math_functions {
             ]
         }
 
-        /// The unary functions whose f32 form is a native single-precision
-        /// kernel (module `single`) rather than the widened f64 kernel.
+        /// The unary functions whose f32 form is an f32 kernel of its own
+        /// (modules `single` and `lean`) rather than the widened f64 kernel.
         pub fn native_f32_functions() -> Vec<&'static str> {
             let mut names = Vec::new();
             $(
@@ -634,11 +638,11 @@ macro_rules! math_functions {
 math_functions! {
     unary: [
         ("exp", v_exp, lanes exp::exp_fast, Some(exp::EXP_FIXUP), (native single::exp_staged, 32), kiln_exp_f64, kiln_exp_f32, exp_f64, exp_f32, "e^x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("exp2", v_exp2, lanes exp::exp2, None, widen, kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "0 measured (<= 1 by construction)"),
-        ("expm1", v_expm1, lanes exp::expm1, None, widen, kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "0 measured (<= 1 by construction)"),
+        ("exp2", v_exp2, lanes exp::exp2, None, (native lean::exp2, 32), kiln_exp2_f64, kiln_exp2_f32, exp2_f64, exp2_f32, "2^x", "1", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("expm1", v_expm1, lanes exp::expm1, None, (native lean::expm1, 32), kiln_expm1_f64, kiln_expm1_f32, expm1_f64, expm1_f32, "e^x - 1", "1", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
         ("log", v_log, staged log::log_staged, None, (native single::log_staged, 32), kiln_log_f64, kiln_log_f32, log_f64, log_f32, "ln x", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
-        ("log2", v_log2, lanes log::log2, None, widen, kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "0 measured (<= 1 by construction)"),
-        ("log10", v_log10, lanes log::log10, None, widen, kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "0 measured (<= 1 by construction)"),
+        ("log2", v_log2, lanes log::log2, None, (native single::log2_staged, 32), kiln_log2_f64, kiln_log2_f32, log2_f64, log2_f32, "log2 x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
+        ("log10", v_log10, lanes log::log10, None, (native single::log10_staged, 32), kiln_log10_f64, kiln_log10_f32, log10_f64, log10_f32, "log10 x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log1p", v_log1p, staged log::log1p_staged, None, (native single::log1p_staged, 32), kiln_log1p_f64, kiln_log1p_f32, log1p_f64, log1p_f32, "ln(1 + x)", "1", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("tanh", v_tanh, staged hyperbolic::tanh_staged, None, (native single::tanh_staged, 64), kiln_tanh_f64, kiln_tanh_f32, tanh_f64, tanh_f32, "tanh x", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("sigmoid", v_sigmoid, staged activation::sigmoid_staged, Some(activation::SIGMOID_FIXUP), (native single::sigmoid_staged, 32), kiln_sigmoid_f64, kiln_sigmoid_f32, sigmoid_f64, sigmoid_f32,
@@ -647,17 +651,17 @@ math_functions! {
             "ln(1 + e^x)", "2", "1 (native f32 kernel, faithfully rounded; exhaustive)"),
         ("log1mexp", v_log1mexp, lanes activation::log1mexp, Some(activation::LOG1MEXP_FIXUP), widen, kiln_log1mexp_f64, kiln_log1mexp_f32, log1mexp_f64, log1mexp_f32,
             "ln(1 - e^x) (x <= 0, NaN for x > 0)", "2", "0 measured (<= 1 by construction)"),
-        ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), widen, kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("cos", v_cos, lanes trig::cos, Some(trig::COS_FIXUP), widen, kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("tan", v_tan, lanes trig::tan, Some(trig::TAN_FIXUP), widen, kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "0 measured (<= 1 by construction)"),
-        ("arcsin", v_asin, lanes inverse_trig::asin, None, widen, kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "0 measured (<= 1 by construction)"),
-        ("arccos", v_acos, lanes inverse_trig::acos, None, widen, kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "0 measured (<= 1 by construction)"),
-        ("arctan", v_atan, lanes inverse_trig::atan, None, widen, kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "0 measured (<= 1 by construction)"),
-        ("sinh", v_sinh, lanes hyperbolic::sinh, None, widen, kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "0 measured (<= 1 by construction)"),
-        ("cosh", v_cosh, lanes hyperbolic::cosh, None, widen, kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "0 measured (<= 1 by construction)"),
-        ("arctanh", v_atanh, lanes hyperbolic::atanh, None, widen, kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "0 measured (<= 1 by construction)"),
-        ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, widen, kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "0 measured (<= 1 by construction)"),
-        ("arccosh", v_acosh, lanes hyperbolic::acosh, None, widen, kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "0 measured (<= 1 by construction)"),
+        ("sin", v_sin, lanes trig::sin, Some(trig::SIN_FIXUP), (native lean::sin, 32), kiln_sin_f64, kiln_sin_f32, sin_f64, sin_f32, "sin x", "1 (exact C-library path for |x| >= 1.3e7)", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("cos", v_cos, lanes trig::cos, Some(trig::COS_FIXUP), (native lean::cos, 32), kiln_cos_f64, kiln_cos_f32, cos_f64, cos_f32, "cos x", "1 (exact C-library path for |x| >= 1.3e7)", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("tan", v_tan, lanes trig::tan, Some(trig::TAN_FIXUP), (native lean::tan, 32), kiln_tan_f64, kiln_tan_f32, tan_f64, tan_f32, "tan x", "3 (exact C-library path for |x| >= 1.3e7)", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arcsin", v_asin, lanes inverse_trig::asin, None, (native lean::arcsin, 32), kiln_arcsin_f64, kiln_arcsin_f32, arcsin_f64, arcsin_f32, "arcsin x", "3", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arccos", v_acos, lanes inverse_trig::acos, None, (native lean::arccos, 32), kiln_arccos_f64, kiln_arccos_f32, arccos_f64, arccos_f32, "arccos x", "3", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arctan", v_atan, lanes inverse_trig::atan, None, (native lean::arctan, 32), kiln_arctan_f64, kiln_arctan_f32, arctan_f64, arctan_f32, "arctan x", "2", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("sinh", v_sinh, lanes hyperbolic::sinh, None, (native lean::sinh, 32), kiln_sinh_f64, kiln_sinh_f32, sinh_f64, sinh_f32, "sinh x", "2", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("cosh", v_cosh, lanes hyperbolic::cosh, None, (native lean::cosh, 32), kiln_cosh_f64, kiln_cosh_f32, cosh_f64, cosh_f32, "cosh x", "2", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arctanh", v_atanh, lanes hyperbolic::atanh, None, (native lean::arctanh, 32), kiln_arctanh_f64, kiln_arctanh_f32, arctanh_f64, arctanh_f32, "arctanh x", "3", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arcsinh", v_asinh, lanes hyperbolic::asinh, None, (native lean::arcsinh, 32), kiln_arcsinh_f64, kiln_arcsinh_f32, arcsinh_f64, arcsinh_f32, "arcsinh x", "2", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
+        ("arccosh", v_acosh, lanes hyperbolic::acosh, None, (native lean::arccosh, 32), kiln_arccosh_f64, kiln_arccosh_f32, arccosh_f64, arccosh_f32, "arccosh x", "3", "1 (f32 kernel in f64 lanes, faithfully rounded; exhaustive)"),
         ("erf", v_erf, lanes erf::erf, None, widen, kiln_erf_f64, kiln_erf_f32, erf_f64, erf_f32, "erf x", "2", "0 measured (<= 1 by construction)"),
         ("erfc", v_erfc, lanes erf::erfc, Some(erf::ERFC_FIXUP), widen, kiln_erfc_f64, kiln_erfc_f32, erfc_f64, erfc_f32, "1 - erf x", "6", "0 measured (<= 1 by construction)"),
     ]
