@@ -106,6 +106,8 @@ CORPUS = [
     ("f32_sum_axis0", "sum(Xf, axis=0)", "np.sum(Xf, axis=0)", "sum(Xf, axis=0)"),
     ("f32_tanh", "tanh(xf)", "np.tanh(xf)", "tanh(xf)"),
     ("f32_where", "where(xf > yf, xf, yf)", "np.where(xf > yf, xf, yf)", "where(xf > yf, xf, yf)"),
+    ("f32_sin_cos", "sin(xf) * cos(yf)", "np.sin(xf) * np.cos(yf)", "sin(xf) * cos(yf)"),
+    ("f32_log10", "log10(abs(xf) + 1)", "np.log10(np.abs(xf) + 1)", "log10(abs(xf) + 1)"),
     # Broadcasting (r: 1 x 2000 row, c: 2000 x 1 column).
     ("row_broadcast", "X * r", "X * r", "X * r"),
     ("column_broadcast", "X + c", "X + c", "X + c"),
