@@ -60,6 +60,9 @@ impl Acc for i64 {
 /// f64): below it, a scan stays on the calling thread.
 const PAR_ELEMENTS: usize = 32 * 1024;
 
+/// Lines scanned together along the innermost axis (see [`scan_with`]).
+const LINES_AT_ONCE: usize = 4;
+
 /// Scans `x` (`outer * n * inner` values, read through `get`) into `out`
 /// with `A`'s sum (`prod`: product). The combining function is passed to
 /// [`scan_with`] as a function item, so each is a loop of its own with the
@@ -99,9 +102,31 @@ fn scan_with<A: Copy + Send + Sync>(
     let base_addr = out.as_mut_ptr() as usize;
     let at = |i: usize| (base_addr as *mut A).wrapping_add(i);
     if inner == 1 {
-        // Along the innermost axis: one running value per line.
+        // Along the innermost axis: one running value per line, four lines
+        // at a time (their running values are independent chains, so the
+        // latency of one line's add or multiply overlaps the others'), the
+        // rest of the chunk one line at a time.
         let lines = |l0: usize, l1: usize| {
-            for o in l0..l1 {
+            let mut o = l0;
+            while o + LINES_AT_ONCE <= l1 {
+                let bases: [usize; LINES_AT_ONCE] = std::array::from_fn(|j| (o + j) * n);
+                let mut acc = bases.map(&get);
+                for (&b, &a) in bases.iter().zip(&acc) {
+                    // SAFETY: the first element of line b / n (< l1), inside
+                    // `out`; the chunks' line ranges are disjoint, so no
+                    // other thread touches it.
+                    unsafe { at(b).write(a) };
+                }
+                for k in 1..n {
+                    for (&b, a) in bases.iter().zip(acc.iter_mut()) {
+                        *a = f(*a, get(b + k));
+                        // SAFETY: element k < n of the same line.
+                        unsafe { at(b + k).write(*a) };
+                    }
+                }
+                o += LINES_AT_ONCE;
+            }
+            for o in o..l1 {
                 let base = o * n;
                 // SAFETY: line `o` is out[base..base + n], inside `out`;
                 // the chunks' line ranges are disjoint, so no other thread
