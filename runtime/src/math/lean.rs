@@ -73,8 +73,8 @@ fn map_trig<const N: usize>(v: &mut [f32; N], f: impl Fn(f64) -> f64, exact: fn(
 /// |x| below which `sin`, `cos` and `tan` reduce in vector lanes (2^40:
 /// the multiple of π they subtract stays below 2^39, far inside the
 /// rounding trick's 2^51, and the three-term π keeps the reduced argument
-/// exact to 2^-53 of itself; the exhaustive sweep checks every f32 below
-/// it). Larger arguments take the C library's function.
+/// accurate to about 2^-52 of itself; the exhaustive sweep checks every
+/// f32). Larger arguments take the C library's function.
 pub(crate) const TRIG_LIMIT: f32 = 1_099_511_627_776.0;
 
 /// 1/π.
@@ -83,10 +83,10 @@ const INV_PI: f64 = std::f64::consts::FRAC_1_PI;
 /// 2/π.
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 
-/// π as three f64 terms (π to 2^-160): m·PI_1 is subtracted exactly by
-/// the first fused multiply-add (x - m·PI_1 is a multiple of 2^-51 below
-/// 4 in magnitude, hence an f64), the next two round once each at 2^-53
-/// of the reduced argument.
+/// π as three f64 terms (π to about 2^-160): m·PI_1 is subtracted exactly
+/// by the first fused multiply-add (x - m·PI_1 is a multiple of 2^-51
+/// below 4 in magnitude, hence an f64; with π/2, of 2^-52 below 2), the
+/// next two round once each at 2^-53 of the reduced argument.
 const PI_1: f64 = PI;
 const PI_2: f64 = 1.224_646_799_147_353_2e-16;
 const PI_3: f64 = -2.994_769_809_718_339_7e-33;
@@ -491,13 +491,13 @@ fn ln(x: f64) -> f64 {
     ln_special(x, ef.mul_add(LN_2, l))
 }
 
-/// Below this |x| the inverse hyperbolic functions take their series
-/// (the logarithm's argument would lie within 2^-11 of 1, where its
-/// rounding of 2^-53 weighs more than 2^-41 of the result).
+/// Below this |x| the inverse hyperbolic functions take their series:
+/// there the logarithm's argument would lie within 2^-11 of 1, and its
+/// rounding (2^-53) would exceed 2^-41 of the result.
 const SERIES_BELOW: f64 = 1.0 / 4096.0;
 
 /// asinh x = ±ln(t + √(t² + 1)), t = |x| (t² exact: t has 24 bits), or
-/// ±(t - t³/6 + 3t⁵/40) below [`SERIES_BELOW`] (remainder < t·2^-79).
+/// ±(t - t³/6 + 3t⁵/40) below [`SERIES_BELOW`] (remainder < t·2^-76).
 #[inline(always)]
 fn asinh32(x: f64) -> f64 {
     let t = x.abs();
