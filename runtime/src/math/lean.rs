@@ -38,6 +38,8 @@ use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, LN_2, LOG2_E, PI};
 use super::common::{
     clamp_keep_nan, copysign, horner, pow2i, round_k, round_prod, sel, LN2_HI, LN2_LO,
 };
+use super::exp::EXP_TAIL;
+use super::trig;
 
 /// Maps the f64 kernel `f` over a group of f32 lanes: widen, compute, round once.
 #[inline(always)]
@@ -91,37 +93,29 @@ const PI_1: f64 = PI;
 const PI_2: f64 = 1.224_646_799_147_353_2e-16;
 const PI_3: f64 = -2.994_769_809_718_339_7e-33;
 
+/// The first `N` coefficients of a longer series (the f64 kernels' Taylor
+/// tables, of which these kernels need fewer terms).
+const fn first<const N: usize, const M: usize>(c: &[f64; M]) -> [f64; N] {
+    let mut out = [0.0; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = c[i];
+        i += 1;
+    }
+    out
+}
+
 /// (-1)^n/(2n+1)! for n = 1..=7: sin r = r + r·z·S(z), z = r², on |r| <=
 /// π/2 (Taylor remainder r^17/17! < 6.2e-12 there, 2^-37 of the result).
-const SIN_HALF: [f64; 7] = [
-    -1.0 / 6.0,
-    1.0 / 120.0,
-    -1.0 / 5040.0,
-    1.0 / 362_880.0,
-    -1.0 / 39_916_800.0,
-    1.0 / 6_227_020_800.0,
-    -1.0 / 1_307_674_368_000.0,
-];
+const SIN_HALF: [f64; 7] = first(&trig::SIN_C);
 
 /// (-1)^n/(2n+1)! for n = 1..=5: sin r on |r| <= π/4 (remainder r^13/13!
 /// < 7e-12, 2^-36.6 of the result).
-const SIN_QUARTER: [f64; 5] = [
-    -1.0 / 6.0,
-    1.0 / 120.0,
-    -1.0 / 5040.0,
-    1.0 / 362_880.0,
-    -1.0 / 39_916_800.0,
-];
+const SIN_QUARTER: [f64; 5] = first(&trig::SIN_C);
 
 /// (-1)^n/(2n)! for n = 2..=6: cos r = 1 - z/2 + z²·C(z) on |r| <= π/4
 /// (remainder r^14/14! < 4e-13).
-const COS_QUARTER: [f64; 5] = [
-    1.0 / 24.0,
-    -1.0 / 720.0,
-    1.0 / 40_320.0,
-    -1.0 / 3_628_800.0,
-    1.0 / 479_001_600.0,
-];
+const COS_QUARTER: [f64; 5] = first(&trig::COS_C);
 
 /// x - m·π·c for the integer m (as f64), c = 1 (π) or 1/2 (π/2): the
 /// three-term reduction of [`PI_1`]. For m = 0 it is x itself, -0
@@ -310,16 +304,7 @@ pub(crate) fn arccos<const N: usize>(v: &mut [f32; N]) {
 
 /// 1/n! for n = 2..=9: e^r - 1 = r + r²·E(r) on |r| <= ln2/2 (remainder
 /// r^10/10! < 7e-12, 2^-35 of e^r - 1 relative).
-const EXP_T: [f64; 8] = [
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40_320.0,
-    1.0 / 362_880.0,
-];
+const EXP_T: [f64; 8] = first(&EXP_TAIL);
 
 /// 1/(2n)! for n = 1..=5: cosh r = 1 + z·C(z) on |r| <= ln2/2 (remainder
 /// r^12/12! < 7e-15).

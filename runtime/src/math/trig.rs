@@ -42,7 +42,7 @@ pub(crate) const TAN_FIXUP: Fixup = Fixup {
 };
 
 /// (-1)^n/(2n+1)! for n = 1..=8: sin(r) = r + r³·S(r²).
-const SIN_C: [f64; 8] = [
+pub(crate) const SIN_C: [f64; 8] = [
     -1.0 / 6.0,
     1.0 / 120.0,
     -1.0 / 5040.0,
@@ -54,7 +54,7 @@ const SIN_C: [f64; 8] = [
 ];
 
 /// (-1)^n/(2n)! for n = 2..=9: cos(r) = 1 - r²/2 + r⁴·C(r²).
-const COS_C: [f64; 8] = [
+pub(crate) const COS_C: [f64; 8] = [
     1.0 / 24.0,
     -1.0 / 720.0,
     1.0 / 40320.0,
