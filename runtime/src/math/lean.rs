@@ -1,6 +1,6 @@
 //! f32 forms computed in f64 lanes at f32-sized precision: `sin`, `cos`,
 //! `tan`, `arcsin`, `arccos`, `arctan`, `sinh`, `cosh`, `arcsinh`,
-//! `arccosh`, `arctanh`, `exp2` and `expm1`.
+//! `arccosh`, `arctanh`, `exp2`, `expm1` and `erf`.
 //!
 //! Why: these f32 forms used to widen to f64 and run the f64 kernel, which
 //! is built for 53 bits (sin and cos: a reduction carried in two-sums and
@@ -39,7 +39,7 @@ use super::common::{
     clamp_keep_nan, copysign, horner, pow2i, round_k, round_prod, sel, LN2_HI, LN2_LO,
 };
 use super::exp::EXP_TAIL;
-use super::trig;
+use super::{erf, trig};
 
 /// Maps the f64 kernel `f` over a group of f32 lanes: widen, compute, round once.
 #[inline(always)]
@@ -531,6 +531,17 @@ pub(crate) fn arctanh<const N: usize>(v: &mut [f32; N]) {
     map(v, atanh32);
 }
 
+// ---------------------------------------------------------------------
+// erf
+// ---------------------------------------------------------------------
+
+/// erf x in f32 over a group of lanes (faithfully rounded): the f64
+/// kernel's table with a shorter expansion ([`erf::erf_short`]).
+#[inline(always)]
+pub(crate) fn erf<const N: usize>(v: &mut [f32; N]) {
+    map(v, erf::erf_short);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,7 +562,8 @@ mod tests {
 
     #[test]
     fn odd_functions_keep_the_sign_of_zero() {
-        let odd: [(&str, Kernel); 8] = [
+        let odd: [(&str, Kernel); 9] = [
+            ("erf", erf),
             ("sin", sin),
             ("tan", tan),
             ("arcsin", arcsin),
@@ -571,7 +583,16 @@ mod tests {
     #[test]
     fn special_values_and_domains() {
         let (inf, nan) = (f32::INFINITY, f32::NAN);
-        let cases: [(&str, Kernel, f32, f32); 27] = [
+        let cases: [(&str, Kernel, f32, f32); 30] = [
+            ("erf", erf, -inf, -1.0),
+            ("erf", erf, 3.95, 1.0),
+            // Tiny x: erf x = x·2/√π, rounded once.
+            (
+                "erf",
+                erf,
+                1e-30,
+                (f64::from(1e-30f32) * std::f64::consts::FRAC_2_SQRT_PI) as f32,
+            ),
             ("sin", sin, inf, nan),
             ("cos", cos, -inf, nan),
             ("tan", tan, nan, nan),
@@ -610,7 +631,7 @@ mod tests {
         for k in [sin, cos, tan, arcsin, arccos, arctan, sinh, cosh] {
             assert!(group(k, &[nan])[0].is_nan());
         }
-        for k in [arcsinh, arccosh, arctanh, exp2, expm1] {
+        for k in [arcsinh, arccosh, arctanh, exp2, expm1, erf] {
             assert!(group(k, &[nan])[0].is_nan());
         }
     }
