@@ -107,7 +107,7 @@ pub(crate) fn exp2(x: f64) -> f64 {
 /// argument to ~2^-100 absolute). The first fma is exact (k·LN2_HI is);
 /// k comes from the bits of x/ln2 + 1.5·2^52.
 #[inline(always)]
-fn reduce_ln2(x: f64) -> (i64, f64, f64) {
+pub(crate) fn reduce_ln2(x: f64) -> (i64, f64, f64) {
     let (kf, k) = round_prod(x, LOG2E);
     let r0 = (-kf).mul_add(LN2_HI, x);
     let r = (-kf).mul_add(LN2_LO, r0);

@@ -33,13 +33,11 @@
 //! floats through the bits), and `mul_add` is a correctly rounded fused
 //! multiply-add in every variant, so all variants give the same bits.
 
-use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, LN_2, LOG2_E, PI};
+use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, LN_2, PI};
 
-use super::common::{
-    clamp_keep_nan, copysign, horner, pow2i, round_k, round_prod, sel, LN2_HI, LN2_LO,
-};
+use super::common::{clamp_keep_nan, copysign, horner, pow2i, round_k, round_prod, sel};
 use super::exp::EXP_TAIL;
-use super::{erf, trig};
+use super::{erf, exp, log, trig};
 
 /// Maps the f64 kernel `f` over a group of f32 lanes: widen, compute, round once.
 #[inline(always)]
@@ -320,14 +318,14 @@ const COSH_T: [f64; 5] = [
 /// (remainder r^11/11! < 2.2e-13, 2^-40 of sinh r relative).
 const SINH_T: [f64; 4] = [1.0 / 6.0, 1.0 / 120.0, 1.0 / 5040.0, 1.0 / 362_880.0];
 
-/// y = k·ln2 + r with k = round(y·log2 e), |r| <= ln2/2: the first fused
-/// multiply-add is exact (y - k·LN2_HI is a multiple of 2^-53 below 1/2
-/// whenever k != 0), the second rounds at 2^-53 of r.
+/// y = k·ln2 + r with k = round(y·log2 e), |r| <= ln2/2 (`exp`'s
+/// reduction: the first fused multiply-add exact, r rounded at 2^-53;
+/// the reduction's rounding error, which an f32 result does not need, is
+/// dropped).
 #[inline(always)]
 fn reduce_ln2(y: f64) -> (i64, f64) {
-    let (kf, k) = round_prod(y, LOG2_E);
-    let r = (-kf).mul_add(LN2_HI, y);
-    (k, (-kf).mul_add(LN2_LO, r))
+    let (k, r, _) = exp::reduce_ln2(y);
+    (k, r)
 }
 
 /// e^r - 1 for |r| <= ln2/2 (a little more after rounding).
@@ -434,46 +432,16 @@ const LOG_R: [f64; 11] = [
     0.055_550_945_560_644_93,
 ];
 
-/// The bits of √½.
-const SQRT_HALF_BITS: u64 = 0x3FE6_A09E_667F_3BCD;
-
-/// The f64 mantissa field.
-const MANTISSA: u64 = (1 << 52) - 1;
-
-/// 2^52 + 1023: subtracted from 2^52 with a biased exponent in its low
-/// bits, it leaves the unbiased exponent as f64.
-const EXP_FLOAT_BIAS: f64 = 4_503_599_627_371_519.0;
-
-/// (e, ln(1 + f)) with x = 2^e·(1 + f), 1 + f in [√½, √2), for a positive
-/// finite normal x (garbage otherwise; [`ln_special`] replaces it). The
-/// exponent comes from the bits after an offset that moves [√½, √2) onto
-/// one binade, and is turned into a float through the bits too (no
-/// integer conversion: AVX2 has none for 64-bit lanes). f = (1 + f) - 1
-/// is exact (Sterbenz); ln(1 + f) = f + f²·(f·R(f) - 1/2).
-#[inline(always)]
-fn ln_parts(x: f64) -> (f64, f64) {
-    let v = x
-        .to_bits()
-        .wrapping_add(0x3FF0_0000_0000_0000 - SQRT_HALF_BITS);
-    let ef = f64::from_bits((v >> 52) | 0x4330_0000_0000_0000) - EXP_FLOAT_BIAS;
-    let f = f64::from_bits((v & MANTISSA) + SQRT_HALF_BITS) - 1.0;
-    (ef, (f * f).mul_add(f.mul_add(horner(f, &LOG_R), -0.5), f))
-}
-
-/// `y` (a logarithm of x computed by [`ln_parts`]) with x's special
-/// cases: -inf at ±0, inf at inf, NaN below 0 and for NaN.
-#[inline(always)]
-fn ln_special(x: f64, y: f64) -> f64 {
-    let y = sel(x == f64::INFINITY, f64::INFINITY, y);
-    let y = sel(x == 0.0, f64::NEG_INFINITY, y);
-    sel(x >= 0.0, y, f64::NAN)
-}
-
-/// ln x (the core of the inverse hyperbolic functions).
+/// ln x (the core of the inverse hyperbolic functions, whose arguments are
+/// at least 1 or special): x = 2^e·(1 + f) split by the f64 log's
+/// `log::parts_normal` (e exact, f exact), ln(1 + f) = f +
+/// f²·(f·R(f) - 1/2) with this module's shorter fit, and the f64 log's
+/// special cases (`log::log_special`).
 #[inline(always)]
 fn ln(x: f64) -> f64 {
-    let (ef, l) = ln_parts(x);
-    ln_special(x, ef.mul_add(LN_2, l))
+    let (ef, f) = log::parts_normal(x);
+    let l = (f * f).mul_add(f.mul_add(horner(f, &LOG_R), -0.5), f);
+    log::log_special(x, ef.mul_add(LN_2, l))
 }
 
 /// Below this |x| the inverse hyperbolic functions take their series:

@@ -56,13 +56,20 @@ const SQRT_HALF_BITS: u64 = 0x3fe6_a09e_667f_3bcd;
 fn parts(x: f64) -> (f64, f64) {
     let sub = x < f64::MIN_POSITIVE;
     let xs = sel(sub, x * 18_014_398_509_481_984.0, x); // 2^54
-    let bias = sel(sub, 54.0, 0.0);
-    let ix = xs
+    let (e, f) = parts_normal(xs);
+    (e - sel(sub, 54.0, 0.0), f)
+}
+
+/// [`parts`] for a positive normal x (no subnormal scaling: the f32
+/// kernels of `lean` take logarithms of arguments >= 1 only).
+#[inline(always)]
+pub(crate) fn parts_normal(x: f64) -> (f64, f64) {
+    let ix = x
         .to_bits()
         .wrapping_add(0x3ff0_0000_0000_0000 - SQRT_HALF_BITS);
     let eb = (ix >> 52) & 0x7ff;
     // Exact u64 -> f64 for small integers: 2^52 + eb, then subtract.
-    let e = f64::from_bits(0x4330_0000_0000_0000 | eb) - (4_503_599_627_370_496.0 + 1023.0) - bias;
+    let e = f64::from_bits(0x4330_0000_0000_0000 | eb) - (4_503_599_627_370_496.0 + 1023.0);
     let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + SQRT_HALF_BITS);
     (e, m - 1.0)
 }
@@ -93,7 +100,7 @@ fn log1p_red(f: f64) -> f64 {
 /// Applies the IEEE special cases of log: +inf -> +inf, ±0 -> -inf,
 /// negative or NaN -> NaN.
 #[inline(always)]
-fn log_special(x: f64, v: f64) -> f64 {
+pub(crate) fn log_special(x: f64, v: f64) -> f64 {
     let v = sel(x == f64::INFINITY, x, v);
     let v = sel(x == 0.0, f64::NEG_INFINITY, v);
     sel(x >= 0.0, v, f64::NAN)
