@@ -84,6 +84,43 @@ fn every_op_every_dtype_every_layout() {
     assert!(checked > 1000, "{checked}");
 }
 
+/// Floor division, modulo and fmod on every integer dtype, for every pair
+/// of divisor and dividend signs and the edge values (0, ±1, the extremes,
+/// `MIN // -1`), equal the reference bit for bit. The random values of the
+/// other tests are rarely negative divisors, -1 or the extremes.
+#[test]
+fn integer_division_and_remainders_on_every_sign_and_edge() {
+    let edges: [i64; 11] = [0, 1, -1, 2, -2, 3, -7, 7, 100, i64::MIN, i64::MAX];
+    for dtype in DType::ALL
+        .into_iter()
+        .filter(|d| !d.is_float() && *d != DType::Bool)
+    {
+        // Every pair, cast to the dtype (wrapping, so the extremes become the
+        // dtype's own bit patterns of them).
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for &x in &edges {
+            for &y in &edges {
+                a.push(x);
+                b.push(y);
+            }
+        }
+        let av = Value::I64(ndarray::arr1(&a).into_dyn()).cast(dtype);
+        let bv = Value::I64(ndarray::arr1(&b).into_dyn()).cast(dtype);
+        for op in [ScalarOp::IntDiv, ScalarOp::Mod, ScalarOp::Fmod] {
+            let x = tensor("x", dtype, &[None]);
+            let y = tensor("y", dtype, &[None]);
+            let out = elemwise(op, &[&x, &y]).unwrap();
+            check(
+                &[x, y],
+                &[out],
+                &[av.clone(), bv.clone()],
+                0,
+                &format!("{op} on {dtype}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn broadcast_empty_and_zero_d() {
     for op in [

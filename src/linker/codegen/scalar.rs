@@ -583,61 +583,76 @@ fn int_op(
     })
 }
 
-/// The divisor flags and a trap-free divisor of an i64 division by `d`:
-/// `(d == 0, d == -1, d == 0 || d == -1, 0, d or 1 where d is 0 or -1)`.
-fn safe_divisor(b: &mut FunctionBuilder<'_>, d: Value) -> (Value, Value, Value, Value, Value) {
-    let is0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
-    let ism1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
-    let bad = b.ins().bor(is0, ism1);
+/// A trap-free divisor for an i64 division by `d`: `d`, or 1 where `d` is
+/// 0 or -1 (`d + 1 <= 1` unsigned). Dividing by 1 instead leaves a
+/// remainder of 0, which is numpy's remainder for both.
+///
+/// The integer division lowerings below select on a comparison that has
+/// one use each, so that Cranelift fuses it into `cmp` + `cmov`: a
+/// comparison result kept as a value is written with `setcc` into the low
+/// byte of a register, which on x86 merges with (waits for) whatever that
+/// register last held, and the register allocator reused the previous
+/// element's `idiv` result there, which chained every `idiv` to the one
+/// before (`i % j` on 4e6 i64, one thread: 32 ms against fmod's 14).
+fn safe_divisor(b: &mut FunctionBuilder<'_>, d: Value) -> Value {
+    let t = b.ins().iadd_imm_s(d, 1);
+    let bad = b.ins().icmp_imm_u(IntCC::UnsignedLessThanOrEqual, t, 1);
     let one = b.ins().iconst(types::I64, 1);
-    let zero = b.ins().iconst(types::I64, 0);
-    let safe = b.ins().select(bad, one, d);
-    (is0, ism1, bad, zero, safe)
+    b.ins().select(bad, one, d)
 }
 
-/// numpy floor division / modulo on i64 without traps: `x // 0 == x % 0 == 0`,
-/// `MIN // -1` wraps to `MIN`.
+/// numpy floor division (`div`) or modulo on i64 without traps: `x // 0 ==
+/// x % 0 == 0`, `MIN // -1` wraps to `MIN`.
 fn int_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
-    let (is0, ism1, _, zero, safe) = safe_divisor(b, d);
-    // One division: the remainder from the quotient (x86 has no fused
-    // form in Cranelift's IR; `sdiv` and `srem` were two `idiv`s).
-    let q0 = b.ins().sdiv(a, safe);
-    let qd = b.ins().imul(q0, safe);
-    let r0 = b.ins().isub(a, qd);
-    let na = b.ins().ineg(a);
-    let q = b.ins().select(ism1, na, q0);
-    let r = b.ins().select(ism1, zero, r0);
-    let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+    let safe = safe_divisor(b, d);
+    let zero = b.ins().iconst(types::I64, 0);
     if div {
+        // One division: the remainder from the quotient (x86 has no fused
+        // form in Cranelift's IR; `sdiv` and `srem` were two `idiv`s). The
+        // quotient rounds down where the remainder is not 0 and the
+        // operands' signs differ; d = -1 gives -a and d = 0 gives 0 (their
+        // remainder is 0 here: the division was by 1).
+        let q = b.ins().sdiv(a, safe);
+        let qd = b.ins().imul(q, safe);
+        let r = b.ins().isub(a, qd);
         let x = b.ins().bxor(a, d);
-        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
-        let adj = b.ins().band(rnz, neg);
-        let adj = bool_i64(b, adj);
-        let q = b.ins().isub(q, adj);
-        b.ins().select(is0, zero, q)
+        let down = b.ins().iadd_imm_s(q, -1);
+        let signs_differ = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+        let floor = b.ins().select(signs_differ, down, q);
+        let exact = b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+        let q = b.ins().select(exact, q, floor);
+        let na = b.ins().ineg(a);
+        let by_m1 = b.ins().icmp_imm_s(IntCC::Equal, d, -1);
+        let q = b.ins().select(by_m1, na, q);
+        let by_0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+        b.ins().select(by_0, zero, q)
     } else {
+        // The remainder straight from `srem` (0 for d = 0 or -1), plus d
+        // where it is not 0 and its sign differs from d's.
+        let r = b.ins().srem(a, safe);
         let x = b.ins().bxor(r, d);
-        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
-        let adj = b.ins().band(rnz, neg);
-        let rb = b.ins().iadd(r, d);
-        let r = b.ins().select(adj, rb, r);
-        b.ins().select(is0, zero, r)
+        let up = b.ins().iadd(r, d);
+        let signs_differ = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, 0);
+        let floor = b.ins().select(signs_differ, up, r);
+        let exact = b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+        b.ins().select(exact, zero, floor)
     }
 }
 
 /// Unsigned division (`div`) or remainder on u64 without traps: `x // 0 ==
-/// x % 0 == 0` (`ScalarOp::eval_u64`; `mod` and `fmod` agree on unsigned values).
+/// x % 0 == 0` (`ScalarOp::eval_u64`; `mod` and `fmod` agree on unsigned
+/// values). The divisor 0 becomes 1 (`umax`), whose remainder is 0.
 fn uint_divmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value, div: bool) -> Value {
-    let is0 = b.ins().icmp_imm_u(IntCC::Equal, d, 0);
     let one = b.ins().iconst(types::I64, 1);
-    let zero = b.ins().iconst(types::I64, 0);
-    let safe = b.ins().select(is0, one, d);
-    let r = if div {
-        b.ins().udiv(a, safe)
+    let safe = b.ins().umax(d, one);
+    if div {
+        let q = b.ins().udiv(a, safe);
+        let zero = b.ins().iconst(types::I64, 0);
+        let by_0 = b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+        b.ins().select(by_0, zero, q)
     } else {
         b.ins().urem(a, safe)
-    };
-    b.ins().select(is0, zero, r)
+    }
 }
 
 /// Logical right shift on u64: a count of 64 or more gives 0 (Cranelift's
@@ -652,11 +667,10 @@ fn ushift_right(b: &mut FunctionBuilder<'_>, a: Value, count: Value) -> Value {
 }
 
 /// C `fmod` on i64 without traps (`ops::scalar::int_fmod`): `x fmod 0 == 0`,
-/// `MIN fmod -1 == 0`.
+/// `MIN fmod -1 == 0` (both divide by 1 instead, see [`safe_divisor`]).
 fn int_fmod(b: &mut FunctionBuilder<'_>, a: Value, d: Value) -> Value {
-    let (_, _, bad, zero, safe) = safe_divisor(b, d);
-    let r = b.ins().srem(a, safe);
-    b.ins().select(bad, zero, r)
+    let safe = safe_divisor(b, d);
+    b.ins().srem(a, safe)
 }
 
 /// numpy shifts on i64 (`ops::scalar::left_shift` / `right_shift`):
