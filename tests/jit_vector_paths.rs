@@ -315,13 +315,15 @@ fn bool_results_leave_the_vector_path_as_bytes() {
     }
 }
 
-/// The integer vector path (`i64`, `u64`, `i32`, `u32` lanes): wrapping
-/// arithmetic, bitwise logic, comparisons (unsigned for unsigned dtypes)
-/// with `where`, bool results stored as bytes, reductions of comparisons,
-/// and constants a 32-bit lane cannot hold (those programs stay on the
-/// scalar path), at lengths around every boundary of the path, on values
-/// that span the whole range of each dtype (products wrap), equal the
-/// reference's results exactly.
+/// The integer vector path (lanes of every signed and unsigned width, 8 to
+/// 64 bits): wrapping arithmetic (products and squares, byte products
+/// through 16-bit lanes), absolute values, maxima, minima, clipping and
+/// signs (unsigned for unsigned dtypes), bitwise logic, comparisons with
+/// `where`, bool results stored as bytes, reductions of comparisons, and
+/// constants a lane cannot hold (those programs stay on the scalar path),
+/// at lengths around every boundary of the path, on values that span the
+/// whole range of each dtype (products wrap), equal the reference's
+/// results exactly.
 #[test]
 fn integer_programs_take_the_vector_path_exactly() {
     let exprs = [
@@ -340,6 +342,12 @@ fn integer_programs_take_the_vector_path_exactly() {
         "sum(i > j)",
         "any(i == j)",
         "all(i != 7)",
+        "i * i - abs(j)",
+        "maximum(i, j) * 3 - minimum(i, 2)",
+        "clip(i, 1, 5) + sign(j) * j",
+        "abs(i - j) + sign(i)",
+        "where(maximum(i, j) > 2, i * j, -i)",
+        "clip(i, 2, 100)",
     ];
     // Small values (so that comparisons tie and `any(i == j)` varies) mixed
     // with values anywhere in 64 bits.
@@ -359,7 +367,16 @@ fn integer_programs_take_the_vector_path_exactly() {
             .collect();
         Value::from_i64_array(dtype, ArrayD::from_shape_vec(vec![n], v).unwrap())
     };
-    for dtype in [DType::I64, DType::U64, DType::I32, DType::U32] {
+    for dtype in [
+        DType::I64,
+        DType::U64,
+        DType::I32,
+        DType::U32,
+        DType::I16,
+        DType::U16,
+        DType::I8,
+        DType::U8,
+    ] {
         let (i, j, vars) = pair(["i", "j"], dtype, &[None]);
         for src in exprs {
             let out = build(src, &vars);
@@ -377,6 +394,17 @@ fn integer_programs_take_the_vector_path_exactly() {
                     &what,
                 );
             }
+        }
+        // A bool result beside a result of the dtype, one kernel: bytes
+        // either way for 8-bit lanes, only the bool one a lane mask.
+        let outs = [build("i > j", &vars), build("i * j + 1", &vars)];
+        for (k, &n) in LENGTHS.iter().enumerate() {
+            let vals = [
+                values(dtype, n, 1100 + k as u64),
+                values(dtype, n, 1200 + k as u64),
+            ];
+            let what = format!("i > j beside i * j + 1 ({dtype}, n = {n})");
+            check(&[i.clone(), j.clone()], &outs, &vals, 0, &what);
         }
     }
 }

@@ -8,8 +8,8 @@
 //! loops the outer dimensions).
 //!
 //! Code paths, chosen at run time from the strides:
-//! - a vector path (`F64X2` / `F32X4`, or `I64X2` / `I32X4` for 64- and
-//!   32-bit integers) when every input stride is 0 or the element size and
+//! - a vector path (`F64X2` / `F32X4`, or `I64X2` / `I32X4` / `I16X8` /
+//!   `I8X16` for integers) when every input stride is 0 or the element size and
 //!   every output is contiguous, and every op has an exact vector form
 //!   (bool values between nodes are lane masks: comparisons, `isnan`,
 //!   logic and `where` stay on this path; a bool output is stored one byte
@@ -286,7 +286,7 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 }
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
-/// float or 64- / 32-bit integer dtype, its other values are of that dtype or
+/// float or integer dtype, its other values are of that dtype or
 /// bool (lane masks), and
 /// every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
@@ -321,6 +321,10 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
             c.as_i64() as i128
         };
         let (lo, hi) = match dtype {
+            DType::I8 => (i8::MIN as i128, i8::MAX as i128),
+            DType::U8 => (0, u8::MAX as i128),
+            DType::I16 => (i16::MIN as i128, i16::MAX as i128),
+            DType::U16 => (0, u16::MAX as i128),
             DType::I32 => (i32::MIN as i128, i32::MAX as i128),
             DType::U32 => (0, u32::MAX as i128),
             DType::I64 => (i64::MIN as i128, i64::MAX as i128),
@@ -1295,7 +1299,7 @@ impl<'a> VecCtx<'a> {
             for (o, &r) in self.prog.outputs.iter().enumerate() {
                 if let Some(addr) = out_addr[o] {
                     let v = get(b, u, r)?;
-                    if self.out_size(o) == 1 {
+                    if self.prog.dtype_of(r) == DType::Bool && !self.mask_outputs {
                         let lanes = 16 / esz as i32;
                         sl::store_mask_bytes(b, v, self.vty, addr, lanes * u as i32);
                     } else {

@@ -255,7 +255,11 @@ pub(crate) fn build_fused(
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let opts = jb.options();
-    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls);
+    // Integer lanes narrower than 32 bits stay on the scalar path here: the
+    // reductions' vector accumulators and mask folds have 32- and 64-bit
+    // lanes only.
+    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls)
+        .filter(|p| p.dtype.is_float() || p.dtype.size_of() >= 4);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     if let Some(h) = hoisted {
         imports.extend(elemwise::import_callees(jb, &h.pre, None)?);

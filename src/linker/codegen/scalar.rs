@@ -17,7 +17,7 @@
 //! The vector form ([`emit_vector`]) handles a subset of ops on `F64X2` /
 //! `F32X4` whose results equal the scalar ones bit for bit (see
 //! [`vector_capable`]), and [`emit_vector_int`] the wrapping integer ops
-//! on `I64X2` / `I32X4` ([`int_vector_capable`]). Bool values on the vector path are lane masks
+//! on `I64X2`, `I32X4`, `I16X8` and `I8X16` ([`int_vector_capable`]). Bool values on the vector path are lane masks
 //! ([`mask_capable`], [`emit_vector_masked`]): every bit of a lane set for
 //! true, clear for false, held in the float vector type of the path (so
 //! they load, store and stage like the float values). A mask is only ever
@@ -49,19 +49,33 @@ pub fn clif_type(dtype: DType) -> Type {
     }
 }
 
-/// The 128-bit vector type for a float dtype.
+/// The 128-bit vector type of the vector path on `dtype` (a float dtype or
+/// an [`int_vector_dtype`]).
 pub fn vector_type(dtype: DType) -> Type {
     match dtype {
         DType::F32 => types::F32X4,
         DType::I64 | DType::U64 => types::I64X2,
         DType::I32 | DType::U32 => types::I32X4,
+        DType::I16 | DType::U16 => types::I16X8,
+        DType::I8 | DType::U8 => types::I8X16,
         _ => types::F64X2,
     }
 }
 
-/// Whether the vector path handles integer `dtype` (64- and 32-bit lanes).
+/// Whether the vector path handles integer `dtype` (lanes of 64, 32, 16 or
+/// 8 bits; bool is a lane mask there, never a lane type of its own).
 pub fn int_vector_dtype(dtype: DType) -> bool {
-    matches!(dtype, DType::I64 | DType::U64 | DType::I32 | DType::U32)
+    matches!(
+        dtype,
+        DType::I64
+            | DType::U64
+            | DType::I32
+            | DType::U32
+            | DType::I16
+            | DType::U16
+            | DType::I8
+            | DType::U8
+    )
 }
 
 /// Flags of every access to operand memory (inputs, outputs, reduction
@@ -709,13 +723,15 @@ pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
 
 /// True when `op` has an exact vector lowering on lanes of integer `dtype`
 /// (see [`int_vector_dtype`]): wrapping addition, subtraction,
-/// multiplication and negation, bitwise logic, and selection. Wrapping in
-/// the lane width equals the reference's `i64`-domain result wrapped to
-/// the dtype's width.
+/// multiplication, squaring, negation and absolute value, maximum, minimum,
+/// clipping and sign (unsigned for unsigned dtypes), bitwise logic, and
+/// selection. Wrapping in the lane width equals the reference's
+/// `i64`-domain result wrapped to the dtype's width.
 pub fn int_vector_capable(op: ScalarOp, dtype: DType) -> bool {
     use ScalarOp::*;
     match op {
-        Add | Sub | Mul | Neg | And | Or | Xor | Invert | Switch | Second | Identity => true,
+        Add | Sub | Mul | Sqr | Neg | Abs | Maximum | Minimum | Clip | Sign | And | Or | Xor
+        | Invert | Switch | Second | Identity => true,
         Cast(d) => d == dtype,
         _ => false,
     }
@@ -733,7 +749,7 @@ pub fn emit_vector_int(
     dtype: DType,
 ) -> Result<Value> {
     use ScalarOp::*;
-    let unsigned = matches!(dtype, DType::U64 | DType::U32);
+    let unsigned = matches!(dtype, DType::U64 | DType::U32 | DType::U16 | DType::U8);
     let zero = |b: &mut FunctionBuilder<'_>| int_splat(b, ty, 0);
     let cc = |signed: IntCC, unsigned_cc: IntCC| if unsigned { unsigned_cc } else { signed };
     // The lane mask of a value's truth (a mask already is one).
@@ -804,9 +820,56 @@ pub fn emit_vector_int(
         .collect();
     Ok(match op {
         Add => v[1..].iter().fold(v[0], |s, &x| b.ins().iadd(s, x)),
+        Mul if ty == types::I8X16 => v[1..].iter().fold(v[0], |s, &x| imul_i8x16(b, s, x)),
         Mul => v[1..].iter().fold(v[0], |s, &x| b.ins().imul(s, x)),
+        Sqr if ty == types::I8X16 => imul_i8x16(b, v[0], v[0]),
+        Sqr => b.ins().imul(v[0], v[0]),
         Sub => b.ins().isub(v[0], v[1]),
         Neg => b.ins().ineg(v[0]),
+        // An unsigned value is its own absolute value.
+        Abs if unsigned => v[0],
+        Abs => b.ins().iabs(v[0]),
+        Maximum | Minimum | Clip => {
+            let max = |b: &mut FunctionBuilder<'_>, x, y| {
+                if unsigned {
+                    b.ins().umax(x, y)
+                } else {
+                    b.ins().smax(x, y)
+                }
+            };
+            let min = |b: &mut FunctionBuilder<'_>, x, y| {
+                if unsigned {
+                    b.ins().umin(x, y)
+                } else {
+                    b.ins().smin(x, y)
+                }
+            };
+            match op {
+                Maximum => max(b, v[0], v[1]),
+                Minimum => min(b, v[0], v[1]),
+                _ => {
+                    let m = max(b, v[0], v[1]);
+                    min(b, m, v[2])
+                }
+            }
+        }
+        // 1 where positive, -1 (all ones) where negative, else 0; unsigned
+        // values are never negative.
+        Sign => {
+            let z = zero(b);
+            let pos = if unsigned {
+                b.ins().icmp(IntCC::NotEqual, v[0], z)
+            } else {
+                b.ins().icmp(IntCC::SignedGreaterThan, v[0], z)
+            };
+            let pos = b.ins().band(pos, one);
+            if unsigned {
+                pos
+            } else {
+                let neg = b.ins().icmp(IntCC::SignedLessThan, v[0], z);
+                b.ins().bor(pos, neg)
+            }
+        }
         And => b.ins().band(v[0], v[1]),
         Or => b.ins().bor(v[0], v[1]),
         Xor => b.ins().bxor(v[0], v[1]),
@@ -823,6 +886,23 @@ pub fn emit_vector_int(
             )))
         }
     })
+}
+
+/// Wrapping product of two `I8X16` vectors (x86 has no byte multiply): the
+/// halves widened to 16-bit lanes, multiplied, their low bytes kept and
+/// packed back (`unarrow` saturates, but masked to a byte nothing does).
+/// The low byte of a product does not depend on the operands' signs, so
+/// the zero-extending widening serves `i8` and `u8` alike.
+fn imul_i8x16(b: &mut FunctionBuilder<'_>, x: Value, y: Value) -> Value {
+    let low_byte = int_splat(b, types::I16X8, 0xFF);
+    let mut half = |wide: fn(&mut FunctionBuilder<'_>, Value) -> Value| {
+        let (wx, wy) = (wide(b, x), wide(b, y));
+        let p = b.ins().imul(wx, wy);
+        b.ins().band(p, low_byte)
+    };
+    let lo = half(|b, v| b.ins().uwiden_low(v));
+    let hi = half(|b, v| b.ins().uwiden_high(v));
+    b.ins().unarrow(lo, hi)
 }
 
 /// True when `op` producing a bool from arguments of dtypes `args` has a
@@ -946,12 +1026,31 @@ pub fn emit_vector_masked(
 }
 
 /// Stores the lane mask `m` (of vector type `ty`) as bools, one byte
-/// (0 or 1) per lane, at `addr + offset`: the lanes' sign bits gathered
-/// into an integer (`vhigh_bits`), spread one bit per byte by a multiply
-/// (the bits land in distinct bytes, so no carries), one 2-byte (64-bit lanes)
-/// or 4-byte (32-bit lanes) store.
+/// (0 or 1) per lane, at `addr + offset`. Lanes of 64 or 32 bits: their
+/// sign bits gathered into an integer (`vhigh_bits`), spread one bit per
+/// byte by a multiply (the bits land in distinct bytes, so no carries), one
+/// 2-byte or 4-byte store. Byte lanes: the mask and 1, one 16-byte store;
+/// 16-bit lanes: packed to bytes first (all ones stays all ones), one
+/// 8-byte store.
 pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: Value, offset: i32) {
     let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    if ty.lane_bits() <= 16 {
+        let bytes = if ty.lane_bits() == 16 {
+            b.ins().snarrow(m, m)
+        } else {
+            m
+        };
+        let one = int_splat(b, types::I8X16, 1);
+        let bools = b.ins().band(bytes, one);
+        if ty.lane_bits() == 8 {
+            b.ins().store(OPERAND, bools, addr, offset);
+        } else {
+            let wide = b.ins().bitcast(types::I64X2, le, bools);
+            let low = b.ins().extractlane(wide, 0);
+            b.ins().store(OPERAND, low, addr, offset);
+        }
+        return;
+    }
     let (ity, sty, spread, ones) = if ty.lane_bits() == 32 {
         (types::I32X4, types::I32, 0x0020_4081i64, 0x0101_0101i64)
     } else {
