@@ -409,6 +409,89 @@ fn integer_programs_take_the_vector_path_exactly() {
     }
 }
 
+/// Maxima and minima of every integer dtype over everything, over the
+/// leading axis (the runtime's column passes, `i64` / `u64` accumulators)
+/// and over rows (its row passes, folding in the input's own lanes), on
+/// contiguous inputs and on strided and reversed views (the sequential
+/// fold), with the dtype's extremes among values spanning its whole range
+/// and a wide spread of row lengths: the reference's results exactly.
+#[test]
+fn integer_max_and_min_reductions_equal_the_reference() {
+    let exprs = [
+        "max(i)",
+        "min(i)",
+        "max(i, axis=0)",
+        "min(i, axis=0)",
+        "max(i, axis=1)",
+        "min(i, axis=1)",
+        "max(i[:, ::2], axis=0)",
+        "min(i[::-1, ::-1], axis=1)",
+        "max(i, axis=1) - min(j, axis=0)",
+    ];
+    let values = |dtype: DType, shape: &[usize], seed: u64| {
+        let n: usize = shape.iter().product();
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let v: Vec<i64> = (0..n)
+            .map(|e| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                match e % 97 {
+                    // The extremes of every width, wrapped to the dtype.
+                    0 => i64::MIN,
+                    1 => i64::MAX,
+                    2 => i32::MIN as i64,
+                    3 => u32::MAX as i64,
+                    4 => i16::MIN as i64,
+                    5 => u16::MAX as i64,
+                    6 => -128,
+                    7 => 255,
+                    _ => s as i64,
+                }
+            })
+            .collect();
+        Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+    };
+    let shapes = [
+        vec![1, 1],
+        vec![3, 5],
+        vec![7, 129],
+        vec![130, 33],
+        vec![64, 1000],
+    ];
+    for dtype in [
+        DType::I64,
+        DType::U64,
+        DType::I32,
+        DType::U32,
+        DType::I16,
+        DType::U16,
+        DType::I8,
+        DType::U8,
+    ] {
+        let (i, j, vars) = pair(["i", "j"], dtype, &[None, None]);
+        for src in exprs {
+            let out = build(src, &vars);
+            for (k, shape) in shapes.iter().enumerate() {
+                // `j` transposed in shape, so that its column extremes
+                // line up with `i`'s row extremes.
+                let vals = [
+                    values(dtype, shape, 1300 + k as u64),
+                    values(dtype, &[shape[1], shape[0]], 1400 + k as u64),
+                ];
+                let what = format!("{src} ({dtype}, shape {shape:?})");
+                check(
+                    &[i.clone(), j.clone()],
+                    std::slice::from_ref(&out),
+                    &vals,
+                    0,
+                    &what,
+                );
+            }
+        }
+    }
+}
+
 /// Fused reductions over the leading axis (column mode) fold each block of
 /// mapped values with the runtime's column pass: each accumulator is
 /// updated in row order as the reference does, so sums, products, maxima

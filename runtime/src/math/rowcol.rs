@@ -7,7 +7,9 @@
 //! - `kiln_sum_f64(x, n)` / `kiln_sum_f32(x, n)` = Σ x_i (f32 values
 //!   promoted to f64, the accumulator dtype of an f32 sum);
 //! - `kiln_dot_f64(x, y, n)` = Σ x_i·y_i (each product rounded, then
-//!   added: no fused multiply-add, so every variant gives the same bits).
+//!   added: no fused multiply-add, so every variant gives the same bits);
+//! - `kiln_max_<dtype>(x, n)` / `kiln_min_<dtype>(x, n)` for every integer
+//!   dtype: the extreme, exact, as the accumulator dtype's integer.
 //!
 //! The *scaled-rows* pass `kiln_scaled_rows_f64(acc, x, n, rows, stride,
 //! s, s_stride)` adds `s_r·x_r[j]` to `acc[j]` for each row `r` in order
@@ -30,8 +32,9 @@
 //! `acc[j] = op(acc[j], x_r[j])` for `j < n`, for each row `x_r = x +
 //! r·row_stride` (elements) in order `r = 0, 1, .. rows - 1`, with `op`
 //! one of sum, prod, max, min over f64 accumulators (`f64` or promoted
-//! `f32` inputs), or a wrapping sum of `i64` (also the bits of a `u64`
-//! sum). Each element is exactly the sequential loop's: a single add /
+//! `f32` inputs), a wrapping sum of `i64` (also the bits of a `u64`
+//! sum), or the max / min of any integer input over `i64` accumulators
+//! (`u64` ones for `u64` inputs). Each element is exactly the sequential loop's: a single add /
 //! multiply per row, and for max / min the JIT's `nan_max` / `nan_min` (NaN
 //! if either is NaN, else the first operand when `acc[j] >= x[j]` (max) /
 //! `acc[j] <= x[j]` (min), else the second), so the results are
@@ -429,6 +432,112 @@ dispatched!(
         columns(acc, x, n, rows, row_stride, |a: i64, e: i64| a.wrapping_add(e))
 );
 
+/// The largest (`max`) or smallest value of the `n` integers at `x`, in
+/// the accumulator dtype `A`; `empty` (the reduction's identity) for `n ==
+/// 0`. The fold runs in the input's own lanes (rustc vectorises it at the
+/// variant's width), so only the result is widened.
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn int_extreme<T: Copy + Ord, A: From<T>>(x: *const T, n: usize, max: bool, empty: A) -> A {
+    if n == 0 {
+        return empty;
+    }
+    // SAFETY: `x` is valid for `n > 0` reads (caller contract).
+    let v = unsafe { std::slice::from_raw_parts(x, n) };
+    let first = v[0];
+    let e = if max {
+        v.iter().fold(first, |a, &e| a.max(e))
+    } else {
+        v.iter().fold(first, |a, &e| a.min(e))
+    };
+    A::from(e)
+}
+
+/// The integer maximum / minimum row passes, `kiln_<op>_<dtype>(x, n)`:
+/// the extreme of one contiguous row ([`int_extreme`]) in the accumulator
+/// dtype (`i64`, `u64` for `u64` inputs), the identity (the accumulator
+/// dtype's extreme) for an empty row; and [`int_row_symbols`], their
+/// (symbol, address) pairs.
+macro_rules! int_row_passes {
+    ($($name:ident [$a512:ident, $a2:ident, $base:ident] ($acc:ty, $t:ty, $max:literal, $empty:expr)),* $(,)?) => {
+        $(
+            dispatched!(
+                #[doc = concat!("The extreme (maximum if ", stringify!($max), ", else minimum) of the `n` ", stringify!($t), " values at `x` as ", stringify!($acc), " (", stringify!($empty), " for `n == 0`).")]
+                $name [$a512, $a2, $base] (x: *const $t, n: usize) -> $acc = int_extreme(x, n, $max, $empty)
+            );
+        )*
+
+        /// The integer maximum / minimum row passes as (symbol name, address).
+        fn int_row_symbols() -> Vec<(&'static str, *const u8)> {
+            vec![$((stringify!($name), $name as *const u8)),*]
+        }
+    };
+}
+
+int_row_passes!(
+    kiln_max_i64 [max_i64_avx512, max_i64_avx2, max_i64_base] (i64, i64, true, i64::MIN),
+    kiln_min_i64 [min_i64_avx512, min_i64_avx2, min_i64_base] (i64, i64, false, i64::MAX),
+    kiln_max_u64 [max_u64_avx512, max_u64_avx2, max_u64_base] (u64, u64, true, 0),
+    kiln_min_u64 [min_u64_avx512, min_u64_avx2, min_u64_base] (u64, u64, false, u64::MAX),
+    kiln_max_i32 [max_i32_avx512, max_i32_avx2, max_i32_base] (i64, i32, true, i64::MIN),
+    kiln_min_i32 [min_i32_avx512, min_i32_avx2, min_i32_base] (i64, i32, false, i64::MAX),
+    kiln_max_u32 [max_u32_avx512, max_u32_avx2, max_u32_base] (i64, u32, true, i64::MIN),
+    kiln_min_u32 [min_u32_avx512, min_u32_avx2, min_u32_base] (i64, u32, false, i64::MAX),
+    kiln_max_i16 [max_i16_avx512, max_i16_avx2, max_i16_base] (i64, i16, true, i64::MIN),
+    kiln_min_i16 [min_i16_avx512, min_i16_avx2, min_i16_base] (i64, i16, false, i64::MAX),
+    kiln_max_u16 [max_u16_avx512, max_u16_avx2, max_u16_base] (i64, u16, true, i64::MIN),
+    kiln_min_u16 [min_u16_avx512, min_u16_avx2, min_u16_base] (i64, u16, false, i64::MAX),
+    kiln_max_i8 [max_i8_avx512, max_i8_avx2, max_i8_base] (i64, i8, true, i64::MIN),
+    kiln_min_i8 [min_i8_avx512, min_i8_avx2, min_i8_base] (i64, i8, false, i64::MAX),
+    kiln_max_u8 [max_u8_avx512, max_u8_avx2, max_u8_base] (i64, u8, true, i64::MIN),
+    kiln_min_u8 [min_u8_avx512, min_u8_avx2, min_u8_base] (i64, u8, false, i64::MAX),
+);
+
+/// The integer maximum / minimum column passes,
+/// `kiln_column_<op>_<dtype>(acc, x, n, rows, row_stride)`: `acc[j] =
+/// op(acc[j], x_r[j])` as [`kiln_column_sum_i64`] does, over `i64`
+/// accumulators that hold the values of any signed or narrower unsigned
+/// input (`u64` accumulators for `u64` inputs, compared unsigned), the
+/// accumulator dtype of an integer reduction; and [`int_column_symbols`],
+/// their (symbol, address) pairs.
+macro_rules! int_column_passes {
+    ($($name:ident [$a512:ident, $a2:ident, $base:ident] ($acc:ty, $t:ty, $op:ident)),* $(,)?) => {
+        $(
+            dispatched!(
+                #[doc = concat!("`acc[j] = acc[j].", stringify!($op), "(x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride` (`r < rows`, in order; ", stringify!($t), " input, ", stringify!($acc), " accumulators). Every row must be valid for `n` reads, and none may overlap `acc`.")]
+                $name [$a512, $a2, $base] (acc: *mut $acc, x: *const $t, n: usize, rows: usize, row_stride: isize) =
+                    columns(acc, x, n, rows, row_stride, |a: $acc, e: $t| a.$op(e as $acc))
+            );
+        )*
+
+        /// The integer maximum / minimum column passes as (symbol name, address).
+        fn int_column_symbols() -> Vec<(&'static str, *const u8)> {
+            vec![$((stringify!($name), $name as *const u8)),*]
+        }
+    };
+}
+
+int_column_passes!(
+    kiln_column_max_i64 [colmax_i64_avx512, colmax_i64_avx2, colmax_i64_base] (i64, i64, max),
+    kiln_column_min_i64 [colmin_i64_avx512, colmin_i64_avx2, colmin_i64_base] (i64, i64, min),
+    kiln_column_max_u64 [colmax_u64_avx512, colmax_u64_avx2, colmax_u64_base] (u64, u64, max),
+    kiln_column_min_u64 [colmin_u64_avx512, colmin_u64_avx2, colmin_u64_base] (u64, u64, min),
+    kiln_column_max_i32 [colmax_i32_avx512, colmax_i32_avx2, colmax_i32_base] (i64, i32, max),
+    kiln_column_min_i32 [colmin_i32_avx512, colmin_i32_avx2, colmin_i32_base] (i64, i32, min),
+    kiln_column_max_u32 [colmax_u32_avx512, colmax_u32_avx2, colmax_u32_base] (i64, u32, max),
+    kiln_column_min_u32 [colmin_u32_avx512, colmin_u32_avx2, colmin_u32_base] (i64, u32, min),
+    kiln_column_max_i16 [colmax_i16_avx512, colmax_i16_avx2, colmax_i16_base] (i64, i16, max),
+    kiln_column_min_i16 [colmin_i16_avx512, colmin_i16_avx2, colmin_i16_base] (i64, i16, min),
+    kiln_column_max_u16 [colmax_u16_avx512, colmax_u16_avx2, colmax_u16_base] (i64, u16, max),
+    kiln_column_min_u16 [colmin_u16_avx512, colmin_u16_avx2, colmin_u16_base] (i64, u16, min),
+    kiln_column_max_i8 [colmax_i8_avx512, colmax_i8_avx2, colmax_i8_base] (i64, i8, max),
+    kiln_column_min_i8 [colmin_i8_avx512, colmin_i8_avx2, colmin_i8_base] (i64, i8, min),
+    kiln_column_max_u8 [colmax_u8_avx512, colmax_u8_avx2, colmax_u8_base] (i64, u8, max),
+    kiln_column_min_u8 [colmin_u8_avx512, colmin_u8_avx2, colmin_u8_base] (i64, u8, min),
+);
+
 /// Safe slice form of [`kiln_sum_f64`].
 pub fn sum_f64(x: &[f64]) -> f64 {
     // SAFETY: the slice holds `x.len()` readable values.
@@ -465,7 +574,9 @@ pub fn dot_f64(x: &[f64], y: &[f64]) -> f64 {
 /// uint32_t stop)` (counts), `void(A* acc, const T* x, size_t n, size_t rows, ptrdiff_t
 /// row_stride)` (column passes).
 pub fn rowcol_symbols() -> Vec<(&'static str, *const u8)> {
-    vec![
+    let mut symbols = int_column_symbols();
+    symbols.extend(int_row_symbols());
+    symbols.extend([
         ("kiln_sum_f64", kiln_sum_f64 as *const u8),
         ("kiln_sum_f32", kiln_sum_f32 as *const u8),
         ("kiln_dot_f64", kiln_dot_f64 as *const u8),
@@ -484,7 +595,8 @@ pub fn rowcol_symbols() -> Vec<(&'static str, *const u8)> {
         ("kiln_column_min_f64", kiln_column_min_f64 as *const u8),
         ("kiln_column_min_f32", kiln_column_min_f32 as *const u8),
         ("kiln_column_sum_i64", kiln_column_sum_i64 as *const u8),
-    ]
+    ]);
+    symbols
 }
 
 #[cfg(test)]

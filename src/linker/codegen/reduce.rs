@@ -15,8 +15,10 @@
 //!
 //! Row mode over contiguous values calls the runtime's row pass where it
 //! has one (`kiln_sum_f64` / `kiln_sum_f32`, `kiln_max_f64` /
-//! `kiln_min_f64`: rustc-compiled for AVX-512 / AVX2 when the CPU has them,
-//! which the 128-bit JIT loop could not match); `Prod`, and `f32` `Max` /
+//! `kiln_min_f64`, and `kiln_max_<dtype>` / `kiln_min_<dtype>` of every
+//! integer dtype, folding in the input's own lanes: rustc-compiled for
+//! AVX-512 / AVX2 when the CPU has them, which the 128-bit JIT loop could
+//! not match); `Prod`, and `f32` `Max` /
 //! `Min`, are vectorised in the JIT with [`NACC`] (max / min:
 //! [`NACC_MINMAX`]) vector accumulators (`VecAcc`): `f32` products promoted
 //! to `f64` lanes, `f32` max / min in `f32` lanes (exact). Elsewhere the
@@ -29,7 +31,8 @@
 //!
 //! Column mode over contiguous accumulators and input calls the runtime's
 //! column pass (`kiln_column_<op>_<dtype>`: sum, product, max, min of
-//! `f64` / `f32`, wrapping `i64` / `u64` sums) on its one row, each
+//! `f64` / `f32`, wrapping `i64` / `u64` sums, max and min of every
+//! integer dtype) on its one row, each
 //! accumulator updated exactly as the sequential loop would, so results
 //! are bit-identical to it. (The driver hands the same pass whole runs of
 //! reduced rows itself where it can: `exec::drive::drive_reduce`.)
@@ -436,7 +439,7 @@ pub fn build(
     let aty = sl::clif_type(acc);
     let row_call = row_symbol(op, input)
         .filter(|_| modes.row())
-        .map(|sym| jb.import(sym, &[ptr, types::I64], &[types::F64]))
+        .map(|sym| jb.import(sym, &[ptr, types::I64], &[aty]))
         .transpose()?;
     let column_call = column_symbol(op, input)
         .filter(|_| modes.column())
@@ -556,12 +559,30 @@ pub fn build(
 }
 
 /// The runtime's row pass of `op` over contiguous `input` (C signature
-/// `double(const T* x, size_t n)`, the row's fold in the accumulator
-/// domain), if it has one.
+/// `A(const T* x, size_t n)`, the row's fold in the accumulator dtype `A`:
+/// `double`, or `int64_t` / `uint64_t` for integer inputs), if it has one.
 fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+    use DType::*;
+    use ReduceOp::{Max, Min};
     Some(match (op, input) {
         (ReduceOp::Max, DType::F64) => "kiln_max_f64",
         (ReduceOp::Min, DType::F64) => "kiln_min_f64",
+        (Max, I64) => "kiln_max_i64",
+        (Min, I64) => "kiln_min_i64",
+        (Max, U64) => "kiln_max_u64",
+        (Min, U64) => "kiln_min_u64",
+        (Max, I32) => "kiln_max_i32",
+        (Min, I32) => "kiln_min_i32",
+        (Max, U32) => "kiln_max_u32",
+        (Min, U32) => "kiln_min_u32",
+        (Max, I16) => "kiln_max_i16",
+        (Min, I16) => "kiln_min_i16",
+        (Max, U16) => "kiln_max_u16",
+        (Min, U16) => "kiln_min_u16",
+        (Max, I8) => "kiln_max_i8",
+        (Min, I8) => "kiln_min_i8",
+        (Max, U8) => "kiln_max_u8",
+        (Min, U8) => "kiln_min_u8",
         (ReduceOp::Sum, DType::F64) => "kiln_sum_f64",
         (ReduceOp::Sum, DType::F32) => "kiln_sum_f32",
         _ => return None,
