@@ -12,7 +12,9 @@
 //! checked in full, and every output shape against the step's static
 //! sizes, before data moves. A gather or a join writes each element of its
 //! fresh output exactly once (a gather copies whole contiguous rows with
-//! `memcpy`, split over threads); an update copies `x` into its output and
+//! `memcpy`, split over threads; a mask over a contiguous `x` by a
+//! contiguous mask is one branch-free pass over the mask's bytes); an
+//! update copies `x` into its output and
 //! then applies the rows in index order, sequentially, so duplicates
 //! accumulate exactly as `np.add.at` (the last one wins for `set`); a split
 //! returns views sharing `x`'s buffer.
@@ -46,6 +48,58 @@ fn offsets(shape: &[usize], strides: &[isize]) -> Vec<isize> {
         }
     }
     out
+}
+
+/// Copies row `i` of the contiguous rows of `row_bytes` bytes at `x` to
+/// the next row of `out` for every `i` with `mask[i] != 0` (`count` of
+/// them), in order. Rows of one element of 1, 2, 4 or 8 bytes (the usual
+/// mask over a vector) go through a branch-free loop (every row stored,
+/// the output position advanced by the mask byte, up to the last selected
+/// row only, so that no store passes the output's end); other rows are
+/// copied one selected row at a time.
+///
+/// # Safety
+/// `x` is valid for `mask.len()` rows of `row_bytes` bytes, `out` for
+/// `count` rows, they do not overlap, `count` is the number of nonzero
+/// mask bytes and each of them is 0 or 1.
+unsafe fn compress_rows(x: *const u8, mask: &[u8], count: usize, row_bytes: usize, out: *mut u8) {
+    /// The branch-free loop on rows of type `T`.
+    ///
+    /// # Safety
+    /// As for `compress_rows`, with `T` of `row_bytes` bytes.
+    unsafe fn compress<T: Copy>(x: *const T, mask: &[u8], count: usize, out: *mut T) {
+        let Some(last) = mask.iter().rposition(|&b| b != 0) else {
+            return;
+        };
+        let mut j = 0usize;
+        for (i, &b) in mask[..=last].iter().enumerate() {
+            // SAFETY: i <= last < mask.len() rows of x; j counts the selected
+            // rows before i, and row `last` is selected, so j < count here.
+            unsafe { out.add(j).write_unaligned(x.add(i).read_unaligned()) };
+            j += b as usize;
+        }
+        debug_assert_eq!(j, count);
+    }
+    // SAFETY: the caller's contract, with `T` of `row_bytes` bytes.
+    unsafe {
+        match row_bytes {
+            1 => compress(x, mask, count, out),
+            2 => compress(x as *const u16, mask, count, out as *mut u16),
+            4 => compress(x as *const u32, mask, count, out as *mut u32),
+            8 => compress(x as *const u64, mask, count, out as *mut u64),
+            _ => {
+                let mut j = 0;
+                for (i, _) in mask.iter().enumerate().filter(|(_, &b)| b != 0) {
+                    std::ptr::copy_nonoverlapping(
+                        x.add(i * row_bytes),
+                        out.add(j * row_bytes),
+                        row_bytes,
+                    );
+                    j += 1;
+                }
+            }
+        }
+    }
 }
 
 /// True when an array of `shape` with element strides `strides` is
@@ -471,6 +525,24 @@ impl Exec<'_> {
                     x.shape.as_slice()
                 ),
             ));
+        }
+        // Both contiguous (the usual `x[x > 0]`): one pass over the mask
+        // bytes, no offset tables.
+        if contiguous(&mask.shape, &mask.strides) && contiguous(&x.shape, &x.strides) {
+            let rows = mask.shape.iter().product::<usize>();
+            // SAFETY: the mask is `rows` contiguous bytes.
+            let m = unsafe { std::slice::from_raw_parts(mask.ptr as *const u8, rows) };
+            let count = m.iter().map(|&b| b as usize).sum::<usize>();
+            let mut shape = vec![count];
+            shape.extend_from_slice(&x.shape[k..]);
+            check_static_shape(name, out_shape, &shape)?;
+            let out = self.alloc_slot(name, *output, x.dtype, &shape)?;
+            let row_bytes = x.shape[k..].iter().product::<usize>() * x.dtype.size_of();
+            // SAFETY: x holds `rows` contiguous rows of `row_bytes` bytes,
+            // the fresh output `count` of them, `count` the mask's count.
+            unsafe { compress_rows(x.ptr, m, count, row_bytes, out.ptr) };
+            self.slots[*output] = Some(out);
+            return Ok(());
         }
         let m_off = offsets(&mask.shape, &mask.strides);
         let x_off = offsets(&x.shape[..k], &x.strides[..k]);
