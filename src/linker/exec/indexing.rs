@@ -88,14 +88,13 @@ unsafe fn compress_rows(x: *const u8, mask: &[u8], count: usize, row_bytes: usiz
             4 => compress(x as *const u32, mask, count, out as *mut u32),
             8 => compress(x as *const u64, mask, count, out as *mut u64),
             _ => {
-                let mut j = 0;
-                for (i, _) in mask.iter().enumerate().filter(|(_, &b)| b != 0) {
+                let selected = mask.iter().enumerate().filter(|(_, &b)| b != 0);
+                for (j, (i, _)) in selected.enumerate() {
                     std::ptr::copy_nonoverlapping(
                         x.add(i * row_bytes),
                         out.add(j * row_bytes),
                         row_bytes,
                     );
-                    j += 1;
                 }
             }
         }
