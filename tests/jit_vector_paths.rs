@@ -151,6 +151,24 @@ fn column_reductions_take_the_vector_path_bit_exactly() {
     }
 }
 
+/// [`check`] (the graph compiled as built), then the same under FAST_RUN,
+/// whose fusion makes element-wise maps and the reductions over them one
+/// kernel (`FusedReduce`): both against the reference on the graph as
+/// built, within `max_ulps`.
+fn check_both(ins: &[Tensor], outs: &[Tensor], vals: &[Value], max_ulps: u64, what: &str) {
+    check(ins, outs, vals, max_ulps, what);
+    let fg = FunctionGraph::new(ins, outs).unwrap();
+    let want = eval::evaluate(&fg, vals).unwrap();
+    let f = function(ins, outs)
+        .mode(kiln::rewriting::Mode::fast_run())
+        .compile()
+        .unwrap();
+    let got = f.call_values(vals).unwrap();
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_values(g, w, max_ulps, &format!("{what} (fast_run) output {k}"));
+    }
+}
+
 /// Inputs `x` and `y` of `dtype` with dimensions `dims` (or `i` and `j`
 /// when `names` says so), and the variables of `build_expression`.
 fn pair(names: [&str; 2], dtype: DType, dims: &[Option<usize>]) -> (Tensor, Tensor, Vars) {
@@ -187,7 +205,8 @@ fn vector_shapes() -> Vec<Vec<usize>> {
 
 /// Checks `outs` of the inputs `ins` (two of `dtype`) against the
 /// reference on [`two_values`] of each of `shapes` (seeds `seed + k`),
-/// within `max_ulps`.
+/// within `max_ulps`, compiled as built and under FAST_RUN
+/// ([`check_both`]).
 fn check_on_shapes(
     ins: &[Tensor],
     outs: &[Tensor],
@@ -200,7 +219,7 @@ fn check_on_shapes(
     for (k, shape) in shapes.iter().enumerate() {
         let vals = two_values(dtype, shape, seed + k as u64);
         let what = format!("{what} ({dtype}, shape {shape:?})");
-        check(ins, outs, &vals, max_ulps, &what);
+        check_both(ins, outs, &vals, max_ulps, &what);
     }
 }
 
@@ -386,7 +405,7 @@ fn integer_programs_take_the_vector_path_exactly() {
                     values(dtype, n, 900 + k as u64),
                     values(dtype, n, 1000 + k as u64),
                 ];
-                check(
+                check_both(
                     &[i.clone(), j.clone()],
                     std::slice::from_ref(&out),
                     &vals,
@@ -404,7 +423,7 @@ fn integer_programs_take_the_vector_path_exactly() {
                 values(dtype, n, 1200 + k as u64),
             ];
             let what = format!("i > j beside i * j + 1 ({dtype}, n = {n})");
-            check(&[i.clone(), j.clone()], &outs, &vals, 0, &what);
+            check_both(&[i.clone(), j.clone()], &outs, &vals, 0, &what);
         }
     }
 }
@@ -413,8 +432,10 @@ fn integer_programs_take_the_vector_path_exactly() {
 /// leading axis (the runtime's column passes, `i64` / `u64` accumulators)
 /// and over rows (its row passes, folding in the input's own lanes), on
 /// contiguous inputs and on strided and reversed views (the sequential
-/// fold), with the dtype's extremes among values spanning its whole range
-/// and a wide spread of row lengths: the reference's results exactly.
+/// fold), and fused with an element-wise map (counts of comparisons fold
+/// lane masks of the dtype's width), with the dtype's extremes among
+/// values spanning its whole range and a wide spread of row lengths: the
+/// reference's results exactly.
 #[test]
 fn integer_max_and_min_reductions_equal_the_reference() {
     let exprs = [
@@ -427,6 +448,13 @@ fn integer_max_and_min_reductions_equal_the_reference() {
         "max(i[:, ::2], axis=0)",
         "min(i[::-1, ::-1], axis=1)",
         "max(i, axis=1) - min(j, axis=0)",
+        // Fused with an element-wise map: the column pass over each block
+        // of mapped values, and lane-mask counts over rows and columns.
+        "max(i * 3 + 1, axis=0)",
+        "min(i * i, axis=1)",
+        "sum(i > 2, axis=0)",
+        "sum(i > 2, axis=1)",
+        "any(i == 7, axis=1)",
     ];
     let values = |dtype: DType, shape: &[usize], seed: u64| {
         let n: usize = shape.iter().product();
@@ -480,7 +508,7 @@ fn integer_max_and_min_reductions_equal_the_reference() {
                     values(dtype, &[shape[1], shape[0]], 1400 + k as u64),
                 ];
                 let what = format!("{src} ({dtype}, shape {shape:?})");
-                check(
+                check_both(
                     &[i.clone(), j.clone()],
                     std::slice::from_ref(&out),
                     &vals,

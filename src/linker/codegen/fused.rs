@@ -255,11 +255,7 @@ pub(crate) fn build_fused(
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let opts = jb.options();
-    // Integer lanes narrower than 32 bits stay on the scalar path here: the
-    // reductions' vector accumulators and mask folds have 32- and 64-bit
-    // lanes only.
-    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls)
-        .filter(|p| p.dtype.is_float() || p.dtype.size_of() >= 4);
+    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls);
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     if let Some(h) = hoisted {
         imports.extend(elemwise::import_callees(jb, &h.pre, None)?);
@@ -693,10 +689,11 @@ impl Fused<'_> {
 /// The bool (0 or 1, as `i64`) of the lane mask of a vector path of dtype
 /// `dtype` stored at `addr` in the scratch block.
 fn load_mask_01(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value {
-    let ity = if dtype.size_of() == 4 {
-        types::I32
-    } else {
-        types::I64
+    let ity = match dtype.size_of() {
+        1 => types::I8,
+        2 => types::I16,
+        4 => types::I32,
+        _ => types::I64,
     };
     let v = b.ins().load(ity, sl::OWN, addr, 0);
     let v = b.ins().band_imm_s(v, 1);
@@ -710,8 +707,9 @@ fn load_mask_01(b: &mut FunctionBuilder<'_>, dtype: DType, addr: Value) -> Value
 /// Row mode of `Sum` (a count), `Any` or `All` over the `m` lane masks of
 /// the scratch block at `base` (`m` a multiple of the lane count): one
 /// integer vector accumulator (masks subtracted, or-ed or and-ed), its
-/// lanes combined once into the row accumulator `a_var` (an `i64`; a count
-/// of at most [`BLOCK`] fits every lane type).
+/// lanes combined once into the row accumulator `a_var` (an `i64`; a
+/// lane's count is at most [`BLOCK`] / its lane count, 8 for byte lanes,
+/// which every lane type holds).
 fn fold_mask_block(
     b: &mut FunctionBuilder<'_>,
     op: ReduceOp,
@@ -720,10 +718,11 @@ fn fold_mask_block(
     m: Value,
     a_var: Variable,
 ) -> Result<()> {
-    let (ity, lanes, esz) = if dtype.size_of() == 4 {
-        (types::I32X4, 4u8, 4i64)
-    } else {
-        (types::I64X2, 2u8, 8i64)
+    let (ity, lanes, esz) = match dtype.size_of() {
+        1 => (types::I8X16, 16u8, 1i64),
+        2 => (types::I16X8, 8, 2),
+        4 => (types::I32X4, 4, 4),
+        _ => (types::I64X2, 2, 8),
     };
     let lane_ty = ity.lane_type();
     let init = if op == ReduceOp::All { -1 } else { 0 };
