@@ -7,7 +7,7 @@ on the same arrays, in interleaved rounds (as inprocess.py).
 Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices (and the
 transpose of one, a Fortran-ordered view), a vector of 2000 and 1,000,000
 rows of 4 or 8 (standard normal floats, integers in 1..=9, f32 copies of
-the floats). Each entry gives the kiln expression, the numpy code and the
+the floats), and two 2000 x 2000 uint8 images of uniform values. Each entry gives the kiln expression, the numpy code and the
 numexpr expression (None where numexpr cannot express it: keepdims, a
 reduction inside an expression, integer division, float remainders, bit
 operations, mean). numexpr's reductions
@@ -159,6 +159,17 @@ CORPUS = [
      "cos(x)**2 + sin(x)**2"),
     ("gauss_2d", "exp(-(x**2 + y**2) / 2)", "np.exp(-(x**2 + y**2) / 2)",
      "exp(-(x**2 + y**2) / 2)"),
+    # 8-bit images (P, Q: uint8; numexpr has no uint8), integer remainders
+    # and clipping, selection by a mask.
+    ("u8_scale_offset", "P * 2 + 1", "P * 2 + 1", None),
+    ("u8_absdiff", "maximum(P, Q) - minimum(P, Q)", "np.maximum(P, Q) - np.minimum(P, Q)", None),
+    ("u8_threshold", "where(P > 128, P, 0)", "np.where(P > 128, P, 0)", None),
+    ("u8_count_above", "sum(P > 128)", "np.sum(P > 128)", None),
+    ("u8_max_axis0", "max(P, axis=0)", "np.max(P, axis=0)", None),
+    ("u8_any_saturated", "any(P == 255)", "np.any(P == 255)", None),
+    ("int_mod_arrays", "i % j", "i % j", None),
+    ("i32_clip", "clip(a, 2, 8)", "np.clip(a, 2, 8)", None),
+    ("mask_select", "boolean_mask(x, x > 0)", "x[x > 0]", None),
 ]
 
 # Timed calls per measurement (interleaved over the three systems).
@@ -180,6 +191,8 @@ def arrays(n, m, seed=2024):
         "S": rng.standard_normal((n // 4, 4)), "s4": rng.standard_normal(4),
         "sc": rng.standard_normal((n // 4, 1)), "W": rng.standard_normal((n // 4, 8)),
         "XT": X.T, "v": rng.standard_normal(m),
+        "P": rng.integers(0, 256, (m, m), dtype=np.uint8),
+        "Q": rng.integers(0, 256, (m, m), dtype=np.uint8),
     }
 
 

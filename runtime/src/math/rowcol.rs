@@ -495,20 +495,91 @@ int_row_passes!(
     kiln_min_u8 [min_u8_avx512, min_u8_avx2, min_u8_base] (i64, u8, false, i64::MAX),
 );
 
+/// Elements per strip of [`column_extremes`]: a whole row of a 2000-wide
+/// matrix, at most 8 KB of 32-bit values (in L1).
+const EXTREME_STRIP: usize = 2048;
+
+/// `acc[j] = max(acc[j], x_r[j])` (`max`) or the minimum, for `j < n` and
+/// rows `x_r = x + r·stride`, for integers narrower than the accumulators:
+/// each strip of columns is folded over all the rows in the input's own
+/// type (full-width vectors of its lanes, not of the wider accumulator's),
+/// then widened into the accumulators once. The extremes are exact, so the
+/// order does not matter.
+///
+/// # Safety
+/// As for [`columns`].
+#[inline(always)]
+unsafe fn column_extremes<T: Copy + Ord + Default, A: Copy + Ord + From<T>>(
+    acc: *mut A,
+    x: *const T,
+    n: usize,
+    rows: usize,
+    stride: isize,
+    max: bool,
+) {
+    let pick = |a: T, e: T| if max { a.max(e) } else { a.min(e) };
+    if rows == 1 {
+        // One row (a fused kernel's block of mapped values): straight into
+        // the accumulators, without a strip to set up.
+        let widen = |a: A, e: T| {
+            let e = A::from(e);
+            if max {
+                a.max(e)
+            } else {
+                a.min(e)
+            }
+        };
+        // SAFETY: the caller's contract, for the one row.
+        return unsafe { column(acc, x, n, widen) };
+    }
+    let mut strip = [T::default(); EXTREME_STRIP];
+    let mut j0 = 0;
+    while j0 < n && rows > 0 {
+        let len = EXTREME_STRIP.min(n - j0);
+        let s = &mut strip[..len];
+        // SAFETY: elements j0..j0 + len of every row are readable (caller
+        // contract); row 0 starts the strip.
+        s.copy_from_slice(unsafe { std::slice::from_raw_parts(x.add(j0), len) });
+        for r in 1..rows {
+            // SAFETY: as above, for row r.
+            let row = unsafe {
+                std::slice::from_raw_parts(x.wrapping_offset(r as isize * stride).add(j0), len)
+            };
+            for (a, &e) in s.iter_mut().zip(row) {
+                *a = pick(*a, e);
+            }
+        }
+        // SAFETY: accumulators j0..j0 + len are valid and overlap no row.
+        let part = unsafe { std::slice::from_raw_parts_mut(acc.add(j0), len) };
+        for (a, &e) in part.iter_mut().zip(s.iter()) {
+            let e = A::from(e);
+            *a = if max { (*a).max(e) } else { (*a).min(e) };
+        }
+        j0 += len;
+    }
+}
+
 /// The integer maximum / minimum column passes,
 /// `kiln_column_<op>_<dtype>(acc, x, n, rows, row_stride)`: `acc[j] =
 /// op(acc[j], x_r[j])` as [`kiln_column_sum_i64`] does, over `i64`
 /// accumulators that hold the values of any signed or narrower unsigned
 /// input (`u64` accumulators for `u64` inputs, compared unsigned), the
-/// accumulator dtype of an integer reduction; and [`int_column_symbols`],
-/// their (symbol, address) pairs.
+/// accumulator dtype of an integer reduction: 64-bit inputs through
+/// [`columns`], narrower ones through [`column_extremes`]; and
+/// [`int_column_symbols`], their (symbol, address) pairs.
 macro_rules! int_column_passes {
-    ($($name:ident [$a512:ident, $a2:ident, $base:ident] ($acc:ty, $t:ty, $op:ident)),* $(,)?) => {
+    (@body wide, $acc:ty, $t:ty, $max:literal, $a:ident, $x:ident, $n:ident, $rows:ident, $s:ident) => {
+        columns($a, $x, $n, $rows, $s, |a: $acc, e: $t| if $max { a.max(e) } else { a.min(e) })
+    };
+    (@body narrow, $acc:ty, $t:ty, $max:literal, $a:ident, $x:ident, $n:ident, $rows:ident, $s:ident) => {
+        column_extremes::<$t, $acc>($a, $x, $n, $rows, $s, $max)
+    };
+    ($($name:ident [$a512:ident, $a2:ident, $base:ident] ($kind:ident, $acc:ty, $t:ty, $max:literal)),* $(,)?) => {
         $(
             dispatched!(
-                #[doc = concat!("`acc[j] = acc[j].", stringify!($op), "(x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride` (`r < rows`, in order; ", stringify!($t), " input, ", stringify!($acc), " accumulators). Every row must be valid for `n` reads, and none may overlap `acc`.")]
+                #[doc = concat!("`acc[j] = extreme(acc[j], x_r[j])` (the maximum if ", stringify!($max), ", else the minimum) for `j < n`, for each row `x_r = x + r·row_stride` (`r < rows`, in order; ", stringify!($t), " input, ", stringify!($acc), " accumulators). Every row must be valid for `n` reads, and none may overlap `acc`.")]
                 $name [$a512, $a2, $base] (acc: *mut $acc, x: *const $t, n: usize, rows: usize, row_stride: isize) =
-                    columns(acc, x, n, rows, row_stride, |a: $acc, e: $t| a.$op(e as $acc))
+                    int_column_passes!(@body $kind, $acc, $t, $max, acc, x, n, rows, row_stride)
             );
         )*
 
@@ -520,22 +591,22 @@ macro_rules! int_column_passes {
 }
 
 int_column_passes!(
-    kiln_column_max_i64 [colmax_i64_avx512, colmax_i64_avx2, colmax_i64_base] (i64, i64, max),
-    kiln_column_min_i64 [colmin_i64_avx512, colmin_i64_avx2, colmin_i64_base] (i64, i64, min),
-    kiln_column_max_u64 [colmax_u64_avx512, colmax_u64_avx2, colmax_u64_base] (u64, u64, max),
-    kiln_column_min_u64 [colmin_u64_avx512, colmin_u64_avx2, colmin_u64_base] (u64, u64, min),
-    kiln_column_max_i32 [colmax_i32_avx512, colmax_i32_avx2, colmax_i32_base] (i64, i32, max),
-    kiln_column_min_i32 [colmin_i32_avx512, colmin_i32_avx2, colmin_i32_base] (i64, i32, min),
-    kiln_column_max_u32 [colmax_u32_avx512, colmax_u32_avx2, colmax_u32_base] (i64, u32, max),
-    kiln_column_min_u32 [colmin_u32_avx512, colmin_u32_avx2, colmin_u32_base] (i64, u32, min),
-    kiln_column_max_i16 [colmax_i16_avx512, colmax_i16_avx2, colmax_i16_base] (i64, i16, max),
-    kiln_column_min_i16 [colmin_i16_avx512, colmin_i16_avx2, colmin_i16_base] (i64, i16, min),
-    kiln_column_max_u16 [colmax_u16_avx512, colmax_u16_avx2, colmax_u16_base] (i64, u16, max),
-    kiln_column_min_u16 [colmin_u16_avx512, colmin_u16_avx2, colmin_u16_base] (i64, u16, min),
-    kiln_column_max_i8 [colmax_i8_avx512, colmax_i8_avx2, colmax_i8_base] (i64, i8, max),
-    kiln_column_min_i8 [colmin_i8_avx512, colmin_i8_avx2, colmin_i8_base] (i64, i8, min),
-    kiln_column_max_u8 [colmax_u8_avx512, colmax_u8_avx2, colmax_u8_base] (i64, u8, max),
-    kiln_column_min_u8 [colmin_u8_avx512, colmin_u8_avx2, colmin_u8_base] (i64, u8, min),
+    kiln_column_max_i64 [colmax_i64_avx512, colmax_i64_avx2, colmax_i64_base] (wide, i64, i64, true),
+    kiln_column_min_i64 [colmin_i64_avx512, colmin_i64_avx2, colmin_i64_base] (wide, i64, i64, false),
+    kiln_column_max_u64 [colmax_u64_avx512, colmax_u64_avx2, colmax_u64_base] (wide, u64, u64, true),
+    kiln_column_min_u64 [colmin_u64_avx512, colmin_u64_avx2, colmin_u64_base] (wide, u64, u64, false),
+    kiln_column_max_i32 [colmax_i32_avx512, colmax_i32_avx2, colmax_i32_base] (narrow, i64, i32, true),
+    kiln_column_min_i32 [colmin_i32_avx512, colmin_i32_avx2, colmin_i32_base] (narrow, i64, i32, false),
+    kiln_column_max_u32 [colmax_u32_avx512, colmax_u32_avx2, colmax_u32_base] (narrow, i64, u32, true),
+    kiln_column_min_u32 [colmin_u32_avx512, colmin_u32_avx2, colmin_u32_base] (narrow, i64, u32, false),
+    kiln_column_max_i16 [colmax_i16_avx512, colmax_i16_avx2, colmax_i16_base] (narrow, i64, i16, true),
+    kiln_column_min_i16 [colmin_i16_avx512, colmin_i16_avx2, colmin_i16_base] (narrow, i64, i16, false),
+    kiln_column_max_u16 [colmax_u16_avx512, colmax_u16_avx2, colmax_u16_base] (narrow, i64, u16, true),
+    kiln_column_min_u16 [colmin_u16_avx512, colmin_u16_avx2, colmin_u16_base] (narrow, i64, u16, false),
+    kiln_column_max_i8 [colmax_i8_avx512, colmax_i8_avx2, colmax_i8_base] (narrow, i64, i8, true),
+    kiln_column_min_i8 [colmin_i8_avx512, colmin_i8_avx2, colmin_i8_base] (narrow, i64, i8, false),
+    kiln_column_max_u8 [colmax_u8_avx512, colmax_u8_avx2, colmax_u8_base] (narrow, i64, u8, true),
+    kiln_column_min_u8 [colmin_u8_avx512, colmin_u8_avx2, colmin_u8_base] (narrow, i64, u8, false),
 );
 
 /// Safe slice form of [`kiln_sum_f64`].
