@@ -448,10 +448,12 @@ fn integer_max_and_min_reductions_equal_the_reference() {
         "max(i[:, ::2], axis=0)",
         "min(i[::-1, ::-1], axis=1)",
         "max(i, axis=1) - min(j, axis=0)",
-        // Fused with an element-wise map: the column pass over each block
-        // of mapped values, and lane-mask counts over rows and columns.
+        // Fused with an element-wise map: the column and row passes over
+        // each block of mapped values, and lane-mask counts over rows and
+        // columns.
         "max(i * 3 + 1, axis=0)",
         "min(i * i, axis=1)",
+        "max(i * 3 + 1)",
         "sum(i > 2, axis=0)",
         "sum(i > 2, axis=1)",
         "any(i == 7, axis=1)",

@@ -25,9 +25,12 @@
 //!
 //! Another row-mode `Any` / `All` of a bool pre-map stops after the block
 //! that decides it (a true for `any`, a false for `all`).
-//! In column mode, a float block of mapped values is folded into its
-//! (contiguous) accumulators by the runtime's column pass
-//! (`kiln_column_<op>_<dtype>`, exactly the sequential update).
+//! In column mode, a block of mapped values is folded into its
+//! (contiguous) accumulators by the runtime's column pass where it has one
+//! (`kiln_column_<op>_<dtype>`, exactly the sequential update: float sums,
+//! products and extremes, integer sums and extremes). In row mode, a block
+//! of mapped integers goes to the runtime's row pass of its extreme
+//! (`kiln_max_<dtype>` / `kiln_min_<dtype>`, exact).
 //!
 //! A kernel built with a post-map also has a post mode (the `POST_MODE`
 //! bit of its element count): it then maps the reduced values and the
@@ -270,6 +273,14 @@ pub(crate) fn build_fused(
         let id = jb.import(sym, &COLUMN_PARAMS.map(|t| t.unwrap_or(ptr)), &[])?;
         imports.push((sym, id));
     }
+    // Row mode folds each block of mapped integers with the runtime's row
+    // pass, in the map's own lanes (exact; float maps keep `VecAcc`'s order).
+    let row_pass = super::reduce::row_symbol(op, mapped)
+        .filter(|_| !mapped.is_float() && modes.row() && plan.is_some());
+    if let Some(sym) = row_pass {
+        let id = jb.import(sym, &[ptr, types::I64], &[aty])?;
+        imports.push((sym, id));
+    }
     let row_kernel = RowKernel::detect(op, prog).filter(|_| modes.row());
     if let Some(rk) = row_kernel {
         let (sym, params, ret) = rk.symbol(ptr);
@@ -333,7 +344,8 @@ pub(crate) fn build_fused(
         cx.emit_row_kernel(&mut b, &callees, rk, scalar_head);
     }
     if let Some(plan) = &plan {
-        cx.emit_vector_path(&mut b, &callees, ptr, plan, column_pass, scalar_head)?;
+        let passes = (row_pass, column_pass);
+        cx.emit_vector_path(&mut b, &callees, ptr, plan, passes, scalar_head)?;
     }
     b.ins().jump(scalar_head, &[]);
     b.switch_to_block(scalar_head);
@@ -496,7 +508,7 @@ impl Fused<'_> {
         callees: &sl::Callees,
         ptr: Type,
         plan: &VecPlan,
-        column_pass: Option<&'static str>,
+        (row_pass, column_pass): (Option<&'static str>, Option<&'static str>),
         scalar_head: cranelift_codegen::ir::Block,
     ) -> Result<()> {
         let (op, modes, is_row) = (self.op, self.modes, self.is_row);
@@ -574,6 +586,17 @@ impl Fused<'_> {
                     b.def_var(a_var, a);
                     Ok(())
                 }),
+                _ if row_pass.is_some() => {
+                    // The block's extreme (or other fold) from the runtime's
+                    // row pass, combined into the row accumulator.
+                    let sym = row_pass.expect("checked");
+                    let call = b.ins().call(callees[sym], &[out_base, m]);
+                    let x = b.inst_results(call)[0];
+                    let a = b.use_var(a_var);
+                    let a = combine(b, op, acc, a, x);
+                    b.def_var(a_var, a);
+                    Ok(())
+                }
                 _ => fold_loop(b, m, |b, j| {
                     let off = b.ins().imul_imm_s(j, esz);
                     let addr = b.ins().iadd(out_base, off);

@@ -561,7 +561,7 @@ pub fn build(
 /// The runtime's row pass of `op` over contiguous `input` (C signature
 /// `A(const T* x, size_t n)`, the row's fold in the accumulator dtype `A`:
 /// `double`, or `int64_t` / `uint64_t` for integer inputs), if it has one.
-fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
+pub(super) fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     use DType::*;
     use ReduceOp::{Max, Min};
     Some(match (op, input) {
