@@ -169,6 +169,35 @@ fn check_both(ins: &[Tensor], outs: &[Tensor], vals: &[Value], max_ulps: u64, wh
     }
 }
 
+/// Every integer dtype, widest first.
+const INT_DTYPES: [DType; 8] = [
+    DType::I64,
+    DType::U64,
+    DType::I32,
+    DType::U32,
+    DType::I16,
+    DType::U16,
+    DType::I8,
+    DType::U8,
+];
+
+/// A `dtype` array of `shape` whose element `e` (in row-major order) is
+/// `pick(e, s)`, `s` the next value of a xorshift sequence seeded by
+/// `seed` (wrapped to the dtype by `Value::from_i64_array`).
+fn int_values(dtype: DType, shape: &[usize], seed: u64, pick: impl Fn(usize, u64) -> i64) -> Value {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let n: usize = shape.iter().product();
+    let v: Vec<i64> = (0..n)
+        .map(|e| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            pick(e, s)
+        })
+        .collect();
+    Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+}
+
 /// Inputs `x` and `y` of `dtype` with dimensions `dims` (or `i` and `j`
 /// when `names` says so), and the variables of `build_expression`.
 fn pair(names: [&str; 2], dtype: DType, dims: &[Option<usize>]) -> (Tensor, Tensor, Vars) {
@@ -371,31 +400,15 @@ fn integer_programs_take_the_vector_path_exactly() {
     // Small values (so that comparisons tie and `any(i == j)` varies) mixed
     // with values anywhere in 64 bits.
     let values = |dtype: DType, n: usize, seed: u64| {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let v: Vec<i64> = (0..n)
-            .map(|e| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                if e % 3 == 0 {
-                    s as i64
-                } else {
-                    (s % 9) as i64 - 2
-                }
-            })
-            .collect();
-        Value::from_i64_array(dtype, ArrayD::from_shape_vec(vec![n], v).unwrap())
+        int_values(dtype, &[n], seed, |e, s| {
+            if e % 3 == 0 {
+                s as i64
+            } else {
+                (s % 9) as i64 - 2
+            }
+        })
     };
-    for dtype in [
-        DType::I64,
-        DType::U64,
-        DType::I32,
-        DType::U32,
-        DType::I16,
-        DType::U16,
-        DType::I8,
-        DType::U8,
-    ] {
+    for dtype in INT_DTYPES {
         let (i, j, vars) = pair(["i", "j"], dtype, &[None]);
         for src in exprs {
             let out = build(src, &vars);
@@ -459,28 +472,18 @@ fn integer_max_and_min_reductions_equal_the_reference() {
         "any(i == 7, axis=1)",
     ];
     let values = |dtype: DType, shape: &[usize], seed: u64| {
-        let n: usize = shape.iter().product();
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let v: Vec<i64> = (0..n)
-            .map(|e| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                match e % 97 {
-                    // The extremes of every width, wrapped to the dtype.
-                    0 => i64::MIN,
-                    1 => i64::MAX,
-                    2 => i32::MIN as i64,
-                    3 => u32::MAX as i64,
-                    4 => i16::MIN as i64,
-                    5 => u16::MAX as i64,
-                    6 => -128,
-                    7 => 255,
-                    _ => s as i64,
-                }
-            })
-            .collect();
-        Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+        int_values(dtype, shape, seed, |e, s| match e % 97 {
+            // The extremes of every width, wrapped to the dtype.
+            0 => i64::MIN,
+            1 => i64::MAX,
+            2 => i32::MIN as i64,
+            3 => u32::MAX as i64,
+            4 => i16::MIN as i64,
+            5 => u16::MAX as i64,
+            6 => -128,
+            7 => 255,
+            _ => s as i64,
+        })
     };
     let shapes = [
         vec![1, 1],
@@ -489,16 +492,7 @@ fn integer_max_and_min_reductions_equal_the_reference() {
         vec![130, 33],
         vec![64, 1000],
     ];
-    for dtype in [
-        DType::I64,
-        DType::U64,
-        DType::I32,
-        DType::U32,
-        DType::I16,
-        DType::U16,
-        DType::I8,
-        DType::U8,
-    ] {
+    for dtype in INT_DTYPES {
         let (i, j, vars) = pair(["i", "j"], dtype, &[None, None]);
         for src in exprs {
             let out = build(src, &vars);
