@@ -441,16 +441,16 @@ fn integer_programs_take_the_vector_path_exactly() {
     }
 }
 
-/// Maxima and minima of every integer dtype over everything, over the
-/// leading axis (the runtime's column passes, `i64` / `u64` accumulators)
-/// and over rows (its row passes, folding in the input's own lanes), on
+/// Sums (wrapping), maxima and minima of every integer dtype over
+/// everything, over the leading axis (the runtime's column passes, `i64` /
+/// `u64` accumulators) and over rows (its row passes), on
 /// contiguous inputs and on strided and reversed views (the sequential
 /// fold), and fused with an element-wise map (counts of comparisons fold
 /// lane masks of the dtype's width), with the dtype's extremes among
 /// values spanning its whole range and a wide spread of row lengths: the
 /// reference's results exactly.
 #[test]
-fn integer_max_and_min_reductions_equal_the_reference() {
+fn integer_sums_maxima_and_minima_equal_the_reference() {
     let exprs = [
         "max(i)",
         "min(i)",
@@ -467,6 +467,11 @@ fn integer_max_and_min_reductions_equal_the_reference() {
         "max(i * 3 + 1, axis=0)",
         "min(i * i, axis=1)",
         "max(i * 3 + 1)",
+        "sum(i)",
+        "sum(i, axis=0)",
+        "sum(i, axis=1)",
+        "sum(i * i, axis=0)",
+        "sum(i * 3 - 1, axis=1)",
         "sum(i > 2, axis=0)",
         "sum(i > 2, axis=1)",
         "any(i == 7, axis=1)",

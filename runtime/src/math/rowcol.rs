@@ -8,8 +8,9 @@
 //!   promoted to f64, the accumulator dtype of an f32 sum);
 //! - `kiln_dot_f64(x, y, n)` = Σ x_i·y_i (each product rounded, then
 //!   added: no fused multiply-add, so every variant gives the same bits);
-//! - `kiln_max_<dtype>(x, n)` / `kiln_min_<dtype>(x, n)` for every integer
-//!   dtype: the extreme, exact, as the accumulator dtype's integer.
+//! - `kiln_max_<dtype>(x, n)` / `kiln_min_<dtype>(x, n)` and
+//!   `kiln_sum_<dtype>(x, n)` for every integer dtype: the extreme, or the
+//!   wrapping sum, exact, as the accumulator dtype's integer.
 //!
 //! The *scaled-rows* pass `kiln_scaled_rows_f64(acc, x, n, rows, stride,
 //! s, s_stride)` adds `s_r·x_r[j]` to `acc[j]` for each row `r` in order
@@ -32,9 +33,9 @@
 //! `acc[j] = op(acc[j], x_r[j])` for `j < n`, for each row `x_r = x +
 //! r·row_stride` (elements) in order `r = 0, 1, .. rows - 1`, with `op`
 //! one of sum, prod, max, min over f64 accumulators (`f64` or promoted
-//! `f32` inputs), a wrapping sum of `i64` (also the bits of a `u64`
-//! sum), or the max / min of any integer input over `i64` accumulators
-//! (`u64` ones for `u64` inputs). Each element is exactly the sequential loop's: a single add /
+//! `f32` inputs), a wrapping sum of any integer input over `i64`
+//! accumulators (a `u64` sum in their bits), or the max / min of any
+//! integer input over `i64` accumulators (`u64` ones for `u64` inputs). Each element is exactly the sequential loop's: a single add /
 //! multiply per row, and for max / min the JIT's `nan_max` / `nan_min` (NaN
 //! if either is NaN, else the first operand when `acc[j] >= x[j]` (max) /
 //! `acc[j] <= x[j]` (min), else the second), so the results are
@@ -495,6 +496,75 @@ int_row_passes!(
     kiln_min_u8 [min_u8_avx512, min_u8_avx2, min_u8_base] (i64, u8, false, i64::MAX),
 );
 
+/// `add` folded over the `n` values at `x` from `zero` (in index order).
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+unsafe fn int_sum<T: Copy, A: Copy>(x: *const T, n: usize, zero: A, add: impl Fn(A, T) -> A) -> A {
+    if n == 0 {
+        // `x` may be null then, which a slice may not.
+        return zero;
+    }
+    // SAFETY: `x` is valid for `n > 0` reads (caller contract).
+    let v = unsafe { std::slice::from_raw_parts(x, n) };
+    v.iter().fold(zero, |a, &e| add(a, e))
+}
+
+/// Integer sum passes: row passes `kiln_sum_<dtype>(x, n)` (the wrapping
+/// sum of one contiguous row in the accumulator dtype, 0 for an empty row)
+/// and column passes `kiln_column_sum_<dtype>(acc, x, n, rows, row_stride)`
+/// (`acc[j]` plus each row's `x_r[j]`, wrapping) for inputs narrower than
+/// 64 bits, each value sign- or zero-extended to the `i64` (`u64`)
+/// accumulator as the reference holds it. Wrapping addition is associative,
+/// so any order gives the reference's bits. And [`int_sum_symbols`], their
+/// (symbol, address) pairs.
+macro_rules! int_sum_passes {
+    (
+        rows: $($rname:ident [$r512:ident, $r2:ident, $rb:ident] ($racc:ty, $rt:ty)),* ;
+        columns: $($cname:ident [$c512:ident, $c2:ident, $cb:ident] ($ct:ty)),* $(,)?
+    ) => {
+        $(
+            dispatched!(
+                #[doc = concat!("The wrapping sum of the `n` ", stringify!($rt), " values at `x` as ", stringify!($racc), " (0 for `n == 0`).")]
+                $rname [$r512, $r2, $rb] (x: *const $rt, n: usize) -> $racc =
+                    int_sum(x, n, 0 as $racc, |a: $racc, e: $rt| a.wrapping_add(e as $racc))
+            );
+        )*
+        $(
+            dispatched!(
+                #[doc = concat!("`acc[j] = acc[j].wrapping_add(x_r[j])` for `j < n`, for each row `x_r = x + r·row_stride` (`r < rows`, in order; ", stringify!($ct), " input widened to i64 accumulators). Every row must be valid for `n` reads, and none may overlap `acc`.")]
+                $cname [$c512, $c2, $cb] (acc: *mut i64, x: *const $ct, n: usize, rows: usize, row_stride: isize) =
+                    columns(acc, x, n, rows, row_stride, |a: i64, e: $ct| a.wrapping_add(e as i64))
+            );
+        )*
+
+        /// The integer sum passes as (symbol name, address).
+        fn int_sum_symbols() -> Vec<(&'static str, *const u8)> {
+            vec![$((stringify!($rname), $rname as *const u8),)* $((stringify!($cname), $cname as *const u8)),*]
+        }
+    };
+}
+
+int_sum_passes!(
+    rows:
+    kiln_sum_i64 [sum_i64_avx512, sum_i64_avx2, sum_i64_base] (i64, i64),
+    kiln_sum_u64 [sum_u64_avx512, sum_u64_avx2, sum_u64_base] (u64, u64),
+    kiln_sum_i32 [sum_i32_avx512, sum_i32_avx2, sum_i32_base] (i64, i32),
+    kiln_sum_u32 [sum_u32_avx512, sum_u32_avx2, sum_u32_base] (i64, u32),
+    kiln_sum_i16 [sum_i16_avx512, sum_i16_avx2, sum_i16_base] (i64, i16),
+    kiln_sum_u16 [sum_u16_avx512, sum_u16_avx2, sum_u16_base] (i64, u16),
+    kiln_sum_i8 [sum_i8_avx512, sum_i8_avx2, sum_i8_base] (i64, i8),
+    kiln_sum_u8 [sum_u8_avx512, sum_u8_avx2, sum_u8_base] (i64, u8);
+    columns:
+    kiln_column_sum_i32 [colsum_i32_avx512, colsum_i32_avx2, colsum_i32_base] (i32),
+    kiln_column_sum_u32 [colsum_u32_avx512, colsum_u32_avx2, colsum_u32_base] (u32),
+    kiln_column_sum_i16 [colsum_i16_avx512, colsum_i16_avx2, colsum_i16_base] (i16),
+    kiln_column_sum_u16 [colsum_u16_avx512, colsum_u16_avx2, colsum_u16_base] (u16),
+    kiln_column_sum_i8 [colsum_i8_avx512, colsum_i8_avx2, colsum_i8_base] (i8),
+    kiln_column_sum_u8 [colsum_u8_avx512, colsum_u8_avx2, colsum_u8_base] (u8),
+);
+
 /// Elements per strip of [`column_extremes`]: a whole row of a 2000-wide
 /// matrix, at most 8 KB of 32-bit values (in L1).
 const EXTREME_STRIP: usize = 2048;
@@ -647,6 +717,7 @@ pub fn dot_f64(x: &[f64], y: &[f64]) -> f64 {
 pub fn rowcol_symbols() -> Vec<(&'static str, *const u8)> {
     let mut symbols = int_column_symbols();
     symbols.extend(int_row_symbols());
+    symbols.extend(int_sum_symbols());
     symbols.extend([
         ("kiln_sum_f64", kiln_sum_f64 as *const u8),
         ("kiln_sum_f32", kiln_sum_f32 as *const u8),

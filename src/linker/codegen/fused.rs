@@ -29,8 +29,8 @@
 //! (contiguous) accumulators by the runtime's column pass where it has one
 //! (`kiln_column_<op>_<dtype>`, exactly the sequential update: float sums,
 //! products and extremes, integer sums and extremes). In row mode, a block
-//! of mapped integers goes to the runtime's row pass of its extreme
-//! (`kiln_max_<dtype>` / `kiln_min_<dtype>`, exact).
+//! of mapped integers goes to the runtime's row pass of its sum or extreme
+//! (`kiln_sum_<dtype>`, `kiln_max_<dtype>` / `kiln_min_<dtype>`, exact).
 //!
 //! A kernel built with a post-map also has a post mode (the `POST_MODE`
 //! bit of its element count): it then maps the reduced values and the
@@ -587,8 +587,8 @@ impl Fused<'_> {
                     Ok(())
                 }),
                 _ if row_pass.is_some() => {
-                    // The block's extreme (or other fold) from the runtime's
-                    // row pass, combined into the row accumulator.
+                    // The block's sum or extreme from the runtime's row
+                    // pass, combined into the row accumulator.
                     let sym = row_pass.expect("checked");
                     let call = b.ins().call(callees[sym], &[out_base, m]);
                     let x = b.inst_results(call)[0];

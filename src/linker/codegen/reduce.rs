@@ -15,8 +15,9 @@
 //!
 //! Row mode over contiguous values calls the runtime's row pass where it
 //! has one (`kiln_sum_f64` / `kiln_sum_f32`, `kiln_max_f64` /
-//! `kiln_min_f64`, and `kiln_max_<dtype>` / `kiln_min_<dtype>` of every
-//! integer dtype, folding in the input's own lanes: rustc-compiled for
+//! `kiln_min_f64`, and `kiln_sum_<dtype>`, `kiln_max_<dtype>` /
+//! `kiln_min_<dtype>` of every integer dtype (extremes folding in the
+//! input's own lanes, sums wrapping in the accumulator's): rustc-compiled for
 //! AVX-512 / AVX2 when the CPU has them, which the 128-bit JIT loop could
 //! not match); `Prod`, and `f32` `Max` /
 //! `Min`, are vectorised in the JIT with [`NACC`] (max / min:
@@ -31,8 +32,8 @@
 //!
 //! Column mode over contiguous accumulators and input calls the runtime's
 //! column pass (`kiln_column_<op>_<dtype>`: sum, product, max, min of
-//! `f64` / `f32`, wrapping `i64` / `u64` sums, max and min of every
-//! integer dtype) on its one row, each
+//! `f64` / `f32`, wrapping sums, max and min of every integer dtype) on
+//! its one row, each
 //! accumulator updated exactly as the sequential loop would, so results
 //! are bit-identical to it. (The driver hands the same pass whole runs of
 //! reduced rows itself where it can: `exec::drive::drive_reduce`.)
@@ -567,6 +568,14 @@ pub(super) fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     Some(match (op, input) {
         (ReduceOp::Max, DType::F64) => "kiln_max_f64",
         (ReduceOp::Min, DType::F64) => "kiln_min_f64",
+        (ReduceOp::Sum, I64) => "kiln_sum_i64",
+        (ReduceOp::Sum, U64) => "kiln_sum_u64",
+        (ReduceOp::Sum, I32) => "kiln_sum_i32",
+        (ReduceOp::Sum, U32) => "kiln_sum_u32",
+        (ReduceOp::Sum, I16) => "kiln_sum_i16",
+        (ReduceOp::Sum, U16) => "kiln_sum_u16",
+        (ReduceOp::Sum, I8) => "kiln_sum_i8",
+        (ReduceOp::Sum, U8) => "kiln_sum_u8",
         (Max, I64) => "kiln_max_i64",
         (Min, I64) => "kiln_min_i64",
         (Max, U64) => "kiln_max_u64",
