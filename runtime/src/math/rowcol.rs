@@ -35,7 +35,8 @@
 //! one of sum, prod, max, min over f64 accumulators (`f64` or promoted
 //! `f32` inputs), a wrapping sum of any integer input over `i64`
 //! accumulators (a `u64` sum in their bits), or the max / min of any
-//! integer input over `i64` accumulators (`u64` ones for `u64` inputs). Each element is exactly the sequential loop's: a single add /
+//! integer input over `i64` accumulators (`u64` ones for `u64` inputs).
+//! Each element is exactly the sequential loop's: a single add /
 //! multiply per row, and for max / min the JIT's `nan_max` / `nan_min` (NaN
 //! if either is NaN, else the first operand when `acc[j] >= x[j]` (max) /
 //! `acc[j] <= x[j]` (min), else the second), so the results are

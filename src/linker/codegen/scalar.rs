@@ -17,7 +17,8 @@
 //! The vector form ([`emit_vector`]) handles a subset of ops on `F64X2` /
 //! `F32X4` whose results equal the scalar ones bit for bit (see
 //! [`vector_capable`]), and [`emit_vector_int`] the wrapping integer ops
-//! on `I64X2`, `I32X4`, `I16X8` and `I8X16` ([`int_vector_capable`]). Bool values on the vector path are lane masks
+//! on `I64X2`, `I32X4`, `I16X8` and `I8X16` ([`int_vector_capable`]). Bool
+//! values on the vector path are lane masks
 //! ([`mask_capable`], [`emit_vector_masked`]): every bit of a lane set for
 //! true, clear for false, held in the float vector type of the path (so
 //! they load, store and stage like the float values). A mask is only ever

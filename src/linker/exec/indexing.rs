@@ -54,14 +54,14 @@ fn offsets(shape: &[usize], strides: &[isize]) -> Vec<isize> {
 /// the next row of `out` for every `i` with `mask[i] != 0` (`count` of
 /// them), in order. Rows of one element of 1, 2, 4 or 8 bytes (the usual
 /// mask over a vector) go through a branch-free loop (every row stored,
-/// the output position advanced by the mask byte, up to the last selected
-/// row only, so that no store passes the output's end); other rows are
-/// copied one selected row at a time.
+/// the output position advanced where the mask byte is set, up to the
+/// last selected row only, so that no store passes the output's end);
+/// other rows are copied one selected row at a time.
 ///
 /// # Safety
 /// `x` is valid for `mask.len()` rows of `row_bytes` bytes, `out` for
-/// `count` rows, they do not overlap, `count` is the number of nonzero
-/// mask bytes and each of them is 0 or 1.
+/// `count` rows, they do not overlap, and `count` is the number of nonzero
+/// mask bytes (any nonzero byte selects, as in the general path).
 unsafe fn compress_rows(x: *const u8, mask: &[u8], count: usize, row_bytes: usize, out: *mut u8) {
     /// The branch-free loop on rows of type `T`.
     ///
@@ -76,7 +76,7 @@ unsafe fn compress_rows(x: *const u8, mask: &[u8], count: usize, row_bytes: usiz
             // SAFETY: i <= last < mask.len() rows of x; j counts the selected
             // rows before i, and row `last` is selected, so j < count here.
             unsafe { out.add(j).write_unaligned(x.add(i).read_unaligned()) };
-            j += b as usize;
+            j += (b != 0) as usize;
         }
         debug_assert_eq!(j, count);
     }
@@ -531,7 +531,7 @@ impl Exec<'_> {
             let rows = mask.shape.iter().product::<usize>();
             // SAFETY: the mask is `rows` contiguous bytes.
             let m = unsafe { std::slice::from_raw_parts(mask.ptr as *const u8, rows) };
-            let count = m.iter().map(|&b| b as usize).sum::<usize>();
+            let count = m.iter().filter(|&&b| b != 0).count();
             let mut shape = vec![count];
             shape.extend_from_slice(&x.shape[k..]);
             check_static_shape(name, out_shape, &shape)?;
