@@ -564,18 +564,20 @@ pub fn build(
 /// `double`, or `int64_t` / `uint64_t` for integer inputs), if it has one.
 pub(super) fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
     use DType::*;
-    use ReduceOp::{Max, Min};
+    use ReduceOp::{Max, Min, Sum};
     Some(match (op, input) {
-        (ReduceOp::Max, DType::F64) => "kiln_max_f64",
-        (ReduceOp::Min, DType::F64) => "kiln_min_f64",
-        (ReduceOp::Sum, I64) => "kiln_sum_i64",
-        (ReduceOp::Sum, U64) => "kiln_sum_u64",
-        (ReduceOp::Sum, I32) => "kiln_sum_i32",
-        (ReduceOp::Sum, U32) => "kiln_sum_u32",
-        (ReduceOp::Sum, I16) => "kiln_sum_i16",
-        (ReduceOp::Sum, U16) => "kiln_sum_u16",
-        (ReduceOp::Sum, I8) => "kiln_sum_i8",
-        (ReduceOp::Sum, U8) => "kiln_sum_u8",
+        (Sum, F64) => "kiln_sum_f64",
+        (Sum, F32) => "kiln_sum_f32",
+        (Max, F64) => "kiln_max_f64",
+        (Min, F64) => "kiln_min_f64",
+        (Sum, I64) => "kiln_sum_i64",
+        (Sum, U64) => "kiln_sum_u64",
+        (Sum, I32) => "kiln_sum_i32",
+        (Sum, U32) => "kiln_sum_u32",
+        (Sum, I16) => "kiln_sum_i16",
+        (Sum, U16) => "kiln_sum_u16",
+        (Sum, I8) => "kiln_sum_i8",
+        (Sum, U8) => "kiln_sum_u8",
         (Max, I64) => "kiln_max_i64",
         (Min, I64) => "kiln_min_i64",
         (Max, U64) => "kiln_max_u64",
@@ -592,8 +594,6 @@ pub(super) fn row_symbol(op: ReduceOp, input: DType) -> Option<&'static str> {
         (Min, I8) => "kiln_min_i8",
         (Max, U8) => "kiln_max_u8",
         (Min, U8) => "kiln_min_u8",
-        (ReduceOp::Sum, DType::F64) => "kiln_sum_f64",
-        (ReduceOp::Sum, DType::F32) => "kiln_sum_f32",
         _ => return None,
     })
 }
