@@ -448,13 +448,18 @@ unsafe fn int_extreme<T: Copy + Ord, A: From<T>>(x: *const T, n: usize, max: boo
     }
     // SAFETY: `x` is valid for `n > 0` reads (caller contract).
     let v = unsafe { std::slice::from_raw_parts(x, n) };
-    let first = v[0];
-    let e = if max {
-        v.iter().fold(first, |a, &e| a.max(e))
+    A::from(v.iter().fold(v[0], |a, &e| extreme(a, e, max)))
+}
+
+/// The larger (`max`) or smaller of two integers: the one step of every
+/// integer maximum / minimum pass (`max` is a constant at each of them).
+#[inline(always)]
+fn extreme<V: Ord>(a: V, e: V, max: bool) -> V {
+    if max {
+        a.max(e)
     } else {
-        v.iter().fold(first, |a, &e| a.min(e))
-    };
-    A::from(e)
+        a.min(e)
+    }
 }
 
 /// The integer maximum / minimum row passes, `kiln_<op>_<dtype>(x, n)`:
@@ -588,20 +593,11 @@ unsafe fn column_extremes<T: Copy + Ord + Default, A: Copy + Ord + From<T>>(
     stride: isize,
     max: bool,
 ) {
-    let pick = |a: T, e: T| if max { a.max(e) } else { a.min(e) };
     if rows == 1 {
         // One row (a fused kernel's block of mapped values): straight into
         // the accumulators, without a strip to set up.
-        let widen = |a: A, e: T| {
-            let e = A::from(e);
-            if max {
-                a.max(e)
-            } else {
-                a.min(e)
-            }
-        };
         // SAFETY: the caller's contract, for the one row.
-        return unsafe { column(acc, x, n, widen) };
+        return unsafe { column(acc, x, n, |a: A, e: T| extreme(a, A::from(e), max)) };
     }
     let mut strip = [T::default(); EXTREME_STRIP];
     let mut j0 = 0;
@@ -617,14 +613,13 @@ unsafe fn column_extremes<T: Copy + Ord + Default, A: Copy + Ord + From<T>>(
                 std::slice::from_raw_parts(x.wrapping_offset(r as isize * stride).add(j0), len)
             };
             for (a, &e) in s.iter_mut().zip(row) {
-                *a = pick(*a, e);
+                *a = extreme(*a, e, max);
             }
         }
         // SAFETY: accumulators j0..j0 + len are valid and overlap no row.
         let part = unsafe { std::slice::from_raw_parts_mut(acc.add(j0), len) };
         for (a, &e) in part.iter_mut().zip(s.iter()) {
-            let e = A::from(e);
-            *a = if max { (*a).max(e) } else { (*a).min(e) };
+            *a = extreme(*a, A::from(e), max);
         }
         j0 += len;
     }
@@ -640,7 +635,7 @@ unsafe fn column_extremes<T: Copy + Ord + Default, A: Copy + Ord + From<T>>(
 /// [`int_column_symbols`], their (symbol, address) pairs.
 macro_rules! int_column_passes {
     (@body wide, $acc:ty, $t:ty, $max:literal, $a:ident, $x:ident, $n:ident, $rows:ident, $s:ident) => {
-        columns($a, $x, $n, $rows, $s, |a: $acc, e: $t| if $max { a.max(e) } else { a.min(e) })
+        columns($a, $x, $n, $rows, $s, |a: $acc, e: $t| extreme(a, e, $max))
     };
     (@body narrow, $acc:ty, $t:ty, $max:literal, $a:ident, $x:ident, $n:ident, $rows:ident, $s:ident) => {
         column_extremes::<$t, $acc>($a, $x, $n, $rows, $s, $max)
