@@ -69,16 +69,17 @@ const STRIDES_CALL_MIN: usize = 8;
 
 /// Whether `prog`'s vector path checks its inputs' strides, and its
 /// outputs', with a [`STRIDES_ARE`] call: when they are more than
-/// [`STRIDES_CALL_MIN`] (and, for the outputs, all of the path's element
-/// size, i.e. no bool output).
+/// [`STRIDES_CALL_MIN`] and all of the path's element size (no input
+/// converted on load, no bool output).
 fn strides_by_call(prog: &Composite, plan: &VecPlan) -> (bool, bool) {
     let esz = plan.dtype.size_of();
+    let ins_plain = prog.inputs.iter().all(|&d| d == plan.dtype);
     let outs_plain = prog
         .output_dtypes()
         .iter()
         .all(|d| d.size_of().min(esz) == esz);
     (
-        prog.inputs.len() > STRIDES_CALL_MIN,
+        prog.inputs.len() > STRIDES_CALL_MIN && ins_plain,
         prog.outputs.len() > STRIDES_CALL_MIN && outs_plain,
     )
 }
@@ -187,10 +188,11 @@ fn pre_stages(
             ScalarOp::Mul => kiln_runtime::math::PRE_MUL,
             _ => continue,
         };
-        let leaves = arg
-            .args
-            .iter()
-            .all(|a| matches!(a, CRef::Input(_) | CRef::Const(_)));
+        // Inputs the call reads from memory as they are (none converted).
+        let leaves = arg.args.iter().all(|&a| match a {
+            CRef::Input(k) => prog.inputs[k as usize] == dtype,
+            a => matches!(a, CRef::Const(_)),
+        });
         if block[k]
             && !block[j]
             && level[j] == 0
@@ -286,19 +288,78 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 }
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
-/// float or integer dtype, its other values are of that dtype or
-/// bool (lane masks), and
-/// every op has an exact vector form or a block-wise runtime function. Bool
+/// float or integer dtype (inputs of another dtype may be converted exactly
+/// as they are loaded, see [`converts_on_load`]; the path takes the first
+/// input's dtype, else the first result's), its other values are of that
+/// dtype or bool (lane masks), and every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
 /// [`VecCtx::with_mask_outputs`]). With `pre_stage`, block-wise calls take
 /// over their arguments where [`pre_stages`] allows it; with `pair_calls`,
 /// [`pairs`] of block-wise nodes share one call.
 pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -> Option<VecPlan> {
-    let dtype = *prog
+    let first = *prog
         .inputs
         .first()
         .or(prog.nodes.first().map(|n| &n.dtype))?;
+    vector_plan_on(prog, first, pre_stage, pair_calls).or_else(|| {
+        // Inputs of another dtype than the values computed (`img / 255` on
+        // a `u8` image): the path of the first result's dtype, converting
+        // those inputs as it loads them.
+        let computed = prog
+            .outputs
+            .iter()
+            .map(|&o| prog.dtype_of(o))
+            .chain(prog.nodes.iter().map(|n| n.dtype))
+            .find(|&d| d != DType::Bool)?;
+        (computed != first)
+            .then(|| vector_plan_on(prog, computed, pre_stage, pair_calls))
+            .flatten()
+    })
+}
+
+/// Whether input `k` of `prog`, of another dtype than the path's `dtype`,
+/// may be converted as it is loaded ([`sl::load_converted`]): the
+/// conversion is exact, the input is no output, and every node reading it
+/// computes as the reference would on the converted value: a cast to
+/// `dtype`, or (float paths) an op the reference evaluates in the float
+/// domain, which it enters with the same exact conversion, or (integer
+/// paths) an op that stays in the integer domain of the same signedness.
+fn converts_on_load(prog: &Composite, k: usize, dtype: DType) -> bool {
+    let input = CRef::Input(k as u32);
+    if !sl::load_convertible(prog.inputs[k], dtype) || prog.outputs.contains(&input) {
+        return false;
+    }
+    prog.nodes
+        .iter()
+        .filter(|n| n.args.contains(&input))
+        .all(|n| {
+            let orig: SmallVec<[DType; 3]> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+            let mapped: SmallVec<[DType; 3]> = n
+                .args
+                .iter()
+                .map(|&a| if a == input { dtype } else { prog.dtype_of(a) })
+                .collect();
+            let in_float = n.op.computes_in_float(&orig, n.dtype);
+            if n.op == ScalarOp::Cast(dtype) {
+                true
+            } else if dtype.is_float() {
+                in_float
+            } else {
+                !in_float
+                    && n.op.computes_in_u64(&orig, n.dtype)
+                        == n.op.computes_in_u64(&mapped, n.dtype)
+            }
+        })
+}
+
+/// [`vector_plan`] on lanes of `dtype`.
+fn vector_plan_on(
+    prog: &Composite,
+    dtype: DType,
+    pre_stage: bool,
+    pair_calls: bool,
+) -> Option<VecPlan> {
     let float = dtype.is_float();
     if !float && !sl::int_vector_dtype(dtype) {
         return None;
@@ -306,8 +367,9 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
     // Inputs, constants and outputs are of `dtype` (an integer path takes
     // integer constants of any dtype whose value `dtype` represents, so that
     // the splat compares and computes as the reference's `i64` domain
-    // does); bool values exist only between nodes, as lane masks (see
-    // `scalar`'s module header), and as outputs.
+    // does), except inputs converted on load; bool values exist only
+    // between nodes, as lane masks (see `scalar`'s module header), and as
+    // outputs.
     let const_ok = |c: &crate::ops::ScalarConst| {
         if c.dtype == dtype {
             return true;
@@ -332,7 +394,9 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
         };
         (lo..=hi).contains(&v)
     };
-    let all_same = prog.inputs.iter().all(|&d| d == dtype)
+    let inputs_ok =
+        (0..prog.inputs.len()).all(|k| prog.inputs[k] == dtype || converts_on_load(prog, k, dtype));
+    let all_same = inputs_ok
         && prog.outputs.iter().all(|&o| {
             let d = prog.dtype_of(o);
             d == dtype || d == DType::Bool
@@ -354,12 +418,12 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
             .map(|&a| ref_level(&level, a))
             .max()
             .unwrap_or(0);
-        // Constants count as `dtype` (checked above).
+        // Constants and converted inputs count as `dtype` (checked above).
         let arg_dtypes: SmallVec<[DType; 3]> = n
             .args
             .iter()
             .map(|&a| match a {
-                CRef::Const(_) => dtype,
+                CRef::Const(_) | CRef::Input(_) => dtype,
                 a => prog.dtype_of(a),
             })
             .collect();
@@ -571,7 +635,7 @@ pub(crate) fn build(
             && prog.nodes[0]
                 .args
                 .iter()
-                .all(|a| matches!(a, CRef::Input(_)))
+                .all(|&a| matches!(a, CRef::Input(k) if prog.inputs[k as usize] == plan.dtype))
             && prog.outputs.len() == 1
             && prog.outputs[0] == CRef::Node(0);
         // The same for one pre-staged call (`f(a ⊕ b)`): every operand
@@ -621,7 +685,7 @@ pub(crate) fn build(
                 b.switch_to_block(staged_blk);
                 b.seal_block(staged_blk);
             }
-            let bases = vector_bases(&mut b, ptr, plan.dtype, &ptrs[..n_in], &strides[..n_in]);
+            let bases = vector_bases(&mut b, ptr, &prog.inputs, &ptrs[..n_in], &strides[..n_in]);
             let flag = prefetch_flag(&mut b, n);
             let cx = VecCtx::new(plan, prog, &bases, &strides, &ptrs).with_prefetch(
                 flag,
@@ -897,26 +961,32 @@ pub(super) fn declare_callees(
 }
 
 /// The vector-path base address of each input (stride 0 or the element
-/// size): a broadcast input (stride 0) reads a stack slot holding its
-/// element splat to every lane of [`UNROLL`] vectors (so that the `u`-th
-/// vector of an unrolled iteration is at byte offset `16 * u` from the
-/// iteration's address for both kinds), the others read their own memory.
+/// size; `dtypes` the inputs' dtypes as stored): a broadcast input (stride 0)
+/// reads a stack slot holding its element splat over [`UNROLL`] vectors of
+/// 16 bytes (so that the `u`-th vector of an unrolled iteration is at the
+/// same byte offset from the iteration's address for both kinds: `16 * u`,
+/// or `u` times the bytes of one vector's worth of a narrower input
+/// converted on load), the others read their own memory.
 pub(super) fn vector_bases(
     b: &mut FunctionBuilder<'_>,
     ptr: cranelift_codegen::ir::Type,
-    dtype: DType,
+    dtypes: &[DType],
     ptrs: &[Value],
     strides: &[Value],
 ) -> Vec<Value> {
-    let vty = sl::vector_type(dtype);
     let mut bases = Vec::with_capacity(ptrs.len());
-    for (&p, &s) in ptrs.iter().zip(strides) {
+    for ((&p, &s), &dtype) in ptrs.iter().zip(strides).zip(dtypes) {
         let slot = b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
             16 * UNROLL as u32,
             4,
         ));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
+        // One element in the lanes of its own size (a bool is a byte).
+        let vty = match dtype {
+            DType::Bool => types::I8X16,
+            d => sl::vector_type(d),
+        };
         let x = b.ins().load(vty.lane_type(), sl::OPERAND, p, 0);
         let v = b.ins().splat(vty, x);
         for u in 0..UNROLL {
@@ -1220,7 +1290,13 @@ impl<'a> VecCtx<'a> {
                         b.ins().iadd(self.bases[k], off)
                     });
                     // Operand memory, or the splat slot of a broadcast input.
-                    b.ins().load(self.vty, sl::OPERAND, addr, 16 * u as i32)
+                    let src = self.prog.inputs[k];
+                    if src == plan.dtype {
+                        b.ins().load(self.vty, sl::OPERAND, addr, 16 * u as i32)
+                    } else {
+                        let step = (16 / esz) as usize * src.size_of();
+                        sl::load_converted(b, src, plan.dtype, addr, (step * u) as i32)
+                    }
                 }
                 CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
                     let node = &self.prog.nodes[k as usize];
@@ -1233,7 +1309,11 @@ impl<'a> VecCtx<'a> {
                     let masks: SmallVec<[bool; 3]> = node
                         .args
                         .iter()
-                        .map(|&a| self.prog.dtype_of(a) == DType::Bool)
+                        // A bool input is converted on load to 0 / 1 of the
+                        // path's dtype, not a lane mask.
+                        .map(|&a| {
+                            !matches!(a, CRef::Input(_)) && self.prog.dtype_of(a) == DType::Bool
+                        })
                         .collect();
                     let out_mask = node.dtype == DType::Bool;
                     let const_bounds = matches!(
@@ -1473,6 +1553,68 @@ mod tests {
             assert!(!folded.contains(&true), "{what}");
             assert_eq!(pre.len(), c.nodes.len());
         }
+    }
+
+    #[test]
+    fn inputs_of_other_dtypes_are_converted_on_load_only_when_exact_and_read_as_converted() {
+        // `u8` image scaled to f32: the path of the result's dtype.
+        let mut c = Composite::new(vec![DType::U8]);
+        let x = c
+            .push(ScalarOp::Cast(DType::F32), &[CRef::Input(0)])
+            .unwrap();
+        let k = CRef::Const(ScalarConst::new(DType::F32, 1.0 / 255.0));
+        c.outputs = vec![c.push(ScalarOp::Mul, &[x, k]).unwrap()];
+        assert_eq!(vector_plan(&c, true, true).unwrap().dtype, DType::F32);
+        // A `u8` with an `f64` constant (the reference computes in `f64`)
+        // and an `f32` beside an `f64`; `i32` into `f64` is exact too.
+        for (src, dst) in [
+            (DType::U8, DType::F64),
+            (DType::F32, DType::F64),
+            (DType::I32, DType::F64),
+            (DType::U32, DType::F64),
+            (DType::Bool, DType::F32),
+            (DType::I8, DType::I16),
+            (DType::U16, DType::I32),
+            (DType::I32, DType::I64),
+        ] {
+            let mut c = Composite::new(vec![dst, src]);
+            c.outputs = vec![c
+                .push(ScalarOp::Mul, &[CRef::Input(0), CRef::Input(1)])
+                .unwrap()];
+            let p = vector_plan(&c, true, true);
+            assert_eq!(p.map(|p| p.dtype), Some(dst), "{src} into {dst}");
+        }
+        // Inexact (`i32` into `f32`, `i8` into `u16`, `i64` into `f64`), or a
+        // reader in the integer domain (a comparison of the `u8` with an
+        // integer beside the float product): no vector path.
+        for (src, dst) in [
+            (DType::I32, DType::F32),
+            (DType::I8, DType::U16),
+            (DType::I64, DType::F64),
+        ] {
+            let mut c = Composite::new(vec![dst, src]);
+            let y = c.push(ScalarOp::Cast(dst), &[CRef::Input(1)]).unwrap();
+            c.outputs = vec![c.push(ScalarOp::Mul, &[CRef::Input(0), y]).unwrap()];
+            assert!(vector_plan(&c, true, true).is_none(), "{src} into {dst}");
+        }
+        let mut c = Composite::new(vec![DType::F64, DType::U8]);
+        let seven = CRef::Const(ScalarConst::new(DType::I64, 7.0));
+        let big = c.push(ScalarOp::Gt, &[CRef::Input(1), seven]).unwrap();
+        let prod = c
+            .push(ScalarOp::Mul, &[CRef::Input(0), CRef::Input(1)])
+            .unwrap();
+        c.outputs = vec![c
+            .push(ScalarOp::Switch, &[big, prod, CRef::Input(0)])
+            .unwrap()];
+        assert!(vector_plan(&c, true, true).is_none());
+        // A converted input is never read from memory by a pre-staged call.
+        let mut c = Composite::new(vec![DType::U8]);
+        let half = CRef::Const(ScalarConst::new(DType::F64, 0.5));
+        let s = c.push(ScalarOp::Mul, &[CRef::Input(0), half]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Exp, &[s]).unwrap()];
+        let p = vector_plan(&c, true, true).unwrap();
+        assert_eq!(p.dtype, DType::F64);
+        assert_eq!(stages(&p), (vec![None, None], vec![false, false]));
     }
 
     /// Runs the f64 program `prog` (one input, one output, contiguous) on

@@ -517,8 +517,10 @@ impl Fused<'_> {
         let mut ok = b
             .ins()
             .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, self.n, lanes);
-        for &s in &self.strides {
-            let c = b.ins().icmp_imm_s(IntCC::Equal, s, esz);
+        // Each input contiguous in its own dtype (converted on load when it
+        // is not the plan's) or broadcast.
+        for (&s, &d) in self.strides.iter().zip(&self.prog.inputs) {
+            let c = b.ins().icmp_imm_s(IntCC::Equal, s, d.size_of() as i64);
             let z = b.ins().icmp_imm_s(IntCC::Equal, s, 0);
             let c = b.ins().bor(c, z);
             ok = b.ins().band(ok, c);
@@ -534,7 +536,7 @@ impl Fused<'_> {
         b.ins().brif(ok, vsetup, &[], scalar_head, &[]);
         b.switch_to_block(vsetup);
         b.seal_block(vsetup);
-        let bases = elemwise::vector_bases(b, ptr, plan.dtype, &self.ptrs, &self.strides);
+        let bases = elemwise::vector_bases(b, ptr, &self.prog.inputs, &self.ptrs, &self.strides);
         // Scratch: the plan's staged values, then the block of mapped values.
         let out_slot = plan.slots.len();
         let sbytes = ((out_slot + 1) * BLOCK) as u32 * esz as u32;

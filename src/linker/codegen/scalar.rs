@@ -79,6 +79,103 @@ pub fn int_vector_dtype(dtype: DType) -> bool {
     )
 }
 
+/// Whether an input of dtype `src` can enter the vector path on lanes of
+/// `dst` converted as it is loaded ([`load_converted`]): the conversion
+/// must be exact, so that the converted lane holds the very value the
+/// reference computes with (every value of `src` is one of `dst`). Integers
+/// of at most 16 bits (and bool, loaded as its byte, as [`load`] does) become
+/// `f32` lanes; integers of at most 32 bits and `f32` become `f64` lanes;
+/// narrower integers widen to integer lanes that hold all their values
+/// (unsigned into wider signed or unsigned, signed into wider signed).
+pub fn load_convertible(src: DType, dst: DType) -> bool {
+    if src == dst || src == DType::F64 || matches!(src, DType::I64 | DType::U64) {
+        return false;
+    }
+    let src_int = src.is_int() || src == DType::Bool;
+    match dst {
+        DType::F32 => src_int && src.size_of() <= 2,
+        DType::F64 => src_int || src == DType::F32,
+        d if int_vector_dtype(d) => {
+            src_int
+                && src.size_of() < d.size_of()
+                && (src.is_unsigned() || src == DType::Bool || d.is_signed_int())
+        }
+        _ => false,
+    }
+}
+
+/// Loads the elements of `src` at `addr + offset` that fill one vector of
+/// the path on `dst` (16 bytes of `dst` lanes: 2 to 16 bytes of `src`,
+/// never more) and converts them exactly (see [`load_convertible`]).
+pub fn load_converted(
+    b: &mut FunctionBuilder<'_>,
+    src: DType,
+    dst: DType,
+    addr: Value,
+    offset: i32,
+) -> Value {
+    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    let lanes = 16 / dst.size_of();
+    let bytes = lanes * src.size_of();
+    // The source elements in the low `bytes` bytes of a vector of their own
+    // lane width (the other lanes zero).
+    let src_lane = match src.size_of() {
+        1 => types::I8X16,
+        2 => types::I16X8,
+        _ if src == DType::F32 => types::F32X4,
+        _ => types::I32X4,
+    };
+    let raw = match bytes {
+        8 => {
+            let x = b.ins().load(types::I64, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I64X2, x)
+        }
+        4 => {
+            let x = b.ins().load(types::I32, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I32X4, x)
+        }
+        _ => {
+            debug_assert_eq!(bytes, 2, "a 16-byte source is a same-size lane type");
+            let x = b.ins().uload16(types::I32, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I32X4, x)
+        }
+    };
+    let mut v = b.ins().bitcast(src_lane, le, raw);
+    if src == DType::F32 {
+        return b.ins().fvpromote_low(v);
+    }
+    // Integer lanes widen to the destination's width (32 bits for floats).
+    let signed = src.is_signed_int();
+    let target_bits = if dst.is_float() {
+        32
+    } else {
+        dst.size_of() * 8
+    };
+    let mut bits = src.size_of() * 8;
+    while bits < target_bits {
+        bits *= 2;
+        v = if signed {
+            b.ins().swiden_low(v)
+        } else {
+            b.ins().uwiden_low(v)
+        };
+    }
+    match dst {
+        DType::F32 => b.ins().fcvt_from_sint(types::F32X4, v),
+        // The low two lanes: `cvtdq2pd`, or for `u32` (no unsigned
+        // conversion) 2^52 + x built in the bits, less 2^52.
+        DType::F64 if src == DType::U32 => {
+            let wide = b.ins().uwiden_low(v);
+            b.ins().fcvt_from_uint(types::F64X2, wide)
+        }
+        DType::F64 => {
+            let wide = b.ins().swiden_low(v);
+            b.ins().fcvt_from_sint(types::F64X2, wide)
+        }
+        _ => v,
+    }
+}
+
 /// Flags of every access to operand memory (inputs, outputs, reduction
 /// accumulators): it never traps (the driver keeps each access within the
 /// operand's shape) but is not declared aligned, because caller arrays are

@@ -1,0 +1,179 @@
+//! Programs whose inputs are of another dtype than the values they compute
+//! (`img / 255` on a `u8` image, `cast(img, "f32")`, an `f32` beside an
+//! `f64`, a narrow integer widened to a wider one): the element-wise vector
+//! path converts such an input as it loads it when the conversion is exact,
+//! element-wise kernels and fused reductions alike, and the scalar path
+//! computes the rest. For every pair of an input dtype and a computing
+//! dtype, convertible or not, each program equals the reference evaluator
+//! on the un-rewritten graph at lengths around the vector path's
+//! boundaries, with the other operand broadcast, and on strided views
+//! (which take the scalar path), compiled as built and under FAST_RUN.
+mod jit_support;
+use jit_support::*;
+use kiln::rewriting::Mode;
+use kiln::{eval, function, DType, FunctionGraph, Value};
+use ndarray::ArrayD;
+
+/// Every dtype an input may have.
+const SOURCES: [DType; 11] = [
+    DType::Bool,
+    DType::U8,
+    DType::I8,
+    DType::U16,
+    DType::I16,
+    DType::U32,
+    DType::I32,
+    DType::U64,
+    DType::I64,
+    DType::F32,
+    DType::F64,
+];
+
+/// Every dtype of a vector path a narrower input may be converted to.
+const TARGETS: [DType; 8] = [
+    DType::F32,
+    DType::F64,
+    DType::I16,
+    DType::U16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U64,
+];
+
+/// Columns around the vector path's boundaries (lane counts 2 to 8, the
+/// unrolled loops, the 128-element blocks), and the row counts they meet.
+const COLUMNS: &[usize] = &[1, 3, 4, 7, 9, 17, 33, 129, 257];
+const ROWS: &[usize] = &[1, 5];
+
+/// `x` (the other dtype) in every value class of `dtype`: the extremes and
+/// values anywhere in its range for integers (wrapped by
+/// `Value::from_i64_array`), NaN, ±inf and signed zeros for floats, 0 and
+/// 1 for bool.
+fn values(dtype: DType, shape: &[usize], seed: u64) -> Value {
+    if dtype.is_float() || dtype == DType::Bool {
+        return rand_value(dtype, shape, seed);
+    }
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let n: usize = shape.iter().product();
+    let v: Vec<i64> = (0..n)
+        .map(|e| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            match e % 11 {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => -1,
+                3 => (s % 7) as i64,
+                _ => s as i64,
+            }
+        })
+        .collect();
+    Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+}
+
+/// The expressions over `x` (of the input dtype) and `y` (of `target`),
+/// with the ULPs each may differ from the reference by.
+fn expressions(target: DType) -> Vec<(String, u64)> {
+    let t = target.name();
+    let mut e = vec![
+        (format!("cast(x, \"{t}\") * y + y"), 0),
+        (format!("cast(x, \"{t}\") - y"), 0),
+        (format!("maximum(cast(x, \"{t}\"), y) * 3"), 0),
+        (
+            format!("where(cast(x, \"{t}\") > y, y, cast(x, \"{t}\"))"),
+            0,
+        ),
+        // Implicit promotion: the reference converts `x` inside the product.
+        ("x * y".to_string(), 0),
+        // Fused reductions (a maximum is exact in any order; float sums
+        // reassociate over a contiguous axis, a 1-column input's).
+        (format!("max(cast(x, \"{t}\") - y, axis=0)"), 0),
+        ("min(x * y, axis=1)".to_string(), 0),
+        // Strided views: the scalar path.
+        (format!("cast(x[:, ::2], \"{t}\") * y[:, ::2]"), 0),
+    ];
+    if !target.is_float() {
+        // Wrapping sums are exact in any order.
+        e.push((format!("sum(cast(x, \"{t}\") * y, axis=0)"), 0));
+        e.push((format!("sum(cast(x, \"{t}\") - y, axis=1)"), 0));
+    } else {
+        // A scale as an image's `/ 255` (by 256, whose reciprocal FAST_RUN's
+        // canonicaliser forms exactly: the quotient's bits), and a
+        // block-wise runtime call staged from the converted input: `exp`'s
+        // block function is within 1 ULP of the reference's
+        // (runtime/ACCURACY.md).
+        e.push(("x / 256 + y".to_string(), 0));
+        e.push((format!("exp(cast(x, \"{t}\") * 0.001)"), 1));
+    }
+    e
+}
+
+/// Checks the functions `fs` (one graph compiled as built and under
+/// FAST_RUN) on `vals` against the reference on the graph `fg` as built.
+fn check_modes(
+    fs: &[kiln::CompiledFunction],
+    fg: &FunctionGraph,
+    vals: &[Value],
+    ulps: u64,
+    what: &str,
+) {
+    let want = eval::evaluate(fg, vals).unwrap_or_else(|e| panic!("{what}: {e}"));
+    for (m, f) in fs.iter().enumerate() {
+        let got = f
+            .call_values(vals)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_values(g, w, ulps, &format!("{what} (mode {m}) output {k}"));
+        }
+    }
+}
+
+/// Every program of [`expressions`] for every input dtype and target.
+#[test]
+fn inputs_of_other_dtypes_give_the_reference_values() {
+    for target in TARGETS {
+        for src in SOURCES.into_iter().filter(|&s| s != target) {
+            // Each operand in turn a column broadcast along the rows (a
+            // stride-0 operand: the converted one, or the one beside it).
+            let full = [None, None];
+            let column = [None, Some(1)];
+            for (x_dims, y_dims) in [(full, full), (full, column), (column, full)] {
+                let x = kiln::tensor("x", src, &x_dims);
+                let y = kiln::tensor("y", target, &y_dims);
+                let vars = [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
+                    .into_iter()
+                    .collect();
+                for (expr, ulps) in expressions(target) {
+                    let out = kiln::build_expression(&expr, &vars)
+                        .unwrap_or_else(|e| panic!("{expr}: {e}"));
+                    let ins = [x.clone(), y.clone()];
+                    let outs = [out];
+                    let fg = FunctionGraph::new(&ins, &outs).unwrap();
+                    let fs = [Mode::none(), Mode::fast_run()]
+                        .map(|m| function(&ins, &outs).mode(m).compile().unwrap());
+                    for (r, &rows) in ROWS.iter().enumerate() {
+                        for (c, &cols) in COLUMNS.iter().enumerate() {
+                            let seed = (100 * r + c) as u64;
+                            let shape = |dims: [Option<usize>; 2]| match dims[1] {
+                                Some(1) => [rows, 1],
+                                _ => [rows, cols],
+                            };
+                            let vals = [
+                                values(src, &shape(x_dims), seed),
+                                values(target, &shape(y_dims), seed + 50),
+                            ];
+                            let what = format!(
+                                "{expr} (x {src} {:?}, y {target} {:?})",
+                                shape(x_dims),
+                                shape(y_dims)
+                            );
+                            check_modes(&fs, &fg, &vals, ulps, &what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
