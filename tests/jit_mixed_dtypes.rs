@@ -177,3 +177,57 @@ fn inputs_of_other_dtypes_give_the_reference_values() {
         }
     }
 }
+
+/// Float values cast to a narrower dtype as the program's result (an
+/// image's `cast(clip(x * 255, 0, 255), "u8")`, `f64` results stored as
+/// `f32`): the vector path converts them as it stores them, rounding to
+/// nearest for `f32` and truncating and saturating for integers (NaN
+/// giving 0), as the reference's `as` does. Scales that push values past
+/// every integer range, NaN, ±inf and signed zeros, each float dtype and
+/// every dtype of result, alone and beside a result of the path's dtype
+/// (one kernel under FAST_RUN), with the operand broadcast or strided.
+#[test]
+fn results_cast_to_narrower_dtypes_give_the_reference_values() {
+    for src in [DType::F64, DType::F32] {
+        for dst in SOURCES.into_iter().filter(|&d| d != src) {
+            let d = dst.name();
+            let full = [None, None];
+            let column = [None, Some(1)];
+            for dims in [full, column] {
+                let x = kiln::tensor("x", src, &dims);
+                let vars = [("x".to_string(), x.clone())].into_iter().collect();
+                let programs = [
+                    vec![format!("cast(x * 3.5, \"{d}\")")],
+                    vec![format!("cast(x * 1e10 - 0.5, \"{d}\")")],
+                    vec![format!("cast(clip(x * 255, 0, 255), \"{d}\")")],
+                    vec![format!("cast(x[:, ::2] * 7, \"{d}\")")],
+                    vec!["x * 2".to_string(), format!("cast(x * 2 + 0.5, \"{d}\")")],
+                ];
+                for exprs in programs {
+                    let outs: Vec<_> = exprs
+                        .iter()
+                        .map(|e| {
+                            kiln::build_expression(e, &vars)
+                                .unwrap_or_else(|err| panic!("{e}: {err}"))
+                        })
+                        .collect();
+                    let ins = [x.clone()];
+                    let fg = FunctionGraph::new(&ins, &outs).unwrap();
+                    let fs = [Mode::none(), Mode::fast_run()]
+                        .map(|m| function(&ins, &outs).mode(m).compile().unwrap());
+                    for (r, &rows) in ROWS.iter().enumerate() {
+                        for (c, &cols) in COLUMNS.iter().enumerate() {
+                            let shape = match dims[1] {
+                                Some(1) => [rows, 1],
+                                _ => [rows, cols],
+                            };
+                            let vals = [values(src, &shape, (300 + 100 * r + c) as u64)];
+                            let what = format!("{exprs:?} (x {src} {shape:?})");
+                            check_modes(&fs, &fg, &vals, 0, &what);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

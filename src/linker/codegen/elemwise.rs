@@ -135,6 +135,9 @@ pub(super) struct VecPlan {
     partner: Vec<Option<usize>>,
     /// Per node: whether its result is written by its partner's paired call.
     paired: Vec<bool>,
+    /// Per node: the narrower dtype a cast read only as an output converts
+    /// its argument's value to as it is stored ([`narrows_on_store`]).
+    narrowed: Vec<Option<DType>>,
     /// Highest level.
     pub(super) max_level: usize,
     /// Scratch slot of each staged value.
@@ -353,6 +356,35 @@ fn converts_on_load(prog: &Composite, k: usize, dtype: DType) -> bool {
         })
 }
 
+/// Whether node `i` of `prog` is a cast of a value of the path's float
+/// `dtype` (a node's or an input's) to a narrower dtype that no node reads
+/// (only outputs): the path computes its argument and converts it as it
+/// stores the output
+/// ([`sl::store_converted`]), with the reference's conversion.
+fn narrows_on_store(prog: &Composite, i: usize, dtype: DType) -> bool {
+    let n = &prog.nodes[i];
+    // A node's value or an input of the path's dtype (never converted).
+    let of_path_value = match n.args[..] {
+        [a @ (CRef::Node(_) | CRef::Input(_))] => prog.dtype_of(a) == dtype,
+        _ => false,
+    };
+    n.op == ScalarOp::Cast(n.dtype)
+        && sl::store_convertible(dtype, n.dtype)
+        && of_path_value
+        && prog
+            .nodes
+            .iter()
+            .all(|m| !m.args.contains(&CRef::Node(i as u32)))
+}
+
+impl VecPlan {
+    /// Whether any output is converted as it is stored (see
+    /// [`narrows_on_store`]).
+    pub(super) fn narrows(&self) -> bool {
+        self.narrowed.iter().any(Option::is_some)
+    }
+}
+
 /// [`vector_plan`] on lanes of `dtype`.
 fn vector_plan_on(
     prog: &Composite,
@@ -396,10 +428,14 @@ fn vector_plan_on(
     };
     let inputs_ok =
         (0..prog.inputs.len()).all(|k| prog.inputs[k] == dtype || converts_on_load(prog, k, dtype));
+    let narrowed: Vec<Option<DType>> = (0..prog.nodes.len())
+        .map(|i| narrows_on_store(prog, i, dtype).then_some(prog.nodes[i].dtype))
+        .collect();
     let all_same = inputs_ok
         && prog.outputs.iter().all(|&o| {
             let d = prog.dtype_of(o);
-            d == dtype || d == DType::Bool
+            let narrow = matches!(o, CRef::Node(i) if narrowed[i as usize].is_some());
+            d == dtype || d == DType::Bool || narrow
         })
         && prog.nodes.iter().all(|n| {
             n.args
@@ -411,7 +447,7 @@ fn vector_plan_on(
     }
     let mut level = Vec::with_capacity(prog.nodes.len());
     let mut block = Vec::with_capacity(prog.nodes.len());
-    for n in &prog.nodes {
+    for (i, n) in prog.nodes.iter().enumerate() {
         let l = n
             .args
             .iter()
@@ -429,6 +465,7 @@ fn vector_plan_on(
             .collect();
         let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
         let vector = match (n.dtype, float) {
+            _ if narrowed[i].is_some() => true,
             (DType::Bool, _) => sl::mask_capable(n.op, &arg_dtypes, dtype),
             (d, _) if d != dtype || !args_are(&|a| a == dtype || a == DType::Bool) => false,
             (_, true) => sl::vector_capable(n.op, n.args.len(), dtype),
@@ -503,6 +540,7 @@ fn vector_plan_on(
         folded,
         partner,
         paired,
+        narrowed,
         max_level,
         slots,
     })
@@ -1076,8 +1114,11 @@ impl<'a> VecCtx<'a> {
 
     /// The byte size of output `o`'s elements as this path writes them.
     fn out_size(&self, o: usize) -> i64 {
-        let d = self.prog.dtype_of(self.prog.outputs[o]);
-        if d == DType::Bool && !self.mask_outputs {
+        let r = self.prog.outputs[o];
+        let d = self.prog.dtype_of(r);
+        if matches!(r, CRef::Node(k) if self.plan.narrowed[k as usize].is_some()) {
+            d.size_of() as i64
+        } else if d == DType::Bool && !self.mask_outputs {
             1
         } else {
             self.esz
@@ -1298,6 +1339,11 @@ impl<'a> VecCtx<'a> {
                         sl::load_converted(b, src, plan.dtype, addr, (step * u) as i32)
                     }
                 }
+                CRef::Node(k) if plan.narrowed[k as usize].is_some() => {
+                    // Converted as the output is stored.
+                    let a = self.prog.nodes[k as usize].args[0];
+                    memo[u][&a]
+                }
                 CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
                     let node = &self.prog.nodes[k as usize];
                     let args: Vec<Value> = node
@@ -1379,8 +1425,15 @@ impl<'a> VecCtx<'a> {
             for (o, &r) in self.prog.outputs.iter().enumerate() {
                 if let Some(addr) = out_addr[o] {
                     let v = get(b, u, r)?;
-                    if self.prog.dtype_of(r) == DType::Bool && !self.mask_outputs {
-                        let lanes = 16 / esz as i32;
+                    let lanes = 16 / esz as i32;
+                    let narrowed = match r {
+                        CRef::Node(k) => plan.narrowed[k as usize],
+                        _ => None,
+                    };
+                    if let Some(d) = narrowed {
+                        let offset = lanes * d.size_of() as i32 * u as i32;
+                        sl::store_converted(b, v, plan.dtype, d, addr, offset);
+                    } else if self.prog.dtype_of(r) == DType::Bool && !self.mask_outputs {
                         sl::store_mask_bytes(b, v, self.vty, addr, lanes * u as i32);
                     } else {
                         b.ins().store(sl::OPERAND, v, addr, 16 * u as i32);

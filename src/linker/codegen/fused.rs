@@ -258,7 +258,9 @@ pub(crate) fn build_fused(
     let acc = acc_dtype(op, mapped);
     let aty = sl::clif_type(acc);
     let opts = jb.options();
-    let plan = elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls);
+    // The mapped values are folded in the path's dtype: none narrowed.
+    let plan =
+        elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls).filter(|p| !p.narrows());
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     if let Some(h) = hoisted {
         imports.extend(elemwise::import_callees(jb, &h.pre, None)?);

@@ -176,6 +176,94 @@ pub fn load_converted(
     }
 }
 
+/// Whether a value of the vector path on float `src` may be stored as an
+/// output of the narrower dtype `dst` (a cast, see [`store_converted`]):
+/// `f64` as `f32`, and either float as a signed integer of at most 32 bits
+/// or an unsigned one of at most 16.
+pub fn store_convertible(src: DType, dst: DType) -> bool {
+    match dst {
+        DType::F32 => src == DType::F64,
+        DType::I32 | DType::I16 | DType::U16 | DType::I8 | DType::U8 => src.is_float(),
+        _ => false,
+    }
+}
+
+/// Stores the lanes of `v` (a vector of float `src`) at `addr + offset` as
+/// `dst` elements (see [`store_convertible`]), converted as the reference
+/// converts (Rust's `as`): rounded to nearest for `f32`; for integers
+/// truncated towards zero and saturated to the dtype's range, NaN giving 0.
+pub fn store_converted(
+    b: &mut FunctionBuilder<'_>,
+    v: Value,
+    src: DType,
+    dst: DType,
+    addr: Value,
+    offset: i32,
+) {
+    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    let lanes = 16 / src.size_of();
+    if dst == DType::F32 {
+        let d = b.ins().fvdemote(v);
+        let q = b.ins().bitcast(types::I64X2, le, d);
+        let low = b.ins().extractlane(q, 0);
+        b.ins().store(OPERAND, low, addr, offset);
+        return;
+    }
+    // Saturating truncation to `i32` lanes (NaN gives 0): for `f64`, the
+    // two results in the low lanes (`cvttpd2dq` after a clamp from above).
+    let mut i = if src == DType::F32 {
+        b.ins().fcvt_to_sint_sat(types::I32X4, v)
+    } else {
+        let wide = b.ins().fcvt_to_sint_sat(types::I64X2, v);
+        let zero = b
+            .func
+            .dfg
+            .constants
+            .insert(ConstantData::from(vec![0u8; 16]));
+        let zero = b.ins().vconst(types::I64X2, zero);
+        b.ins().snarrow(wide, zero)
+    };
+    // Saturated to the dtype's range, which the saturating packs then keep.
+    let (lo, hi) = match dst {
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::U16 => (0, u16::MAX as i64),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::U8 => (0, u8::MAX as i64),
+        _ => (i32::MIN as i64, i32::MAX as i64),
+    };
+    if dst != DType::I32 {
+        let lo = int_splat(b, types::I32X4, lo);
+        let hi = int_splat(b, types::I32X4, hi);
+        i = b.ins().smax(i, lo);
+        i = b.ins().smin(i, hi);
+        i = if dst == DType::U16 {
+            b.ins().unarrow(i, i)
+        } else {
+            b.ins().snarrow(i, i)
+        };
+        if dst.size_of() == 1 {
+            i = if dst == DType::U8 {
+                b.ins().unarrow(i, i)
+            } else {
+                b.ins().snarrow(i, i)
+            };
+        }
+    }
+    // The low `lanes` elements: 2 to 16 bytes.
+    let lane_ty = match lanes * dst.size_of() {
+        16 => {
+            b.ins().store(OPERAND, i, addr, offset);
+            return;
+        }
+        8 => types::I64X2,
+        4 => types::I32X4,
+        _ => types::I16X8,
+    };
+    let q = b.ins().bitcast(lane_ty, le, i);
+    let low = b.ins().extractlane(q, 0);
+    b.ins().store(OPERAND, low, addr, offset);
+}
+
 /// Flags of every access to operand memory (inputs, outputs, reduction
 /// accumulators): it never traps (the driver keeps each access within the
 /// operand's shape) but is not declared aligned, because caller arrays are
