@@ -7,7 +7,8 @@ on the same arrays, in interleaved rounds (as inprocess.py).
 Inputs: 1-d arrays of 4,000,000 elements, 2000 x 2000 matrices (and the
 transpose of one, a Fortran-ordered view), a vector of 2000 and 1,000,000
 rows of 4 or 8 (standard normal floats, integers in 1..=9, f32 copies of
-the floats), and two 2000 x 2000 uint8 images of uniform values. Each entry gives the kiln expression, the numpy code and the
+the floats, a bool mask of the positive floats), and two 2000 x 2000 uint8
+images of uniform values. Each entry gives the kiln expression, the numpy code and the
 numexpr expression (None where numexpr cannot express it: keepdims, a
 reduction inside an expression, integer division, float remainders, bit
 operations, mean). numexpr's reductions
@@ -170,6 +171,19 @@ CORPUS = [
     ("int_mod_arrays", "i % j", "i % j", None),
     ("i32_clip", "clip(a, 2, 8)", "np.clip(a, 2, 8)", None),
     ("mask_select", "boolean_mask(x, x > 0)", "x[x > 0]", None),
+    # Mixed dtypes: inputs of another dtype than the values computed (uint8
+    # images to float or int16, int32 and f32 beside f64, a bool mask mk),
+    # and float results stored as a narrower dtype.
+    ("u8_to_f32", 'cast(P, "f32") / 255', "P.astype(np.float32) / np.float32(255)", None),
+    ("u8_to_f64", "P / 255", "P / 255", None),
+    ("u8_diff_i16", 'cast(P, "i16") - cast(Q, "i16")', "P.astype(np.int16) - Q.astype(np.int16)",
+     None),
+    ("i32_with_f64", "a * 0.5 + x", "a * 0.5 + x", "a * 0.5 + x"),
+    ("f32_with_f64", "xf * y", "xf * y", "xf * y"),
+    ("bool_mask_where", "where(mk, x, 0)", "np.where(mk, x, 0)", "where(mk, x, 0)"),
+    ("f64_to_f32", 'cast(X * 2, "f32")', "(X * 2).astype(np.float32)", None),
+    ("f64_to_u8", 'cast(clip(X * 64 + 128, 0, 255), "u8")',
+     "np.clip(X * 64 + 128, 0, 255).astype(np.uint8)", None),
 ]
 
 # Timed calls per measurement (interleaved over the three systems).
@@ -193,6 +207,7 @@ def arrays(n, m, seed=2024):
         "XT": X.T, "v": rng.standard_normal(m),
         "P": rng.integers(0, 256, (m, m), dtype=np.uint8),
         "Q": rng.integers(0, 256, (m, m), dtype=np.uint8),
+        "mk": x > 0,
     }
 
 

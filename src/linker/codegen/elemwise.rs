@@ -1670,6 +1670,33 @@ mod tests {
         assert_eq!(stages(&p), (vec![None, None], vec![false, false]));
     }
 
+    #[test]
+    fn results_cast_to_narrower_dtypes_are_converted_on_store_only_as_outputs() {
+        let two = CRef::Const(ScalarConst::new(DType::F64, 2.0));
+        for dst in [DType::F32, DType::I32, DType::U8] {
+            let mut c = Composite::new(vec![DType::F64]);
+            let y = c.push(ScalarOp::Mul, &[CRef::Input(0), two]).unwrap();
+            c.outputs = vec![y, c.push(ScalarOp::Cast(dst), &[y]).unwrap()];
+            let p = vector_plan(&c, true, true).unwrap();
+            assert_eq!(
+                (p.dtype, p.narrowed.clone()),
+                (DType::F64, vec![None, Some(dst)])
+            );
+        }
+        // A cast another node reads (back in f64), or one to a dtype without
+        // a vector conversion (u32): no vector path.
+        for (dst, reread) in [(DType::U8, true), (DType::U32, false)] {
+            let mut c = Composite::new(vec![DType::F64]);
+            let y = c.push(ScalarOp::Cast(dst), &[CRef::Input(0)]).unwrap();
+            c.outputs = vec![if reread {
+                c.push(ScalarOp::Mul, &[y, two]).unwrap()
+            } else {
+                y
+            }];
+            assert!(vector_plan(&c, true, true).is_none(), "{dst}");
+        }
+    }
+
     /// Runs the f64 program `prog` (one input, one output, contiguous) on
     /// `x` with a first-tier-only module, after skipping its marked loops
     /// when `skip`; returns the output and how many loops were skipped.
