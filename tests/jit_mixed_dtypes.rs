@@ -178,17 +178,28 @@ fn inputs_of_other_dtypes_give_the_reference_values() {
     }
 }
 
-/// Float values cast to a narrower dtype as the program's result (an
-/// image's `cast(clip(x * 255, 0, 255), "u8")`, `f64` results stored as
-/// `f32`): the vector path converts them as it stores them, rounding to
-/// nearest for `f32` and truncating and saturating for integers (NaN
-/// giving 0), as the reference's `as` does. Scales that push values past
-/// every integer range, NaN, ±inf and signed zeros, each float dtype and
-/// every dtype of result, alone and beside a result of the path's dtype
+/// Values cast to a narrower dtype as the program's result (an image's
+/// `cast(clip(x * 255, 0, 255), "u8")`, `f64` results stored as `f32`, an
+/// `int32` result stored as `uint8`): the vector path converts them as it
+/// stores them, rounding floats to nearest for `f32` and truncating and
+/// saturating them for integers (NaN giving 0), wrapping integers, as the
+/// reference's `as` does. Scales that push values past every integer
+/// range, NaN, ±inf and signed zeros, integers over their whole range,
+/// each float and integer dtype and every dtype of result, alone and beside a result of the path's dtype
 /// (one kernel under FAST_RUN), with the operand broadcast or strided.
 #[test]
 fn results_cast_to_narrower_dtypes_give_the_reference_values() {
-    for src in [DType::F64, DType::F32] {
+    let sources = [
+        DType::F64,
+        DType::F32,
+        DType::I64,
+        DType::U64,
+        DType::I32,
+        DType::U32,
+        DType::I16,
+        DType::U16,
+    ];
+    for src in sources {
         for dst in SOURCES.into_iter().filter(|&d| d != src) {
             let d = dst.name();
             let full = [None, None];
@@ -197,6 +208,7 @@ fn results_cast_to_narrower_dtypes_give_the_reference_values() {
                 let x = kiln::tensor("x", src, &dims);
                 let vars = [("x".to_string(), x.clone())].into_iter().collect();
                 let programs = [
+                    vec![format!("cast(x * 3 - 7, \"{d}\")")],
                     vec![format!("cast(x * 3.5, \"{d}\")")],
                     vec![format!("cast(x * 1e10 - 0.5, \"{d}\")")],
                     vec![format!("cast(clip(x * 255, 0, 255), \"{d}\")")],

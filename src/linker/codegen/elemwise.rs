@@ -356,8 +356,8 @@ fn converts_on_load(prog: &Composite, k: usize, dtype: DType) -> bool {
         })
 }
 
-/// Whether node `i` of `prog` is a cast of a value of the path's float
-/// `dtype` (a node's or an input's) to a narrower dtype that no node reads
+/// Whether node `i` of `prog` is a cast of a value of the path's `dtype`
+/// (a node's or an input's) to a narrower dtype that no node reads
 /// (only outputs): the path computes its argument and converts it as it
 /// stores the output
 /// ([`sl::store_converted`]), with the reference's conversion.

@@ -176,11 +176,14 @@ pub fn load_converted(
     }
 }
 
-/// Whether a value of the vector path on float `src` may be stored as an
-/// output of the narrower dtype `dst` (a cast, see [`store_converted`]):
-/// `f64` as `f32`, and either float as a signed integer of at most 32 bits
-/// or an unsigned one of at most 16.
+/// Whether a value of the vector path on `src` may be stored as an output
+/// of the narrower dtype `dst` (a cast, see [`store_converted`]): `f64` as
+/// `f32`; either float as a signed integer of at most 32 bits or an
+/// unsigned one of at most 16; an integer as any narrower integer.
 pub fn store_convertible(src: DType, dst: DType) -> bool {
+    if int_vector_dtype(src) {
+        return dst.is_int() && dst.size_of() < src.size_of();
+    }
     match dst {
         DType::F32 => src == DType::F64,
         DType::I32 | DType::I16 | DType::U16 | DType::I8 | DType::U8 => src.is_float(),
@@ -188,10 +191,11 @@ pub fn store_convertible(src: DType, dst: DType) -> bool {
     }
 }
 
-/// Stores the lanes of `v` (a vector of float `src`) at `addr + offset` as
-/// `dst` elements (see [`store_convertible`]), converted as the reference
-/// converts (Rust's `as`): rounded to nearest for `f32`; for integers
-/// truncated towards zero and saturated to the dtype's range, NaN giving 0.
+/// Stores the lanes of `v` (a vector of `src`) at `addr + offset` as `dst`
+/// elements (see [`store_convertible`]), converted as the reference
+/// converts (Rust's `as`): floats rounded to nearest for `f32`, truncated
+/// towards zero and saturated to an integer dtype's range (NaN giving 0);
+/// integers wrapped (their low bytes).
 pub fn store_converted(
     b: &mut FunctionBuilder<'_>,
     v: Value,
@@ -202,6 +206,25 @@ pub fn store_converted(
 ) {
     let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
     let lanes = 16 / src.size_of();
+    if int_vector_dtype(src) {
+        // The low `dst` bytes of every lane, packed at the bottom.
+        let (ssz, dsz) = (src.size_of(), dst.size_of());
+        let mask: Vec<u8> = (0..16)
+            .map(|k| {
+                let (lane, byte) = (k / dsz, k % dsz);
+                if lane < lanes {
+                    (lane * ssz + byte) as u8
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
+        let bytes = b.ins().bitcast(types::I8X16, le, v);
+        let low = b.ins().shuffle(bytes, bytes, imm);
+        store_low_bytes(b, low, lanes * dsz, addr, offset);
+        return;
+    }
     if dst == DType::F32 {
         let d = b.ins().fvdemote(v);
         let q = b.ins().bitcast(types::I64X2, le, d);
@@ -249,17 +272,23 @@ pub fn store_converted(
             };
         }
     }
-    // The low `lanes` elements: 2 to 16 bytes.
-    let lane_ty = match lanes * dst.size_of() {
+    store_low_bytes(b, i, lanes * dst.size_of(), addr, offset);
+}
+
+/// Stores the low `bytes` (2, 4, 8 or 16) bytes of vector `v` at
+/// `addr + offset`.
+fn store_low_bytes(b: &mut FunctionBuilder<'_>, v: Value, bytes: usize, addr: Value, offset: i32) {
+    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+    let lane_ty = match bytes {
         16 => {
-            b.ins().store(OPERAND, i, addr, offset);
+            b.ins().store(OPERAND, v, addr, offset);
             return;
         }
         8 => types::I64X2,
         4 => types::I32X4,
         _ => types::I16X8,
     };
-    let q = b.ins().bitcast(lane_ty, le, i);
+    let q = b.ins().bitcast(lane_ty, le, v);
     let low = b.ins().extractlane(q, 0);
     b.ins().store(OPERAND, low, addr, offset);
 }
