@@ -91,6 +91,9 @@ fn expressions(target: DType) -> Vec<(String, u64)> {
         // reassociate over a contiguous axis, a 1-column input's).
         (format!("max(cast(x, \"{t}\") - y, axis=0)"), 0),
         ("min(x * y, axis=1)".to_string(), 0),
+        // Computed in the target's dtype between a converted input and a
+        // narrower result.
+        (format!("cast(abs(cast(x, \"{t}\") - y), \"u8\")"), 0),
         // Strided views: the scalar path.
         (format!("cast(x[:, ::2], \"{t}\") * y[:, ::2]"), 0),
     ];

@@ -292,8 +292,10 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 
 /// The vector plan of `prog`, if its inputs, constants and outputs share one
 /// float or integer dtype (inputs of another dtype may be converted exactly
-/// as they are loaded, see [`converts_on_load`]; the path takes the first
-/// input's dtype, else the first result's), its other values are of that
+/// as they are loaded, see [`converts_on_load`], and results cast to a
+/// narrower dtype as they are stored, see [`narrows_on_store`]; the path
+/// takes the first input's dtype, else the first of the other values' that
+/// works), its other values are of that
 /// dtype or bool (lane masks), and every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
@@ -305,20 +307,29 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
         .inputs
         .first()
         .or(prog.nodes.first().map(|n| &n.dtype))?;
-    vector_plan_on(prog, first, pre_stage, pair_calls).or_else(|| {
-        // Inputs of another dtype than the values computed (`img / 255` on
-        // a `u8` image): the path of the first result's dtype, converting
-        // those inputs as it loads them.
-        let computed = prog
-            .outputs
+    // The first input's dtype; then, for inputs of another dtype than the
+    // values computed (`img / 255` on a `u8` image, `cast(abs(cast(p,
+    // "i16") - q16), "u8")`), the dtypes of the results and of the other
+    // values, in order: the path of the first that works converts those
+    // inputs as it loads them and narrower results as it stores them.
+    let mut tried: SmallVec<[DType; 4]> = SmallVec::new();
+    let candidates = std::iter::once(first).chain(
+        prog.outputs
             .iter()
             .map(|&o| prog.dtype_of(o))
             .chain(prog.nodes.iter().map(|n| n.dtype))
-            .find(|&d| d != DType::Bool)?;
-        (computed != first)
-            .then(|| vector_plan_on(prog, computed, pre_stage, pair_calls))
-            .flatten()
-    })
+            .filter(|&d| d != DType::Bool),
+    );
+    for dtype in candidates {
+        if tried.contains(&dtype) {
+            continue;
+        }
+        tried.push(dtype);
+        if let Some(plan) = vector_plan_on(prog, dtype, pre_stage, pair_calls) {
+            return Some(plan);
+        }
+    }
+    None
 }
 
 /// Whether input `k` of `prog`, of another dtype than the path's `dtype`,
@@ -1683,6 +1694,23 @@ mod tests {
                 (DType::F64, vec![None, Some(dst)])
             );
         }
+        // Computed in a dtype neither the inputs nor the result have: the
+        // absolute difference of two `u8` images in `i16`, stored as `u8`.
+        let mut c = Composite::new(vec![DType::U8, DType::U8]);
+        let p = c
+            .push(ScalarOp::Cast(DType::I16), &[CRef::Input(0)])
+            .unwrap();
+        let q = c
+            .push(ScalarOp::Cast(DType::I16), &[CRef::Input(1)])
+            .unwrap();
+        let d = c.push(ScalarOp::Sub, &[p, q]).unwrap();
+        let a = c.push(ScalarOp::Abs, &[d]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Cast(DType::U8), &[a]).unwrap()];
+        let plan = vector_plan(&c, true, true).unwrap();
+        assert_eq!(
+            (plan.dtype, plan.narrowed[4]),
+            (DType::I16, Some(DType::U8))
+        );
         // A cast another node reads (back in f64), or one to a dtype without
         // a vector conversion (u32): no vector path.
         for (dst, reread) in [(DType::U8, true), (DType::U32, false)] {
