@@ -13,7 +13,10 @@
 //!   every output is contiguous, and every op has an exact vector form
 //!   (bool values between nodes are lane masks: comparisons, `isnan`,
 //!   logic and `where` stay on this path; a bool output is stored one byte
-//!   per element, contiguous meaning a byte stride of 1). It runs in
+//!   per element, contiguous meaning a byte stride of 1). Inputs of
+//!   another dtype than the path's are converted exactly as they are
+//!   loaded, and results cast to a narrower dtype as they are stored (the
+//!   strides are then those of the operands' own element sizes). It runs in
 //!   blocks of at most [`BLOCK`] elements; transcendental functions are
 //!   evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
@@ -118,7 +121,8 @@ fn unroll_for(prog: &Composite) -> usize {
 /// How the vector path of a program is organised.
 #[derive(Debug, Clone)]
 pub(super) struct VecPlan {
-    /// The single float dtype of every value.
+    /// The dtype of the path's lanes: of every value computed, and of every
+    /// input and output except those converted on load or on store.
     pub(super) dtype: DType,
     /// Level of each node.
     level: Vec<usize>,

@@ -23,6 +23,8 @@
 //! true, clear for false, held in the float vector type of the path (so
 //! they load, store and stage like the float values). A mask is only ever
 //! combined bitwise, never compared as a float (its true pattern is a NaN).
+//! [`load_converted`] and [`store_converted`] convert an input or a result
+//! of another dtype to or from the path's lanes as the reference converts.
 //!
 //! `emit_scalar_program` emits a whole Composite at one element: the
 //! scalar path of every element-wise and fused-reduction kernel, and the
