@@ -299,8 +299,8 @@ fn ref_level(level: &[usize], r: CRef) -> usize {
 /// as they are loaded, see [`converts_on_load`], and results cast to a
 /// narrower dtype as they are stored, see [`narrows_on_store`]; the path
 /// takes the first input's dtype, else the first of the other values' that
-/// works), its other values are of that
-/// dtype or bool (lane masks), and every op has an exact vector form or a block-wise runtime function. Bool
+/// works), its other values are of that dtype or bool (lane masks), and
+/// every op has an exact vector form or a block-wise runtime function. Bool
 /// outputs are allowed too: an element-wise kernel stores them as bytes, a
 /// fused reduction's scratch block keeps them as lane masks (see
 /// [`VecCtx::with_mask_outputs`]). With `pre_stage`, block-wise calls take
@@ -372,10 +372,9 @@ fn converts_on_load(prog: &Composite, k: usize, dtype: DType) -> bool {
 }
 
 /// Whether node `i` of `prog` is a cast of a value of the path's `dtype`
-/// (a node's or an input's) to a narrower dtype that no node reads
-/// (only outputs): the path computes its argument and converts it as it
-/// stores the output
-/// ([`sl::store_converted`]), with the reference's conversion.
+/// (a node's or an input's) to a narrower dtype that no node reads (only
+/// outputs): the path computes its argument and converts it as it stores
+/// the output ([`sl::store_converted`]), with the reference's conversion.
 fn narrows_on_store(prog: &Composite, i: usize, dtype: DType) -> bool {
     let n = &prog.nodes[i];
     // A node's value or an input of the path's dtype (never converted).

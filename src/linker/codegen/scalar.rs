@@ -107,7 +107,7 @@ pub fn load_convertible(src: DType, dst: DType) -> bool {
 }
 
 /// Loads the elements of `src` at `addr + offset` that fill one vector of
-/// the path on `dst` (16 bytes of `dst` lanes: 2 to 16 bytes of `src`,
+/// the path on `dst` (16 bytes of `dst` lanes: 2, 4 or 8 bytes of `src`,
 /// never more) and converts them exactly (see [`load_convertible`]).
 pub fn load_converted(
     b: &mut FunctionBuilder<'_>,
@@ -137,7 +137,7 @@ pub fn load_converted(
             b.ins().scalar_to_vector(types::I32X4, x)
         }
         _ => {
-            debug_assert_eq!(bytes, 2, "a 16-byte source is a same-size lane type");
+            debug_assert_eq!(bytes, 2, "every convertible source is narrower");
             let x = b.ins().uload16(types::I32, OPERAND, addr, offset);
             b.ins().scalar_to_vector(types::I32X4, x)
         }
@@ -229,9 +229,7 @@ pub fn store_converted(
     }
     if dst == DType::F32 {
         let d = b.ins().fvdemote(v);
-        let q = b.ins().bitcast(types::I64X2, le, d);
-        let low = b.ins().extractlane(q, 0);
-        b.ins().store(OPERAND, low, addr, offset);
+        store_low_bytes(b, d, 8, addr, offset);
         return;
     }
     // Saturating truncation to `i32` lanes (NaN gives 0): for `f64`, the
