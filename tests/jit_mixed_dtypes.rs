@@ -12,22 +12,6 @@ mod jit_support;
 use jit_support::*;
 use kiln::rewriting::Mode;
 use kiln::{eval, function, DType, FunctionGraph, Value};
-use ndarray::ArrayD;
-
-/// Every dtype an input may have.
-const SOURCES: [DType; 11] = [
-    DType::Bool,
-    DType::U8,
-    DType::I8,
-    DType::U16,
-    DType::I16,
-    DType::U32,
-    DType::I32,
-    DType::U64,
-    DType::I64,
-    DType::F32,
-    DType::F64,
-];
 
 /// Every dtype of a vector path a narrower input may be converted to.
 const TARGETS: [DType; 8] = [
@@ -54,23 +38,13 @@ fn values(dtype: DType, shape: &[usize], seed: u64) -> Value {
     if dtype.is_float() || dtype == DType::Bool {
         return rand_value(dtype, shape, seed);
     }
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let n: usize = shape.iter().product();
-    let v: Vec<i64> = (0..n)
-        .map(|e| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            match e % 11 {
-                0 => i64::MIN,
-                1 => i64::MAX,
-                2 => -1,
-                3 => (s % 7) as i64,
-                _ => s as i64,
-            }
-        })
-        .collect();
-    Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+    int_values(dtype, shape, seed, |e, s| match e % 11 {
+        0 => i64::MIN,
+        1 => i64::MAX,
+        2 => -1,
+        3 => (s % 7) as i64,
+        _ => s as i64,
+    })
 }
 
 /// The expressions over `x` (of the input dtype) and `y` (of `target`),
@@ -137,7 +111,7 @@ fn check_modes(
 #[test]
 fn inputs_of_other_dtypes_give_the_reference_values() {
     for target in TARGETS {
-        for src in SOURCES.into_iter().filter(|&s| s != target) {
+        for src in DType::ALL.into_iter().filter(|&s| s != target) {
             // Each operand in turn a column broadcast along the rows (a
             // stride-0 operand: the converted one, or the one beside it).
             let full = [None, None];
@@ -203,7 +177,7 @@ fn results_cast_to_narrower_dtypes_give_the_reference_values() {
         DType::U16,
     ];
     for src in sources {
-        for dst in SOURCES.into_iter().filter(|&d| d != src) {
+        for dst in DType::ALL.into_iter().filter(|&d| d != src) {
             let d = dst.name();
             let full = [None, None];
             let column = [None, Some(1)];

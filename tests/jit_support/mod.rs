@@ -138,3 +138,25 @@ pub fn rand_value(dtype: DType, shape: &[usize], seed: u64) -> Value {
         _ => Value::from_f64_array(dtype, a.mapv(|x| (x * 12.5).floor())),
     }
 }
+
+/// A `dtype` array of `shape` whose element `e` (in row-major order) is
+/// `pick(e, s)`, `s` the next value of a xorshift sequence seeded by
+/// `seed` (wrapped to the dtype by `Value::from_i64_array`).
+pub fn int_values(
+    dtype: DType,
+    shape: &[usize],
+    seed: u64,
+    pick: impl Fn(usize, u64) -> i64,
+) -> Value {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let n: usize = shape.iter().product();
+    let v: Vec<i64> = (0..n)
+        .map(|e| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            pick(e, s)
+        })
+        .collect();
+    Value::from_i64_array(dtype, ArrayD::from_shape_vec(shape.to_vec(), v).unwrap())
+}
