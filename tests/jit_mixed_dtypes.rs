@@ -1,13 +1,14 @@
-//! Programs whose inputs are of another dtype than the values they compute
-//! (`img / 255` on a `u8` image, `cast(img, "f32")`, an `f32` beside an
-//! `f64`, a narrow integer widened to a wider one): the element-wise vector
-//! path converts such an input as it loads it when the conversion is exact,
-//! element-wise kernels and fused reductions alike, and the scalar path
-//! computes the rest. For every pair of an input dtype and a computing
-//! dtype, convertible or not, each program equals the reference evaluator
-//! on the un-rewritten graph at lengths around the vector path's
-//! boundaries, with the other operand broadcast, and on strided views
-//! (which take the scalar path), compiled as built and under FAST_RUN.
+//! Programs whose inputs or results are of another dtype than the values
+//! they compute (`img / 255` on a `u8` image, `cast(img, "f32")`, an `f32`
+//! beside an `f64`, a narrow integer widened to a wider one; a result cast
+//! to `f32` or `u8`): the element-wise vector path converts such an input
+//! as it loads it when the conversion is exact, element-wise kernels and
+//! fused reductions alike, and such a result as it stores it; the scalar
+//! path computes the rest. For every pair of dtypes, convertible or not,
+//! each program equals the reference evaluator on the un-rewritten graph
+//! at shapes around the vector path's boundaries, with each operand in
+//! turn broadcast, and on strided views (which take the scalar path),
+//! compiled as built and under FAST_RUN.
 mod jit_support;
 use jit_support::*;
 use kiln::rewriting::Mode;
@@ -26,14 +27,15 @@ const TARGETS: [DType; 8] = [
 ];
 
 /// Columns around the vector path's boundaries (lane counts 2 to 8, the
-/// unrolled loops, the 128-element blocks), and the row counts they meet.
+/// unrolled loops, the 128-element blocks).
 const COLUMNS: &[usize] = &[1, 3, 4, 7, 9, 17, 33, 129, 257];
+
+/// The row counts the columns meet.
 const ROWS: &[usize] = &[1, 5];
 
-/// `x` (the other dtype) in every value class of `dtype`: the extremes and
-/// values anywhere in its range for integers (wrapped by
-/// `Value::from_i64_array`), NaN, ±inf and signed zeros for floats, 0 and
-/// 1 for bool.
+/// Values of `dtype` in every value class: the extremes and values anywhere
+/// in its range for integers (wrapped by `Value::from_i64_array`), NaN,
+/// ±inf and signed zeros for floats, 0 and 1 for bool.
 fn values(dtype: DType, shape: &[usize], seed: u64) -> Value {
     if dtype.is_float() || dtype == DType::Bool {
         return rand_value(dtype, shape, seed);
@@ -102,7 +104,8 @@ fn check_modes(
             .call_values(vals)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_values(g, w, ulps, &format!("{what} (mode {m}) output {k}"));
+            let mode = ["as built", "FAST_RUN"][m];
+            assert_values(g, w, ulps, &format!("{what} ({mode}) output {k}"));
         }
     }
 }
