@@ -43,9 +43,7 @@
 //! anywhere an element may.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{
-    types, ConstantData, Endianness, InstBuilder, MemFlagsData, Type, Value,
-};
+use cranelift_codegen::ir::{types, ConstantData, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::elemwise;
@@ -280,8 +278,7 @@ impl VecAcc {
         if b.func.dfg.value_type(v) == ty {
             return v;
         }
-        let le = MemFlagsData::new().with_endianness(Endianness::Little);
-        b.ins().bitcast(ty, le, v)
+        b.ins().bitcast(ty, sl::LITTLE, v)
     }
 
     /// Combines two accumulators (NaN-propagating for max / min).
@@ -417,12 +414,11 @@ fn load_f32x4_as_f64x2_pair(
     let x = b.ins().load(types::F32X4, f, addr, 0);
     let lo = b.ins().fvpromote_low(x);
     // Lanes 2 and 3 moved to lanes 0 and 1.
-    let le = MemFlagsData::new().with_endianness(Endianness::Little);
-    let bytes = b.ins().bitcast(types::I8X16, le, x);
+    let bytes = b.ins().bitcast(types::I8X16, sl::LITTLE, x);
     let mask: Vec<u8> = (8..16).chain(8..16).collect();
     let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
     let sh = b.ins().shuffle(bytes, bytes, imm);
-    let high = b.ins().bitcast(types::F32X4, le, sh);
+    let high = b.ins().bitcast(types::F32X4, sl::LITTLE, sh);
     (lo, b.ins().fvpromote_low(high))
 }
 

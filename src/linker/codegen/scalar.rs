@@ -116,7 +116,6 @@ pub fn load_converted(
     addr: Value,
     offset: i32,
 ) -> Value {
-    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
     let lanes = 16 / dst.size_of();
     let bytes = lanes * src.size_of();
     // The source elements in the low `bytes` bytes of a vector of their own
@@ -142,7 +141,7 @@ pub fn load_converted(
             b.ins().scalar_to_vector(types::I32X4, x)
         }
     };
-    let mut v = b.ins().bitcast(src_lane, le, raw);
+    let mut v = b.ins().bitcast(src_lane, LITTLE, raw);
     if src == DType::F32 {
         return b.ins().fvpromote_low(v);
     }
@@ -206,7 +205,6 @@ pub fn store_converted(
     addr: Value,
     offset: i32,
 ) {
-    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
     let lanes = 16 / src.size_of();
     if int_vector_dtype(src) {
         // The low `dst` bytes of every lane, packed at the bottom.
@@ -222,7 +220,7 @@ pub fn store_converted(
             })
             .collect();
         let imm = b.func.dfg.immediates.push(ConstantData::from(mask));
-        let bytes = b.ins().bitcast(types::I8X16, le, v);
+        let bytes = b.ins().bitcast(types::I8X16, LITTLE, v);
         let low = b.ins().shuffle(bytes, bytes, imm);
         store_low_bytes(b, low, lanes * dsz, addr, offset);
         return;
@@ -278,7 +276,6 @@ pub fn store_converted(
 /// Stores the low `bytes` (2, 4, 8 or 16) bytes of vector `v` at
 /// `addr + offset`.
 fn store_low_bytes(b: &mut FunctionBuilder<'_>, v: Value, bytes: usize, addr: Value, offset: i32) {
-    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
     let lane_ty = match bytes {
         16 => {
             b.ins().store(OPERAND, v, addr, offset);
@@ -288,7 +285,7 @@ fn store_low_bytes(b: &mut FunctionBuilder<'_>, v: Value, bytes: usize, addr: Va
         4 => types::I32X4,
         _ => types::I16X8,
     };
-    let q = b.ins().bitcast(lane_ty, le, v);
+    let q = b.ins().bitcast(lane_ty, LITTLE, v);
     let low = b.ins().extractlane(q, 0);
     b.ins().store(OPERAND, low, addr, offset);
 }
@@ -301,6 +298,11 @@ fn store_low_bytes(b: &mut FunctionBuilder<'_>, v: Value, bytes: usize, addr: Va
 /// when it is not (x86-64 without AVX may fold it into an aligned SSE
 /// memory operand).
 pub const OPERAND: MemFlagsData = MemFlagsData::new().with_notrap();
+
+/// Flags of a bitcast between 128-bit vector types (lane order little-endian,
+/// as x86 holds them).
+pub const LITTLE: MemFlagsData =
+    MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
 
 /// Flags of an access to memory kiln itself allocates aligned for the
 /// access: the kernel's pointer and stride arrays (8-byte words built by
@@ -530,11 +532,7 @@ pub fn fselect(b: &mut FunctionBuilder<'_>, c: Value, x: Value, y: Value) -> Val
 
 /// Reinterprets a vector comparison mask as the float vector type `ty`.
 fn vmask(b: &mut FunctionBuilder<'_>, m: Value, ty: Type) -> Value {
-    b.ins().bitcast(
-        ty,
-        MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little),
-        m,
-    )
+    b.ins().bitcast(ty, LITTLE, m)
 }
 
 /// Emits scalar op `op` on canonical arguments `args` (of dtypes `dts`),
@@ -1248,7 +1246,6 @@ pub fn emit_vector_masked(
 /// 16-bit lanes: packed to bytes first (all ones stays all ones), one
 /// 8-byte store.
 pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: Value, offset: i32) {
-    let le = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
     if ty.lane_bits() <= 16 {
         let bytes = if ty.lane_bits() == 16 {
             b.ins().snarrow(m, m)
@@ -1260,7 +1257,7 @@ pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: V
         if ty.lane_bits() == 8 {
             b.ins().store(OPERAND, bools, addr, offset);
         } else {
-            let wide = b.ins().bitcast(types::I64X2, le, bools);
+            let wide = b.ins().bitcast(types::I64X2, LITTLE, bools);
             let low = b.ins().extractlane(wide, 0);
             b.ins().store(OPERAND, low, addr, offset);
         }
@@ -1274,7 +1271,7 @@ pub fn store_mask_bytes(b: &mut FunctionBuilder<'_>, m: Value, ty: Type, addr: V
     let iv = if ty.lane_type().is_int() {
         m
     } else {
-        b.ins().bitcast(ity, le, m)
+        b.ins().bitcast(ity, LITTLE, m)
     };
     let bits = b.ins().vhigh_bits(types::I32, iv);
     let spread = b.ins().imul_imm_s(bits, spread);
