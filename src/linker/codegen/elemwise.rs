@@ -1035,10 +1035,7 @@ pub(super) fn vector_bases(
         ));
         let saddr = b.ins().stack_addr(ptr, slot, 0);
         // One element in the lanes of its own size (a bool is a byte).
-        let vty = match dtype {
-            DType::Bool => types::I8X16,
-            d => sl::vector_type(d),
-        };
+        let vty = sl::vector_type(dtype);
         let x = b.ins().load(vty.lane_type(), sl::OPERAND, p, 0);
         let v = b.ins().splat(vty, x);
         for u in 0..UNROLL {

@@ -52,16 +52,17 @@ pub fn clif_type(dtype: DType) -> Type {
     }
 }
 
-/// The 128-bit vector type of the vector path on `dtype` (a float dtype or
-/// an [`int_vector_dtype`]).
+/// The 128-bit vector type of lanes of `dtype` as memory holds it: the
+/// vector path's on a float dtype or an [`int_vector_dtype`], bytes for
+/// bool (an input converted on load, see [`load_converted`]).
 pub fn vector_type(dtype: DType) -> Type {
     match dtype {
+        DType::F64 => types::F64X2,
         DType::F32 => types::F32X4,
         DType::I64 | DType::U64 => types::I64X2,
         DType::I32 | DType::U32 => types::I32X4,
         DType::I16 | DType::U16 => types::I16X8,
-        DType::I8 | DType::U8 => types::I8X16,
-        _ => types::F64X2,
+        DType::I8 | DType::U8 | DType::Bool => types::I8X16,
     }
 }
 
@@ -120,12 +121,7 @@ pub fn load_converted(
     let bytes = lanes * src.size_of();
     // The source elements in the low `bytes` bytes of a vector of their own
     // lane width (the other lanes zero).
-    let src_lane = match src.size_of() {
-        1 => types::I8X16,
-        2 => types::I16X8,
-        _ if src == DType::F32 => types::F32X4,
-        _ => types::I32X4,
-    };
+    let src_lane = vector_type(src);
     let raw = match bytes {
         8 => {
             let x = b.ins().load(types::I64, OPERAND, addr, offset);
