@@ -8,7 +8,10 @@
 //! each program equals the reference evaluator on the un-rewritten graph
 //! at shapes around the vector path's boundaries, with each operand in
 //! turn broadcast, and on strided views (which take the scalar path),
-//! compiled as built and under FAST_RUN.
+//! compiled as built and under FAST_RUN. Values of `f32`, `i32` and `u32`
+//! computed between `f64` ones (`cast(xf * 2, "f64") + y`, `cast(i * j,
+//! "f64")`) ride the `f64` path in narrow lanes; they are checked the same
+//! way.
 mod jit_support;
 use jit_support::*;
 use kiln::rewriting::Mode;
@@ -212,6 +215,78 @@ fn results_cast_to_narrower_dtypes_give_the_reference_values() {
                             let what = format!("{exprs:?} (x {src} {shape:?})");
                             check_modes(&fs, &fg, &vals, 0, &what);
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Programs mixing `f64` values with `f32`, `i32` or `u32` ones computed in
+/// their own dtype: the `f64` path computes the narrower values in narrow
+/// lanes (`f32` arithmetic rounds once as the reference's `f64` evaluation
+/// rounded to `f32` does; `i32` and `u32` arithmetic wraps), converts them
+/// exactly where an `f64` value reads them, and casts `f64` values to them
+/// as the reference's `as` does (saturating `i32`, NaN giving 0). Results
+/// of the narrow dtype are stored as such. Every value class (NaN, ±inf,
+/// integers over their whole range), each operand in turn broadcast, fused
+/// reductions, strided views.
+#[test]
+fn narrower_values_between_f64_ones_give_the_reference_values() {
+    for src in [DType::F32, DType::I32, DType::U32] {
+        let n = src.name();
+        let full = [None, None];
+        let column = [None, Some(1)];
+        for (x_dims, y_dims) in [(full, full), (full, column), (column, full)] {
+            let x = kiln::tensor("x", src, &x_dims);
+            let y = kiln::tensor("y", DType::F64, &y_dims);
+            let vars = [("x".to_string(), x.clone()), ("y".to_string(), y.clone())]
+                .into_iter()
+                .collect();
+            let mut programs = vec![
+                vec!["cast(x * x, \"f64\") + y".to_string()],
+                vec!["(x - x * x) * y".to_string()],
+                vec![format!("cast(y * 3, \"{n}\") * x")],
+                vec![format!("cast(y * 3, \"{n}\") + x"), "y * 2".to_string()],
+                vec!["x * x".to_string(), "x * x + y".to_string()],
+                vec![format!("where(x > 1, y, cast(maximum(x, 3) - x, \"f64\"))")],
+                vec!["sum(cast(x * x, \"f64\"), axis=0)".to_string()],
+                vec!["max(abs(x) + y, axis=1)".to_string()],
+                vec!["cast(x[:, ::2] * x[:, ::2], \"f64\") + y[:, ::2]".to_string()],
+            ];
+            if src == DType::F32 {
+                // `f32` constants, one of them inexact (0.1).
+                programs.push(vec!["sqrt(abs(x)) * 2.5 + y".to_string()]);
+                programs.push(vec!["cast(x * 0.1, \"f64\") + y".to_string()]);
+            }
+            for exprs in programs {
+                let outs: Vec<_> = exprs
+                    .iter()
+                    .map(|e| {
+                        kiln::build_expression(e, &vars).unwrap_or_else(|err| panic!("{e}: {err}"))
+                    })
+                    .collect();
+                let ins = [x.clone(), y.clone()];
+                let fg = FunctionGraph::new(&ins, &outs).unwrap();
+                let fs = [Mode::none(), Mode::fast_run()]
+                    .map(|m| function(&ins, &outs).mode(m).compile().unwrap());
+                for (r, &rows) in ROWS.iter().enumerate() {
+                    for (c, &cols) in COLUMNS.iter().enumerate() {
+                        let seed = (500 + 100 * r + c) as u64;
+                        let shape = |dims: [Option<usize>; 2]| match dims[1] {
+                            Some(1) => [rows, 1],
+                            _ => [rows, cols],
+                        };
+                        let vals = [
+                            values(src, &shape(x_dims), seed),
+                            values(DType::F64, &shape(y_dims), seed + 50),
+                        ];
+                        let what = format!(
+                            "{exprs:?} (x {src} {:?}, y {:?})",
+                            shape(x_dims),
+                            shape(y_dims)
+                        );
+                        check_modes(&fs, &fg, &vals, 0, &what);
                     }
                 }
             }

@@ -142,6 +142,13 @@ pub(super) struct VecPlan {
     /// Per node: the narrower dtype a cast read only as an output converts
     /// its argument's value to as it is stored ([`narrows_on_store`]).
     narrowed: Vec<Option<DType>>,
+    /// Per node: the dtype of the lanes it is computed in: the path's,
+    /// `Bool` for a lane mask, or a narrower dtype in narrow lanes
+    /// ([`sl::narrow_lanes`]).
+    lane: Vec<DType>,
+    /// Per input: the dtype of its lanes, the path's (its own, or converted
+    /// on load) or its own in narrow lanes (loaded as it is).
+    input_lane: Vec<DType>,
     /// Highest level.
     pub(super) max_level: usize,
     /// Scratch slot of each staged value.
@@ -392,10 +399,17 @@ fn narrows_on_store(prog: &Composite, i: usize, dtype: DType) -> bool {
 }
 
 impl VecPlan {
-    /// Whether any output is converted as it is stored (see
-    /// [`narrows_on_store`]).
-    pub(super) fn narrows(&self) -> bool {
+    /// Whether any output is stored in another dtype than the path's
+    /// (converted as it is stored, see [`narrows_on_store`], or held in
+    /// narrow lanes).
+    pub(super) fn narrows(&self, prog: &Composite) -> bool {
+        let narrow = |d: DType| d != self.dtype && d != DType::Bool;
         self.narrowed.iter().any(Option::is_some)
+            || prog.outputs.iter().any(|&o| match o {
+                CRef::Node(k) => narrow(self.lane[k as usize]),
+                CRef::Input(k) => narrow(self.input_lane[k as usize]),
+                CRef::Const(_) => false,
+            })
     }
 }
 
@@ -416,11 +430,15 @@ fn vector_plan_on(
     // does), except inputs converted on load; bool values exist only
     // between nodes, as lane masks (see `scalar`'s module header), and as
     // outputs.
-    let const_ok = |c: &crate::ops::ScalarConst| {
-        if c.dtype == dtype {
+    // A constant read by a node computed on lanes of `lane`: of that dtype,
+    // or on integer lanes an integer constant whose value `lane` represents
+    // (the splat then compares and computes as the reference's `i64` domain
+    // does).
+    let const_ok = |c: &crate::ops::ScalarConst, lane: DType| {
+        if c.dtype == lane {
             return true;
         }
-        if float || c.dtype == DType::Bool || c.dtype.is_float() {
+        if lane.is_float() || c.dtype == DType::Bool || c.dtype.is_float() {
             return false;
         }
         let v = if c.dtype == DType::U64 {
@@ -428,7 +446,7 @@ fn vector_plan_on(
         } else {
             c.as_i64() as i128
         };
-        let (lo, hi) = match dtype {
+        let (lo, hi) = match lane {
             DType::I8 => (i8::MIN as i128, i8::MAX as i128),
             DType::U8 => (0, u8::MAX as i128),
             DType::I16 => (i16::MIN as i128, i16::MAX as i128),
@@ -440,27 +458,37 @@ fn vector_plan_on(
         };
         (lo..=hi).contains(&v)
     };
-    let inputs_ok =
-        (0..prog.inputs.len()).all(|k| prog.inputs[k] == dtype || converts_on_load(prog, k, dtype));
+    // Each input's lanes: the path's (its own dtype, or converted as it is
+    // loaded), or its own narrow lanes, loaded as they are: when a node of
+    // its dtype reads it (that node computes in those lanes), or when it
+    // cannot be converted.
+    let input_lane: Vec<DType> = (0..prog.inputs.len())
+        .map(|k| {
+            let d = prog.inputs[k];
+            let input = CRef::Input(k as u32);
+            let narrow = sl::narrow_lanes(dtype, d);
+            if d == dtype {
+                Some(dtype)
+            } else if narrow
+                && prog
+                    .nodes
+                    .iter()
+                    .any(|n| n.dtype == d && n.args.contains(&input))
+            {
+                Some(d)
+            } else if converts_on_load(prog, k, dtype) {
+                Some(dtype)
+            } else {
+                narrow.then_some(d)
+            }
+        })
+        .collect::<Option<_>>()?;
     let narrowed: Vec<Option<DType>> = (0..prog.nodes.len())
         .map(|i| narrows_on_store(prog, i, dtype).then_some(prog.nodes[i].dtype))
         .collect();
-    let all_same = inputs_ok
-        && prog.outputs.iter().all(|&o| {
-            let d = prog.dtype_of(o);
-            let narrow = matches!(o, CRef::Node(i) if narrowed[i as usize].is_some());
-            d == dtype || d == DType::Bool || narrow
-        })
-        && prog.nodes.iter().all(|n| {
-            n.args
-                .iter()
-                .all(|&a| !matches!(a, CRef::Const(c) if !const_ok(&c)))
-        });
-    if !all_same {
-        return None;
-    }
     let mut level = Vec::with_capacity(prog.nodes.len());
     let mut block = Vec::with_capacity(prog.nodes.len());
+    let mut lane: Vec<DType> = Vec::with_capacity(prog.nodes.len());
     for (i, n) in prog.nodes.iter().enumerate() {
         let l = n
             .args
@@ -468,35 +496,97 @@ fn vector_plan_on(
             .map(|&a| ref_level(&level, a))
             .max()
             .unwrap_or(0);
-        // Constants and converted inputs count as `dtype` (checked above).
-        let arg_dtypes: SmallVec<[DType; 3]> = n
+        // The node's lanes: a narrow dtype computes in its own lanes, every
+        // other value in the path's (bool as lane masks of its width).
+        let own = if narrowed[i].is_none() && sl::narrow_lanes(dtype, n.dtype) {
+            n.dtype
+        } else {
+            dtype
+        };
+        if n.args
+            .iter()
+            .any(|&a| matches!(a, CRef::Const(c) if !const_ok(&c, own)))
+        {
+            return None;
+        }
+        // The arguments' lanes (constants are splat in the node's own).
+        let arg_lanes: SmallVec<[DType; 3]> = n
             .args
             .iter()
             .map(|&a| match a {
-                CRef::Const(_) | CRef::Input(_) => dtype,
-                a => prog.dtype_of(a),
+                CRef::Const(_) => own,
+                CRef::Input(k) => input_lane[k as usize],
+                CRef::Node(j) => lane[j as usize],
             })
             .collect();
-        let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
-        let vector = match (n.dtype, float) {
-            _ if narrowed[i].is_some() => true,
-            (DType::Bool, _) => sl::mask_capable(n.op, &arg_dtypes, dtype),
-            (d, _) if d != dtype || !args_are(&|a| a == dtype || a == DType::Bool) => false,
-            (_, true) => sl::vector_capable(n.op, n.args.len(), dtype),
-            (_, false) => sl::int_vector_capable(n.op, dtype),
+        let narrow_arg = |d: DType| d != dtype && d != DType::Bool;
+        let vector = if own != dtype {
+            // Narrow lanes: a cast of a path value to them, or an op of
+            // values in the same lanes.
+            let demote =
+                n.op == ScalarOp::Cast(own) && arg_lanes[..] == [dtype] && sl::demotes_to(own);
+            let same = arg_lanes.iter().all(|&a| a == own)
+                && if own.is_float() {
+                    sl::vector_capable(n.op, n.args.len(), own)
+                } else {
+                    sl::int_vector_capable(n.op, own)
+                };
+            demote || same
+        } else {
+            // A path value may read narrow lanes converted exactly to its
+            // own when the reference computes it from that exact value: a
+            // cast to the path's dtype, or an op in the float domain.
+            let orig: SmallVec<[DType; 3]> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+            let promotes = !arg_lanes.iter().any(|&d| narrow_arg(d))
+                || n.op == ScalarOp::Cast(dtype)
+                || n.op.computes_in_float(&orig, n.dtype);
+            let arg_dtypes: SmallVec<[DType; 3]> = arg_lanes
+                .iter()
+                .map(|&d| if narrow_arg(d) { dtype } else { d })
+                .collect();
+            let args_are = |ok: &dyn Fn(DType) -> bool| arg_dtypes.iter().all(|&d| ok(d));
+            promotes
+                && match (n.dtype, float) {
+                    _ if narrowed[i].is_some() => true,
+                    (DType::Bool, _) => sl::mask_capable(n.op, &arg_dtypes, dtype),
+                    (d, _) if d != dtype || !args_are(&|a| a == dtype || a == DType::Bool) => false,
+                    (_, true) => sl::vector_capable(n.op, n.args.len(), dtype),
+                    (_, false) => sl::int_vector_capable(n.op, dtype),
+                }
         };
+        lane.push(if n.dtype == DType::Bool && narrowed[i].is_none() {
+            DType::Bool
+        } else {
+            own
+        });
         if vector {
             level.push(l);
             block.push(false);
         } else if n.dtype == dtype
-            && args_are(&|a| a == dtype)
+            && arg_lanes.iter().all(|&a| a == dtype)
             && mathcalls::block_symbol(n.op, dtype).is_some()
         {
+            // A block-wise call reads its arguments staged in the path's
+            // dtype (never narrow lanes).
             level.push(l + 1);
             block.push(true);
         } else {
             return None;
         }
+    }
+    // Outputs of the path's dtype, bool, narrowed on store, or held in
+    // narrow lanes of their own dtype.
+    let outputs_ok = prog.outputs.iter().all(|&o| {
+        let d = prog.dtype_of(o);
+        let held = match o {
+            CRef::Node(i) => narrowed[i as usize].is_some() || lane[i as usize] == d,
+            CRef::Input(k) => input_lane[k as usize] == d,
+            CRef::Const(_) => false,
+        };
+        d == dtype || d == DType::Bool || held
+    });
+    if !outputs_ok {
+        return None;
     }
     let max_level = level.iter().copied().max().unwrap_or(0);
     let (pre, mut folded) = if pre_stage {
@@ -555,6 +645,8 @@ fn vector_plan_on(
         partner,
         paired,
         narrowed,
+        lane,
+        input_lane,
         max_level,
         slots,
     })
@@ -1116,6 +1208,23 @@ impl<'a> VecCtx<'a> {
         }
     }
 
+    /// The narrow dtype whose lanes hold value `r`, if any (see
+    /// [`sl::narrow_lanes`]).
+    fn narrow(&self, r: CRef) -> Option<DType> {
+        let d = match r {
+            CRef::Node(k) => self.plan.lane[k as usize],
+            CRef::Input(k) => self.plan.input_lane[k as usize],
+            CRef::Const(_) => return None,
+        };
+        (d != self.plan.dtype && d != DType::Bool).then_some(d)
+    }
+
+    /// The vector type holding value `r`: its narrow lanes' type, else the
+    /// path's (bool lane masks included).
+    fn value_type(&self, r: CRef) -> cranelift_codegen::ir::Type {
+        self.narrow(r).map_or(self.vty, sl::vector_type)
+    }
+
     /// Makes bool outputs lane masks of the path's vector width (for a
     /// fused reduction's scratch block) instead of bytes.
     pub(super) fn with_mask_outputs(mut self) -> Self {
@@ -1127,7 +1236,9 @@ impl<'a> VecCtx<'a> {
     fn out_size(&self, o: usize) -> i64 {
         let r = self.prog.outputs[o];
         let d = self.prog.dtype_of(r);
-        if matches!(r, CRef::Node(k) if self.plan.narrowed[k as usize].is_some()) {
+        if matches!(r, CRef::Node(k) if self.plan.narrowed[k as usize].is_some())
+            || self.narrow(r).is_some()
+        {
             d.size_of() as i64
         } else if d == DType::Bool && !self.mask_outputs {
             1
@@ -1317,24 +1428,30 @@ impl<'a> VecCtx<'a> {
         let slot_off =
             |r: CRef, u: usize| ((plan.slots[&r] * BLOCK) as i64 * esz + 16 * u as i64) as i32;
         let mut in_addr: Vec<Option<Value>> = vec![None; self.n_in];
-        let mut consts: FxHashMap<CRef, Value> = FxHashMap::default();
+        // Constants splat once per iteration in each vector type they are
+        // read in (the path's, or a node's narrow lanes).
+        let mut consts: FxHashMap<(CRef, cranelift_codegen::ir::Type), Value> =
+            FxHashMap::default();
+        let mut splat = |b: &mut FunctionBuilder<'_>, r: CRef, ty: cranelift_codegen::ir::Type| {
+            let CRef::Const(c) = r else {
+                unreachable!("only constants are splat")
+            };
+            *consts.entry((r, ty)).or_insert_with(|| {
+                if ty.lane_type().is_float() {
+                    sl::float_splat(b, ty, c.as_f64())
+                } else {
+                    sl::int_splat(b, ty, c.as_i64())
+                }
+            })
+        };
         // memo[u]: values of vector u of this iteration.
         let mut memo: Vec<FxHashMap<CRef, Value>> = vec![FxHashMap::default(); unroll];
         let mut get = |b: &mut FunctionBuilder<'_>, u: usize, r: CRef| -> Result<Value> {
-            if let Some(&v) = memo[u].get(&r).or_else(|| consts.get(&r)) {
+            if let Some(&v) = memo[u].get(&r) {
                 return Ok(v);
             }
             let v = match r {
-                CRef::Const(c) if !self.plan.dtype.is_float() => {
-                    let v = sl::int_splat(b, self.vty, c.as_i64());
-                    consts.insert(r, v);
-                    return Ok(v);
-                }
-                CRef::Const(c) => {
-                    let v = sl::float_splat(b, self.vty, c.as_f64());
-                    consts.insert(r, v);
-                    return Ok(v);
-                }
+                CRef::Const(_) => return Ok(splat(b, r, self.vty)),
                 CRef::Input(k) if lvl == 0 => {
                     let k = k as usize;
                     let addr = *in_addr[k].get_or_insert_with(|| {
@@ -1343,10 +1460,12 @@ impl<'a> VecCtx<'a> {
                     });
                     // Operand memory, or the splat slot of a broadcast input.
                     let src = self.prog.inputs[k];
+                    let step = (16 / esz) as usize * src.size_of();
                     if src == plan.dtype {
                         b.ins().load(self.vty, sl::OPERAND, addr, 16 * u as i32)
+                    } else if plan.input_lane[k] == src {
+                        sl::load_low(b, src, step, addr, (step * u) as i32)
                     } else {
-                        let step = (16 / esz) as usize * src.size_of();
                         sl::load_converted(b, src, plan.dtype, addr, (step * u) as i32)
                     }
                 }
@@ -1357,12 +1476,35 @@ impl<'a> VecCtx<'a> {
                 }
                 CRef::Node(k) if plan.level[k as usize] == lvl && !plan.block[k as usize] => {
                     let node = &self.prog.nodes[k as usize];
-                    let args: Vec<Value> = node
-                        .args
-                        .iter()
-                        .map(|a| memo[u].get(a).or_else(|| consts.get(a)).copied())
-                        .collect::<Option<_>>()
-                        .expect("arguments are computed first");
+                    let own = self.narrow(r);
+                    let own_ty = self.value_type(r);
+                    let mut args: Vec<Value> = Vec::with_capacity(node.args.len());
+                    for &a in &node.args {
+                        let v = match a {
+                            CRef::Const(_) => splat(b, a, own_ty),
+                            a => *memo[u].get(&a).expect("arguments are computed first"),
+                        };
+                        // A path value reads narrow lanes converted exactly.
+                        args.push(match (own, self.narrow(a)) {
+                            (None, Some(d)) => sl::promote_narrow(b, v, d),
+                            _ => v,
+                        });
+                    }
+                    if let Some(d) = own {
+                        let demote =
+                            node.op == ScalarOp::Cast(d) && self.narrow(node.args[0]).is_none();
+                        let v = if demote {
+                            sl::demote_to_narrow(b, args[0], d)
+                        } else if d.is_float() {
+                            sl::emit_vector_masked(b, node.op, &args, &[], false, own_ty)?
+                        } else {
+                            let masks = [false; 3];
+                            let masks = &masks[..args.len()];
+                            sl::emit_vector_int(b, node.op, &args, masks, false, own_ty, d)?
+                        };
+                        memo[u].insert(r, v);
+                        return Ok(v);
+                    }
                     let masks: SmallVec<[bool; 3]> = node
                         .args
                         .iter()
@@ -1389,7 +1531,9 @@ impl<'a> VecCtx<'a> {
                         )?
                     }
                 }
-                _ => b.ins().load(self.vty, sl::OWN, srow, slot_off(r, u)),
+                _ => b
+                    .ins()
+                    .load(self.value_type(r), sl::OWN, srow, slot_off(r, u)),
             };
             memo[u].insert(r, v);
             Ok(v)
@@ -1418,8 +1562,12 @@ impl<'a> VecCtx<'a> {
             // Values of this level, in topological order.
             for (k, node) in self.prog.nodes.iter().enumerate() {
                 if plan.level[k] == lvl && !plan.block[k] && !plan.folded[k] {
+                    // (A narrow node splats its constants in its own lanes.)
+                    let narrow = self.narrow(CRef::Node(k as u32)).is_some();
                     for &a in &node.args {
-                        get(b, u, a)?;
+                        if !(narrow && matches!(a, CRef::Const(_))) {
+                            get(b, u, a)?;
+                        }
                     }
                     get(b, u, CRef::Node(k as u32))?;
                 }
@@ -1444,6 +1592,9 @@ impl<'a> VecCtx<'a> {
                     if let Some(d) = narrowed {
                         let offset = lanes * d.size_of() as i32 * u as i32;
                         sl::store_converted(b, v, plan.dtype, d, addr, offset);
+                    } else if let Some(d) = self.narrow(r) {
+                        let bytes = lanes * d.size_of() as i32;
+                        sl::store_low_bytes(b, v, bytes as usize, addr, bytes * u as i32);
                     } else if self.prog.dtype_of(r) == DType::Bool && !self.mask_outputs {
                         sl::store_mask_bytes(b, v, self.vty, addr, lanes * u as i32);
                     } else {
@@ -1679,6 +1830,53 @@ mod tests {
         let p = vector_plan(&c, true, true).unwrap();
         assert_eq!(p.dtype, DType::F64);
         assert_eq!(stages(&p), (vec![None, None], vec![false, false]));
+    }
+
+    #[test]
+    fn narrower_values_between_f64_ones_are_computed_in_narrow_lanes() {
+        // `cast(xf * 2, "f64") + y`: the `f32` product in narrow lanes, its
+        // input loaded as it is, the cast and the sum on the `f64` path.
+        let mut c = Composite::new(vec![DType::F32, DType::F64]);
+        let two = CRef::Const(ScalarConst::new(DType::F32, 2.0));
+        let p = c.push(ScalarOp::Mul, &[CRef::Input(0), two]).unwrap();
+        let w = c.push(ScalarOp::Cast(DType::F64), &[p]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Add, &[w, CRef::Input(1)]).unwrap()];
+        let plan = vector_plan(&c, true, true).unwrap();
+        assert_eq!(
+            (plan.dtype, plan.lane.clone(), plan.input_lane.clone()),
+            (
+                DType::F64,
+                vec![DType::F32, DType::F64, DType::F64],
+                vec![DType::F32, DType::F64]
+            )
+        );
+        assert!(!plan.narrows(&c));
+        // `cast(y * 3, "i32") * a`, stored as `i32`: a narrowing cast read by
+        // a node, then `i32` arithmetic; a result in narrow lanes.
+        let mut c = Composite::new(vec![DType::F64, DType::I32]);
+        let three = CRef::Const(ScalarConst::new(DType::F64, 3.0));
+        let t = c.push(ScalarOp::Mul, &[CRef::Input(0), three]).unwrap();
+        let i = c.push(ScalarOp::Cast(DType::I32), &[t]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Mul, &[i, CRef::Input(1)]).unwrap()];
+        let plan = vector_plan(&c, true, true).unwrap();
+        assert_eq!(plan.lane, vec![DType::F64, DType::I32, DType::I32]);
+        assert!(plan.narrows(&c));
+        // No narrow lanes for a block-wise call's argument (`exp` reads its
+        // argument staged in `f64`), for a cast to `u32` (no conversion to
+        // narrow lanes), or for an `f32` op reading an `f64`-lane value.
+        let mut c = Composite::new(vec![DType::F64, DType::I32]);
+        let a = c
+            .push(ScalarOp::Mul, &[CRef::Input(1), CRef::Input(1)])
+            .unwrap();
+        let e = c.push(ScalarOp::Exp, &[a]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Add, &[e, CRef::Input(0)]).unwrap()];
+        assert!(vector_plan(&c, true, true).is_none());
+        let mut c = Composite::new(vec![DType::F64, DType::U32]);
+        let u = c
+            .push(ScalarOp::Cast(DType::U32), &[CRef::Input(0)])
+            .unwrap();
+        c.outputs = vec![c.push(ScalarOp::Add, &[u, CRef::Input(1)]).unwrap()];
+        assert!(vector_plan(&c, true, true).is_none());
     }
 
     #[test]

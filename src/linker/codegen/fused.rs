@@ -260,7 +260,7 @@ pub(crate) fn build_fused(
     let opts = jb.options();
     // The mapped values are folded in the path's dtype: none narrowed.
     let plan =
-        elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls).filter(|p| !p.narrows());
+        elemwise::vector_plan(prog, opts.pre_stage, opts.pair_calls).filter(|p| !p.narrows(prog));
     let mut imports = elemwise::import_callees(jb, prog, plan.as_ref())?;
     if let Some(h) = hoisted {
         imports.extend(elemwise::import_callees(jb, &h.pre, None)?);

@@ -118,26 +118,7 @@ pub fn load_converted(
     offset: i32,
 ) -> Value {
     let lanes = 16 / dst.size_of();
-    let bytes = lanes * src.size_of();
-    // The source elements in the low `bytes` bytes of a vector of their own
-    // lane width (the other lanes zero).
-    let src_lane = vector_type(src);
-    let raw = match bytes {
-        8 => {
-            let x = b.ins().load(types::I64, OPERAND, addr, offset);
-            b.ins().scalar_to_vector(types::I64X2, x)
-        }
-        4 => {
-            let x = b.ins().load(types::I32, OPERAND, addr, offset);
-            b.ins().scalar_to_vector(types::I32X4, x)
-        }
-        _ => {
-            debug_assert_eq!(bytes, 2, "every convertible source is narrower");
-            let x = b.ins().uload16(types::I32, OPERAND, addr, offset);
-            b.ins().scalar_to_vector(types::I32X4, x)
-        }
-    };
-    let mut v = b.ins().bitcast(src_lane, LITTLE, raw);
+    let mut v = load_low(b, src, lanes * src.size_of(), addr, offset);
     if src == DType::F32 {
         return b.ins().fvpromote_low(v);
     }
@@ -159,18 +140,97 @@ pub fn load_converted(
     }
     match dst {
         DType::F32 => b.ins().fcvt_from_sint(types::F32X4, v),
-        // The low two lanes: `cvtdq2pd`, or for `u32` (no unsigned
-        // conversion) 2^52 + x built in the bits, less 2^52.
-        DType::F64 if src == DType::U32 => {
+        // The low two lanes, now 32-bit (narrower sources fit `i32`).
+        DType::F64 if src == DType::U32 => promote_narrow(b, v, DType::U32),
+        DType::F64 => promote_narrow(b, v, DType::I32),
+        _ => v,
+    }
+}
+
+/// Loads `bytes` (2, 4 or 8) bytes of `src` elements at `addr + offset`
+/// into the low lanes of a vector of their own lane type (the other lanes
+/// zero): one vector's worth of a narrower input for a wider path.
+pub fn load_low(
+    b: &mut FunctionBuilder<'_>,
+    src: DType,
+    bytes: usize,
+    addr: Value,
+    offset: i32,
+) -> Value {
+    let raw = match bytes {
+        8 => {
+            let x = b.ins().load(types::I64, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I64X2, x)
+        }
+        4 => {
+            let x = b.ins().load(types::I32, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I32X4, x)
+        }
+        _ => {
+            debug_assert_eq!(bytes, 2, "one vector of a narrower dtype");
+            let x = b.ins().uload16(types::I32, OPERAND, addr, offset);
+            b.ins().scalar_to_vector(types::I32X4, x)
+        }
+    };
+    b.ins().bitcast(vector_type(src), LITTLE, raw)
+}
+
+/// Whether values of `narrow` can ride the vector path on `path` in
+/// *narrow lanes*: the path's lanes held in the low half of a vector of
+/// `narrow`'s own lane type (the high half unused), computed there with
+/// `narrow`'s arithmetic and converted exactly where a value of the path's
+/// dtype reads them ([`promote_narrow`]). `f32`, `i32` and `u32` values on
+/// the `f64` path: `cast(xf * 2, "f64") + y`, `cast(i * j, "f64")`.
+pub fn narrow_lanes(path: DType, narrow: DType) -> bool {
+    path == DType::F64 && matches!(narrow, DType::F32 | DType::I32 | DType::U32)
+}
+
+/// Converts narrow lanes of `narrow` ([`narrow_lanes`]) to the `f64`
+/// path's `F64X2`: exact (`cvtps2pd`, `cvtdq2pd`, or for `u32` the 2^52
+/// bias).
+pub fn promote_narrow(b: &mut FunctionBuilder<'_>, v: Value, narrow: DType) -> Value {
+    match narrow {
+        DType::F32 => b.ins().fvpromote_low(v),
+        DType::U32 => {
             let wide = b.ins().uwiden_low(v);
             b.ins().fcvt_from_uint(types::F64X2, wide)
         }
-        DType::F64 => {
+        _ => {
             let wide = b.ins().swiden_low(v);
             b.ins().fcvt_from_sint(types::F64X2, wide)
         }
-        _ => v,
     }
+}
+
+/// Whether a cast of an `f64` path value to `narrow` has a narrow-lane form
+/// ([`demote_to_narrow`]).
+pub fn demotes_to(narrow: DType) -> bool {
+    matches!(narrow, DType::F32 | DType::I32)
+}
+
+/// Casts the `F64X2` lanes `v` to narrow lanes of `narrow` (see
+/// [`demotes_to`]) as the reference's `as` does: rounded to nearest for
+/// `f32`; truncated and saturated for `i32`, NaN giving 0.
+pub fn demote_to_narrow(b: &mut FunctionBuilder<'_>, v: Value, narrow: DType) -> Value {
+    if narrow == DType::F32 {
+        return b.ins().fvdemote(v);
+    }
+    debug_assert_eq!(narrow, DType::I32);
+    f64_to_i32_lanes(b, v)
+}
+
+/// The two `f64` lanes of `v` truncated and saturated to `i32` (NaN giving
+/// 0), in the low lanes of an `I32X4` (`cvttpd2dq` after a clamp from
+/// above).
+fn f64_to_i32_lanes(b: &mut FunctionBuilder<'_>, v: Value) -> Value {
+    let wide = b.ins().fcvt_to_sint_sat(types::I64X2, v);
+    let zero = b
+        .func
+        .dfg
+        .constants
+        .insert(ConstantData::from(vec![0u8; 16]));
+    let zero = b.ins().vconst(types::I64X2, zero);
+    b.ins().snarrow(wide, zero)
 }
 
 /// Whether a value of the vector path on `src` may be stored as an output
@@ -231,14 +291,7 @@ pub fn store_converted(
     let mut i = if src == DType::F32 {
         b.ins().fcvt_to_sint_sat(types::I32X4, v)
     } else {
-        let wide = b.ins().fcvt_to_sint_sat(types::I64X2, v);
-        let zero = b
-            .func
-            .dfg
-            .constants
-            .insert(ConstantData::from(vec![0u8; 16]));
-        let zero = b.ins().vconst(types::I64X2, zero);
-        b.ins().snarrow(wide, zero)
+        f64_to_i32_lanes(b, v)
     };
     // Saturated to the dtype's range, which the saturating packs then keep.
     let (lo, hi) = match dst {
@@ -271,7 +324,13 @@ pub fn store_converted(
 
 /// Stores the low `bytes` (2, 4, 8 or 16) bytes of vector `v` at
 /// `addr + offset`.
-fn store_low_bytes(b: &mut FunctionBuilder<'_>, v: Value, bytes: usize, addr: Value, offset: i32) {
+pub fn store_low_bytes(
+    b: &mut FunctionBuilder<'_>,
+    v: Value,
+    bytes: usize,
+    addr: Value,
+    offset: i32,
+) {
     let lane_ty = match bytes {
         16 => {
             b.ins().store(OPERAND, v, addr, offset);
