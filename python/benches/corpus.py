@@ -184,6 +184,12 @@ CORPUS = [
     ("f64_to_f32", 'cast(X * 2, "f32")', "(X * 2).astype(np.float32)", None),
     ("f64_to_u8", 'cast(clip(X * 64 + 128, 0, 255), "u8")',
      "np.clip(X * 64 + 128, 0, 255).astype(np.uint8)", None),
+    # Values of a narrower dtype computed between f64 ones: an f32 product
+    # (rounded in f32, as numpy does) added to an f64, an int32 product
+    # made f64, an f64 truncated to int32 and added to one.
+    ("f32_then_f64", "xf * yf + y", "xf * yf + y", None),
+    ("i32_product_to_f64", 'cast(a * b, "f64")', "(a * b).astype(np.float64)", None),
+    ("f64_to_i32_add", 'cast(x * 100, "i32") + a', "(x * 100).astype(np.int32) + a", None),
 ]
 
 # Timed calls per measurement (interleaved over the three systems).
