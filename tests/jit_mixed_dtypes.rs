@@ -252,6 +252,8 @@ fn narrower_values_between_f64_ones_give_the_reference_values() {
                 vec![format!("where(x > 1, y, cast(maximum(x, 3) - x, \"f64\"))")],
                 vec!["sum(cast(x * x, \"f64\"), axis=0)".to_string()],
                 vec!["max(abs(x) + y, axis=1)".to_string()],
+                // A selection on a condition of the narrow dtype itself.
+                vec!["cast(where(x, x * x, x - x * x), \"f64\") * y".to_string()],
                 vec!["cast(x[:, ::2] * x[:, ::2], \"f64\") + y[:, ::2]".to_string()],
             ];
             if src == DType::F32 {

@@ -424,16 +424,13 @@ fn vector_plan_on(
     if !float && !sl::int_vector_dtype(dtype) {
         return None;
     }
-    // Inputs, constants and outputs are of `dtype` (an integer path takes
-    // integer constants of any dtype whose value `dtype` represents, so that
-    // the splat compares and computes as the reference's `i64` domain
-    // does), except inputs converted on load; bool values exist only
+    // Values are of `dtype`, except inputs converted on load, values in
+    // narrow lanes and results narrowed on store; bool values exist only
     // between nodes, as lane masks (see `scalar`'s module header), and as
-    // outputs.
-    // A constant read by a node computed on lanes of `lane`: of that dtype,
-    // or on integer lanes an integer constant whose value `lane` represents
-    // (the splat then compares and computes as the reference's `i64` domain
-    // does).
+    // outputs. A constant read by a node computed on lanes of `lane` is of
+    // that dtype, or on integer lanes an integer constant whose value
+    // `lane` represents (the splat then compares and computes as the
+    // reference's `i64` domain does).
     let const_ok = |c: &crate::ops::ScalarConst, lane: DType| {
         if c.dtype == lane {
             return true;
@@ -1491,16 +1488,16 @@ impl<'a> VecCtx<'a> {
                         });
                     }
                     if let Some(d) = own {
+                        // No lane masks in narrow lanes (checked by the plan).
+                        let masks: SmallVec<[bool; 3]> = smallvec::smallvec![false; args.len()];
                         let demote =
                             node.op == ScalarOp::Cast(d) && self.narrow(node.args[0]).is_none();
                         let v = if demote {
                             sl::demote_to_narrow(b, args[0], d)
                         } else if d.is_float() {
-                            sl::emit_vector_masked(b, node.op, &args, &[], false, own_ty)?
+                            sl::emit_vector_masked(b, node.op, &args, &masks, false, own_ty)?
                         } else {
-                            let masks = [false; 3];
-                            let masks = &masks[..args.len()];
-                            sl::emit_vector_int(b, node.op, &args, masks, false, own_ty, d)?
+                            sl::emit_vector_int(b, node.op, &args, &masks, false, own_ty, d)?
                         };
                         memo[u].insert(r, v);
                         return Ok(v);
