@@ -7,12 +7,12 @@
 //! log(1+f) = f - s·(f - R(s²)) with R the series of 2·atanh(s) - 2s + s·f
 //! (truncation < 2e-17 relative), evaluated by Estrin's scheme for a short
 //! dependency chain. `log_dd` carries s and the s³ term in
-//! double-double to reach ~2^-64 relative error. `log1p` and `log1p_unit`
-//! take x itself as the reduced argument where they can (no rounding of
-//! 1 + x enters) and arrange the series as fdlibm does (`log1p_tail`):
-//! within 0.9 ULP of a double-double reference (the tests). Accuracy
-//! against std (see ACCURACY.md): <= 1 ULP (log, log1p), <= 2 ULP (log2,
-//! log10) in f64.
+//! double-double to reach ~2^-64 relative error. `log1p_unit` (softplus'
+//! log1p of e^-|x|) takes its argument itself as the reduced one (no
+//! rounding of 1 + x enters) and arranges the series as fdlibm does
+//! (`log1p_tail`): within 0.9 ULP of a double-double reference, where
+//! `log1p` reaches 1.30 (the tests). Accuracy against std (see
+//! ACCURACY.md): <= 1 ULP (log, log1p), <= 2 ULP (log2, log10) in f64.
 
 use super::common::{fast_two_sum, horner, sel, two_prod, two_sum, LN2_HI, LN2_LO};
 use super::dispatch::LANES;
@@ -178,41 +178,23 @@ fn log1p_tail(f: f64, s: f64) -> f64 {
     hfsq - s * (hfsq + z * log_r(z))
 }
 
-/// log(1 + x), accurate near 0 (keeps the sign of -0). u = 1 + x is split
-/// as [`log_corr`] splits its argument, with the rounding error c of u
-/// added as c/u; where u's exponent is 0 (x in about [-0.29, 0.41]), x
-/// itself is the reduced argument (f = u - 1 + c exactly) and no c enters.
-/// k·ln2 + f is summed with its error kept, then the series' tail
-/// ([`log1p_tail`]) taken off: within 0.9 ULP over the line, where taking
-/// f = u - 1 and adding c/u there reached 1.3 ULP (against a
-/// double-double reference, see the tests).
+/// log(1 + x), accurate near 0 (keeps the sign of -0): [`log_corr`] of
+/// u = 1 + x and its rounding error c. Within 1.31 ULP of a double-double
+/// reference (the tests; 1.30 measured, at x = 0.27675): the series' sum,
+/// the correction c/u and e·ln2 + f each round on their own. Taking x
+/// itself as the reduced argument where u's exponent is 0 (no c), the
+/// series in fdlibm's arrangement and e·ln2 + f summed with its error kept
+/// (as [`log1p_unit`] does) brought that to 0.88 ULP, but cost a quarter
+/// of the throughput (4096 values in cache: 14.3 -> 17.8 µs with AVX2, 7.7
+/// -> 10.0 with AVX-512); the first change alone gained nothing (1.25).
 #[inline(always)]
 pub(crate) fn log1p(x: f64) -> f64 {
-    let (u, e, f, c) = log1p_reduce(x);
-    let s = f / (2.0 + f);
-    log1p_finish(x, u, e, f, s, c / u)
-}
-
-/// [`log1p`]'s reduction of x: (u, e, f, c) with u = 1 + x rounded, u =
-/// 2^e·(1 + f) as [`parts`] splits it, and c the part of x that u - 1
-/// lost (0 where f is x itself, and where u is infinite).
-#[inline(always)]
-fn log1p_reduce(x: f64) -> (f64, f64, f64, f64) {
     let u = 1.0 + x;
+    let c = x - (u - 1.0);
     // c is meaningless when u is infinite; log(inf) is inf anyway.
-    let c = sel(u == f64::INFINITY, 0.0, x - (u - 1.0));
-    let (e, f) = parts(u);
-    let mid = e == 0.0;
-    (u, e, sel(mid, x, f), sel(mid, 0.0, c))
-}
-
-/// [`log1p`]'s result from [`log1p_reduce`]'s parts, s = f/(2 + f) and
-/// c/u.
-#[inline(always)]
-fn log1p_finish(x: f64, u: f64, e: f64, f: f64, s: f64, cu: f64) -> f64 {
-    let (hi, lo) = fast_two_sum(e * LN2_HI, f);
-    let v = hi + (lo - (log1p_tail(f, s) - (e * LN2_LO + cu)));
-    sel(x == 0.0, x, log_special(u, v))
+    let c = sel(u == f64::INFINITY, 0.0, c);
+    let v = log_corr(u, c);
+    sel(x == 0.0, x, v)
 }
 
 /// [`log1p`] over a group of lanes in two stages (as [`log_staged`]): the
@@ -232,8 +214,10 @@ pub(crate) fn log1p_staged(v: &mut [f64; LANES]) {
         .zip(&mut ss)
         .zip(cu.iter_mut().zip(&mut us))
     {
-        let corr;
-        (*u, *e, *f, corr) = log1p_reduce(*x);
+        *u = 1.0 + *x;
+        // c is meaningless when u is infinite; log(inf) is inf anyway.
+        let corr = sel(*u == f64::INFINITY, 0.0, *x - (*u - 1.0));
+        (*e, *f) = parts(*u);
         *s = *f / (2.0 + *f);
         *c = corr / *u;
     }
@@ -244,7 +228,10 @@ pub(crate) fn log1p_staged(v: &mut [f64; LANES]) {
         .zip(&ss)
         .zip(cu.iter().zip(&us))
     {
-        *x = log1p_finish(*x, *u, *e, *f, *s, *c);
+        let z = s * s;
+        let l = f - s * (f - z * log_r(z));
+        let r = log_special(*u, e * LN2_HI + (l + (e * LN2_LO + c)));
+        *x = sel(*x == 0.0, *x, r);
     }
 }
 
@@ -370,7 +357,8 @@ mod tests {
     }
 
     #[test]
-    fn log1p_is_within_0_9_ulp_over_the_line() {
+    fn log1p_is_within_1_31_ulp_over_the_line() {
+        // 1.30 measured (x = 0.27675): see `log1p`.
         // The unit interval, (-1, 0) evenly and towards -1, and from 1 to
         // 1e300 by powers of ten, both signs of the tiny arguments.
         let mut xs = unit_points();
@@ -382,6 +370,6 @@ mod tests {
             .into_iter()
             .map(|x| (ulps(log1p(x), log1p_reference(x)), x))
             .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
-        assert!(worst.0 <= 0.9, "{} ULP at x = {:e}", worst.0, worst.1);
+        assert!(worst.0 <= 1.31, "{} ULP at x = {:e}", worst.0, worst.1);
     }
 }
