@@ -24,7 +24,10 @@
 //! they load, store and stage like the float values). A mask is only ever
 //! combined bitwise, never compared as a float (its true pattern is a NaN).
 //! [`load_converted`] and [`store_converted`] convert an input or a result
-//! of another dtype to or from the path's lanes as the reference converts.
+//! of another dtype to or from the path's lanes as the reference converts;
+//! on the `f64` path, `f32`, `i32` and `u32` values may also live in narrow
+//! lanes of their own ([`narrow_lanes`], [`promote_narrow`],
+//! [`demote_to_narrow`]).
 //!
 //! `emit_scalar_program` emits a whole Composite at one element: the
 //! scalar path of every element-wise and fused-reduction kernel, and the
