@@ -172,7 +172,8 @@ pub(crate) fn log10(x: f64) -> f64 {
 /// series, in which the rounding of s reaches only the small term
 /// s·(hfsq + R) (about f³/4), not s·f (about f²/2).
 #[inline(always)]
-fn log1p_tail(f: f64, s: f64) -> f64 {
+fn log1p_tail(f: f64) -> f64 {
+    let s = f / (2.0 + f);
     let z = s * s;
     let hfsq = 0.5 * f * f;
     hfsq - s * (hfsq + z * log_r(z))
@@ -246,9 +247,8 @@ pub(crate) fn log1p_unit(e: f64) -> f64 {
     let big = e >= 0.5;
     let f = sel(big, 0.5 * (e - 1.0), e);
     let k = sel(big, 1.0, 0.0);
-    let s = f / (2.0 + f);
     let (hi, lo) = fast_two_sum(k * LN2_HI, f);
-    hi + (lo - (log1p_tail(f, s) - k * LN2_LO))
+    hi + (lo - (log1p_tail(f) - k * LN2_LO))
 }
 
 /// log(x) as a double-double (hi, lo) with ~2^-64 relative error, for

@@ -403,13 +403,19 @@ impl VecPlan {
     /// (converted as it is stored, see [`narrows_on_store`], or held in
     /// narrow lanes).
     pub(super) fn narrows(&self, prog: &Composite) -> bool {
-        let narrow = |d: DType| d != self.dtype && d != DType::Bool;
         self.narrowed.iter().any(Option::is_some)
-            || prog.outputs.iter().any(|&o| match o {
-                CRef::Node(k) => narrow(self.lane[k as usize]),
-                CRef::Input(k) => narrow(self.input_lane[k as usize]),
-                CRef::Const(_) => false,
-            })
+            || prog.outputs.iter().any(|&o| self.narrow(o).is_some())
+    }
+
+    /// The narrow dtype whose lanes hold value `r`, if any (see
+    /// [`sl::narrow_lanes`]).
+    fn narrow(&self, r: CRef) -> Option<DType> {
+        let d = match r {
+            CRef::Node(k) => self.lane[k as usize],
+            CRef::Input(k) => self.input_lane[k as usize],
+            CRef::Const(_) => return None,
+        };
+        (d != self.dtype && d != DType::Bool).then_some(d)
     }
 }
 
@@ -533,10 +539,12 @@ fn vector_plan_on(
             // A path value may read narrow lanes converted exactly to its
             // own when the reference computes it from that exact value: a
             // cast to the path's dtype, or an op in the float domain.
-            let orig: SmallVec<[DType; 3]> = n.args.iter().map(|&a| prog.dtype_of(a)).collect();
-            let promotes = !arg_lanes.iter().any(|&d| narrow_arg(d))
-                || n.op == ScalarOp::Cast(dtype)
-                || n.op.computes_in_float(&orig, n.dtype);
+            let promotes =
+                !arg_lanes.iter().any(|&d| narrow_arg(d)) || n.op == ScalarOp::Cast(dtype) || {
+                    let orig: SmallVec<[DType; 3]> =
+                        n.args.iter().map(|&a| prog.dtype_of(a)).collect();
+                    n.op.computes_in_float(&orig, n.dtype)
+                };
             let arg_dtypes: SmallVec<[DType; 3]> = arg_lanes
                 .iter()
                 .map(|&d| if narrow_arg(d) { dtype } else { d })
@@ -1205,15 +1213,9 @@ impl<'a> VecCtx<'a> {
         }
     }
 
-    /// The narrow dtype whose lanes hold value `r`, if any (see
-    /// [`sl::narrow_lanes`]).
+    /// The narrow dtype whose lanes hold value `r`, if any.
     fn narrow(&self, r: CRef) -> Option<DType> {
-        let d = match r {
-            CRef::Node(k) => self.plan.lane[k as usize],
-            CRef::Input(k) => self.plan.input_lane[k as usize],
-            CRef::Const(_) => return None,
-        };
-        (d != self.plan.dtype && d != DType::Bool).then_some(d)
+        self.plan.narrow(r)
     }
 
     /// The vector type holding value `r`: its narrow lanes' type, else the
