@@ -164,6 +164,12 @@ impl CompiledFunction {
         r
     }
 
+    /// Hands back a result the caller no longer needs, for the next call's
+    /// result to reuse its block; see [`linker::Function::recycle`].
+    pub fn recycle(&self, result: Value) {
+        self.function.recycle(result);
+    }
+
     /// Calls the function, writing into `outputs` (reused when dtype and
     /// shape match, written by the producing kernel when the memory plan
     /// allows); see [`linker::Function::call_into`].

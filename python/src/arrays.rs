@@ -286,6 +286,67 @@ impl<'py> Writable<'py> {
     }
 }
 
+/// The owner of a large result handed to numpy by [`to_numpy_recycled`]:
+/// when numpy frees the last array viewing it, the result's block goes
+/// back to the Function that made it ([`kiln::linker::Function::recycle`]),
+/// so that the next call writes its result there instead of faulting in a
+/// fresh block (glibc returns blocks over 32 MB to the kernel on free).
+#[pyclass(frozen)]
+struct ResultOwner {
+    value: Option<Value>,
+    function: kiln::linker::Function,
+}
+
+impl Drop for ResultOwner {
+    fn drop(&mut self) {
+        if let Some(v) = self.value.take() {
+            self.function.recycle(v);
+        }
+    }
+}
+
+/// [`to_numpy`] for a result of `f`: a result large enough for `f`'s
+/// buffer pool is lent to numpy by a [`ResultOwner`], which gives its block
+/// back to `f` when the array is freed; a smaller one is handed over.
+pub fn to_numpy_recycled<'py>(
+    py: Python<'py>,
+    v: Value,
+    f: &kiln::linker::Function,
+) -> PyResult<Bound<'py, PyAny>> {
+    if v.len() * v.dtype().size_of() < kiln::linker::buffer::BufferPool::MIN_BYTES {
+        return Ok(to_numpy(py, v));
+    }
+    let owner = Bound::new(
+        py,
+        ResultOwner {
+            value: Some(v),
+            function: f.clone(),
+        },
+    )?;
+    let value = owner.get().value.as_ref().expect("set above");
+    let container = owner.clone().into_any();
+    // SAFETY: the array lives in `owner`, which is frozen (never mutated,
+    // so the block is never reallocated) and which the numpy array keeps
+    // alive as its base object; the block is only given back to the
+    // Function in `ResultOwner::drop`, after numpy released the last array
+    // viewing it.
+    Ok(unsafe {
+        match value {
+            Value::Bool(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::U8(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::I8(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::I16(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::U16(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::U32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::U64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::I32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::I64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::F32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+            Value::F64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
+        }
+    })
+}
+
 /// Hands a result to numpy without copying: the array takes ownership of
 /// the value's allocation.
 pub fn to_numpy(py: Python<'_>, v: Value) -> Bound<'_, PyAny> {

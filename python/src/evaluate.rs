@@ -31,7 +31,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{numpy_name, readable, to_numpy, Borrowed, Writable};
+use crate::arrays::{numpy_name, readable, to_numpy, to_numpy_recycled, Borrowed, Writable};
 use crate::errors::{cli_to_py, to_py};
 
 /// Names the expression builder reads as non-finite constants when no
@@ -206,7 +206,7 @@ pub fn evaluate<'py>(
     let views: Vec<Arg<'_>> = args.iter().map(Borrowed::arg).collect();
     let Some(out) = out else {
         let mut res = py.detach(|| f.call(&views)).map_err(|e| to_py(e, None))?;
-        return Ok(to_numpy(py, res.remove(0)));
+        return to_numpy_recycled(py, res.remove(0), &f);
     };
     let want = f.output_dtypes()[0];
     if out.cast::<numpy::PyUntypedArray>().is_err() {

@@ -26,7 +26,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PySlice, PyString, PyTuple};
 
-use crate::arrays::{dtype_from_name, numpy_name, to_numpy, Borrowed, Writable};
+use crate::arrays::{dtype_from_name, numpy_name, to_numpy_recycled, Borrowed, Writable};
 use crate::errors::{cli_to_py, to_py};
 use crate::pickle;
 use crate::recipe::{Kind, Query, Recipe, Step};
@@ -851,7 +851,9 @@ impl Function {
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let res = res.map_err(|e| to_py(e, None))?;
         drop(argv);
-        Ok(res.into_iter().map(|v| to_numpy(py, v)).collect())
+        res.into_iter()
+            .map(|v| to_numpy_recycled(py, v, f))
+            .collect()
     }
 
     /// Blocks (without the GIL) until the compiled kernels run their final

@@ -306,8 +306,10 @@ unsafe fn zeroed_vec<T>(n: usize) -> Option<Vec<T>> {
     Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
-/// A free list of intermediate buffers kept across calls of one Function,
-/// so large intermediates are not re-allocated (and re-faulted) every call.
+/// A free list of buffers kept across calls of one Function, so large
+/// intermediates, and results the caller hands back
+/// ([`BufferPool::give_value`]), are not re-allocated (and re-faulted)
+/// every call.
 ///
 /// Thread-safe (a mutex around the list; it is held only to push or pop).
 /// Bounded: at most [`BufferPool::MAX_BUFFERS`] buffers and
@@ -340,6 +342,37 @@ impl BufferPool {
         let b = free.swap_remove(i);
         drop(free);
         Some(b.reshaped(shape))
+    }
+
+    /// Takes a result the caller is done with back into the pool, so that a
+    /// later result of the same dtype and element count is written into its
+    /// block instead of a fresh allocation (no page faults, no clearing). A
+    /// value that does not own exactly its block (a view into a larger
+    /// block, or negative strides) is dropped instead, as are small ones.
+    pub fn give_value(&self, v: Value) {
+        if v.len() * v.dtype().size_of() < Self::MIN_BYTES {
+            return;
+        }
+        let flat = crate::map_value!(v, a => {
+            let n = a.len();
+            let (block, offset) = a.into_raw_vec_and_offset();
+            if offset != Some(0) || block.len() != n {
+                return;
+            }
+            ArrayD::from_shape_vec(IxDyn(&[n]), block).expect("n elements")
+        });
+        self.give(Buffer::from_value(flat));
+    }
+
+    /// A buffer for `shape` whose contents the caller overwrites entirely:
+    /// a pooled one when one fits ([`BufferPool::take`]), else a fresh one
+    /// with unspecified contents ([`Buffer::uninit`]; an error naming `op`
+    /// when it cannot be allocated).
+    pub fn take_or_uninit(&self, op: &str, dtype: DType, shape: &[usize]) -> Result<Buffer> {
+        match self.take(dtype, shape) {
+            Some(b) => Ok(b),
+            None => Buffer::uninit(op, dtype, shape),
+        }
     }
 
     /// Returns a buffer to the pool (dropped if too small or the pool is full).
@@ -608,6 +641,32 @@ mod tests {
             a.iter().copied().collect::<Vec<_>>(),
             (0..12).map(|i| i as f64 * 0.5).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_given_back_value_lends_its_block_to_the_next_take() {
+        let pool = BufferPool::default();
+        let n = BufferPool::MIN_BYTES / 8 * 3;
+        let v = ArrayD::from_shape_fn(IxDyn(&[3, n / 3]), |i| i[1] as f64);
+        let block = v.as_ptr() as usize;
+        pool.give_value(Value::F64(v));
+        // Another dtype or size does not match; the same count in any shape does.
+        assert!(pool.take(DType::I64, &[n]).is_none());
+        assert!(pool.take(DType::F64, &[n + 1]).is_none());
+        let b = pool.take(DType::F64, &[n / 3, 3]).expect("pooled");
+        assert_eq!((b.ptr() as usize, b.len()), (block, n));
+        assert!(pool.take(DType::F64, &[n]).is_none(), "taken once");
+        // A view that does not start its block, a negatively strided one,
+        // and a small value are dropped, not pooled.
+        let mut big = ArrayD::<f64>::zeros(IxDyn(&[n + 1]));
+        big.slice_collapse(ndarray::s![1..]);
+        pool.give_value(Value::F64(big));
+        let mut flipped = ArrayD::<f64>::zeros(IxDyn(&[n]));
+        flipped.invert_axis(ndarray::Axis(0));
+        pool.give_value(Value::F64(flipped));
+        pool.give_value(Value::F64(ArrayD::zeros(IxDyn(&[16]))));
+        assert!(pool.take(DType::F64, &[n]).is_none());
+        assert!(pool.take(DType::F64, &[16]).is_none());
     }
 
     #[test]

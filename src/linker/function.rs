@@ -320,7 +320,7 @@ impl Function {
                 let (ty, name) = &plan.inputs[k];
                 check(k, ty, name.as_deref(), &arr)?;
                 if !writable && plan.destroyed_inputs.contains(&k) {
-                    return copy(self.par, &arr);
+                    return copy(self.par, &self.compiled.pool, &arr);
                 }
                 Ok(arr)
             })
@@ -339,7 +339,7 @@ impl Function {
         // Results are taken from their buffers when uniquely owned, else copied.
         let vals = outs
             .into_iter()
-            .map(|a| to_value(self.par, a))
+            .map(|a| to_value(self.par, &c.pool, a))
             .collect::<Result<_>>()?;
         Ok((vals, times))
     }
@@ -354,6 +354,19 @@ impl Function {
     /// before its second tier was installed.
     pub fn wait_final(&self) -> bool {
         self.compiled.code.wait_final()
+    }
+
+    /// Hands back a result of an earlier call that the caller no longer
+    /// needs: its block joins the Function's buffer pool (bounded, see
+    /// [`BufferPool`]), and the next result of the same dtype and size is
+    /// written into it instead of into a fresh allocation, which the first
+    /// write would fault in page by page. `call_into` avoids the allocation
+    /// altogether; this serves callers that must hand out owned results,
+    /// such as the Python package, whose numpy arrays give their block back
+    /// when freed. Any value is accepted: one that is small, or that does
+    /// not own exactly its block, is simply dropped.
+    pub fn recycle(&self, result: Value) {
+        self.compiled.pool.give_value(result);
     }
 
     /// Evaluates the graph on `inputs`; results are freshly owned arrays.
@@ -482,7 +495,7 @@ impl Function {
         let mut replaced = Vec::new();
         for (k, (a, d)) in outs.into_iter().zip(&dst).enumerate() {
             if a.dtype != d.dtype || a.shape != d.shape {
-                replaced.push((k, to_value(self.par, a)?));
+                replaced.push((k, to_value(self.par, &self.compiled.pool, a)?));
             } else if !same_elements(&a, d) {
                 copy_into(self.par, &a, d);
             }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use super::drive::{drive, KernelFn, ParallelOptions};
 use crate::error::Result;
 use crate::graph::{DType, Value};
-use crate::linker::buffer::{permuted_strides, Arr, Buffer};
+use crate::linker::buffer::{permuted_strides, Arr, BufferPool};
 
 /// The copy kernel for elements of `dtype`.
 pub fn kernel(dtype: DType) -> KernelFn {
@@ -68,9 +68,10 @@ unsafe extern "C" fn strided_copy<T: Copy>(ptrs: *const *mut u8, strides: *const
 /// (numpy's `order='K'`: a transposed or Fortran-ordered `x` gives a copy
 /// of the same order, made by one contiguous pass; a strided or broadcast
 /// view a row-major copy). Every element is written, so the buffer need
-/// not be zeroed first.
-pub fn copy(par: ParallelOptions, x: &Arr) -> Result<Arr> {
-    let mut out = Arr::from_buffer(Buffer::uninit("copy", x.dtype, &x.shape)?, &x.shape);
+/// not be zeroed first. The buffer comes from `pool` when one fits.
+pub fn copy(par: ParallelOptions, pool: &BufferPool, x: &Arr) -> Result<Arr> {
+    let buf = pool.take_or_uninit("copy", x.dtype, &x.shape)?;
+    let mut out = Arr::from_buffer(buf, &x.shape);
     if let Some(order) = x.memory_order() {
         out.strides = permuted_strides(&x.shape, &order);
     }
@@ -121,12 +122,12 @@ pub fn copy_into(par: ParallelOptions, x: &Arr, out: &Arr) {
 
 /// An owned value with the contents of `x`: its buffer, in `x`'s layout,
 /// when `x` is the whole of a buffer nobody else references, else a copy
-/// ([`copy`]: in `x`'s memory order).
-pub fn to_value(par: ParallelOptions, x: Arr) -> Result<Value> {
+/// ([`copy`]: in `x`'s memory order, into a buffer from `pool` when one fits).
+pub fn to_value(par: ParallelOptions, pool: &BufferPool, x: Arr) -> Result<Value> {
     let x = if x.owns_whole_buffer() {
         x
     } else {
-        copy(par, &x)?
+        copy(par, pool, &x)?
     };
     let buf = x.buf.expect("owned buffer");
     Ok(Arc::try_unwrap(buf)

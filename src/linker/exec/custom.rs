@@ -24,7 +24,7 @@ impl Exec<'_> {
         } = step;
         let vals: Vec<Value> = inputs
             .iter()
-            .map(|&s| to_value(self.par, self.get(s)))
+            .map(|&s| to_value(self.par, self.pool, self.get(s)))
             .collect::<Result<_>>()?;
         let refs: Vec<&Value> = vals.iter().collect();
         let res = op.perform(&refs)?;

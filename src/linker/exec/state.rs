@@ -200,10 +200,10 @@ impl<'a> Exec<'a> {
     /// be allocated). Every caller writes each element before the array is
     /// read or returned.
     pub(super) fn alloc(&self, name: &str, dtype: DType, shape: &[usize]) -> Result<Arr> {
-        Ok(match self.pool.take(dtype, shape) {
-            Some(b) => Arr::from_buffer(b, shape),
-            None => Arr::from_buffer(Buffer::uninit(name, dtype, shape)?, shape),
-        })
+        Ok(Arr::from_buffer(
+            self.pool.take_or_uninit(name, dtype, shape)?,
+            shape,
+        ))
     }
 
     /// `x` converted to `to` by the cast `kernel` into a fresh array.
