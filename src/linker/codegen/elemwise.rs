@@ -21,7 +21,9 @@
 //!   evaluated block-wise
 //!   by `kiln-runtime` on up to [`BLOCK`] elements staged in a stack
 //!   scratch area (values are computed in *levels*: level `L` needs the
-//!   results of `L` nested block calls); a program that is one such call
+//!   results of `L` nested block calls; a value in narrow lanes is staged
+//!   packed as its own dtype, and its calls are its dtype's block
+//!   functions); a program that is one such call
 //!   on contiguous operands makes it once over the whole range instead,
 //!   and two calls `f(a)` and `f(neg(a))` of a level make one paired call
 //!   where the runtime has one (`pairs`; same bits as the two calls).
@@ -245,7 +247,8 @@ fn pairs(
     let n = prog.nodes.len();
     let mut partner = vec![None; n];
     let mut paired = vec![false; n];
-    let plain = |k: usize| block[k] && pre[k].is_none();
+    // (A node in narrow lanes calls its own dtype's block function, unpaired.)
+    let plain = |k: usize| block[k] && pre[k].is_none() && prog.nodes[k].dtype == dtype;
     for (k, node) in prog.nodes.iter().enumerate() {
         let [a] = node.args[..] else {
             continue;
@@ -567,12 +570,18 @@ fn vector_plan_on(
         if vector {
             level.push(l);
             block.push(false);
-        } else if n.dtype == dtype
-            && arg_lanes.iter().all(|&a| a == dtype)
-            && mathcalls::block_symbol(n.op, dtype).is_some()
+        } else if (if own == dtype {
+            n.dtype == dtype
+        } else {
+            own.is_float() && !n.args.iter().any(|a| matches!(a, CRef::Const(_)))
+        }) && arg_lanes.iter().all(|&a| a == own)
+            && mathcalls::block_symbol(n.op, own).is_some()
         {
-            // A block-wise call reads its arguments staged in the path's
-            // dtype (never narrow lanes).
+            // A block-wise call reads its arguments staged in its own lanes:
+            // the path's, or a float node's narrow lanes (`exp(xf) * y` calls
+            // the `f32` block function on values staged packed as `f32`).
+            // A constant is staged in the path's lanes, shared by every
+            // reader, so a node in narrow lanes reads none.
             level.push(l + 1);
             block.push(true);
         } else {
@@ -1085,7 +1094,8 @@ pub(super) fn import_callees(
                 let params = [ptr, ptr, ptr, types::I64];
                 imports.push((sym, jb.import(sym, &params, &[])?));
             } else if p.block[i] {
-                let sym = mathcalls::block_symbol(n.op, p.dtype).expect("planned");
+                let own = p.narrow(CRef::Node(i as u32)).unwrap_or(p.dtype);
+                let sym = mathcalls::block_symbol(n.op, own).expect("planned");
                 let mut params = vec![ptr; n.args.len() + 1];
                 params.push(types::I64);
                 imports.push((sym, jb.import(sym, &params, &[])?));
@@ -1190,6 +1200,7 @@ impl<'a> VecCtx<'a> {
         let direct_out = match prog.outputs.as_slice() {
             [CRef::Node(i)]
                 if plan.block[*i as usize]
+                    && plan.narrow(CRef::Node(*i)).is_none()
                     && prog.nodes.iter().all(|n| !n.args.contains(&CRef::Node(*i))) =>
             {
                 Some(*i)
@@ -1354,7 +1365,10 @@ impl<'a> VecCtx<'a> {
                                 args.push(result_addr(b, k2));
                                 mathcalls::pair_block_symbol(node.op, plan.dtype)
                             }
-                            None => mathcalls::block_symbol(node.op, plan.dtype),
+                            None => mathcalls::block_symbol(
+                                node.op,
+                                plan.narrow(CRef::Node(idx as u32)).unwrap_or(plan.dtype),
+                            ),
                         }
                         .expect("planned");
                         args.push(m);
@@ -1426,6 +1440,18 @@ impl<'a> VecCtx<'a> {
         };
         let slot_off =
             |r: CRef, u: usize| ((plan.slots[&r] * BLOCK) as i64 * esz + 16 * u as i64) as i32;
+        // A value in narrow lanes is staged packed, as a block-wise call of
+        // its dtype reads it: element `j` of its slot at `4 * j` (every
+        // narrow dtype is 4 bytes wide on the `f64` path), through `nrow`.
+        let lanes = 16 / esz;
+        let packed = |r: CRef| self.narrow(r).map(|d| (d, lanes as usize * d.size_of()));
+        let nrow = plan.slots.keys().any(|&r| packed(r).is_some()).then(|| {
+            let off = b.ins().imul_imm_s(j, 4);
+            b.ins().iadd(sbase, off)
+        });
+        let packed_off = |r: CRef, u: usize, bytes: usize| {
+            ((plan.slots[&r] * BLOCK) as i64 * esz + (bytes * u) as i64) as i32
+        };
         let mut in_addr: Vec<Option<Value>> = vec![None; self.n_in];
         // Constants splat once per iteration in each vector type they are
         // read in (the path's, or a node's narrow lanes).
@@ -1530,9 +1556,15 @@ impl<'a> VecCtx<'a> {
                         )?
                     }
                 }
-                _ => b
-                    .ins()
-                    .load(self.value_type(r), sl::OWN, srow, slot_off(r, u)),
+                _ => match packed(r) {
+                    Some((d, bytes)) => {
+                        let row = nrow.expect("a packed slot exists");
+                        sl::load_low(b, d, bytes, row, packed_off(r, u, bytes))
+                    }
+                    None => b
+                        .ins()
+                        .load(self.value_type(r), sl::OWN, srow, slot_off(r, u)),
+                },
             };
             memo[u].insert(r, v);
             Ok(v)
@@ -1576,7 +1608,15 @@ impl<'a> VecCtx<'a> {
                 let is_block_result = matches!(r, CRef::Node(k) if plan.block[k as usize]);
                 if wanted(r) && !is_block_result {
                     let v = get(b, u, r)?;
-                    b.ins().store(sl::OWN, v, srow, slot_off(r, u));
+                    match packed(r) {
+                        Some((_, bytes)) => {
+                            let row = nrow.expect("a packed slot exists");
+                            sl::store_low_bytes(b, v, bytes, row, packed_off(r, u, bytes));
+                        }
+                        None => {
+                            b.ins().store(sl::OWN, v, srow, slot_off(r, u));
+                        }
+                    }
                 }
             }
             // Outputs of this level.
