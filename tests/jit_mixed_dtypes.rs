@@ -276,6 +276,11 @@ fn narrower_values_between_f64_ones_give_the_reference_values() {
                 programs.push((vec![f32_out("tanh(x) * y"), "log1p(abs(x))".to_string()], 2));
                 programs.push((vec![f32_out("sigmoid(x) * sigmoid(-x) * y")], 3));
                 programs.push((vec![f32_out("max(tanh(x * x) * y, axis=1)")], 2));
+                // Comparisons with an `f32` constant in the `f64` path's
+                // lanes, beside a block-wise call of `f64` (`exp`'s block
+                // function is within 1 ULP of the reference's).
+                programs.push((vec!["cast(x > 0.5, \"f64\") * y".to_string()], 0));
+                programs.push((vec!["where(x > 0.25, exp(y * 0.001), y)".to_string()], 1));
                 // A block-wise op with a constant argument in narrow lanes
                 // takes the scalar path (see the plan); checked all the same.
                 programs.push((vec![f32_out("(x * 7) % 3 * y")], 2));

@@ -444,6 +444,11 @@ fn vector_plan_on(
         if c.dtype == lane {
             return true;
         }
+        // A narrower float constant widens exactly (`xf > 0.5` compares in
+        // the `f64` path's lanes, as the reference's promotion does).
+        if lane.is_float() && c.dtype.is_float() && c.dtype.size_of() < lane.size_of() {
+            return true;
+        }
         if lane.is_float() || c.dtype == DType::Bool || c.dtype.is_float() {
             return false;
         }
@@ -1900,9 +1905,33 @@ mod tests {
         let plan = vector_plan(&c, true, true).unwrap();
         assert_eq!(plan.lane, vec![DType::F64, DType::I32, DType::I32]);
         assert!(plan.narrows(&c));
-        // No narrow lanes for a block-wise call's argument (`exp` reads its
-        // argument staged in `f64`), for a cast to `u32` (no conversion to
+        // `exp(xf) * y`: the `f32` exp is a block-wise call in narrow lanes
+        // (staged packed, `kiln_exp_f32`); `cast(xf > 0.5, "f64") + y`: the
+        // `f32` constant widens exactly into the comparison's `f64` lanes.
+        let mut c = Composite::new(vec![DType::F32, DType::F64]);
+        let e = c.push(ScalarOp::Exp, &[CRef::Input(0)]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Mul, &[e, CRef::Input(1)]).unwrap()];
+        let plan = vector_plan(&c, true, true).unwrap();
+        assert_eq!(
+            (plan.lane.clone(), plan.block.clone()),
+            (vec![DType::F32, DType::F64], vec![true, false])
+        );
+        let mut c = Composite::new(vec![DType::F32, DType::F64]);
+        let half = CRef::Const(ScalarConst::new(DType::F32, 0.5));
+        let g = c.push(ScalarOp::Gt, &[CRef::Input(0), half]).unwrap();
+        let w = c.push(ScalarOp::Cast(DType::F64), &[g]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Add, &[w, CRef::Input(1)]).unwrap()];
+        assert!(vector_plan(&c, true, true).is_some());
+        // No narrow lanes for a block-wise call with a constant argument
+        // (`xf % 3`: constants are staged in the path's lanes), for a path
+        // call's argument of another dtype (`exp` of an `i32` value reads
+        // it staged in `f64`), for a cast to `u32` (no conversion to
         // narrow lanes), or for an `f32` op reading an `f64`-lane value.
+        let mut c = Composite::new(vec![DType::F32, DType::F64]);
+        let three = CRef::Const(ScalarConst::new(DType::F32, 3.0));
+        let m = c.push(ScalarOp::Mod, &[CRef::Input(0), three]).unwrap();
+        c.outputs = vec![c.push(ScalarOp::Mul, &[m, CRef::Input(1)]).unwrap()];
+        assert!(vector_plan(&c, true, true).is_none());
         let mut c = Composite::new(vec![DType::F64, DType::I32]);
         let a = c
             .push(ScalarOp::Mul, &[CRef::Input(1), CRef::Input(1)])
