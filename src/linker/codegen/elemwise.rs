@@ -15,7 +15,8 @@
 //!   logic and `where` stay on this path; a bool output is stored one byte
 //!   per element, contiguous meaning a byte stride of 1). Inputs of
 //!   another dtype than the path's are converted exactly as they are
-//!   loaded, and results cast to a narrower dtype as they are stored (the
+//!   loaded (or, read only by a cast, with that cast's rounding: an `i32`
+//!   array cast to `f32`), and results cast to a narrower dtype as they are stored (the
 //!   strides are then those of the operands' own element sizes). It runs in
 //!   blocks of at most [`BLOCK`] elements; transcendental functions are
 //!   evaluated block-wise
@@ -347,15 +348,29 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
 }
 
 /// Whether input `k` of `prog`, of another dtype than the path's `dtype`,
-/// may be converted as it is loaded ([`sl::load_converted`]): the
-/// conversion is exact, the input is no output, and every node reading it
-/// computes as the reference would on the converted value: a cast to
+/// may be converted as it is loaded ([`sl::load_converted`]; no input that
+/// is an output is). When the load rounds as the reference's cast does
+/// ([`sl::cast_convertible`]: `cast(a, "f32")` of an `i32` array), every
+/// node reading it must be that cast. Otherwise the conversion is exact
+/// ([`sl::load_convertible`]), and every node reading it computes as the
+/// reference would on the converted value: a cast to
 /// `dtype`, or (float paths) an op the reference evaluates in the float
 /// domain, which it enters with the same exact conversion, or (integer
 /// paths) an op that stays in the integer domain of the same signedness.
 fn converts_on_load(prog: &Composite, k: usize, dtype: DType) -> bool {
     let input = CRef::Input(k as u32);
-    if !sl::load_convertible(prog.inputs[k], dtype) || prog.outputs.contains(&input) {
+    if prog.outputs.contains(&input) {
+        return false;
+    }
+    if sl::cast_convertible(prog.inputs[k], dtype) {
+        // Rounded as the reference's cast rounds: only such casts may read it.
+        return prog
+            .nodes
+            .iter()
+            .filter(|n| n.args.contains(&input))
+            .all(|n| n.op == ScalarOp::Cast(dtype));
+    }
+    if !sl::load_convertible(prog.inputs[k], dtype) {
         return false;
     }
     prog.nodes

@@ -110,9 +110,18 @@ pub fn load_convertible(src: DType, dst: DType) -> bool {
     }
 }
 
+/// Whether `src` lanes convert to `dst` lanes of the same count with the
+/// rounding of the reference's cast, though not exactly: `i32` → `f32`
+/// (`cvtdq2ps` rounds to nearest even, as `as f32` does). Such an input may
+/// be converted as it loads only where every reader is that cast.
+pub fn cast_convertible(src: DType, dst: DType) -> bool {
+    src == DType::I32 && dst == DType::F32
+}
+
 /// Loads the elements of `src` at `addr + offset` that fill one vector of
-/// the path on `dst` (16 bytes of `dst` lanes: 2, 4 or 8 bytes of `src`,
-/// never more) and converts them exactly (see [`load_convertible`]).
+/// the path on `dst` (16 bytes of `dst` lanes: 2, 4, 8 or, for
+/// [`cast_convertible`] pairs, 16 bytes of `src`) and converts them:
+/// exactly (see [`load_convertible`]), or as the reference's cast does.
 pub fn load_converted(
     b: &mut FunctionBuilder<'_>,
     src: DType,
@@ -150,7 +159,7 @@ pub fn load_converted(
     }
 }
 
-/// Loads `bytes` (2, 4 or 8) bytes of `src` elements at `addr + offset`
+/// Loads `bytes` (2, 4, 8 or 16) bytes of `src` elements at `addr + offset`
 /// into the low lanes of a vector of their own lane type (the other lanes
 /// zero): one vector's worth of a narrower input for a wider path.
 pub fn load_low(
@@ -161,6 +170,7 @@ pub fn load_low(
     offset: i32,
 ) -> Value {
     let raw = match bytes {
+        16 => b.ins().load(types::I64X2, OPERAND, addr, offset),
         8 => {
             let x = b.ins().load(types::I64, OPERAND, addr, offset);
             b.ins().scalar_to_vector(types::I64X2, x)
