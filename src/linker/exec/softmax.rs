@@ -270,6 +270,14 @@ impl Lanes {
                         }
                     }
                 }
+                // One lane along the innermost axis: n consecutive values,
+                // converted by one loop the compiler vectorises.
+                DType::F32 if count == 1 && self.inner == 1 => {
+                    let xs = std::slice::from_raw_parts((self.x as *const f32).add(base), n);
+                    for (d, &x) in dst[..n].iter_mut().zip(xs) {
+                        *d = f64::from(x);
+                    }
+                }
                 DType::F32 => {
                     let xp = self.x as *const f32;
                     for k in 0..n {
@@ -311,6 +319,14 @@ impl Lanes {
                         for b in 0..count {
                             *row.add(b) = src[b * len + k];
                         }
+                    }
+                }
+                // One lane's values consecutive (along the innermost axis,
+                // or a reduction's one value): one converting loop.
+                DType::F32 if count == 1 && step == 1 => {
+                    let os = std::slice::from_raw_parts_mut((self.out as *mut f32).add(ob), len);
+                    for (d, &v) in os.iter_mut().zip(&src[..len]) {
+                        *d = v as f32;
                     }
                 }
                 DType::F32 => {
