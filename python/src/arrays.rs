@@ -331,36 +331,12 @@ pub fn to_numpy_recycled<'py>(
     // Function in `ResultOwner::drop`, after numpy released the last array
     // viewing it.
     Ok(unsafe {
-        match value {
-            Value::Bool(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::U8(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::I8(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::I16(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::U16(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::U32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::U64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::I32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::I64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::F32(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-            Value::F64(a) => PyArrayDyn::borrow_from_array(a, container).into_any(),
-        }
+        kiln::with_value!(value, a => PyArrayDyn::borrow_from_array(a, container).into_any())
     })
 }
 
 /// Hands a result to numpy without copying: the array takes ownership of
 /// the value's allocation.
 pub fn to_numpy(py: Python<'_>, v: Value) -> Bound<'_, PyAny> {
-    match v {
-        Value::Bool(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::U8(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::I8(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::I16(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::U16(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::U32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::U64(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::I32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::I64(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::F32(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-        Value::F64(a) => PyArrayDyn::from_owned_array(py, a).into_any(),
-    }
+    kiln::with_value!(v, a => PyArrayDyn::from_owned_array(py, a).into_any())
 }
