@@ -66,6 +66,9 @@ fn expressions(target: DType) -> Vec<(String, u64)> {
         ),
         // Implicit promotion: the reference converts `x` inside the product.
         ("x * y".to_string(), 0),
+        // A comparison, whose only value is a bool: the path is an
+        // input's dtype (`xf > y` compares on the `f64` path).
+        ("(x > y) | (x == y)".to_string(), 0),
         // Fused reductions (a maximum is exact in any order; float sums
         // reassociate over a contiguous axis, a 1-column input's).
         (format!("max(cast(x, \"{t}\") - y, axis=0)"), 0),

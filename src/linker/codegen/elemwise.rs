@@ -325,14 +325,17 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
     // The first input's dtype; then, for inputs of another dtype than the
     // values computed (`img / 255` on a `u8` image, `cast(abs(cast(p,
     // "i16") - q16), "u8")`), the dtypes of the results and of the other
-    // values, in order: the path of the first that works converts those
-    // inputs as it loads them and narrower results as it stores them.
+    // values, in order; last the other inputs' (`xf > y`, whose only
+    // value is a bool, compares on the `f64` path): the path of the first
+    // that works converts the inputs of other dtypes as it loads them and
+    // narrower results as it stores them.
     let mut tried: SmallVec<[DType; 4]> = SmallVec::new();
     let candidates = std::iter::once(first).chain(
         prog.outputs
             .iter()
             .map(|&o| prog.dtype_of(o))
             .chain(prog.nodes.iter().map(|n| n.dtype))
+            .chain(prog.inputs.iter().copied())
             .filter(|&d| d != DType::Bool),
     );
     for dtype in candidates {
@@ -1937,6 +1940,17 @@ mod tests {
         let w = c.push(ScalarOp::Cast(DType::F64), &[g]).unwrap();
         c.outputs = vec![c.push(ScalarOp::Add, &[w, CRef::Input(1)]).unwrap()];
         assert!(vector_plan(&c, true, true).is_some());
+        // `xf > y`, whose only value is a bool: the path is the second
+        // input's dtype, the first converted as it loads.
+        let mut c = Composite::new(vec![DType::F32, DType::F64]);
+        c.outputs = vec![c
+            .push(ScalarOp::Gt, &[CRef::Input(0), CRef::Input(1)])
+            .unwrap()];
+        let plan = vector_plan(&c, true, true).unwrap();
+        assert_eq!(
+            (plan.dtype, plan.input_lane.clone()),
+            (DType::F64, vec![DType::F64, DType::F64])
+        );
         // No narrow lanes for a block-wise call with a constant argument
         // (`xf % 3`: constants are staged in the path's lanes), for a path
         // call's argument of another dtype (`exp` of an `i32` value reads
