@@ -313,11 +313,25 @@ unsafe fn zeroed_vec<T>(n: usize) -> Option<Vec<T>> {
 ///
 /// Thread-safe (a mutex around the list; it is held only to push or pop).
 /// Bounded: at most [`BufferPool::MAX_BUFFERS`] buffers and
-/// [`BufferPool::MAX_BYTES`] bytes are kept; smaller buffers than
+/// [`BufferPool::MAX_BYTES`] bytes are kept, and all the pools of the
+/// process together (the Functions alive, such as the Python package's
+/// cache of 256 compiled expressions) keep at most
+/// [`BufferPool::PROCESS_MAX_BYTES`]; smaller buffers than
 /// [`BufferPool::MIN_BYTES`] are never pooled (malloc serves them well).
 #[derive(Debug, Default)]
 pub struct BufferPool {
     free: std::sync::Mutex<Vec<Buffer>>,
+}
+
+/// Bytes held by every [`BufferPool`] of the process.
+static POOLED_BYTES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        let free = self.free.get_mut().unwrap_or_else(|e| e.into_inner());
+        let held: usize = free.iter().map(Buffer::bytes).sum();
+        POOLED_BYTES.fetch_sub(held, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl BufferPool {
@@ -327,6 +341,8 @@ impl BufferPool {
     pub const MAX_BUFFERS: usize = 8;
     /// Most bytes kept.
     pub const MAX_BYTES: usize = 1 << 30;
+    /// Most bytes kept by all the pools of the process together.
+    pub const PROCESS_MAX_BYTES: usize = 1 << 30;
 
     /// A pooled buffer of `dtype` with exactly `shape`'s element count, if any
     /// (its contents are whatever the last user left).
@@ -341,6 +357,7 @@ impl BufferPool {
             .position(|b| b.dtype() == dtype && b.len() == n)?;
         let b = free.swap_remove(i);
         drop(free);
+        POOLED_BYTES.fetch_sub(b.bytes(), std::sync::atomic::Ordering::Relaxed);
         Some(b.reshaped(shape))
     }
 
@@ -375,16 +392,31 @@ impl BufferPool {
         }
     }
 
-    /// Returns a buffer to the pool (dropped if too small or the pool is full).
+    /// Returns a buffer to the pool (dropped if too small, or if this pool
+    /// or the process's pools together are full).
     pub fn give(&self, b: Buffer) {
-        if b.bytes() < Self::MIN_BYTES {
+        use std::sync::atomic::Ordering::Relaxed;
+        let bytes = b.bytes();
+        if bytes < Self::MIN_BYTES {
             return;
         }
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let held: usize = free.iter().map(Buffer::bytes).sum();
-        if free.len() < Self::MAX_BUFFERS && held + b.bytes() <= Self::MAX_BYTES {
+        if free.len() >= Self::MAX_BUFFERS || held + bytes > Self::MAX_BYTES {
+            return;
+        }
+        // Reserve the bytes in the process's budget, or drop the buffer.
+        let reserved = POOLED_BYTES.fetch_update(Relaxed, Relaxed, |p| {
+            (p + bytes <= Self::PROCESS_MAX_BYTES).then_some(p + bytes)
+        });
+        if reserved.is_ok() {
             free.push(b);
         }
+    }
+
+    /// Bytes held by every pool of the process together.
+    pub fn process_bytes() -> usize {
+        POOLED_BYTES.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -667,6 +699,31 @@ mod tests {
         pool.give_value(Value::F64(ArrayD::zeros(IxDyn(&[16]))));
         assert!(pool.take(DType::F64, &[n]).is_none());
         assert!(pool.take(DType::F64, &[16]).is_none());
+    }
+
+    #[test]
+    fn the_process_pools_together_keep_at_most_their_budget() {
+        // Other tests of this binary pool buffers concurrently, so the
+        // process total is only bounded, never compared exactly.
+        let half = BufferPool::PROCESS_MAX_BYTES / 2 + 8;
+        let pools: Vec<BufferPool> = (0..3).map(|_| BufferPool::default()).collect();
+        let mut kept = 0;
+        for p in &pools {
+            // Zeroed lazily (`calloc`), never touched: it costs no memory.
+            let b = Buffer::zeros("t", DType::U8, &[half]).unwrap();
+            p.give(b);
+            kept += usize::from(p.take(DType::U8, &[half]).is_some_and(|b| {
+                p.give(b);
+                true
+            }));
+            assert!(BufferPool::process_bytes() <= BufferPool::PROCESS_MAX_BYTES);
+        }
+        assert!(kept <= 1, "two halves exceed the budget: {kept} kept");
+        drop(pools);
+        assert!(
+            BufferPool::process_bytes() < half,
+            "dropped pools release their bytes"
+        );
     }
 
     #[test]
