@@ -1861,14 +1861,19 @@ mod tests {
             let p = vector_plan(&c, true, true);
             assert_eq!(p.map(|p| p.dtype), Some(dst), "{src} into {dst}");
         }
-        // Inexact (`i32` into `f32`, `i8` into `u16`, `i64` into `f64`), or a
-        // reader in the integer domain (a comparison of the `u8` with an
-        // integer beside the float product): no vector path.
-        for (src, dst) in [
-            (DType::I32, DType::F32),
-            (DType::I8, DType::U16),
-            (DType::I64, DType::F64),
-        ] {
+        // `i32` into `f32` is inexact, but read only by the cast it rounds
+        // as `cvtdq2ps` does (`sl::cast_convertible`): converted on load.
+        let mut c = Composite::new(vec![DType::F32, DType::I32]);
+        let y = c
+            .push(ScalarOp::Cast(DType::F32), &[CRef::Input(1)])
+            .unwrap();
+        c.outputs = vec![c.push(ScalarOp::Mul, &[CRef::Input(0), y]).unwrap()];
+        let p = vector_plan(&c, true, true).expect("i32 cast into f32");
+        assert_eq!((p.dtype, p.input_lane), (DType::F32, vec![DType::F32; 2]));
+        // Inexact (`i8` into `u16`, `i64` into `f64`), or a reader in the
+        // integer domain (a comparison of the `u8` with an integer beside
+        // the float product): no vector path.
+        for (src, dst) in [(DType::I8, DType::U16), (DType::I64, DType::F64)] {
             let mut c = Composite::new(vec![dst, src]);
             let y = c.push(ScalarOp::Cast(dst), &[CRef::Input(1)]).unwrap();
             c.outputs = vec![c.push(ScalarOp::Mul, &[CRef::Input(0), y]).unwrap()];
