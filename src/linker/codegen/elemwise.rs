@@ -585,6 +585,16 @@ fn vector_plan_on(
                     (_, false) => sl::int_vector_capable(n.op, dtype),
                 }
         };
+        // A block-wise call reads its arguments staged in its own lanes: the
+        // path's, or a float node's narrow lanes (`exp(xf) * y` calls the
+        // `f32` block function on values staged packed as `f32`). A constant
+        // is staged in the path's lanes, shared by every reader, so a node
+        // in narrow lanes reads none.
+        let block_lanes_ok = if own == dtype {
+            n.dtype == dtype
+        } else {
+            own.is_float() && !n.args.iter().any(|a| matches!(a, CRef::Const(_)))
+        };
         lane.push(if n.dtype == DType::Bool && narrowed[i].is_none() {
             DType::Bool
         } else {
@@ -593,18 +603,10 @@ fn vector_plan_on(
         if vector {
             level.push(l);
             block.push(false);
-        } else if (if own == dtype {
-            n.dtype == dtype
-        } else {
-            own.is_float() && !n.args.iter().any(|a| matches!(a, CRef::Const(_)))
-        }) && arg_lanes.iter().all(|&a| a == own)
+        } else if block_lanes_ok
+            && arg_lanes.iter().all(|&a| a == own)
             && mathcalls::block_symbol(n.op, own).is_some()
         {
-            // A block-wise call reads its arguments staged in its own lanes:
-            // the path's, or a float node's narrow lanes (`exp(xf) * y` calls
-            // the `f32` block function on values staged packed as `f32`).
-            // A constant is staged in the path's lanes, shared by every
-            // reader, so a node in narrow lanes reads none.
             level.push(l + 1);
             block.push(true);
         } else {
