@@ -640,3 +640,62 @@ fn lanes_in_blocks_and_in_memory_order_match_row_major_bits() {
         }
     }
 }
+
+/// Lanes longer than a thread's share when there are fewer lanes than
+/// threads (`softmax(X)` over all of `X`, one long row) are split into
+/// chunks computed by several threads: the maximum is exact, the sum is
+/// added chunk by chunk, so the values stay within the lane pass's bound of
+/// the reference; NaN, `+inf` and a lane of `-inf` only follow the
+/// reference's rules exactly; `f32` lanes are computed in `f64` and
+/// rounded once (to within an `f32` rounding of the reference).
+#[test]
+fn long_lanes_split_into_chunks_match_the_reference() {
+    kiln::linker::set_num_threads(2);
+    let n = 200_003;
+    let base: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919 % 10007) as f64 / 10007.0 - 0.5) * 60.0)
+        .collect();
+    let with = |k: usize, v: f64| {
+        let mut d = base.clone();
+        d[k] = v;
+        d
+    };
+    let lanes = [
+        ("ordinary", base.clone()),
+        ("NaN", with(150_000, f64::NAN)),
+        ("+inf", with(70_001, f64::INFINITY)),
+        ("-inf only", vec![f64::NEG_INFINITY; n]),
+        ("huge", base.iter().map(|v| v * 1e298).collect()),
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        let tol = if dtype == DType::F32 { 1e-6 } else { 1e-12 };
+        let x = tensor("x", dtype, &[None, None]);
+        for (what, data) in &lanes {
+            let v = Value::from_f64_array(
+                dtype,
+                ArrayD::from_shape_vec(IxDyn(&[1, n]), data.clone()).unwrap(),
+            );
+            for axis in [Some(1), None] {
+                for log in [false, true] {
+                    let y = if log {
+                        x.log_softmax(axis).unwrap()
+                    } else {
+                        x.softmax(axis).unwrap()
+                    };
+                    let (got, want) = (jit1(&x, &y, &v, "fast_run"), eval1(&x, &y, &v));
+                    let what = format!("{dtype} {what} axis {axis:?} log {log}");
+                    assert_near(&got, &want, tol, &what);
+                }
+                let axes: Option<Vec<isize>> = axis.map(|a| vec![a]);
+                let y = x.logsumexp(axes.as_deref(), false).unwrap();
+                let (got, want) = (jit1(&x, &y, &v, "fast_run"), eval1(&x, &y, &v));
+                assert_near(
+                    &got,
+                    &want,
+                    tol,
+                    &format!("{dtype} {what} logsumexp {axis:?}"),
+                );
+            }
+        }
+    }
+}

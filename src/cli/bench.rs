@@ -205,14 +205,11 @@ pub fn measure(
 
 /// Deterministic data of a dtype and shape: normal floats, integers in 1..=9, random booleans.
 pub fn generate(dtype: DType, shape: &[usize], rng: &mut Rng) -> Value {
-    let n: usize = shape.iter().product();
-    let data = workloads::advised_vec(n, || match dtype {
+    workloads::advised_value(dtype, shape, || match dtype {
         DType::Bool => (rng.next_u64() >> 63) as f64,
         d if d.is_float() => rng.normal(),
         _ => (1 + rng.next_u64() % 9) as f64,
-    });
-    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), data).expect("sizes match");
-    Value::from_f64_array(dtype, a)
+    })
 }
 
 /// The case of an expression with concrete `NAME=DTYPE[SIZES]` declarations.

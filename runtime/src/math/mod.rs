@@ -40,12 +40,14 @@
 //! ([`kiln_gather_64`], [`kiln_gather_32`]; called from Rust only, so
 //! they are in no symbol list). The softmax family's lane
 //! passes (one lane, or many short rows at once) live in `softmax`, a
-//! safe Rust API for the linker only.
+//! safe Rust API for the linker only, and so does `convert`'s `f32` ↔
+//! `f64` conversion of slices at full width.
 
 mod activation;
 mod common;
 #[macro_use]
 mod dispatch;
+mod convert;
 mod erf;
 mod erf_table;
 mod exp;
@@ -65,6 +67,7 @@ mod source;
 mod strided;
 mod trig;
 
+pub use convert::{kiln_narrow_f64_f32, kiln_widen_f32_f64, narrow_f64, widen_f32};
 pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
 pub use fold::{
     exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
@@ -75,7 +78,10 @@ pub use rowcol::{
     column_sum_f64, count_finite_f64, dot_f64, kiln_dot_f64, kiln_scaled_rows_f64, kiln_sum_f64,
     rowcol_symbols, sum_f64,
 };
-pub use softmax::{kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, LanePass, SHORT_ROW};
+pub use softmax::{
+    kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, split_lane_finish, split_lane_logsumexp,
+    split_lane_max, split_lane_sum, LanePass, SHORT_ROW,
+};
 pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};
 pub use strided::{kiln_gather_32, kiln_gather_64};
 

@@ -12,6 +12,13 @@
 //!   no exp stored), then `(x - m) - ln(s)`;
 //! - logsumexp: the same `s`, and `ln(s) + m`, one value per lane.
 //!
+//! A lane too long for one thread is split into chunks by the caller and
+//! computed in three steps, each over all chunks before the next
+//! ([`split_lane_max`], [`split_lane_sum`], [`split_lane_finish`] or
+//! [`split_lane_logsumexp`]): the same maximum and terms as the lane pass,
+//! the sum added chunk by chunk (so its last bits may differ from the lane
+//! pass's; the chunking, not the thread count, fixes them).
+//!
 //! Short rows (`n <` [`SHORT_ROW`], the rows of an `(rows, n)` array): a
 //! call of the lane pass per row costs more than the row's few exps. They
 //! are packed `LANES / N` to a group of `LANES` lanes (`N` = 4, 8 or 16,
@@ -111,6 +118,118 @@ pub fn lane_f64(x: &[f64], out: &mut [f64], pass: LanePass, next: Option<&[f64]>
             *o *= r;
         }
     }
+}
+
+/// The maximum of a lane split into chunks, from the chunks' maxima
+/// ([`extreme_f64`](super::extreme_f64) of each, in any order): NaN if any
+/// is NaN, else the largest (`-inf` for none). Exact, so it is the bits
+/// the whole lane's maximum has.
+pub fn split_lane_max(parts: impl IntoIterator<Item = f64>) -> f64 {
+    let mut m = f64::NEG_INFINITY;
+    for p in parts {
+        if p.is_nan() {
+            return p;
+        }
+        m = m.max(p);
+    }
+    m
+}
+
+/// Step 2 of a lane split into chunks (a lane too long for one thread):
+/// Σ e^(x_i - m) over chunk `x` for the whole lane's maximum `m` (from
+/// [`split_lane_max`]), with the terms also written to `store` when given
+/// (softmax of `f64` lanes, which [`split_lane_finish`] then scales in
+/// place). The lane's sum is the chunks' sums added in chunk order: the
+/// same terms as [`lane_f64`]'s, in another order of addition. 0 when `m`
+/// is `+inf` (the lane's values then do not need the sum; a lane of `-inf`
+/// only gets the lane pass's NaN terms).
+///
+/// # Panics
+/// If `store` is shorter than `x`.
+pub fn split_lane_sum(x: &[f64], m: f64, store: Option<&mut [f64]>) -> f64 {
+    if m == f64::INFINITY {
+        return 0.0;
+    }
+    match store {
+        Some(out) => exp_shift_store_f64(x, m, out, None),
+        None => sum_exp_at_max_f64(x, m, None),
+    }
+}
+
+/// Step 3 of a split lane: the values of chunk `x` into `out` for the
+/// lane's maximum `m` and exp sum `s` (softmax or log-softmax; the special
+/// values as [`lane_f64`] gives them). With `stored`, `out` already holds
+/// the chunk's terms from [`split_lane_sum`] and is scaled in place;
+/// otherwise softmax computes them again.
+///
+/// # Panics
+/// If `out` is shorter than `x`, or for [`LanePass::LogSumExp`] (see
+/// [`split_lane_logsumexp`]).
+pub fn split_lane_finish(x: &[f64], m: f64, s: f64, out: &mut [f64], pass: LanePass, stored: bool) {
+    assert!(
+        pass != LanePass::LogSumExp,
+        "split_lane_finish: logsumexp has one value per lane"
+    );
+    assert!(out.len() >= x.len(), "split_lane_finish: output too short");
+    // SAFETY: `x` holds x.len() readable values, `out` at least as many
+    // writable ones; a shared and an exclusive slice never overlap.
+    unsafe { kiln_split_lane_finish_f64(x.as_ptr(), m, s, out.as_mut_ptr(), x.len(), pass, stored) }
+}
+
+dispatched!(
+    /// [`split_lane_finish`] over `n` values at `x` into `out` (its
+    /// per-element loops at the ISA's width).
+    kiln_split_lane_finish_f64 [finish_avx512, finish_avx2, finish_base]
+        (x: *const f64, m: f64, s: f64, out: *mut f64, n: usize, pass: LanePass, stored: bool) =
+            finish(x, m, s, out, n, pass, stored)
+);
+
+/// [`kiln_split_lane_finish_f64`]'s body.
+///
+/// # Safety
+/// `x` valid for `n` reads, `out` for `n` writes, not overlapping; `pass`
+/// is not logsumexp.
+#[inline(always)]
+unsafe fn finish(
+    x: *const f64,
+    m: f64,
+    s: f64,
+    out: *mut f64,
+    n: usize,
+    pass: LanePass,
+    stored: bool,
+) {
+    // SAFETY: caller contract.
+    let (x, out) = unsafe {
+        (
+            std::slice::from_raw_parts(x, n),
+            std::slice::from_raw_parts_mut(out, n),
+        )
+    };
+    let log_pass = pass == LanePass::LogSoftmax;
+    if m == f64::INFINITY {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = at_infinite_max(v, log_pass);
+        }
+    } else if log_pass {
+        let ls = s.ln();
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = (v - m) - ls;
+        }
+    } else {
+        if !stored {
+            exp_shift_store_f64(x, m, out, None);
+        }
+        let r = 1.0 / s;
+        for o in out.iter_mut() {
+            *o *= r;
+        }
+    }
+}
+
+/// The logsumexp of a split lane with maximum `m` and exp sum `s`.
+pub fn split_lane_logsumexp(m: f64, s: f64) -> f64 {
+    log_sum_exp(m, || s.ln())
 }
 
 /// Computes `pass` over the contiguous rows of `n` values that make up `x`
@@ -355,6 +474,64 @@ mod tests {
         assert_eq!(out[0], 1e3 + std::f64::consts::LN_2);
         lane_f64(&[f64::NAN, 1.0], &mut out, LanePass::LogSoftmax, None);
         assert!(out[..2].iter().all(|v| v.is_nan()));
+    }
+
+    /// A lane computed by the split steps over chunks of several sizes
+    /// against the lane pass: the same bits for every special lane, and
+    /// elsewhere within the bound of the one thing that differs, the order
+    /// in which the sum adds its positive terms (relative error below one
+    /// rounding per chunk added, plus the finish's few roundings).
+    #[test]
+    fn split_lanes_agree_with_the_lane_pass() {
+        let n = 1000;
+        let base: Vec<f64> = (0..n)
+            .map(|i| ((i * 37) % 101) as f64 * 0.31 - 15.0)
+            .collect();
+        let with = |k: usize, v: f64| {
+            let mut d = base.clone();
+            d[k] = v;
+            d
+        };
+        let lanes = [
+            base.clone(),
+            with(700, f64::NAN),
+            with(3, f64::INFINITY),
+            vec![f64::NEG_INFINITY; n],
+            base.iter().map(|v| v * 1e300).collect(),
+        ];
+        for x in &lanes {
+            for chunk in [1, 7, 64, 999, 1000] {
+                let parts: Vec<&[f64]> = x.chunks(chunk).collect();
+                let m = split_lane_max(parts.iter().map(|p| extreme_f64(p, true)));
+                let tol = (parts.len() + 4) as f64 * f64::EPSILON;
+                for pass in PASSES {
+                    let mut want = vec![0.0; n];
+                    lane_f64(x, &mut want, pass, None);
+                    let stored = pass == LanePass::Softmax && chunk % 2 == 1;
+                    let mut got = vec![0.0; n];
+                    let s: f64 = parts
+                        .iter()
+                        .zip(got.chunks_mut(chunk))
+                        .map(|(p, o)| split_lane_sum(p, m, Some(o).filter(|_| stored)))
+                        .sum();
+                    if pass == LanePass::LogSumExp {
+                        let (g, w) = (split_lane_logsumexp(m, s), want[0]);
+                        assert!(same(g, w) || (g - w).abs() <= tol * w.abs(), "{g} vs {w}");
+                        continue;
+                    }
+                    for (p, o) in parts.iter().zip(got.chunks_mut(chunk)) {
+                        split_lane_finish(p, m, s, o, pass, stored);
+                    }
+                    for (k, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                        let close = (g - w).abs() <= tol * w.abs();
+                        assert!(
+                            same(g, w) || (w.is_finite() && close),
+                            "{pass:?} chunk {chunk} [{k}]: {g} vs {w}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

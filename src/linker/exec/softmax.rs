@@ -11,6 +11,10 @@
 //!   does not wait on memory; a hint: the same bits), others gathered into
 //!   scratch rows first, `LANE_BLOCK` neighbouring lanes at a time (and
 //!   softmax lanes scattered back);
+//! - a lane along the innermost axis, when there are fewer lanes than
+//!   threads (softmax over a whole array), is split into chunks of
+//!   `SPLIT_CHUNK` values that the threads share, in the runtime's three
+//!   split steps (maximum, exp sum, finish);
 //! - shorter lanes go to the runtime's short-row pass, several rows per
 //!   vector group: `f64` rows along the innermost axis in place, others
 //!   gathered into blocks of `SHORT_BLOCK` scratch rows (and scattered
@@ -21,11 +25,19 @@
 //! hold `PAR_ELEMENTS` elements in all.
 //!
 //! Invariants: each lane's values are the lane pass's, bit for bit,
-//! whichever of the paths computes it; the output (`total` elements, or one
+//! whichever of the paths computes it, except that a split lane's exp sum
+//! is added chunk by chunk: whether a lane is split depends on the thread
+//! count, so its last bits may differ between one thread and several (the
+//! chunks are fixed: the same bits for any count that splits); the output (`total` elements, or one
 //! per lane for logsumexp, lane `l`'s at index `l`) is written exactly
 //! once per element; an empty softmax lane writes nothing.
 
-use kiln_runtime::math::{lane_f64, short_rows_f64, SHORT_ROW};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kiln_runtime::math::{
+    extreme_f64, lane_f64, narrow_f64, short_rows_f64, split_lane_finish, split_lane_logsumexp,
+    split_lane_max, split_lane_sum, widen_f32, SHORT_ROW,
+};
 
 use super::state::Exec;
 use crate::error::Result;
@@ -49,6 +61,18 @@ const LANE_BLOCK: usize = 8;
 /// Lanes of at least this many elements in all go to one thread: below,
 /// the launch costs more than it saves.
 const PAR_ELEMENTS: usize = 32 * 1024;
+
+/// The chunk of a split lane (a lane along the innermost axis, when there
+/// are fewer lanes than threads, as `softmax(X)` over all of `X`): a fixed
+/// size, so a lane's sum does not depend on the thread count, and the two
+/// `f64` scratch chunks of an `f32` lane stay in L1. The lane was computed
+/// by one thread before, its `f32` form through two lane-sized `f64`
+/// vectors allocated per call: `exp(xf) / sum(exp(xf))` on 2000 × 2000
+/// `f32`, two threads, 46-61 → 7.9-8.6 ms; in `f64` 10.2-14.5 → 4.3-5.5;
+/// `logsumexp(y, axis=None)` 4.9-5.4 → 2.2-2.3 (`kiln bench`, three
+/// alternated rounds, AVX-512; AVX2 forced: 48-51 → 10.2-11.9 and
+/// 17.8-20.4 → 7.5-10.6).
+const SPLIT_CHUNK: usize = 2 * 1024;
 
 impl Exec<'_> {
     /// Runs a step of the softmax family.
@@ -117,7 +141,13 @@ impl Exec<'_> {
         // [0, lanes), and distinct lanes write disjoint elements.
         let run = |s: usize, e: usize| unsafe { layout.run(s, e, pass) };
         // Empty lanes: nothing to normalise; logsumexp's is `log(0)`.
-        if lanes > 0 && (n > 0 || reduces) {
+        let threads = kiln_runtime::parallel::num_threads();
+        if inner == 1 && lanes < threads && n >= 2 * PAR_ELEMENTS {
+            for l in 0..lanes {
+                // SAFETY: as for `run`; the lanes go one after another.
+                unsafe { layout.split_lane(l, pass) };
+            }
+        } else if lanes > 0 && (n > 0 || reduces) {
             let grain = (PAR_ELEMENTS / n.max(1)).max(1);
             kiln_runtime::parallel::parallel_for(lanes, grain, &run);
         }
@@ -125,6 +155,10 @@ impl Exec<'_> {
         Ok(())
     }
 }
+
+/// One step of a split lane over one chunk: its values (as `f64`), its
+/// output values (absent when the step reduces), its index.
+type ChunkStep<'a> = dyn Fn(&[f64], Option<&mut [f64]>, usize) + Sync + 'a;
 
 /// The lanes of a softmax step's input and output (see the module header):
 /// lane `l` is (o, i) = (l / inner, l % inner), its `n` input elements at
@@ -242,6 +276,98 @@ impl Lanes {
         }
     }
 
+    /// Computes `pass` over lane `l` (along the innermost axis) split into
+    /// chunks of [`SPLIT_CHUNK`] values, spread over the threads, in the
+    /// runtime's three steps (`split_lane_max`, `split_lane_sum`, then
+    /// `split_lane_finish` or `split_lane_logsumexp`): `f32` chunks are
+    /// converted to `f64` scratch at each step (softmax computes their terms
+    /// again in the last step rather than keep a lane of `f64` terms), `f64`
+    /// softmax keeps its terms in the output between the last two steps.
+    ///
+    /// # Safety
+    /// As [`run`](Lanes::run) for lane `l` alone, with `inner == 1`.
+    unsafe fn split_lane(&self, l: usize, pass: LanePass) {
+        let n = self.n;
+        let (base, ob) = self.bases(l);
+        let chunks = n.div_ceil(SPLIT_CHUNK);
+        let part = |c: usize| (c * SPLIT_CHUNK, ((c + 1) * SPLIT_CHUNK).min(n));
+        let parts: Vec<AtomicU64> = (0..chunks).map(|_| AtomicU64::new(0)).collect();
+        // Runs `step(chunk values as f64, output chunk or None, chunk index)`
+        // on every chunk, in parallel; `f32` chunks converted into scratch,
+        // whose output the step writes to `tmp` and this rounds back.
+        let each = |step: &ChunkStep| {
+            kiln_runtime::parallel::parallel_for(chunks, 1, &|s, e| {
+                let mut xs = Vec::new();
+                let mut tmp = Vec::new();
+                for c in s..e {
+                    let (a, b) = part(c);
+                    // SAFETY: elements base + a .. base + b of lane l are in
+                    // the input (a < b <= n), and so are their outputs from
+                    // ob + a when the pass writes per element; chunks are
+                    // disjoint, and no other thread writes this lane.
+                    unsafe {
+                        match self.dtype {
+                            DType::F64 => {
+                                let x = std::slice::from_raw_parts(
+                                    (self.x as *const f64).add(base + a),
+                                    b - a,
+                                );
+                                let out = (!self.reduces).then(|| {
+                                    std::slice::from_raw_parts_mut(
+                                        (self.out as *mut f64).add(ob + a),
+                                        b - a,
+                                    )
+                                });
+                                step(x, out, c);
+                            }
+                            DType::F32 => {
+                                let x = std::slice::from_raw_parts(
+                                    (self.x as *const f32).add(base + a),
+                                    b - a,
+                                );
+                                xs.resize(b - a, 0.0);
+                                tmp.resize(b - a, 0.0);
+                                widen_f32(x, &mut xs);
+                                step(&xs, Some(&mut tmp), c);
+                                if !self.reduces {
+                                    let out = std::slice::from_raw_parts_mut(
+                                        (self.out as *mut f32).add(ob + a),
+                                        b - a,
+                                    );
+                                    narrow_f64(&tmp, out);
+                                }
+                            }
+                            d => unreachable!("softmax of {d}: type inference admits floats only"),
+                        }
+                    }
+                }
+            });
+        };
+        let load = |c: usize| f64::from_bits(parts[c].load(Ordering::Relaxed));
+        let keep = |c: usize, v: f64| parts[c].store(v.to_bits(), Ordering::Relaxed);
+        each(&|x, _, c| keep(c, extreme_f64(x, true)));
+        let m = split_lane_max((0..chunks).map(load));
+        // f64 softmax keeps the terms in its output for the last step.
+        let stored = pass == LanePass::Softmax && self.dtype == DType::F64;
+        each(&|x, out, c| keep(c, split_lane_sum(x, m, out.filter(|_| stored))));
+        let s: f64 = (0..chunks).map(load).sum();
+        if self.reduces {
+            // SAFETY: lane l's one output value is at index ob (caller contract).
+            unsafe {
+                match self.dtype {
+                    DType::F64 => *(self.out as *mut f64).add(ob) = split_lane_logsumexp(m, s),
+                    _ => *(self.out as *mut f32).add(ob) = split_lane_logsumexp(m, s) as f32,
+                }
+            }
+            return;
+        }
+        each(&|x, out, _| {
+            if let Some(out) = out {
+                split_lane_finish(x, m, s, out, pass, stored);
+            }
+        });
+    }
+
     /// Reads the `n` input elements of lanes `l .. l + count` into `dst`
     /// (lane `l + b`'s at `dst[b·n..]`), as f64, element `k` of every lane
     /// before element `k + 1` (they lie side by side).
@@ -274,9 +400,7 @@ impl Lanes {
                 // converted by one loop the compiler vectorises.
                 DType::F32 if count == 1 && self.inner == 1 => {
                     let xs = std::slice::from_raw_parts((self.x as *const f32).add(base), n);
-                    for (d, &x) in dst[..n].iter_mut().zip(xs) {
-                        *d = f64::from(x);
-                    }
+                    widen_f32(xs, &mut dst[..n]);
                 }
                 DType::F32 => {
                     let xp = self.x as *const f32;
@@ -325,9 +449,7 @@ impl Lanes {
                 // or a reduction's one value): one converting loop.
                 DType::F32 if count == 1 && step == 1 => {
                     let os = std::slice::from_raw_parts_mut((self.out as *mut f32).add(ob), len);
-                    for (d, &v) in os.iter_mut().zip(&src[..len]) {
-                        *d = v as f32;
-                    }
+                    narrow_f64(&src[..len], os);
                 }
                 DType::F32 => {
                     let op = self.out as *mut f32;
