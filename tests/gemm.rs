@@ -893,3 +893,57 @@ fn vector_dot_products_match_the_reference_for_any_thread_count() {
         );
     }
 }
+
+/// Gram matrices (`Xᵀ·X`, `X·Xᵀ`: one operand the other's transpose, the
+/// same input) reach the runtime's symmetric product: the values of the
+/// reference, an exactly symmetric result, and the same bits on one and
+/// two threads, in f64 and f32.
+#[test]
+fn gram_matrices_match_the_reference_and_are_symmetric() {
+    for dtype in [F64, F32] {
+        // 600 outputs a side: three symmetric tiles, the last partial.
+        for (rows, cols) in [(70, 600), (600, 70)] {
+            let x = tensor("X", dtype, &[None, None]);
+            let xt = x.t();
+            let prod = if rows < cols {
+                dot(&xt, &x)
+            } else {
+                dot(&x, &xt)
+            }
+            .unwrap();
+            let v = Value::from_f64_array(dtype, data(&[rows, cols], 21));
+            let want = reference(std::slice::from_ref(&x), &prod, std::slice::from_ref(&v));
+            let f = function(std::slice::from_ref(&x), std::slice::from_ref(&prod))
+                .compile()
+                .unwrap();
+            let mut got = Vec::new();
+            for threads in [1, 2] {
+                kiln_runtime::parallel::set_num_threads(threads);
+                got.push(f.call(&[Arg::from(&v)]).unwrap().remove(0).to_f64_array());
+            }
+            kiln_runtime::parallel::set_num_threads(0);
+            let n = rows.max(cols);
+            let (g, w) = (&got[0], want.to_f64_array());
+            assert_eq!(g.shape(), &[n, n]);
+            let tol = if dtype == F32 { 1e-4 } else { 1e-11 };
+            for i in 0..n {
+                for j in 0..n {
+                    let (a, b) = (g[[i, j]], w[[i, j]]);
+                    assert!(
+                        (a - b).abs() <= tol * (1.0 + b.abs()),
+                        "{dtype} ({i},{j}): {a} vs {b}"
+                    );
+                    assert_eq!(
+                        a.to_bits(),
+                        g[[j, i]].to_bits(),
+                        "{dtype} not symmetric at ({i},{j})"
+                    );
+                }
+            }
+            assert!(g
+                .iter()
+                .zip(got[1].iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}
