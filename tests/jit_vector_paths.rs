@@ -424,6 +424,81 @@ fn integer_programs_take_the_vector_path_exactly() {
     }
 }
 
+/// Floor division and remainder of integers, between arrays and by
+/// constants (`i32` lanes divide in `f64`, and by a constant through its
+/// reciprocal): the reference's results exactly, with divisors of 0 and
+/// -1, `i32::MIN` among the dividends, and constants up to the dtype's
+/// extremes.
+#[test]
+fn integer_floor_division_and_remainder_equal_the_reference() {
+    let common = [
+        "i // j",
+        "i % j",
+        "i // 3",
+        "i % 3",
+        "i // 1",
+        "i % 1",
+        "i // 0",
+        "i % 0",
+        "i // 2",
+        "(i * 3) // j + i % 5",
+        "where(i > j, i // 10, i % 10)",
+        "i // 49",
+        "i % 49",
+    ];
+    let signed = ["i // -7", "i % -7", "i // -1", "i % -1"];
+    let wide = [
+        "i // 2147483647",
+        "i % 2147483647",
+        "i // -2147483648",
+        "i % -2147483648",
+        "i // 1073741824",
+        "i % -1000003",
+    ];
+    // Dividends and divisors anywhere in the dtype (wrapped from 64 bits),
+    // small values (0 and -1 among them), i32::MIN and -1 themselves, and
+    // multiples of 49, whose quotients by 49 a product by the rounded
+    // reciprocal alone puts just below the integer.
+    let values = |dtype: DType, n: usize, seed: u64| {
+        int_values(dtype, &[n], seed, |e, s| match e % 6 {
+            0 => s as i64,
+            1 => (s % 9) as i64 - 4,
+            2 => i64::from(i32::MIN),
+            3 => -1,
+            4 => ((s % 40_000_000) as i64 - 20_000_000) * 49,
+            _ => (s % 100_000) as i64 - 50_000,
+        })
+    };
+    for dtype in INT_DTYPES {
+        let (i, j, vars) = pair(["i", "j"], dtype, &[None]);
+        let is_signed = matches!(dtype, DType::I64 | DType::I32 | DType::I16 | DType::I8);
+        let exprs = common
+            .iter()
+            .chain(signed.iter().filter(|_| is_signed))
+            .chain(
+                wide.iter()
+                    .filter(|_| matches!(dtype, DType::I32 | DType::I64)),
+            );
+        for src in exprs {
+            let out = build(src, &vars);
+            for (k, &n) in [1, 3, 4, 17, 129, 4097, 10_001].iter().enumerate() {
+                let vals = [
+                    values(dtype, n, 1300 + k as u64),
+                    values(dtype, n, 1400 + k as u64),
+                ];
+                let what = format!("{src} ({dtype}, n = {n})");
+                check_both(
+                    &[i.clone(), j.clone()],
+                    std::slice::from_ref(&out),
+                    &vals,
+                    0,
+                    &what,
+                );
+            }
+        }
+    }
+}
+
 /// Sums (wrapping), maxima and minima of every integer dtype over
 /// everything, over the leading axis (the runtime's column passes, `i64` /
 /// `u64` accumulators) and over rows (its row passes), on

@@ -1550,7 +1550,7 @@ impl<'a> VecCtx<'a> {
                         } else if d.is_float() {
                             sl::emit_vector_masked(b, node.op, &args, &masks, false, own_ty)?
                         } else {
-                            sl::emit_vector_int(b, node.op, &args, &masks, false, own_ty, d)?
+                            int_lanes(b, node, &args, &masks, false, own_ty, d)?
                         };
                         memo[u].insert(r, v);
                         return Ok(v);
@@ -1576,9 +1576,7 @@ impl<'a> VecCtx<'a> {
                     } else if plan.dtype.is_float() {
                         sl::emit_vector_masked(b, node.op, &args, &masks, out_mask, self.vty)?
                     } else {
-                        sl::emit_vector_int(
-                            b, node.op, &args, &masks, out_mask, self.vty, plan.dtype,
-                        )?
+                        int_lanes(b, node, &args, &masks, out_mask, self.vty, plan.dtype)?
                     }
                 }
                 _ => match packed(r) {
@@ -1669,6 +1667,40 @@ impl<'a> VecCtx<'a> {
         }
         Ok(())
     }
+}
+
+/// The integer lanes of `node` ([`sl::emit_vector_int`]), with `i32`
+/// floor division and remainder by a constant other than 0 and -1 through
+/// its reciprocal ([`sl::i32_divmod_const`]) instead of a division.
+#[allow(clippy::too_many_arguments)]
+fn int_lanes(
+    b: &mut FunctionBuilder<'_>,
+    node: &crate::ops::CNode,
+    args: &[Value],
+    masks: &[bool],
+    out_mask: bool,
+    ty: cranelift_codegen::ir::Type,
+    dtype: DType,
+) -> Result<Value> {
+    let divmod = matches!(node.op, ScalarOp::IntDiv | ScalarOp::Mod);
+    if let (true, DType::I32, false, Some(CRef::Const(c))) = (
+        divmod,
+        dtype,
+        out_mask || masks.iter().any(|&m| m),
+        node.args.get(1),
+    ) {
+        let v = c.as_i64();
+        if !c.dtype.is_float() && v != 0 && v != -1 && i32::try_from(v).is_ok() {
+            return Ok(sl::i32_divmod_const(
+                b,
+                args[0],
+                args[1],
+                v,
+                node.op == ScalarOp::IntDiv,
+            ));
+        }
+    }
+    sl::emit_vector_int(b, node.op, args, masks, out_mask, ty, dtype)
 }
 
 /// A one-node program: `op` applied to inputs of dtypes `inputs`, with
