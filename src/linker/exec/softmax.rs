@@ -28,9 +28,10 @@
 //! whichever of the paths computes it, except that a split lane's exp sum
 //! is added chunk by chunk: whether a lane is split depends on the thread
 //! count, so its last bits may differ between one thread and several (the
-//! chunks are fixed: the same bits for any count that splits); the output (`total` elements, or one
-//! per lane for logsumexp, lane `l`'s at index `l`) is written exactly
-//! once per element; an empty softmax lane writes nothing.
+//! chunks are fixed: the same bits for any count that splits); the output
+//! (`total` elements, or one per lane for logsumexp, lane `l`'s at index
+//! `l`) is written exactly once per element, but for softmax's terms
+//! scaled in place; an empty softmax lane writes nothing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -397,7 +398,7 @@ impl Lanes {
                     }
                 }
                 // One lane along the innermost axis: n consecutive values,
-                // converted by one loop the compiler vectorises.
+                // converted at the ISA's full width (`math::convert`).
                 DType::F32 if count == 1 && self.inner == 1 => {
                     let xs = std::slice::from_raw_parts((self.x as *const f32).add(base), n);
                     widen_f32(xs, &mut dst[..n]);
