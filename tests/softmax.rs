@@ -665,6 +665,12 @@ fn long_lanes_split_into_chunks_match_the_reference() {
         ("NaN", with(150_000, f64::NAN)),
         ("+inf", with(70_001, f64::INFINITY)),
         ("-inf only", vec![f64::NEG_INFINITY; n]),
+        // Whole chunks of -inf before finite values (their terms are 0).
+        ("-inf head", {
+            let mut d = base.clone();
+            d[..5000].fill(f64::NEG_INFINITY);
+            d
+        }),
         ("huge", base.iter().map(|v| v * 1e298).collect()),
     ];
     for dtype in [DType::F64, DType::F32] {

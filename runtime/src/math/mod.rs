@@ -80,7 +80,7 @@ pub use rowcol::{
 };
 pub use softmax::{
     kiln_softmax_short_rows_f64, lane_f64, short_rows_f64, split_lane_finish, split_lane_logsumexp,
-    split_lane_max, split_lane_sum, LanePass, SHORT_ROW,
+    split_lane_max, split_lane_rescaled, split_lane_sum, LanePass, SHORT_ROW,
 };
 pub use source::{PRE_ADD, PRE_A_SCALAR, PRE_B_SCALAR, PRE_MUL, PRE_SUB};
 pub use strided::{kiln_gather_32, kiln_gather_64};

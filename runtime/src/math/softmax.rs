@@ -17,7 +17,9 @@
 //! ([`split_lane_max`], [`split_lane_sum`], [`split_lane_finish`] or
 //! [`split_lane_logsumexp`]): the same maximum and terms as the lane pass,
 //! the sum added chunk by chunk (so its last bits may differ from the lane
-//! pass's; the chunking, not the thread count, fixes them).
+//! pass's; the chunking, not the thread count, fixes them). For lanes
+//! rounded to `f32` afterwards, [`split_lane_rescaled`] takes the first two
+//! steps in one pass: each chunk summed at its own maximum, rescaled.
 //!
 //! Short rows (`n <` [`SHORT_ROW`], the rows of an `(rows, n)` array): a
 //! call of the lane pass per row costs more than the row's few exps. They
@@ -154,6 +156,24 @@ pub fn split_lane_sum(x: &[f64], m: f64, store: Option<&mut [f64]>) -> f64 {
         Some(out) => exp_shift_store_f64(x, m, out, None),
         None => sum_exp_at_max_f64(x, m, None),
     }
+}
+
+/// Step 2 in one read with step 1: the lane's exp sum at its maximum `m`
+/// from each chunk's maximum `m_c` and its sum `s_c` at `m_c`
+/// ([`split_lane_sum`] with `m_c`), added in chunk order as
+/// `s_c · e^(m_c - m)`. A few roundings more than summing at `m` directly
+/// (the rescaling factor and its product): for lanes whose values are
+/// rounded to `f32` afterwards. Chunks of `-inf` only add nothing; the
+/// result does not matter (and is unspecified) when `m` is infinite or NaN.
+pub fn split_lane_rescaled(m: f64, parts: impl IntoIterator<Item = (f64, f64)>) -> f64 {
+    if !m.is_finite() {
+        return f64::NAN;
+    }
+    parts
+        .into_iter()
+        .filter(|&(mc, _)| mc != f64::NEG_INFINITY)
+        .map(|(mc, sc)| sc * (mc - m).exp())
+        .sum()
 }
 
 /// Step 3 of a split lane: the values of chunk `x` into `out` for the
@@ -531,6 +551,34 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The rescaled sum (each chunk summed at its own maximum) against the
+    /// sum at the lane's maximum: within a few roundings, with chunks of
+    /// `-inf` only adding nothing.
+    #[test]
+    fn rescaled_sums_agree_with_sums_at_the_lane_maximum() {
+        let mut x: Vec<f64> = (0..5000)
+            .map(|i| ((i * 7919) % 1013) as f64 * 0.05 - 25.0)
+            .collect();
+        x[..700].fill(f64::NEG_INFINITY);
+        for chunk in [64, 500, 4999] {
+            let parts: Vec<&[f64]> = x.chunks(chunk).collect();
+            let m = split_lane_max(parts.iter().map(|p| extreme_f64(p, true)));
+            let direct: f64 = parts.iter().map(|p| split_lane_sum(p, m, None)).sum();
+            let rescaled = split_lane_rescaled(
+                m,
+                parts.iter().map(|p| {
+                    let mc = extreme_f64(p, true);
+                    (mc, split_lane_sum(p, mc, None))
+                }),
+            );
+            let tol = (parts.len() + 4) as f64 * 4.0 * f64::EPSILON;
+            assert!(
+                (rescaled - direct).abs() <= tol * direct,
+                "{chunk}: {rescaled} vs {direct}"
+            );
         }
     }
 
