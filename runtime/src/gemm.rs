@@ -586,6 +586,59 @@ mod tests {
         }
     }
 
+    /// A `kiln_gemm_*` entry point of element type `T`.
+    type GemmFn<T> = unsafe extern "C" fn(
+        usize,
+        usize,
+        usize,
+        T,
+        *const T,
+        isize,
+        isize,
+        *const T,
+        isize,
+        isize,
+        T,
+        *mut T,
+        isize,
+        isize,
+    );
+
+    /// C (n×n, filled with `fill` first) = 1.5·A·Aᵀ through `gemm`, for A
+    /// (n×k) at `x[off..]` with strides (`rsa`, `csa`) and B its
+    /// transpose in the same memory: the symmetric path's operands.
+    fn gram_product<T: Copy + From<f32>>(
+        gemm: GemmFn<T>,
+        x: &[T],
+        (off, rsa, csa): (usize, isize, isize),
+        n: usize,
+        k: usize,
+        fill: T,
+    ) -> Vec<T> {
+        let mut c = vec![fill; n * n];
+        // SAFETY: every A element (and so every B = Aᵀ one) lies in x (the
+        // caller's layouts); C is n×n and overlaps neither.
+        unsafe {
+            gemm(
+                n,
+                k,
+                n,
+                T::from(1.5),
+                x.as_ptr().add(off),
+                rsa,
+                csa,
+                x.as_ptr().add(off),
+                csa,
+                rsa,
+                T::from(0.0),
+                c.as_mut_ptr(),
+                n as isize,
+                1,
+            )
+        };
+        c
+    }
+
     /// `Xᵀ·X` and `X·Xᵀ` (B the transpose of A in the same memory) take
     /// the symmetric path: against the same product with B copied
     /// elsewhere (the general path) within a few roundings, exactly
@@ -631,27 +684,7 @@ mod tests {
             };
             let gram = |threads: usize| {
                 crate::parallel::set_num_threads(threads);
-                let mut c = vec![f64::NAN; n * n];
-                // SAFETY: A and B = Aᵀ address elements of x; C is n×n.
-                unsafe {
-                    kiln_gemm_f64(
-                        n,
-                        k,
-                        n,
-                        1.5,
-                        x.as_ptr().add(off),
-                        rsa,
-                        csa,
-                        x.as_ptr().add(off),
-                        csa,
-                        rsa,
-                        0.0,
-                        c.as_mut_ptr(),
-                        n as isize,
-                        1,
-                    )
-                };
-                c
+                gram_product(kiln_gemm_f64, &x, (off, rsa, csa), n, k, f64::NAN)
             };
             let one = gram(1);
             for threads in [2, 3] {
@@ -674,26 +707,7 @@ mod tests {
             }
             // f32 alike, against the f64 product.
             let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            let mut c32 = vec![f32::NAN; n * n];
-            // SAFETY: as above, in f32.
-            unsafe {
-                kiln_gemm_f32(
-                    n,
-                    k,
-                    n,
-                    1.5,
-                    x32.as_ptr().add(off),
-                    rsa,
-                    csa,
-                    x32.as_ptr().add(off),
-                    csa,
-                    rsa,
-                    0.0,
-                    c32.as_mut_ptr(),
-                    n as isize,
-                    1,
-                )
-            };
+            let c32 = gram_product(kiln_gemm_f32, &x32, (off, rsa, csa), n, k, f32::NAN);
             for (q, (&g, &w)) in c32.iter().zip(&general).enumerate() {
                 assert_eq!(g.to_bits(), c32[(q % n) * n + q / n].to_bits());
                 assert!((f64::from(g) - w).abs() <= 1e-4, "f32 [{q}]: {g} vs {w}");
