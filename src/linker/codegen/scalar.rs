@@ -1006,7 +1006,7 @@ pub fn vector_capable(op: ScalarOp, nargs: usize, dtype: DType) -> bool {
 /// (see [`int_vector_dtype`]): wrapping addition, subtraction,
 /// multiplication, squaring, negation and absolute value, maximum, minimum,
 /// clipping and sign (unsigned for unsigned dtypes), bitwise logic, and
-/// selection, and for `i32` floor division and remainder ([`i32_divmod`]).
+/// selection, and for `i32` floor division and remainder (`i32_divmod`).
 /// Wrapping in the lane width equals the reference's `i64`-domain result
 /// wrapped to the dtype's width.
 pub fn int_vector_capable(op: ScalarOp, dtype: DType) -> bool {
@@ -1059,7 +1059,7 @@ fn i32_halves(
     b.ins().bitcast(types::I32X4, LITTLE, q)
 }
 
-/// [`i32_divmod`] by a constant `c` (`c` ∉ {0, -1}; `d` its lanes), with
+/// `i32_divmod` by a constant `c` (`c` ∉ {0, -1}; `d` its lanes), with
 /// a product by the constant's reciprocal instead of a division: `q =
 /// floor((a + c/(2|c|)) · (1/c))`. With `a = q·c + r`, `r/c ∈ [0, 1)`, the
 /// shifted quotient `q + (r + c/(2|c|))/c` lies at least `1/(2|c|)` from
