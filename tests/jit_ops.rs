@@ -276,12 +276,7 @@ fn composite_with_constants_and_several_outputs() {
             rand_value(DType::F64, &[n], 1),
             rand_value(DType::I32, &[n], 2),
         ];
-        let fg = kiln::FunctionGraph::new(&[x.clone(), y.clone()], &outs).unwrap();
-        let want = kiln::eval::evaluate(&fg, &vals).unwrap();
-        let f = kiln::function(&[x.clone(), y.clone()], &outs)
-            .compile()
-            .unwrap();
-        let got = f.call_values(&vals).unwrap();
+        let (got, want) = run_as_built(&[x.clone(), y.clone()], &outs, &vals);
         for k in 1..4 {
             assert_values(&got[k], &want[k], 2, &format!("composite output {k}"));
         }

@@ -58,13 +58,23 @@ pub fn assert_close(got: &Value, want: &Value, rtol: f64, what: &str) {
     );
 }
 
-/// Compiles `outputs` of `inputs` and checks the JIT against the reference on `vals`.
-pub fn check(inputs: &[Tensor], outputs: &[Tensor], vals: &[Value], max_ulps: u64, what: &str) {
+/// `outputs` of `inputs` on `vals`, compiled as built (no rewriting) and
+/// run, then the reference evaluator's values: `(got, want)`.
+pub fn run_as_built(
+    inputs: &[Tensor],
+    outputs: &[Tensor],
+    vals: &[Value],
+) -> (Vec<Value>, Vec<Value>) {
     let fg = FunctionGraph::new(inputs, outputs).expect("graph");
     let want = eval::evaluate(&fg, vals).expect("reference");
     let f = compile(&fg, &CompileOptions::default()).expect("compile");
     let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
-    let got = f.call(&args).expect("call");
+    (f.call(&args).expect("call"), want)
+}
+
+/// Compiles `outputs` of `inputs` and checks the JIT against the reference on `vals`.
+pub fn check(inputs: &[Tensor], outputs: &[Tensor], vals: &[Value], max_ulps: u64, what: &str) {
+    let (got, want) = run_as_built(inputs, outputs, vals);
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_values(g, w, max_ulps, &format!("{what} output {k}"));
     }

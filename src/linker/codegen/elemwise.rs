@@ -1683,21 +1683,15 @@ fn int_lanes(
     dtype: DType,
 ) -> Result<Value> {
     let divmod = matches!(node.op, ScalarOp::IntDiv | ScalarOp::Mod);
-    if let (true, DType::I32, false, Some(CRef::Const(c))) = (
-        divmod,
-        dtype,
-        out_mask || masks.iter().any(|&m| m),
-        node.args.get(1),
-    ) {
-        let v = c.as_i64();
-        if !c.dtype.is_float() && v != 0 && v != -1 && i32::try_from(v).is_ok() {
-            return Ok(sl::i32_divmod_const(
-                b,
-                args[0],
-                args[1],
-                v,
-                node.op == ScalarOp::IntDiv,
-            ));
+    // A bool argument is a lane mask, made 0 / 1 by `emit_vector_int` only.
+    let plain = !out_mask && !masks.iter().any(|&m| m);
+    if divmod && dtype == DType::I32 && plain {
+        if let Some(CRef::Const(c)) = node.args.get(1) {
+            let v = c.as_i64();
+            if !c.dtype.is_float() && v != 0 && v != -1 && i32::try_from(v).is_ok() {
+                let div = node.op == ScalarOp::IntDiv;
+                return Ok(sl::i32_divmod_const(b, args[0], args[1], v, div));
+            }
         }
     }
     sl::emit_vector_int(b, node.op, args, masks, out_mask, ty, dtype)
