@@ -213,6 +213,70 @@ def run_jax(out, inputs, runs):
         emit(out, "jax", name, r, first)
 
 
+# Head-to-head rounds, and timed calls per system and round (see run_head_to_head).
+HEAD_TO_HEAD_ROUNDS = 7
+HEAD_TO_HEAD_BLOCK = 3
+
+
+def run_head_to_head(path, inputs):
+    """kiln FAST_RUN (its Python package, `kiln.function`) against
+    `jax.jit` on every workload, in one process, in alternating blocks:
+    each of HEAD_TO_HEAD_ROUNDS rounds times HEAD_TO_HEAD_BLOCK calls of
+    kiln then of JAX (JAX first every other round), each block after an
+    untimed call (so both run with warm caches, as back to back), all after
+    a warm-up call of each (compile; kiln's final code tier awaited). The
+    medians come from the same minute, so a drift of the host's speed
+    between two parts of compare.sh cannot decide which system is ahead. The two results must agree (the same work): within 1e-9 relative, or
+    1e-9 of the largest magnitude (a cumulative sum's values near 0).
+    One JSON line per workload into `path`: "kiln_ms", "jax_ms", "rounds"
+    and "block" (timed calls per block), or "error"."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import kiln
+    jns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
+               take=jnp.take, softmax=jax.nn.softmax, cumsum=jnp.cumsum)
+    kns = dict(log=kiln.log, exp=kiln.exp, tanh=kiln.tanh, mean=kiln.mean, sum=kiln.sum, sigmoid=kiln.sigmoid,
+               take=kiln.take, softmax=kiln.softmax, cumsum=kiln.cumsum)
+    with open(path, "w") as out:
+        for name, expr, decl, *wrt in WORKLOADS + [(n, e, d, w) for n, e, d, w in GRAD_WORKLOADS]:
+            def line(**rec):
+                rec = dict(workload=name, **rec)
+                print(json.dumps(rec), flush=True)
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+            try:
+                names = [v for v, _, _ in decl]
+                code = compile(expr, name, "eval")
+                g = lambda *a, code=code, names=names: eval(code, dict(jns, **dict(zip(names, a))))
+                jf = jax.jit(jax.grad(g, argnums=names.index(wrt[0])) if wrt else g)
+                jargs = [jax.device_put(inputs[name][v]) for v in names]
+                syms = {v: kiln.tensor(v, dtype="int64" if isinstance(dist, tuple) else "float64",
+                                       shape=(None,) * len(shape)) for v, shape, dist in decl}
+                y = eval(code, dict(kns, **syms))
+                if wrt:
+                    y = kiln.grad(y, syms[wrt[0]])
+                kf = kiln.function([syms[v] for v in names], y)
+                kargs = [inputs[name][v] for v in names]
+                calls = {"kiln": lambda: kf(*kargs), "jax": lambda: jf(*jargs).block_until_ready()}
+                ref = np.asarray(calls["jax"]())
+                np.testing.assert_allclose(np.asarray(calls["kiln"]()), ref, rtol=1e-9,
+                                           atol=1e-9 * float(np.abs(ref).max(initial=0.0)))
+                kf.wait_final()
+                times = {"kiln": [], "jax": []}
+                for r in range(HEAD_TO_HEAD_ROUNDS):
+                    for system in (("kiln", "jax") if r % 2 == 0 else ("jax", "kiln")):
+                        calls[system]()  # untimed: the inputs back in cache
+                        for _ in range(HEAD_TO_HEAD_BLOCK):
+                            t = time.perf_counter()
+                            calls[system]()
+                            times[system].append((time.perf_counter() - t) * 1e3)
+                line(kiln_ms=statistics.median(times["kiln"]), jax_ms=statistics.median(times["jax"]),
+                     rounds=HEAD_TO_HEAD_ROUNDS, block=HEAD_TO_HEAD_BLOCK)
+            except Exception as e:  # report and go on
+                line(error=f"{type(e).__name__}: {e}"[:300])
+
+
 # Per-call time (issue 16): poly at sizes where the call overhead dominates,
 # the same sizes as `kiln bench --per-call` (PER_CALL_SIZES in src/cli/bench.rs).
 PER_CALL_SIZES = [10, 1_000, 100_000]
@@ -320,16 +384,23 @@ def run_pytensor_chain(out, ks):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="the systems' results (python.jsonl); required unless --head-to-head-out")
     ap.add_argument("--chain", default="100,300,1000,3000")
     ap.add_argument("--scale-down", type=int, default=1)
     ap.add_argument("--systems", default="numpy,numexpr,pytensor_c,pytensor_numba,jax,pytensor_chain")
+    ap.add_argument("--head-to-head-out",
+                    help="only measure kiln (its Python package) against jax.jit, interleaved, into this file")
     ap.add_argument("--per-call-out", help="also measure the per-call time of poly (numpy, numexpr, jax) into this file")
     a = ap.parse_args()
     if a.scale_down < 1:
         ap.error("--scale-down must be at least 1")
     chosen = a.systems.split(",")
     inputs = data(a.scale_down)
+    if a.head_to_head_out:
+        run_head_to_head(a.head_to_head_out, inputs)
+        return
+    if not a.out:
+        ap.error("--out is required")
     with open(a.out, "w") as out:
         steps = [
             ("numpy", lambda: run_numpy(out, inputs, a.runs)),

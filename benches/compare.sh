@@ -29,6 +29,8 @@
 # ISA, load average at the start and at the end, package versions, runs,
 # scale), kiln.jsonl (`kiln bench --suite --json`), kiln_chain.jsonl
 # (`kiln bench --chain K --json`), python.jsonl (benches/compare.py),
+# headtohead.jsonl (compare.py --head-to-head-out: kiln against jax.jit,
+# interleaved; only when JAX is among PY_SYSTEMS and imports),
 # inprocess.jsonl and inprocess_meta.json (python/benches/inprocess.py),
 # corpus.jsonl and corpus_meta.json (python/benches/corpus.py),
 # accuracy_kiln.jsonl, accuracy_jax.jsonl and accuracy_meta.json
@@ -139,6 +141,23 @@ echo "== Python systems =="
 "$VENV/bin/python" "$ROOT/benches/compare.py" --runs "$RUNS" --scale-down "$SCALE" \
     --chain "$PY_CHAIN" --systems "$PY_SYSTEMS" --out "$OUT/python.jsonl" \
     --per-call-out "$OUT/python_percall.jsonl" || exit 1
+echo "== kiln against jax.jit, interleaved (Python package) =="
+# The same workloads, kiln (the Python package built above) and jax.jit in
+# one process, in alternating blocks of calls (compare.py's
+# run_head_to_head): both measured in the same minutes, where the tables
+# above measure kiln and JAX minutes apart and the host's speed may drift
+# in between.
+: > "$OUT/headtohead.jsonl"
+case ",$PY_SYSTEMS," in
+*,jax,*)
+    if PYTHONPATH="$ROOT/python" "$VENV/bin/python" -c "import kiln, jax" 2>/dev/null; then
+        PYTHONPATH="$ROOT/python" "$VENV/bin/python" "$ROOT/benches/compare.py" --scale-down "$SCALE" \
+            --head-to-head-out "$OUT/headtohead.jsonl" || exit 1
+    else
+        echo "kiln or jax does not import in $VENV: no head-to-head table"
+    fi ;;
+esac
+[ -s "$OUT/headtohead.jsonl" ] || rm -f "$OUT/headtohead.jsonl"
 echo "== kiln in-process (Python package) =="
 # kiln.evaluate against numexpr and numpy in one process (python/benches/inprocess.py),
 # in the virtual environment the README's test command builds with the package.

@@ -37,8 +37,9 @@ fn every_table_states_where_and_when_it_was_measured() {
         "benches/results holds kiln_percall.jsonl and python_percall.jsonl"
     );
     assert_eq!(
-        tables_in_section, 6,
-        "run time, kiln detail, peak bytes, gradient node counts, per-call, chain"
+        tables_in_section,
+        6 + usize::from(raw.head_to_head.is_some()),
+        "run time, kiln detail, peak bytes, gradient node counts, (head-to-head,) per-call, chain"
     );
     assert_eq!(section.matches(prov.as_str()).count(), tables_in_section);
     for field in ["commit", "date", "cpu", "isa", "load_start", "load_end"] {
@@ -126,6 +127,51 @@ fn missing_or_misordered_markers_are_errors() {
     let reversed = format!("{}\n{}\n", tables::END, tables::BEGIN);
     let e = tables::splice(&reversed, "x").unwrap_err();
     assert!(e.contains("comes before"), "{e}");
+}
+
+#[test]
+fn the_head_to_head_table_has_a_row_per_workload_with_its_ratio_or_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join("benches/results");
+    for f in [
+        "meta.json",
+        "kiln.jsonl",
+        "kiln_chain.jsonl",
+        "python.jsonl",
+    ] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("headtohead.jsonl"),
+        "{\"workload\": \"poly\", \"kiln_ms\": 3.0, \"jax_ms\": 4.0, \"rounds\": 7, \"block\": 3}\n\
+         {\"workload\": \"cumsum\", \"error\": \"AssertionError: a | b\\nc\"}\n",
+    )
+    .unwrap();
+    let raw = tables::load(dir.path()).unwrap();
+    let section = tables::render(&raw).unwrap();
+    assert!(
+        section.contains("7 rounds of alternating blocks of 3 timed calls"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| poly | 3.00 | 4.00 | 0.75 |"),
+        "{section}"
+    );
+    // The error stays in its cell: no `|` or line break of its own.
+    assert!(
+        section.contains("| cumsum | error: AssertionError: a / b c | | |"),
+        "{section}"
+    );
+
+    // A data line without a figure: an error naming the field.
+    std::fs::write(
+        dir.path().join("headtohead.jsonl"),
+        "{\"workload\": \"poly\", \"kiln_ms\": 3.0, \"rounds\": 7, \"block\": 3}\n",
+    )
+    .unwrap();
+    let raw = tables::load(dir.path()).unwrap();
+    let e = tables::render(&raw).unwrap_err();
+    assert!(e.contains("jax_ms"), "{e}");
 }
 
 #[test]

@@ -101,6 +101,10 @@ pub struct RawData {
     /// `python_percall.jsonl` (`compare.py --per-call-out`), when the
     /// folder has them.
     pub per_call: Option<(Vec<Value>, Vec<Value>)>,
+    /// `headtohead.jsonl` (`compare.py --head-to-head-out`: kiln and
+    /// `jax.jit` interleaved in one process, one object per workload), when
+    /// the folder has it.
+    pub head_to_head: Option<Vec<Value>>,
 }
 
 /// Reads the raw data of a results folder.
@@ -147,6 +151,11 @@ pub fn load(dir: &Path) -> Result<RawData, String> {
     } else {
         None
     };
+    let head_to_head = if dir.join("headtohead.jsonl").exists() {
+        Some(jsonl("headtohead.jsonl")?)
+    } else {
+        None
+    };
     Ok(RawData {
         meta,
         kiln: jsonl("kiln.jsonl")?,
@@ -156,6 +165,7 @@ pub fn load(dir: &Path) -> Result<RawData, String> {
         corpus,
         accuracy,
         per_call,
+        head_to_head,
     })
 }
 
@@ -584,6 +594,10 @@ pub fn render(raw: &RawData) -> Result<String, String> {
         }
     }
 
+    if let Some(rows) = &raw.head_to_head {
+        render_head_to_head(&mut s, rows, &prov)?;
+    }
+
     if let Some((kiln, python)) = &raw.per_call {
         render_per_call(&mut s, kiln, python, &prov)?;
     }
@@ -623,6 +637,41 @@ pub fn render(raw: &RawData) -> Result<String, String> {
         "\n![run time per workload and system](benches/results/run_time.png)\n\n![FAST_RUN rewrite time against graph size](benches/results/rewrite_time.png)"
     );
     Ok(s)
+}
+
+/// The head-to-head table: kiln FAST_RUN (its Python package) and
+/// `jax.jit` measured in one process in alternating blocks of calls, and
+/// their ratio; a workload that failed shows its error.
+fn render_head_to_head(s: &mut String, rows: &[Value], prov: &str) -> Result<(), String> {
+    let what = "headtohead.jsonl";
+    let Some(first) = rows.iter().find(|r| r["error"].is_null()) else {
+        return Err(format!("{what}: every workload failed"));
+    };
+    let (rounds, block) = (
+        number(first, "rounds", what)?,
+        number(first, "block", what)?,
+    );
+    let _ = writeln!(
+        s,
+        "\nkiln FAST_RUN against `jax.jit` in one Python process (`compare.py --head-to-head-out`): {rounds} rounds of alternating blocks of {block} timed calls of each system (each block after an untimed call), median ms per call; the tables above measure kiln and JAX minutes apart. {prov}\n"
+    );
+    let _ = writeln!(s, "| workload | kiln | JAX jit | kiln / JAX |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for r in rows {
+        let w = text(r, "workload", what)?;
+        if let Some(e) = r["error"].as_str() {
+            let _ = writeln!(
+                s,
+                "| {w} | error: {} | | |",
+                e.replace('|', "/").replace('\n', " ")
+            );
+            continue;
+        }
+        let what = format!("{what}, {w}");
+        let (k, j) = (number(r, "kiln_ms", &what)?, number(r, "jax_ms", &what)?);
+        let _ = writeln!(s, "| {w} | {} | {} | {:.2} |", ms(k), ms(j), k / j);
+    }
+    Ok(())
 }
 
 /// The per-call table: kiln's `call` and `call_into` of `poly` at each size
