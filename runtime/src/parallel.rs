@@ -326,7 +326,7 @@ pub fn parallel_for(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
 /// would be left, so every chunk has at least `grain` elements (`n >=
 /// 2·grain` when there is more than one chunk) and every bound but `n` is
 /// a multiple of `grain`: a kernel's chunks start as aligned as its grain
-/// is (the element-wise grain, 2^15 elements, is whole cache lines of any
+/// is (the element-wise grain, 2^13 elements, is whole cache lines of any
 /// dtype). The bounds depend only on `n`, `grain` and `threads`, never on
 /// which thread claims what. About `2·threads·ln(n / (2·threads·grain))`
 /// chunks plus a few of one grain: 15 for 62 units on two threads (15, 11,

@@ -33,14 +33,14 @@ use crate::linker::plan::step::{FusedReduceStep, PostMap, ReduceStep};
 use crate::ops::ReduceOp;
 
 /// Elements per partial of a parallel full reduction, in units of the
-/// parallel grain (2^16 with the default grain of 2^15).
-pub const REDUCE_CHUNK_GRAINS: usize = 2;
+/// parallel grain (2^16 with the default grain of 2^13).
+pub const REDUCE_CHUNK_GRAINS: usize = 8;
 
 /// Elements per chunk of a parallel reduction over outer dimensions
 /// (`Exec::outer_reduce_chunked`), in units of the parallel grain (2^18
 /// by default); each chunk also folds one partial array of the
 /// accumulator's size. Tests set a small grain to cut small arrays.
-pub const OUTER_CHUNK_GRAINS: usize = 8;
+pub const OUTER_CHUNK_GRAINS: usize = 32;
 
 impl Exec<'_> {
     /// Runs a `CAReduce` step.
