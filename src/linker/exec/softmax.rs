@@ -259,10 +259,13 @@ impl Lanes {
         // Lanes side by side (inner > 1) are gathered LANE_BLOCK at a time:
         // the block's k-th elements lie next to each other, one stretch of
         // memory (a cache line of f64) instead of a line per element and
-        // lane.
+        // lane. A block never spans two outer positions, so it holds at
+        // most `inner` lanes: `f32` lanes along the innermost axis are
+        // converted one at a time, into scratch of one lane.
         let out_len = self.out_len;
-        let mut xs = vec![0.0f64; LANE_BLOCK * n];
-        let mut os = vec![0.0f64; LANE_BLOCK * out_len];
+        let block = LANE_BLOCK.min(inner);
+        let mut xs = vec![0.0f64; block * n];
+        let mut os = vec![0.0f64; block * out_len];
         let mut l = s;
         while l < e {
             let count = LANE_BLOCK.min(e - l).min(inner - l % inner);
