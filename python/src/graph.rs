@@ -578,6 +578,24 @@ impl Variable {
     ) -> PyResult<Variable> {
         call_method("mean", slf, args, kwargs)
     }
+    /// `kiln.var(self, ...)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn var(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Variable> {
+        call_method("var", slf, args, kwargs)
+    }
+    /// `kiln.std(self, ...)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn std(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Variable> {
+        call_method("std", slf, args, kwargs)
+    }
     /// `kiln.all(self, ...)`.
     #[pyo3(signature = (*args, **kwargs))]
     fn all(

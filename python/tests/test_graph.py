@@ -75,6 +75,24 @@ def test_reductions_axes_keepdims_and_methods():
         np.testing.assert_allclose(got, w)
 
 
+def test_var_and_std_as_numpy():
+    m = kiln.matrix("m")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 7)) + 1e6
+    f = kiln.function([m], [kiln.var(m), m.var(axis=0), m.std(axis=1, keepdims=True, ddof=1),
+                            kiln.std(m, axis=(0, 1), ddof=2)])
+    want = [a.var(), a.var(axis=0), a.std(axis=1, keepdims=True, ddof=1), a.std(ddof=2)]
+    for got, w in zip(f(a), want):
+        assert np.shape(got) == np.shape(w)
+        np.testing.assert_allclose(got, w, rtol=1e-9)
+    b = np.array([[1, 2], [3, 5]], dtype=np.int32)
+    got = kiln.evaluate("var(b, axis=0)")
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, b.var(axis=0))
+    with pytest.raises(ValueError, match="ddof= must be a non-negative integer"):
+        kiln.evaluate("std(b, ddof=-1)")
+
+
 def test_where_cast_constants_and_indexing():
     x = kiln.vector("x")
     c = kiln.constant(np.array([1.0, 2.0, 3.0]))

@@ -732,6 +732,8 @@ funcs! {
     Max => "max", Reduction;
     Min => "min", Reduction;
     Mean => "mean", Reduction;
+    Var => "var", Reduction;
+    Std => "std", Reduction;
     All => "all", Reduction;
     Any => "any", Reduction;
     Argmax => "argmax", Reduction;

@@ -492,6 +492,9 @@ pub struct ReduceArgs {
     pub axes: Option<Vec<i64>>,
     /// `keepdims=True`.
     pub keepdims: bool,
+    /// `ddof=` of `var` and `std` (numpy's delta degrees of freedom: the
+    /// squared deviations are divided by the count minus `ddof`), else 0.
+    pub ddof: u64,
 }
 
 /// Validates a parsed expression: every call names a known [`Func`] with the right
@@ -811,12 +814,15 @@ fn check_arity(func: Func, call_span: Span, args: &[Expr]) -> Result<(), ParseEr
 }
 
 /// Reads and validates the keyword arguments of a reduction `func` (`axis=` an integer, a
-/// tuple of integers or `None`; `keepdims=` `True` or `False`; each at most once).
+/// tuple of integers or `None`; `keepdims=` `True` or `False`; for `var` and `std` also
+/// `ddof=` a non-negative integer; each at most once).
 pub fn reduce_args(func: Func, kwargs: &[Keyword]) -> Result<ReduceArgs, ParseError> {
     let mut out = ReduceArgs {
         axes: None,
         keepdims: false,
+        ddof: 0,
     };
+    let takes_ddof = matches!(func, Func::Var | Func::Std);
     let mut seen: Vec<&str> = Vec::new();
     for k in kwargs {
         let pos = k.name_span.start;
@@ -828,9 +834,15 @@ pub fn reduce_args(func: Func, kwargs: &[Keyword]) -> Result<ReduceArgs, ParseEr
         match k.name.as_str() {
             "axis" => out.axes = axis_value(&k.value)?,
             "keepdims" => out.keepdims = keepdims_value(&k.value)?,
+            "ddof" if takes_ddof => out.ddof = ddof_value(&k.value)?,
             other => {
+                let expected = if takes_ddof {
+                    "axis=, keepdims= or ddof="
+                } else {
+                    "axis= or keepdims="
+                };
                 let msg = format!(
-                    "{}() got an unexpected keyword argument '{other}'; expected axis= or keepdims=",
+                    "{}() got an unexpected keyword argument '{other}'; expected {expected}",
                     func.name()
                 );
                 return Err(ParseError::new(pos, msg));
@@ -869,6 +881,17 @@ fn axis_int(value: &Expr) -> Result<i64, ParseError> {
     }
     let msg = "axis= must be an integer, a tuple of integers, or None";
     Err(ParseError::new(value.span.start, msg))
+}
+
+/// The value of `ddof=`: a non-negative integer literal.
+fn ddof_value(value: &Expr) -> Result<u64, ParseError> {
+    match value.kind {
+        ExprKind::Number(Number::Int(i)) if i >= 0 => Ok(i as u64),
+        _ => Err(ParseError::new(
+            value.span.start,
+            "ddof= must be a non-negative integer",
+        )),
+    }
 }
 
 /// The value of `keepdims=`: `True` or `False`.

@@ -554,6 +554,46 @@ impl Tensor {
     /// Mean over `axes` (`None`: all), as a float (`f64` for integer inputs).
     pub fn mean(&self, axes: Option<&[isize]>, keepdims: bool) -> Result<Tensor> {
         let s = self.reduce(ReduceOp::Sum, axes, keepdims)?;
+        let out = if s.dtype().is_float() {
+            s.dtype()
+        } else {
+            DType::F64
+        };
+        true_div(&s, &self.reduced_count(axes)?.cast(out))
+    }
+
+    /// numpy's `var` over `axes` (`None`: all): the squared deviations
+    /// from the mean (computed first, as numpy's two passes), summed and
+    /// divided by the count of reduced elements minus `ddof` (0: their
+    /// mean, numpy's default; 1: the unbiased sample variance). A float
+    /// (`f64` for integer and bool inputs). A count of at most `ddof`
+    /// divides by zero or less, as numpy (`inf` or NaN, negative for a
+    /// negative divisor).
+    pub fn var(&self, axes: Option<&[isize]>, keepdims: bool, ddof: u64) -> Result<Tensor> {
+        let x = if self.dtype().is_float() {
+            self.clone()
+        } else {
+            self.cast(DType::F64)
+        };
+        let d = sub(&x, &x.mean(axes, true)?)?;
+        let sq = d.sqr();
+        if ddof == 0 {
+            return sq.mean(axes, keepdims);
+        }
+        let s = sq.reduce(ReduceOp::Sum, axes, keepdims)?;
+        let ddof = Tensor::scalar_constant(DType::I64, ddof as f64);
+        true_div(&s, &sub(&x.reduced_count(axes)?, &ddof)?.cast(s.dtype()))
+    }
+
+    /// numpy's `std`: the square root of [`var`](Tensor::var).
+    pub fn std(&self, axes: Option<&[isize]>, keepdims: bool, ddof: u64) -> Result<Tensor> {
+        Ok(self.var(axes, keepdims, ddof)?.sqrt())
+    }
+
+    /// The number of elements a reduction over `axes` (`None`: all)
+    /// combines into each result, as an `i64` scalar: a constant when
+    /// those sizes are static, else the product of their `Shape_i`.
+    fn reduced_count(&self, axes: Option<&[isize]>) -> Result<Tensor> {
         let nd = self.ndim() as isize;
         let dims: Vec<usize> = match axes {
             None => (0..self.ndim()).collect(),
@@ -562,7 +602,7 @@ impl Tensor {
                 .map(|&x| (if x < 0 { x + nd } else { x }) as usize)
                 .collect(),
         };
-        let count: Result<Tensor> = match dims
+        match dims
             .iter()
             .map(|&d| self.ty().shape[d])
             .collect::<Option<Vec<_>>>()
@@ -583,12 +623,6 @@ impl Tensor {
                     }))
                 })
                 .map(|c| c.expect("a size is unknown, so some axis is reduced")),
-        };
-        let out = if s.dtype().is_float() {
-            s.dtype()
-        } else {
-            DType::F64
-        };
-        true_div(&s, &count?.cast(out))
+        }
     }
 }

@@ -251,6 +251,8 @@ fn build_node(node: &Expr, kids: Vec<Built>, vars: &HashMap<String, Tensor>) -> 
                     r.axes.map(|a| a.iter().map(|&v| v as isize).collect());
                 let t = match func {
                     Func::Mean => x.mean(axes.as_deref(), r.keepdims),
+                    Func::Var => x.var(axes.as_deref(), r.keepdims, r.ddof),
+                    Func::Std => x.std(axes.as_deref(), r.keepdims, r.ddof),
                     Func::LogSumExp => x.logsumexp(axes.as_deref(), r.keepdims),
                     Func::Cumsum | Func::Cumprod => {
                         let bad = |msg: String| Error::Parse { pos, msg };
@@ -497,6 +499,8 @@ fn call(func: Func, a: &[Tensor], pos: usize) -> Result<Tensor> {
         | Func::Max
         | Func::Min
         | Func::Mean
+        | Func::Var
+        | Func::Std
         | Func::All
         | Func::Any
         | Func::SetSubtensor
