@@ -226,7 +226,11 @@ mod tests {
             }
             other => panic!("{other:?}"),
         };
-        let args = |axes: Option<Vec<i64>>, keepdims| ReduceArgs { axes, keepdims };
+        let args = |axes: Option<Vec<i64>>, keepdims| ReduceArgs {
+            axes,
+            keepdims,
+            ddof: 0,
+        };
         assert_eq!(reduce("sum(X, axis=1)"), args(Some(vec![1]), false));
         assert_eq!(
             reduce("sum(X, axis=(0, 1), keepdims=True)"),
@@ -238,6 +242,13 @@ mod tests {
         assert_eq!(reduce("prod(X, axis=())"), args(Some(vec![]), false));
         assert_eq!(reduce("all(X > 0, keepdims=False,)"), args(None, false));
         assert_eq!(reduce("any(X)"), args(None, false));
+        assert_eq!(
+            reduce("var(X, ddof=1, axis=0)"),
+            ReduceArgs {
+                ddof: 1,
+                ..args(Some(vec![0]), false)
+            }
+        );
         assert_eq!(
             show("sum(X, axis=(0, 1), keepdims=True)"),
             "sum(X, axis=(0, 1), keepdims=True)"
@@ -267,7 +278,7 @@ mod tests {
 
     #[test]
     fn function_table_is_consistent() {
-        assert_eq!(Func::ALL.len(), 75);
+        assert_eq!(Func::ALL.len(), 77);
         for f in Func::ALL {
             assert_eq!(Func::from_name(f.name()), Some(*f));
         }
@@ -540,7 +551,7 @@ mod tests {
                 "a tuple is only allowed as the value of axis=, e.g. axis=(0, 1)",
             ),
             ("exp(foo(x))", 4, "unknown function 'foo'"),
-            ("cast(bar(x), 'f32')", 5, "unknown function 'bar'"),
+            ("cast(bar(x), 'f32')", 5, "unknown function 'bar' (did you mean 'var'?)"),
         ];
         for (src, pos, message) in cases {
             assert_eq!(err(src), (pos, message.to_string()), "{src:?}");
