@@ -226,7 +226,8 @@ def run_head_to_head(path, inputs):
     untimed call (so both run with warm caches, as back to back), all after
     a warm-up call of each (compile; kiln's final code tier awaited). The
     medians come from the same minute, so a drift of the host's speed
-    between two parts of compare.sh cannot decide which system is ahead. The two results must agree (the same work): within 1e-9 relative, or
+    between two parts of compare.sh cannot decide which system is ahead.
+    The two results must agree (the same work): within 1e-9 relative, or
     1e-9 of the largest magnitude (a cumulative sum's values near 0).
     One JSON line per workload into `path`: "kiln_ms", "jax_ms", "rounds"
     and "block" (timed calls per block), or "error"."""
