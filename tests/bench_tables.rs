@@ -129,9 +129,9 @@ fn missing_or_misordered_markers_are_errors() {
     assert!(e.contains("comes before"), "{e}");
 }
 
-#[test]
-fn the_head_to_head_table_has_a_row_per_workload_with_its_ratio_or_error() {
-    let dir = tempfile::tempdir().unwrap();
+/// Copies the files every results folder must hold from `benches/results`
+/// into `dir`.
+fn copy_required_data(dir: &Path) {
     let src = root().join("benches/results");
     for f in [
         "meta.json",
@@ -139,8 +139,14 @@ fn the_head_to_head_table_has_a_row_per_workload_with_its_ratio_or_error() {
         "kiln_chain.jsonl",
         "python.jsonl",
     ] {
-        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
     }
+}
+
+#[test]
+fn the_head_to_head_table_has_a_row_per_workload_with_its_ratio_or_error() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_required_data(dir.path());
     std::fs::write(
         dir.path().join("headtohead.jsonl"),
         "{\"workload\": \"poly\", \"kiln_ms\": 3.0, \"jax_ms\": 4.0, \"rounds\": 7, \"block\": 3}\n\
@@ -177,15 +183,7 @@ fn the_head_to_head_table_has_a_row_per_workload_with_its_ratio_or_error() {
 #[test]
 fn malformed_raw_data_is_an_error_naming_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
-    let src = root().join("benches/results");
-    for f in [
-        "meta.json",
-        "kiln.jsonl",
-        "kiln_chain.jsonl",
-        "python.jsonl",
-    ] {
-        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
-    }
+    copy_required_data(dir.path());
     let mut chain = std::fs::read_to_string(dir.path().join("kiln_chain.jsonl")).unwrap();
     chain.push_str("{\"workload\": \"chain_5\", truncated\n");
     std::fs::write(dir.path().join("kiln_chain.jsonl"), &chain).unwrap();
