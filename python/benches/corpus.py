@@ -60,6 +60,8 @@ CORPUS = [
     ("max_axis1", "max(X, axis=1)", "np.max(X, axis=1)", "max(X, axis=1)"),
     ("min_all", "min(X)", "np.min(X)", "min(X)"),
     ("mean_axis0", "mean(X, axis=0)", "np.mean(X, axis=0)", None),
+    ("var_axis0", "var(X, axis=0)", "np.var(X, axis=0)", None),
+    ("std_all_ddof1", "std(x, ddof=1)", "np.std(x, ddof=1)", None),
     ("prod_axis1", "prod(1 + 0.001 * X, axis=1)", "np.prod(1 + 0.001 * X, axis=1)",
      "prod(1 + 0.001 * X, axis=1)"),
     ("sumsq_axis0", "sum(X * X, axis=0)", "np.sum(X * X, axis=0)", "sum(X * X, axis=0)"),
