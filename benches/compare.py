@@ -197,19 +197,26 @@ def run_pytensor(out, inputs, runs, mode, system):
             emit(out, system, name, error=f"{type(e).__name__}: {e}"[:300])
 
 
-def run_jax(out, inputs, runs):
+def jax_call(name, expr, decl, wrt, inputs):
+    """The workload under `jax.jit` (`jax.grad` of it with respect to
+    `wrt[0]` when given), in float64, on its inputs put on the device: a
+    call without arguments that waits for the result."""
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     ns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
               take=jnp.take, softmax=jax.nn.softmax, cumsum=jnp.cumsum)
+    names = [v for v, _, _ in decl]
+    code = compile(expr, name, "eval")
+    g = lambda *a: eval(code, dict(ns, **dict(zip(names, a))))
+    f = jax.jit(jax.grad(g, argnums=names.index(wrt[0])) if wrt else g)
+    args = [jax.device_put(inputs[name][v]) for v in names]
+    return lambda: f(*args).block_until_ready()
+
+
+def run_jax(out, inputs, runs):
     for name, expr, decl, *wrt in WORKLOADS + [(n, e, d, w) for n, e, d, w in GRAD_WORKLOADS]:
-        names = [v for v, _, _ in decl]
-        code = compile(expr, name, "eval")
-        g = lambda *a, code=code, names=names: eval(code, dict(ns, **dict(zip(names, a))))
-        f = jax.jit(jax.grad(g, argnums=names.index(wrt[0])) if wrt else g)
-        args = [jax.device_put(inputs[name][v]) for v in names]
-        r, first = timed(lambda: f(*args).block_until_ready(), runs)
+        r, first = timed(jax_call(name, expr, decl, wrt, inputs), runs)
         emit(out, "jax", name, r, first)
 
 
@@ -231,12 +238,7 @@ def run_head_to_head(path, inputs):
     1e-9 of the largest magnitude (a cumulative sum's values near 0).
     One JSON line per workload into `path`: "kiln_ms", "jax_ms", "rounds"
     and "block" (timed calls per block), or "error"."""
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
     import kiln
-    jns = dict(log=jnp.log, exp=jnp.exp, tanh=jnp.tanh, mean=jnp.mean, sum=jnp.sum, sigmoid=jax.nn.sigmoid,
-               take=jnp.take, softmax=jax.nn.softmax, cumsum=jnp.cumsum)
     kns = dict(log=kiln.log, exp=kiln.exp, tanh=kiln.tanh, mean=kiln.mean, sum=kiln.sum, sigmoid=kiln.sigmoid,
                take=kiln.take, softmax=kiln.softmax, cumsum=kiln.cumsum)
     with open(path, "w") as out:
@@ -248,18 +250,14 @@ def run_head_to_head(path, inputs):
                 out.flush()
             try:
                 names = [v for v, _, _ in decl]
-                code = compile(expr, name, "eval")
-                g = lambda *a, code=code, names=names: eval(code, dict(jns, **dict(zip(names, a))))
-                jf = jax.jit(jax.grad(g, argnums=names.index(wrt[0])) if wrt else g)
-                jargs = [jax.device_put(inputs[name][v]) for v in names]
                 syms = {v: kiln.tensor(v, dtype="int64" if isinstance(dist, tuple) else "float64",
                                        shape=(None,) * len(shape)) for v, shape, dist in decl}
-                y = eval(code, dict(kns, **syms))
+                y = eval(compile(expr, name, "eval"), dict(kns, **syms))
                 if wrt:
                     y = kiln.grad(y, syms[wrt[0]])
                 kf = kiln.function([syms[v] for v in names], y)
                 kargs = [inputs[name][v] for v in names]
-                calls = {"kiln": lambda: kf(*kargs), "jax": lambda: jf(*jargs).block_until_ready()}
+                calls = {"kiln": lambda: kf(*kargs), "jax": jax_call(name, expr, decl, wrt, inputs)}
                 ref = np.asarray(calls["jax"]())
                 np.testing.assert_allclose(np.asarray(calls["kiln"]()), ref, rtol=1e-9,
                                            atol=1e-9 * float(np.abs(ref).max(initial=0.0)))
