@@ -225,7 +225,7 @@ HEAD_TO_HEAD_ROUNDS = 7
 HEAD_TO_HEAD_BLOCK = 3
 
 
-def run_head_to_head(path, inputs):
+def run_head_to_head(path, inputs, only=None):
     """kiln FAST_RUN (its Python package, `kiln.function`) against
     `jax.jit` on every workload, in one process, in alternating blocks:
     each of HEAD_TO_HEAD_ROUNDS rounds times HEAD_TO_HEAD_BLOCK calls of
@@ -237,12 +237,16 @@ def run_head_to_head(path, inputs):
     The two results must agree (the same work): within 1e-9 relative, or
     1e-9 of the largest magnitude (a cumulative sum's values near 0).
     One JSON line per workload into `path`: "kiln_ms", "jax_ms", "rounds"
-    and "block" (timed calls per block), or "error"."""
+    and "block" (timed calls per block), or "error". `only`: the names of
+    the workloads to measure (default: all)."""
     import kiln
     kns = dict(log=kiln.log, exp=kiln.exp, tanh=kiln.tanh, mean=kiln.mean, sum=kiln.sum, sigmoid=kiln.sigmoid,
                take=kiln.take, softmax=kiln.softmax, cumsum=kiln.cumsum)
     with open(path, "w") as out:
         for name, expr, decl, *wrt in WORKLOADS + [(n, e, d, w) for n, e, d, w in GRAD_WORKLOADS]:
+            if only is not None and name not in only:
+                continue
+
             def line(**rec):
                 rec = dict(workload=name, **rec)
                 print(json.dumps(rec), flush=True)
@@ -390,14 +394,21 @@ def main():
     ap.add_argument("--head-to-head-out",
                     help="only measure kiln (its Python package) against jax.jit, interleaved, into this file")
     ap.add_argument("--per-call-out", help="also measure the per-call time of poly (numpy, numexpr, jax) into this file")
+    ap.add_argument("--only", help="with --head-to-head-out: only these workloads (comma-separated names)")
     a = ap.parse_args()
     if a.scale_down < 1:
         ap.error("--scale-down must be at least 1")
     chosen = a.systems.split(",")
     inputs = data(a.scale_down)
     if a.head_to_head_out:
-        run_head_to_head(a.head_to_head_out, inputs)
+        only = a.only.split(",") if a.only else None
+        names = [w[0] for w in WORKLOADS + GRAD_WORKLOADS]
+        if only and any(n not in names for n in only):
+            ap.error(f"unknown workloads in --only {only}; known: {names}")
+        run_head_to_head(a.head_to_head_out, inputs, only)
         return
+    if a.only:
+        ap.error("--only goes with --head-to-head-out")
     if not a.out:
         ap.error("--out is required")
     with open(a.out, "w") as out:

@@ -4,13 +4,18 @@
 //! as µs per 4096 values and ns per value. The best of rounds is steadier
 //! on a shared machine than criterion's mean, so kernel A/B comparisons use
 //! it; `KILN_ISA=avx2` measures the AVX2 variant on an AVX-512 machine;
-//! `--f32` measures the f32 forms on the same values rounded to f32:
-//! `cargo run --release -p kiln-runtime --example kernel_rate -- [--f32] tanh exp`.
+//! `--f32` measures the f32 forms on the same values rounded to f32;
+//! `--fold` measures the row passes of the softmax family instead (the
+//! maximum, and the shifted exp sums at that maximum) on a row of 2000
+//! values in [-3, 3), the logsumexp workload's row length:
+//! `cargo run --release -p kiln-runtime --example kernel_rate -- [--f32 | --fold] tanh exp`.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use kiln_runtime::math::{isa, math_symbols};
+use kiln_runtime::math::{
+    exp_shift_store_f64, extreme_f64, isa, math_symbols, sum_exp_at_max_f64, sum_exp_shift_f64,
+};
 
 /// Values per call: two 32 KiB buffers, in L1/L2.
 const N: usize = 4096;
@@ -30,6 +35,10 @@ fn main() {
         .filter_map(|(s, _)| s.strip_prefix("kiln_")?.strip_suffix("_pre_f64"))
         .collect();
     let mut wanted: Vec<String> = std::env::args().skip(1).collect();
+    if wanted.iter().any(|a| a == "--fold") {
+        fold_rates();
+        return;
+    }
     let single = wanted.iter().any(|a| a == "--f32");
     wanted.retain(|a| a != "--f32");
     let dtype = if single { "f32" } else { "f64" };
@@ -71,6 +80,46 @@ fn main() {
         );
     }
 }
+
+/// The rates of the row passes of the softmax family on one row of
+/// [`FOLD_ROW`] values in [-3, 3) (in L1, as a row between its max pass and
+/// its exp pass).
+fn fold_rates() {
+    let x: Vec<f64> = (0..FOLD_ROW)
+        .map(|i| ((i * 7919) % FOLD_ROW) as f64 / FOLD_ROW as f64 * 6.0 - 3.0)
+        .collect();
+    let m = extreme_f64(&x, true);
+    let mut out = vec![0.0; FOLD_ROW];
+    println!(
+        "{:?} variant, f64, rows of {FOLD_ROW} values, best of 5 rounds",
+        isa()
+    );
+    let passes: [(&str, &mut dyn FnMut() -> f64); 4] = [
+        ("max", &mut || extreme_f64(black_box(&x), true)),
+        ("sum_exp_shift", &mut || sum_exp_shift_f64(black_box(&x), m, None)),
+        ("sum_exp_at_max", &mut || sum_exp_at_max_f64(black_box(&x), m, None)),
+        ("exp_shift_store", &mut || exp_shift_store_f64(black_box(&x), m, &mut out, None)),
+    ];
+    for (name, pass) in passes {
+        let reps = 20_000;
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let start = Instant::now();
+            for _ in 0..reps {
+                black_box(pass());
+            }
+            best = best.min(start.elapsed().as_secs_f64() / reps as f64);
+        }
+        println!(
+            "{name:>16}: {:7.3} µs per row, {:.3} ns per value",
+            best * 1e6,
+            best * 1e9 / FOLD_ROW as f64
+        );
+    }
+}
+
+/// The row length of `--fold`.
+const FOLD_ROW: usize = 2000;
 
 /// Maps v in [-4, 4) into the domain of function `name`, where its result
 /// is finite: (0.1, 4.1] for the logarithms, its negation for log1mexp,
