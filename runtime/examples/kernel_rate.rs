@@ -96,9 +96,15 @@ fn fold_rates() {
     );
     let passes: [(&str, &mut dyn FnMut() -> f64); 4] = [
         ("max", &mut || extreme_f64(black_box(&x), true)),
-        ("sum_exp_shift", &mut || sum_exp_shift_f64(black_box(&x), m, None)),
-        ("sum_exp_at_max", &mut || sum_exp_at_max_f64(black_box(&x), m, None)),
-        ("exp_shift_store", &mut || exp_shift_store_f64(black_box(&x), m, &mut out, None)),
+        ("sum_exp_shift", &mut || {
+            sum_exp_shift_f64(black_box(&x), m, None)
+        }),
+        ("sum_exp_at_max", &mut || {
+            sum_exp_at_max_f64(black_box(&x), m, None)
+        }),
+        ("exp_shift_store", &mut || {
+            exp_shift_store_f64(black_box(&x), m, &mut out, None)
+        }),
     ];
     for (name, pass) in passes {
         let reps = 20_000;
