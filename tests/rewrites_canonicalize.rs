@@ -242,6 +242,71 @@ fn greedy_distributor_pytensor_examples() {
     check_no_fire("local_greedy_distributor", graph(d, "(a + b) * x"));
 }
 
+// ------------------------------------------------------------ common denominator
+
+#[test]
+fn add_common_denominator_divides_once() {
+    let d = "a=f64[:]; b=f64[:]; c=f64[:]; e=f64[:]; x=f64[:]; y=f64[:]";
+    check_rule(
+        "local_add_common_denominator",
+        graph(d, "a / c + b / c"),
+        "((a / c) + (b / c))",
+        "((a + b) / c)",
+    );
+    // Signs, a term without the divisor, and a divisor among others.
+    check_rule(
+        "local_add_common_denominator",
+        graph(d, "a / c + b / (c * x) - e / c + y"),
+        "((((a / c) + (b / (c * x))) - (e / c)) + y)",
+        "((((a + (b / x)) - e) / c) + y)",
+    );
+    // Two divisors, each shared (the rule runs to its fixed point: one
+    // divisor per application). Exempt: elements where a quotient is a
+    // million times larger than every input (a divisor near 1e-100): the
+    // original sum cancels at that magnitude, and regrouping its terms
+    // changes the result by as much (rule 5's reassociation).
+    check_rule_allowing(
+        "local_add_common_denominator",
+        graph(d, "a / x + b / c + e / c + y / x + x / c"),
+        "(((((a / x) + (b / c)) + (e / c)) + (y / x)) + (x / c))",
+        "(((a + y) / x) + ((b + e + x) / c))",
+        &|ins, _, _| {
+            let [a, b, c, e, x, y] = ins else {
+                return false;
+            };
+            let scale = ins.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            [a / x, b / c, e / c, y / x, x / c]
+                .iter()
+                .any(|q| q.abs() > 1e6 * scale)
+        },
+    );
+    // A divisor broadcast from a scalar, as `mean`'s count is.
+    check_rule(
+        "local_add_common_denominator",
+        graph("a=f64[:]; b=f64[:]; n=f64[]", "a / n + b / n"),
+        "((a / n[None]) + (b / n[None]))",
+        "((a + b) / n[None])",
+    );
+}
+
+#[test]
+fn add_common_denominator_leaves_lone_quotients_and_other_dtypes() {
+    let d = "a=f64[:]; b=f64[:]; c=f64[:]; x=f64[:]";
+    check_no_fire("local_add_common_denominator", graph(d, "a / c + b"));
+    check_no_fire("local_add_common_denominator", graph(d, "a / c + b / x"));
+    // Integer sums are not this rule's (floor division is no quotient).
+    check_no_fire(
+        "local_add_common_denominator",
+        graph("a=i64[:]; b=i64[:]; c=i64[:]", "a // c + b // c"),
+    );
+    // An f32 quotient beside an f64 one: the f32 term keeps its own
+    // arithmetic.
+    check_no_fire(
+        "local_add_common_denominator",
+        graph("a=f32[:]; b=f64[:]; c=f32[:]", "a / c + b / c"),
+    );
+}
+
 // ------------------------------------------------------------ the other rules
 
 #[test]

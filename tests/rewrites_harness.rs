@@ -144,6 +144,9 @@ fn templates() -> Vec<Template> {
         t("local_greedy_distributor", Vectors, |[a, b, c], _| {
             &(&(a / b) + &(c / b)) * b
         }),
+        t("local_add_common_denominator", Vectors, |[a, b, c], _| {
+            &(&(a / c) + &(b / c)) - &(a / c)
+        }),
         t("local_neg_to_mul", Vectors, |[a, ..], _| -a),
         t("local_sub_neg_to_add", Vectors, |[a, b, _], _| a - &(-b)),
         t("local_mul_zero", Vectors, |[a, ..], _| a * 0.0),

@@ -66,6 +66,12 @@ fn algebra_rules() -> Vec<Rule> {
             fast_compile: false,
         },
         Rule {
+            name: "local_add_common_denominator",
+            tracks: kinds!(Add, Sub),
+            apply: local_add_common_denominator,
+            fast_compile: false,
+        },
+        Rule {
             name: "local_neg_to_mul",
             tracks: kinds!(Neg),
             apply: local_neg_to_mul,
@@ -306,6 +312,84 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     let (leaf_num, leaf_denum) = mul.get_num_denum(fg, out);
     let mut shape_from = leaf_num;
     shape_from.extend(leaf_denum);
+    shape_from.retain(|&v| fg.constant_value(v).is_none());
+    let new = match_type(fg, new, &out_ty, &shape_from)?;
+    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+}
+
+/// kiln's `local_add_common_denominator` (PyTensor has none): the terms of a
+/// float sum that share a divisor are summed first and divided once,
+/// `a / c + b / c - d / c + e -> (a + b - d) / c + e`: one division per
+/// element instead of one per term. The gradient of a `mean` divides every
+/// branch by the count (`-mean(t·log σ(z) + (1 - t)·log(1 - σ(z)))`'s
+/// gradient has two such quotients). A reassociation (rule 5: the sum
+/// overflows first beyond 1e150). Acts at the root of an add/sub cluster,
+/// on the divisor shared by the most terms (the first of them on a tie);
+/// the distributor never undoes it, as splitting a quotient of a sum adds
+/// divisions.
+pub fn local_add_common_denominator(fg: &mut FunctionGraph, n: NodeId) -> Result<Option<VarId>> {
+    let (add, mul) = (AlgebraicCanonizer::ADD, AlgebraicCanonizer::MUL);
+    let out = out_of(fg, n);
+    let out_ty = fg.ty(out).clone();
+    if !out_ty.dtype.is_float() || fg.clients(out).is_empty() || add.is_cluster_inner(fg, out) {
+        return Ok(None);
+    }
+    let (pos, neg) = add.get_num_denum(fg, out);
+    // Each term with its sign and its factors; terms of another dtype stay
+    // whole (their arithmetic is not the sum's).
+    let terms: Vec<(bool, VarId, Vec<VarId>, Vec<VarId>)> = pos
+        .iter()
+        .map(|&t| (true, t))
+        .chain(neg.iter().map(|&t| (false, t)))
+        .map(|(sign, t)| {
+            let (num, denum) = if fg.ty(t).dtype == out_ty.dtype {
+                mul.get_num_denum(fg, t)
+            } else {
+                (vec![t], vec![])
+            };
+            (sign, t, num, denum)
+        })
+        .collect();
+    let mut best: Option<(VarId, usize)> = None;
+    for (_, _, _, denum) in &terms {
+        for &c in denum {
+            if best.is_some_and(|(b, _)| b == c) {
+                continue;
+            }
+            let shared = terms.iter().filter(|t| t.3.contains(&c)).count();
+            if shared >= 2 && best.is_none_or(|(_, k)| shared > k) {
+                best = Some((c, shared));
+            }
+        }
+    }
+    let Some((c, _)) = best else {
+        return Ok(None);
+    };
+    let (mut group_pos, mut group_neg) = (Vec::new(), Vec::new());
+    let (mut rest_pos, mut rest_neg) = (Vec::new(), Vec::new());
+    for (sign, t, num, mut denum) in terms {
+        let Some(k) = denum.iter().position(|&d| d == c) else {
+            if sign {
+                rest_pos.push(t);
+            } else {
+                rest_neg.push(t);
+            }
+            continue;
+        };
+        denum.remove(k);
+        let numerator = mul.merge_num_denum(fg, &num, &denum, out_ty.dtype)?;
+        if sign {
+            group_pos.push(numerator);
+        } else {
+            group_neg.push(numerator);
+        }
+    }
+    let sum = add.merge_num_denum(fg, &group_pos, &group_neg, out_ty.dtype)?;
+    let quotient = mul.merge_num_denum(fg, &[sum], &[c], out_ty.dtype)?;
+    rest_pos.insert(0, quotient);
+    let new = add.merge_num_denum(fg, &rest_pos, &rest_neg, out_ty.dtype)?;
+    let mut shape_from = pos;
+    shape_from.extend(neg);
     shape_from.retain(|&v| fg.constant_value(v).is_none());
     let new = match_type(fg, new, &out_ty, &shape_from)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))

@@ -80,6 +80,7 @@ use std::collections::HashMap;
 /// `x / x -> 1`, inverse-function pairs, exponent and logarithm algebra,
 /// stabilisations.
 pub const CANCELLING: &[&str] = &[
+    "local_add_common_denominator",
     "local_mul_zero",
     "local_zero_div",
     "local_div_abs_to_sign",
@@ -144,6 +145,7 @@ pub const INVERSES: &[&str] = &[
 /// and products, constants moved through sums, powers made products,
 /// `z + c * dot` made a GEMM).
 pub const REASSOCIATING: &[&str] = &[
+    "local_add_common_denominator",
     "local_add_canonizer",
     "local_mul_canonizer",
     "local_greedy_distributor",
@@ -160,6 +162,7 @@ pub const REASSOCIATING: &[&str] = &[
 /// Rewrites that can change the sign of a zero: `x * 0 -> 0` (`-3 * 0` is
 /// `-0`), `x + 0 -> x` (`-0 + 0` is `+0`), and the canonizers' folds.
 pub const ZERO_SIGN: &[&str] = &[
+    "local_add_common_denominator",
     "local_mul_zero",
     "local_zero_div",
     "local_mul_switch_sink",
