@@ -71,7 +71,8 @@ pub use convert::{kiln_narrow_f64_f32, kiln_widen_f32_f64, narrow_f64, widen_f32
 pub use dispatch::{detected_isa, isa, requested_isa, Isa, ISA_ENV};
 pub use fold::{
     exp_shift_store_f64, extreme_f64, fold_symbols, kiln_exp_shift_store_f64, kiln_max_f64,
-    kiln_min_f64, kiln_sum_exp_shift_f64, sum_exp_at_max_f64, sum_exp_shift_f64,
+    kiln_min_f64, kiln_sum_exp_at_max_f64, kiln_sum_exp_shift_f64, sum_exp_at_max_f64,
+    sum_exp_shift_f64,
 };
 pub use pair::{kiln_sigmoid_pair_f64, pair_symbols, sigmoid_pair_f64};
 pub use rowcol::{
