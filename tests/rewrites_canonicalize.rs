@@ -289,6 +289,24 @@ fn add_common_denominator_divides_once() {
     );
 }
 
+/// The rule's reason: FAST_RUN's gradient of the suite's `sigmoid_xent`
+/// (a `mean`) divides by the count once, and keeps the value.
+#[test]
+fn mean_gradient_divides_once_under_fast_run() {
+    let w = kiln::workloads::gradient_suite()
+        .into_iter()
+        .find(|w| w.cost.name == "grad_sigmoid_xent")
+        .expect("the suite has grad_sigmoid_xent");
+    let before = w.graph().unwrap();
+    let mut after = before.clone();
+    kiln::rewrites::rewrite_graph(&mut after, &kiln::rewriting::Mode::fast_run()).unwrap();
+    let text = show(&after);
+    assert_eq!(text.matches(" / ").count(), 1, "{text}");
+    if let Some(msg) = preserves(&before, &after, 7) {
+        panic!("{msg}\nafter: {text}");
+    }
+}
+
 #[test]
 fn add_common_denominator_leaves_lone_quotients_and_other_dtypes() {
     let d = "a=f64[:]; b=f64[:]; c=f64[:]; x=f64[:]";
