@@ -5,10 +5,11 @@
 //! on a shared machine than criterion's mean, so kernel A/B comparisons use
 //! it; `KILN_ISA=avx2` measures the AVX2 variant on an AVX-512 machine;
 //! `--f32` measures the f32 forms on the same values rounded to f32;
-//! `--fold` measures the row passes of the softmax family instead (the
-//! maximum, and the shifted exp sums at that maximum) on a row of 2000
-//! values in [-3, 3), the logsumexp workload's row length:
-//! `cargo run --release -p kiln-runtime --example kernel_rate -- [--f32 | --fold] tanh exp`.
+//! `--fold` measures the row passes of the softmax family instead of any
+//! named function (the maximum, and the shifted exp sums at that maximum)
+//! on a row of 2000 values in [-3, 3), the logsumexp workload's row length:
+//! `cargo run --release -p kiln-runtime --example kernel_rate -- [--f32] tanh exp`,
+//! `... --example kernel_rate -- --fold`.
 
 use std::hint::black_box;
 use std::time::Instant;
