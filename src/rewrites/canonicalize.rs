@@ -10,7 +10,7 @@
 use smallvec::SmallVec;
 
 use crate::error::Result;
-use crate::graph::{DType, FunctionGraph, NodeId, Value, VarId};
+use crate::graph::{DType, FunctionGraph, NodeId, TensorType, Value, VarId};
 use crate::ops::{Op, OpKind, ReduceOp, ScalarOp};
 
 use super::canonizer::AlgebraicCanonizer;
@@ -310,10 +310,23 @@ pub fn local_greedy_distributor(fg: &mut FunctionGraph, n: NodeId) -> Result<Opt
     let new = mul.merge_num_denum(fg, &new_num, &new_denum, out_ty.dtype)?;
     // The original factors (the rewrites above only added detached nodes).
     let (leaf_num, leaf_denum) = mul.get_num_denum(fg, out);
-    let mut shape_from = leaf_num;
-    shape_from.extend(leaf_denum);
-    shape_from.retain(|&v| fg.constant_value(v).is_none());
-    let new = match_type(fg, new, &out_ty, &shape_from)?;
+    finish_cluster(fg, new, &out_ty, leaf_num, leaf_denum)
+}
+
+/// A rebuilt cluster `new` adapted to the type `out_ty` of the cluster it
+/// replaces, its shape filled from the original's non-constant leaves
+/// (`num` and `denum`, the terms or factors on either side); `None` when
+/// the types cannot be reconciled.
+fn finish_cluster(
+    fg: &mut FunctionGraph,
+    new: VarId,
+    out_ty: &TensorType,
+    mut num: Vec<VarId>,
+    denum: Vec<VarId>,
+) -> Result<Option<VarId>> {
+    num.extend(denum);
+    num.retain(|&v| fg.constant_value(v).is_none());
+    let new = match_type(fg, new, out_ty, &num)?;
     Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
 }
 
@@ -388,11 +401,7 @@ pub fn local_add_common_denominator(fg: &mut FunctionGraph, n: NodeId) -> Result
     let quotient = mul.merge_num_denum(fg, &[sum], &[c], out_ty.dtype)?;
     rest_pos.insert(0, quotient);
     let new = add.merge_num_denum(fg, &rest_pos, &rest_neg, out_ty.dtype)?;
-    let mut shape_from = pos;
-    shape_from.extend(neg);
-    shape_from.retain(|&v| fg.constant_value(v).is_none());
-    let new = match_type(fg, new, &out_ty, &shape_from)?;
-    Ok(out_ty.accepts_replacement(fg.ty(new)).then_some(new))
+    finish_cluster(fg, new, &out_ty, pos, neg)
 }
 
 /// Tries to move each of `num` and `denum` into the sum `factor`; returns
