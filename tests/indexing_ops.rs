@@ -262,6 +262,68 @@ fn long_i64_index_arrays_are_checked_in_place() {
 }
 
 #[test]
+fn gathers_check_each_index_on_every_path() {
+    // The native gather checks each i64 index as it copies its row: rows
+    // of 1, 2, 4 and 8 bytes (u8, i16, f32, f64 vectors), a source over
+    // 1 MiB (the rows are prefetched ahead), a gather along axis 1 (one
+    // row copy per outer index and index), and an empty output (no row is
+    // copied, the indices are still checked). Values agree with the
+    // reference; an out-of-range index anywhere names the first one.
+    let n = 40_000usize;
+    let idx: Vec<i64> = (0..n as i64).map(|k| (k * 7919) % 400 - 200).collect();
+    let sources = [
+        Value::U8(ArrayD::from_shape_fn(IxDyn(&[200]), |i| i[0] as u8)),
+        Value::I16(ArrayD::from_shape_fn(IxDyn(&[200]), |i| i[0] as i16 - 90)),
+        Value::F32(ArrayD::from_shape_fn(IxDyn(&[200]), |i| i[0] as f32 * 0.5)),
+        f64v(&[200], (0..200).map(|k| k as f64 - 7.0).collect()),
+        // 200 rows of 1000 f64: 1.6 MB, prefetched.
+        f64v(&[200, 1000], (0..200_000).map(|k| k as f64).collect()),
+        f64v(&[200, 0], vec![]),
+    ];
+    let i = tensor("i", DType::I64, &[None]);
+    for xv in &sources {
+        let x = input_of("x", xv);
+        let g = take(&x, &i, 0).unwrap();
+        let what = format!("gather from {:?} {:?}", xv.dtype(), xv.shape());
+        let got = agree(
+            &[x.clone(), i.clone()],
+            &g,
+            &[xv.clone(), i64v(&[n], idx.clone())],
+            &what,
+        );
+        assert_eq!(got.shape()[0], n, "{what}");
+        for (at, bad) in [(n - 1, 200), (31_000, -201), (5, 1 << 40)] {
+            let mut v = idx.clone();
+            v[at] = bad;
+            v[n / 2] = i64::MIN;
+            let first = if at < n / 2 { bad } else { i64::MIN };
+            let want = format!("index {first} is out of bounds for axis 0 with size 200");
+            let e = jit(&[x.clone(), i.clone()], &g, &[xv.clone(), i64v(&[n], v)]).unwrap_err();
+            assert!(e.to_string().contains(&want), "{what}: {e}");
+        }
+    }
+    // Along axis 1 of a 3 x 200 matrix: each outer row meets every index.
+    let xv = f64v(&[3, 200], (0..600).map(|k| k as f64).collect());
+    let x = input_of("x", &xv);
+    let g = take(&x, &i, 1).unwrap();
+    agree(
+        &[x.clone(), i.clone()],
+        &g,
+        &[xv.clone(), i64v(&[n], idx.clone())],
+        "axis 1",
+    );
+    let mut v = idx.clone();
+    v[n - 3] = 300;
+    v[20_000] = -500;
+    let e = jit(&[x.clone(), i.clone()], &g, &[xv.clone(), i64v(&[n], v)]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("index -500 is out of bounds for axis 1 with size 200"),
+        "{e}"
+    );
+}
+
+#[test]
 fn updates_accumulate_duplicates_as_add_at() {
     // np.add.at(x, [0, 0, 2, -1], y) and x[[0, 0, 2]] = y (last wins).
     let xv = f64v(&[4, 2], vec![0.0; 8]);

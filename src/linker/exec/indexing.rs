@@ -6,8 +6,10 @@
 //!
 //! Invariants: every index is read and checked against the axis length
 //! (`ops::indexing::normalize_index`, shared with `perform`) before any
-//! element is read or written, so an index out of range is an error naming
-//! the index and the size, never an out-of-bounds access; every run-time
+//! element it names is read (a gather by a standard `i64` index array
+//! checks each index as it copies its rows, the others before any element
+//! is read or written), so an index out of range is an error naming the
+//! first such index and the size, never an out-of-bounds access; every run-time
 //! shape (join inputs, a mask's shape, split sizes, an update's `y`) is
 //! checked in full, and every output shape against the step's static
 //! sizes, before data moves. A gather or a join writes each element of its
@@ -18,6 +20,8 @@
 //! then applies the rows in index order, sequentially, so duplicates
 //! accumulate exactly as `np.add.at` (the last one wins for `set`); a split
 //! returns views sharing `x`'s buffer.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use smallvec::SmallVec;
 
@@ -173,51 +177,145 @@ unsafe fn copy_block(
     );
 }
 
-/// Copies the contiguous rows `at(j)` for `j` in `0..count` of `src` (row
-/// `p` starts at byte `p * row_stride`) to consecutive rows of `dst`,
-/// `row_bytes` each, prefetching the rows a few iterations ahead (random
-/// gathers are bound by memory latency) and copying the common small widths
-/// with fixed-size copies the compiler inlines.
+/// Sources (bytes spanned along the gathered axis) above which a gather
+/// prefetches its rows a few iterations ahead. A smaller source stays in
+/// the L2 cache, where a random row is a few cycles away and the prefetch
+/// only adds instructions (1-d gathers of 1e5 f64 ran 0.25 ms with it and
+/// 0.1 without, BENCHMARKS.md, forty-ninth session).
+const PREFETCH_SOURCE_BYTES: usize = 1 << 20;
+
+/// An index element a gather reads: an `i64` as the user gave it
+/// (negative ones count from the end), or a `usize` position checked
+/// already.
+trait Position: Copy {
+    /// The position this names along an axis of length `len`, or a value
+    /// of at least `len` when it is out of range.
+    fn position(self, len: usize) -> usize;
+}
+
+impl Position for i64 {
+    #[inline(always)]
+    fn position(self, len: usize) -> usize {
+        wrap(self, len)
+    }
+}
+
+impl Position for usize {
+    #[inline(always)]
+    fn position(self, _len: usize) -> usize {
+        self
+    }
+}
+
+/// Copies row `idx[j]` of `src` (row `p` starts at byte `p * row_stride`)
+/// to row `j` of `dst`, `row_bytes` each, for every `j`, and stops at the
+/// first `j` whose index is out of range of the `len` rows: `Err(j)`, rows
+/// before `j` written. The common small widths are fixed-size copies the
+/// compiler inlines, chosen once per call; rows of a source larger than
+/// [`PREFETCH_SOURCE_BYTES`] are prefetched a few iterations ahead (random
+/// gathers from memory are bound by its latency). The loop is kept short:
+/// a random read waits on the cache, and the fewer instructions an
+/// iteration has, the more reads the core keeps in flight.
 ///
 /// # Safety
-/// Every row `at(j)` of `src` is readable, `dst` holds `count` rows, and
-/// the two do not overlap.
-unsafe fn gather_rows(
+/// Rows `0..len` of `src` are readable, `dst` holds `idx.len()` writable
+/// rows, and the two do not overlap.
+unsafe fn gather_rows<T: Position>(
     src: *const u8,
     row_stride: isize,
+    len: usize,
     dst: *mut u8,
     row_bytes: usize,
-    count: usize,
-    at: impl Fn(usize) -> usize,
-) {
-    const AHEAD: usize = 12;
-    #[inline(always)]
-    unsafe fn fixed<const N: usize>(s: *const u8, d: *mut u8) {
-        // SAFETY: the caller's row of N bytes.
-        unsafe { std::ptr::copy_nonoverlapping(s, d, N) };
+    idx: &[T],
+) -> std::result::Result<(), usize> {
+    let rows = Rows {
+        src,
+        row_stride,
+        len,
+        dst,
+    };
+    if len.saturating_mul(row_stride.unsigned_abs()) > PREFETCH_SOURCE_BYTES {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { rows.copy_width::<true, T>(row_bytes, idx) }
+    } else {
+        // SAFETY: as above.
+        unsafe { rows.copy_width::<false, T>(row_bytes, idx) }
     }
-    for j in 0..count {
-        if j + AHEAD < count {
-            // A hint: never faults, even past the end.
-            kiln_runtime::mem::kiln_prefetch(
-                src.wrapping_offset(at(j + AHEAD) as isize * row_stride),
-                row_bytes,
-            );
-        }
-        // SAFETY: row `at(j)` of `src` and row `j` of `dst` (the contract).
+}
+
+/// [`gather_rows`]'s source and destination.
+struct Rows {
+    src: *const u8,
+    row_stride: isize,
+    len: usize,
+    dst: *mut u8,
+}
+
+impl Rows {
+    /// [`Rows::copy`] for the row width `row_bytes`.
+    ///
+    /// # Safety
+    /// As [`gather_rows`].
+    #[inline(always)]
+    unsafe fn copy_width<const PREFETCH: bool, T: Position>(
+        &self,
+        row_bytes: usize,
+        idx: &[T],
+    ) -> std::result::Result<(), usize> {
+        // SAFETY: the caller's contract, with `N` the row width where it is
+        // not 0.
         unsafe {
-            let s = src.offset(at(j) as isize * row_stride);
-            let d = dst.add(j * row_bytes);
             match row_bytes {
-                8 => fixed::<8>(s, d),
-                16 => fixed::<16>(s, d),
-                32 => fixed::<32>(s, d),
-                64 => fixed::<64>(s, d),
-                128 => fixed::<128>(s, d),
-                256 => fixed::<256>(s, d),
-                n => std::ptr::copy_nonoverlapping(s, d, n),
+                1 => self.copy::<1, PREFETCH, T>(1, idx),
+                2 => self.copy::<2, PREFETCH, T>(2, idx),
+                4 => self.copy::<4, PREFETCH, T>(4, idx),
+                8 => self.copy::<8, PREFETCH, T>(8, idx),
+                16 => self.copy::<16, PREFETCH, T>(16, idx),
+                32 => self.copy::<32, PREFETCH, T>(32, idx),
+                64 => self.copy::<64, PREFETCH, T>(64, idx),
+                128 => self.copy::<128, PREFETCH, T>(128, idx),
+                256 => self.copy::<256, PREFETCH, T>(256, idx),
+                n => self.copy::<0, PREFETCH, T>(n, idx),
             }
         }
+    }
+
+    /// [`gather_rows`] for rows of `N` bytes (`row_bytes` when `N` is 0).
+    ///
+    /// # Safety
+    /// As [`gather_rows`], with `row_bytes == N` when `N > 0`.
+    #[inline(always)]
+    unsafe fn copy<const N: usize, const PREFETCH: bool, T: Position>(
+        &self,
+        row_bytes: usize,
+        idx: &[T],
+    ) -> std::result::Result<(), usize> {
+        const AHEAD: usize = 12;
+        let bytes = if N > 0 { N } else { row_bytes };
+        let (src, stride, len) = (self.src, self.row_stride, self.len);
+        for (j, &i) in idx.iter().enumerate() {
+            let p = i.position(len);
+            if p >= len {
+                return Err(j);
+            }
+            if PREFETCH {
+                if let Some(&q) = idx.get(j + AHEAD) {
+                    // A hint: never faults, whatever the (unchecked) index.
+                    let q = (q.position(len) as isize).wrapping_mul(stride);
+                    kiln_runtime::mem::kiln_prefetch(src.wrapping_offset(q), bytes);
+                }
+            }
+            // SAFETY: p < len, so row `p` of `src` is readable, and row `j`
+            // of `dst` is writable (the contract); they do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.offset(p as isize * stride),
+                    self.dst.add(j * bytes),
+                    bytes,
+                )
+            };
+        }
+        Ok(())
     }
 }
 
@@ -235,49 +333,33 @@ fn i64_elements(idx: &Arr) -> Option<&[i64]> {
 }
 
 /// Checks every index of `idx` against an axis of length `len` (negative
-/// ones count from the end), in chunks over threads for a long index
-/// array; the error names the first index out of range, as
-/// [`positions`] does.
-fn check_indices(
-    name: &str,
-    idx: &[i64],
-    len: usize,
-    axis: usize,
-    par: ParallelOptions,
-) -> Result<()> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    // len <= isize::MAX (it is an array's size), so n and -n are exact.
-    let n = len as i64;
-    let first_bad = AtomicUsize::new(usize::MAX);
-    let scan = |s: usize, e: usize| {
-        let part = &idx[s..e];
-        // Branch-free over the chunk (vectorised); the position only on failure.
-        if part.iter().fold(true, |ok, &i| ok & (i >= -n) & (i < n)) {
-            return;
-        }
-        if let Some(k) = part.iter().position(|&i| i < -n || i >= n) {
-            first_bad.fetch_min(s + k, Ordering::Relaxed);
-        }
-    };
-    if par.threshold > 0 && idx.len() >= par.threshold {
-        kiln_runtime::parallel::parallel_for(idx.len(), par.grain, &scan);
-    } else {
-        scan(0, idx.len());
-    }
-    match first_bad.into_inner() {
-        usize::MAX => Ok(()),
-        j => normalize_index(idx[j], len, axis)
-            .map(|_| ())
-            .map_err(|m| err(name, m)),
+/// ones count from the end); the error names the first index out of range,
+/// as [`positions`] does. For gathers that copy no element (an empty
+/// output): the others check each index as they copy its row.
+fn check_indices(name: &str, idx: &[i64], len: usize, axis: usize) -> Result<()> {
+    match idx.iter().position(|&i| wrap(i, len) >= len) {
+        None => Ok(()),
+        Some(j) => Err(out_of_range(name, idx[j], len, axis)),
     }
 }
 
-/// The position that the checked index `i` names along an axis of length
-/// `len` (`i` in `-len..len`, see [`check_indices`]).
+/// The error for index `i`, out of range of an axis of length `len`.
+fn out_of_range(name: &str, i: i64, len: usize, axis: usize) -> crate::error::Error {
+    match normalize_index(i, len, axis) {
+        Err(m) => err(name, m),
+        Ok(_) => unreachable!("index {i} is in range of an axis of length {len}"),
+    }
+}
+
+/// The position that index `i` names along an axis of length `len`
+/// (negative ones count from the end), or a value of at least `len` when
+/// `i` is out of range (outside `-len..len`).
 #[inline(always)]
 fn wrap(i: i64, len: usize) -> usize {
     if i < 0 {
-        (i + len as i64) as usize
+        // len <= isize::MAX (an array's size): no overflow, and below -len
+        // the sum is negative, so at least len as usize.
+        i.wrapping_add(len as i64) as usize
     } else {
         i as usize
     }
@@ -295,6 +377,8 @@ struct Gather<'a> {
     x_outer: &'a [isize],
     /// Number of indices.
     m: usize,
+    /// Length of `x`'s gathered axis.
+    len: usize,
     /// `x`'s element stride along the axis.
     sa: isize,
     inner_shape: &'a [usize],
@@ -305,33 +389,46 @@ struct Gather<'a> {
 
 impl Gather<'_> {
     /// Copies output rows `r0..r1` (row `r` is outer index `r / m` and
-    /// index `r % m`), index `j` naming position `at(j)`.
+    /// index `r % m`, naming position `idx[r % m]`), and stops at the first
+    /// row whose index is out of range of the axis: `Err(r)`, the rows
+    /// before it written.
     ///
     /// # Safety
-    /// `at(j)` is in range of the axis for every `j < m`; `src` is `x` and
-    /// `dst` the fresh output of `x_outer.len() * m * inner_len` elements,
-    /// whose rows `r0..r1` no other thread writes.
-    unsafe fn rows(&self, r0: usize, r1: usize, at: impl Fn(usize) -> usize) {
+    /// `src` is `x` and `dst` the fresh output of `x_outer.len() * m *
+    /// inner_len` elements, whose rows `r0..r1` no other thread writes;
+    /// `idx` holds the `m` indices.
+    unsafe fn rows<T: Position>(
+        &self,
+        r0: usize,
+        r1: usize,
+        idx: &[T],
+    ) -> std::result::Result<(), usize> {
         let es = self.dtype.size_of();
         if let (Some(bytes), [o]) = (self.fast, self.x_outer) {
-            // SAFETY: as below; one outer index, so row r is index r.
-            unsafe {
+            // SAFETY: one outer index, so row r is index r; rows 0..len of
+            // the axis are inside `x` and rows r0..r1 of the output are
+            // this thread's.
+            return unsafe {
                 gather_rows(
                     (self.src.0 as *const u8).offset(o * es as isize),
                     self.sa * es as isize,
+                    self.len,
                     (self.dst.0 as *mut u8).add(r0 * bytes),
                     bytes,
-                    r1 - r0,
-                    |j| at(r0 + j),
+                    &idx[r0..r1],
                 )
-            };
-            return;
+            }
+            .map_err(|j| r0 + j);
         }
         for r in r0..r1 {
             let (o, j) = (r / self.m, r % self.m);
-            let off = self.x_outer[o] + at(j) as isize * self.sa;
-            // SAFETY: `at(j)` is in range of the axis and `o` ranges over
-            // x's outer indices, so the row starting at `off` is inside `x`;
+            let p = idx[j].position(self.len);
+            if p >= self.len {
+                return Err(r);
+            }
+            let off = self.x_outer[o] + p as isize * self.sa;
+            // SAFETY: `p` is in range of the axis and `o` ranges over x's
+            // outer indices, so the row starting at `off` is inside `x`;
             // output row `r` is inside the fresh output of `rows *
             // inner_len` elements; rows are disjoint and each is written by
             // one thread.
@@ -347,6 +444,7 @@ impl Gather<'_> {
                 );
             }
         }
+        Ok(())
     }
 }
 
@@ -366,14 +464,12 @@ impl Exec<'_> {
         } = step;
         let (x, idx, axis) = (self.get(*x), self.get(*idx), *axis);
         let len = x.shape[axis];
-        // A standard i64 index array is checked and read in place; any
-        // other is read once into checked positions.
+        // A standard i64 index array is read in place, each index checked
+        // as its rows are copied; any other is read once into checked
+        // positions.
         let raw = i64_elements(&idx);
         let pos = match raw {
-            Some(s) => {
-                check_indices(name, s, len, axis, self.par)?;
-                Vec::new()
-            }
+            Some(_) => Vec::new(),
             None => positions(name, &idx, len, axis)?,
         };
         let mut shape: Vec<usize> = x.shape[..axis].to_vec();
@@ -394,6 +490,7 @@ impl Exec<'_> {
             fast: contiguous(inner_shape, inner_x).then_some(inner_len * es),
             x_outer: &x_outer,
             m: idx.len(),
+            len,
             sa: x.strides[axis],
             inner_shape,
             inner_x,
@@ -401,21 +498,39 @@ impl Exec<'_> {
             inner_len,
         };
         let rows = x_outer.len() * g.m;
-        let run = |r0: usize, r1: usize| match raw {
-            // SAFETY: every index was checked in range of the axis above
-            // (`check_indices`); `out` is the fresh output of `rows *
-            // inner_len` elements and each chunk of rows is written by one
-            // thread.
-            Some(s) => unsafe { g.rows(r0, r1, |j| wrap(s[j], len)) },
-            // SAFETY: as above (`positions` checked every index).
-            None => unsafe { g.rows(r0, r1, |j| pos[j]) },
+        // The smallest index position out of range that a thread met. Each
+        // thread stops at its first; the smallest of those is the first of
+        // the whole array, since every index is copied in the first outer
+        // block, in order (see `check_indices` for empty outputs).
+        let first_bad = AtomicUsize::new(usize::MAX);
+        let run = |r0: usize, r1: usize| {
+            // SAFETY: `out` is the fresh output of `rows * inner_len`
+            // elements and each chunk of rows is written by one thread; the
+            // gather checks every position against the axis.
+            let done = match raw {
+                Some(s) => unsafe { g.rows(r0, r1, s) },
+                None => unsafe { g.rows(r0, r1, &pos) },
+            };
+            if let Err(r) = done {
+                first_bad.fetch_min(r % g.m, Ordering::Relaxed);
+            }
         };
         let total = rows * inner_len;
-        if inner_len > 0 && self.par.threshold > 0 && total >= self.par.threshold {
-            let grain = (self.par.grain / inner_len.max(1)).max(1);
+        if total == 0 {
+            // No row is copied, so no index is met on the way.
+            if let Some(s) = raw {
+                check_indices(name, s, len, axis)?;
+            }
+        } else if self.par.threshold > 0 && total >= self.par.threshold {
+            let grain = (self.par.grain / inner_len).max(1);
             kiln_runtime::parallel::parallel_for(rows, grain, &run);
-        } else if inner_len > 0 {
+        } else {
             run(0, rows);
+        }
+        if let (Some(s), j) = (raw, first_bad.into_inner()) {
+            if j != usize::MAX {
+                return Err(out_of_range(name, s[j], len, axis));
+            }
         }
         self.slots[*output] = Some(out);
         Ok(())
