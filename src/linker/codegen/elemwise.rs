@@ -91,8 +91,10 @@ fn strides_by_call(prog: &Composite, plan: &VecPlan) -> (bool, bool) {
 }
 
 /// Calls of at least this many elements prefetch their next block (see
-/// [`prefetch_flag`]).
-const PREFETCH_MIN: i64 = 4096;
+/// [`prefetch_flag`]). The driver relies on it: it runs an operation whose
+/// operands stay in cache in calls shorter than this
+/// (`exec::drive::IN_CACHE_PIECE`).
+pub const PREFETCH_MIN: usize = 4096;
 
 /// Whether a call over `n` elements prefetches (an `i8` value): shorter
 /// calls (the rows of a broadcast 512 x 512 operation) are usually in
@@ -100,7 +102,7 @@ const PREFETCH_MIN: i64 = 4096;
 /// gain nothing; long ones stream from memory.
 pub(super) fn prefetch_flag(b: &mut FunctionBuilder<'_>, n: Value) -> Value {
     b.ins()
-        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, PREFETCH_MIN)
+        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, n, PREFETCH_MIN as i64)
 }
 
 /// Most vectors per iteration of the vector path's main loops (Cranelift
