@@ -11,7 +11,9 @@
 //! call, bit for bit).
 mod jit_support;
 use jit_support::*;
-use kiln::linker::ArgMut;
+use kiln::linker::{compile, Arg, ArgMut, CompileOptions};
+use kiln::rewrites::rewrite_graph;
+use kiln::rewriting::Mode;
 use kiln::{eval, function, scalar, vector, DType, FunctionGraph, Tensor, Value};
 use ndarray::ArrayD;
 
@@ -1008,4 +1010,65 @@ fn in_cache_and_streamed_calls_give_the_same_bits() {
         }
     }
     kiln::linker::set_num_threads(0);
+}
+
+/// 8- and 16-bit integer work feeding `f64` values (`exp(-img / 255)` of
+/// a `uint8` image) is computed exactly in the `f64` path's lanes and
+/// wrapped to its dtype where it may leave its range: negation, sums,
+/// differences and products that wrap, `abs` of the most negative value,
+/// clips, selections by a comparison of small integers, and casts between
+/// small dtypes. Inputs span each dtype's whole range (its extremes
+/// included); at lengths around every boundary of the path, the FAST_RUN
+/// graph (fused into one kernel) gives the reference's bits on that graph
+/// (within 1 ULP where the runtime's exp computes them).
+#[test]
+fn small_integer_work_in_f64_lanes_wraps_as_the_reference() {
+    let exprs = [
+        "exp(-x / 255)",
+        "(x - y) * 0.5",
+        "(x * y + 3) * 0.25",
+        "sqrt(abs(x) * 1.0)",
+        "where(x > y, x - y, 0) * 0.01",
+        "where(x == 7, -x, abs(y)) / 3",
+        "clip(x * 3, 7, 200) * 1.5",
+        "maximum(-x, y - 1) * 2.0 + (x < 0)",
+        "cast(cast(x, \"u8\") + cast(y, \"i8\"), \"f64\") - 0.5",
+        "cast(sqr(x) - y, \"f64\")",
+    ];
+    for dtype in [DType::U8, DType::I8, DType::U16, DType::I16] {
+        let (x, y, vars) = pair(["x", "y"], dtype, &[None]);
+        let bits = 8 * dtype.size_of() as u32;
+        let (lo, span) = if dtype.is_signed_int() {
+            (-(1i64 << (bits - 1)), 1i64 << bits)
+        } else {
+            (0, 1i64 << bits)
+        };
+        // Every tenth element an extreme (lo, lo + 1, hi - 1, hi, 0).
+        let pick = |e: usize, s: u64| match e % 10 {
+            3 => [lo, lo + 1, lo + span - 2, lo + span - 1, 0][(e / 10) % 5],
+            _ => lo + (s % span as u64) as i64,
+        };
+        for src in exprs {
+            let out = build(src, &vars);
+            let ins = [x.clone(), y.clone()];
+            for (k, &n) in LENGTHS.iter().enumerate() {
+                let vals = [
+                    jit_support::int_values(dtype, &[n], 900 + k as u64, pick),
+                    jit_support::int_values(dtype, &[n], 950 + k as u64, pick),
+                ];
+                let what = format!("{src} ({dtype}, n = {n})");
+                let mut fg = FunctionGraph::new(&ins, std::slice::from_ref(&out)).unwrap();
+                rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
+                let want = eval::evaluate(&fg, &vals).unwrap();
+                let f = compile(&fg, &CompileOptions::default()).unwrap();
+                let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+                let got = f.call(&args).unwrap();
+                // The runtime's block-wise exp is within 1 ULP of the
+                // reference's (runtime/ACCURACY.md); a wrong wrap would be
+                // off by far more.
+                let max_ulps = if src.contains("exp") { 1 } else { 0 };
+                assert_values(&got[0], &want[0], max_ulps, &what);
+            }
+        }
+    }
 }

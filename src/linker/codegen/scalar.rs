@@ -215,6 +215,36 @@ pub fn promote_narrow(b: &mut FunctionBuilder<'_>, v: Value, narrow: DType) -> V
     }
 }
 
+/// The `F64X2` lanes `v`, integers held exactly, wrapped to the 8- or
+/// 16-bit integer dtype `d` as the reference's `as` wraps its `i64`
+/// result: `v - 2^b·floor(v / 2^b)` for an unsigned `d` of `b` bits,
+/// `v - 2^b·floor((v + 2^(b-1)) / 2^b)` for a signed one (every step exact
+/// for |v| below 2^52); a zero comes out `+0`, as an integer converts.
+pub fn wrap_int_lanes(b: &mut FunctionBuilder<'_>, v: Value, d: DType) -> Value {
+    let bits = 8 * d.size_of() as i32;
+    let m = 2f64.powi(bits);
+    let ty = types::F64X2;
+    let shifted = if d.is_signed_int() {
+        let half = float_splat(b, ty, m / 2.0);
+        b.ins().fadd(v, half)
+    } else {
+        v
+    };
+    let inv = float_splat(b, ty, 1.0 / m);
+    let q = b.ins().fmul(shifted, inv);
+    let f = b.ins().floor(q);
+    let mv = float_splat(b, ty, m);
+    let k = b.ins().fmul(f, mv);
+    let r = b.ins().fsub(v, k);
+    if d.is_signed_int() {
+        // -0 - 0 is -0: the sum with +0 makes it +0.
+        let zero = float_splat(b, ty, 0.0);
+        b.ins().fadd(r, zero)
+    } else {
+        r
+    }
+}
+
 /// Whether a cast of an `f64` path value to `narrow` has a narrow-lane form
 /// ([`demote_to_narrow`]).
 pub fn demotes_to(narrow: DType) -> bool {
