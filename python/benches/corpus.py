@@ -180,6 +180,10 @@ CORPUS = [
     # and float results stored as a narrower dtype.
     ("u8_to_f32", 'cast(P, "f32") / 255', "P.astype(np.float32) / np.float32(255)", None),
     ("u8_to_f64", "P / 255", "P / 255", None),
+    # uint8 arithmetic feeding f64 values: numpy's -P wraps in uint8 (as
+    # kiln's does); numexpr widens P first, so it computes another value.
+    ("u8_invert_f64", "(255 - P) / 255", "(255 - P) / 255", "(255 - P) / 255"),
+    ("u8_neg_exp", "exp(-P / 255)", "np.exp(-P / 255)", None),
     ("u8_diff_i16", 'cast(P, "i16") - cast(Q, "i16")', "P.astype(np.int16) - Q.astype(np.int16)",
      None),
     ("i32_with_f64", "a * 0.5 + x", "a * 0.5 + x", "a * 0.5 + x"),
