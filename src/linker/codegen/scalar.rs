@@ -86,15 +86,20 @@ pub fn int_vector_dtype(dtype: DType) -> bool {
 }
 
 /// Whether an input of dtype `src` can enter the vector path on lanes of
-/// `dst` converted as it is loaded ([`load_converted`]): the conversion
-/// must be exact, so that the converted lane holds the very value the
-/// reference computes with (every value of `src` is one of `dst`). Integers
+/// `dst` converted as it is loaded ([`load_converted`]): the converted lane
+/// must hold the very value the reference computes with. Exactly: integers
 /// of at most 16 bits (and bool, loaded as its byte, as [`load`] does) become
 /// `f32` lanes; integers of at most 32 bits and `f32` become `f64` lanes;
 /// narrower integers widen to integer lanes that hold all their values
 /// (unsigned into wider signed or unsigned, signed into wider signed).
+/// Rounded to nearest: `i64` and `u64` become `f64` lanes as the reference's
+/// `as f64` enters the float domain ([`i64_to_f64_lanes`]), so for readers
+/// that compute in floats the rounded value is the reference's own.
 pub fn load_convertible(src: DType, dst: DType) -> bool {
-    if src == dst || src == DType::F64 || matches!(src, DType::I64 | DType::U64) {
+    if matches!(src, DType::I64 | DType::U64) {
+        return dst == DType::F64;
+    }
+    if src == dst || src == DType::F64 {
         return false;
     }
     let src_int = src.is_int() || src == DType::Bool;
@@ -134,6 +139,9 @@ pub fn load_converted(
     if src == DType::F32 {
         return b.ins().fvpromote_low(v);
     }
+    if matches!(src, DType::I64 | DType::U64) {
+        return i64_to_f64_lanes(b, v, src == DType::I64);
+    }
     // Integer lanes widen to the destination's width (32 bits for floats).
     let signed = src.is_signed_int();
     let target_bits = if dst.is_float() {
@@ -157,6 +165,38 @@ pub fn load_converted(
         DType::F64 => promote_narrow(b, v, DType::I32),
         _ => v,
     }
+}
+
+/// The two 64-bit integer lanes of `v` (signed when `signed`) as `f64`
+/// lanes rounded to nearest, as Rust's `as f64` rounds (x86 converts 64-bit
+/// lanes only with AVX-512DQ): each lane is `hi·2^32 + lo`, both parts
+/// converted exactly by placing them in the significand of a power of two
+/// (`0x4530…` is 2^84, whose last significand bit is worth 2^32; `0x4330…`
+/// is 2^52, worth 1; a signed high part is offset by 2^31 first) and
+/// subtracting that power, then added with the one rounding of the sum.
+pub fn i64_to_f64_lanes(b: &mut FunctionBuilder<'_>, v: Value, signed: bool) -> Value {
+    let ty = types::I64X2;
+    let splat = |b: &mut FunctionBuilder<'_>, x: u64| int_splat(b, ty, x as i64);
+    let hi = b.ins().ushr_imm_u(v, 32);
+    let (hi, hi_bias) = if signed {
+        let flip = splat(b, 0x8000_0000);
+        (b.ins().bxor(hi, flip), 2f64.powi(84) + 2f64.powi(63))
+    } else {
+        (hi, 2f64.powi(84))
+    };
+    let e84 = splat(b, 0x4530_0000_0000_0000);
+    let hi = b.ins().bor(hi, e84);
+    let hi = b.ins().bitcast(types::F64X2, LITTLE, hi);
+    let bias = float_splat(b, types::F64X2, hi_bias);
+    let hi = b.ins().fsub(hi, bias);
+    let low_mask = splat(b, 0xFFFF_FFFF);
+    let lo = b.ins().band(v, low_mask);
+    let e52 = splat(b, 0x4330_0000_0000_0000);
+    let lo = b.ins().bor(lo, e52);
+    let lo = b.ins().bitcast(types::F64X2, LITTLE, lo);
+    let two52 = float_splat(b, types::F64X2, 2f64.powi(52));
+    let lo = b.ins().fsub(lo, two52);
+    b.ins().fadd(hi, lo)
 }
 
 /// Loads `bytes` (2, 4, 8 or 16) bytes of `src` elements at `addr + offset`
