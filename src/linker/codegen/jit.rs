@@ -229,6 +229,51 @@ fn cap_isa_flags(b: &mut cranelift_codegen::isa::Builder) -> Result<()> {
     Ok(())
 }
 
+/// Whether `isa` compares float vectors with the SSE `cmppd` / `cmpps`
+/// (an x86-64 target without AVX: `KILN_ISA=baseline`, or a CPU before
+/// 2011). Cranelift 0.135 merges a load into their memory operand without
+/// the 16-byte alignment the CPU demands of it (its assembler lists
+/// `cmppd` with a plain `xmm_m128` where `addpd` has an aligned one), so an
+/// unaligned operand faults; with AVX, `vcmppd` takes any address.
+fn sse_compares(isa: &dyn TargetIsa) -> bool {
+    isa.triple().architecture == target_lexicon::Architecture::X86_64
+        && !isa
+            .isa_flags()
+            .iter()
+            .any(|f| f.name == "has_avx" && f.as_bool() == Some(true))
+}
+
+/// Passes every loaded value that a vector `fcmp` reads through a pair of
+/// bitcasts (to the integer vector of its width and back), so that the
+/// load is lowered to a plain unaligned move into a register and never
+/// merged into the comparison (see [`sse_compares`]). The value, its
+/// bits, and the comparison's result are unchanged; applying it again
+/// changes nothing (the comparison then reads the bitcast).
+fn keep_loads_out_of_compares(func: &mut ir::Function) {
+    use cranelift_codegen::cursor::{Cursor, FuncCursor};
+    use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Opcode, ValueDef};
+    let little = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+    let mut pos = FuncCursor::new(func);
+    while pos.next_block().is_some() {
+        while let Some(inst) = pos.next_inst() {
+            if pos.func.dfg.insts[inst].opcode() != Opcode::Fcmp {
+                continue;
+            }
+            let args: Vec<ir::Value> = pos.func.dfg.inst_args(inst).to_vec();
+            for (k, a) in args.into_iter().enumerate() {
+                let ty = pos.func.dfg.value_type(a);
+                let loaded = matches!(pos.func.dfg.value_def(a), ValueDef::Result(d, _)
+                    if pos.func.dfg.insts[d].opcode() == Opcode::Load);
+                if ty.is_vector() && loaded {
+                    let bits = pos.ins().bitcast(ty.as_int(), little, a);
+                    let back = pos.ins().bitcast(ty, little, bits);
+                    pos.func.dfg.inst_args_mut(inst)[k] = back;
+                }
+            }
+        }
+    }
+}
+
 /// Whether the function divides integers (`sdiv`, `udiv`, `srem`, `urem`):
 /// such kernels are compiled with the optimising mid-end, which turns a
 /// division by a constant into a multiplication.
@@ -727,6 +772,9 @@ fn generate(isas: &Isas, (name, _, kernel): &mut Pending) -> Option<String> {
     } else {
         &*isas.plain
     };
+    if sse_compares(isa) {
+        keep_loads_out_of_compares(&mut kernel.func);
+    }
     let mut ctrl = ControlPlane::default();
     WARM.with_borrow_mut(|ctx| {
         ctx.clear();
