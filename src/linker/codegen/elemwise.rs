@@ -94,7 +94,7 @@ fn strides_by_call(prog: &Composite, plan: &VecPlan) -> (bool, bool) {
 /// [`prefetch_flag`]). The driver relies on it: it runs an operation whose
 /// operands stay in cache in calls shorter than this
 /// (`exec::drive::IN_CACHE_PIECE`).
-pub const PREFETCH_MIN: usize = 4096;
+pub(crate) const PREFETCH_MIN: usize = 4096;
 
 /// Whether a call over `n` elements prefetches (an `i8` value): shorter
 /// calls (the rows of a broadcast 512 x 512 operation) are usually in
