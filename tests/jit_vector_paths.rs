@@ -1012,6 +1012,20 @@ fn in_cache_and_streamed_calls_give_the_same_bits() {
     kiln::linker::set_num_threads(0);
 }
 
+/// Rewrites the graph of `out` over `ins` under FAST_RUN (fusing it into
+/// one kernel), then compares that graph compiled (no further rewriting)
+/// with the reference evaluator on the same graph, on `vals`, within
+/// `max_ulps`: the check of a code path and not of a rewrite's rounding.
+fn check_fast_run_graph(ins: &[Tensor], out: &Tensor, vals: &[Value], max_ulps: u64, what: &str) {
+    let mut fg = FunctionGraph::new(ins, std::slice::from_ref(out)).unwrap();
+    rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
+    let want = eval::evaluate(&fg, vals).unwrap();
+    let f = compile(&fg, &CompileOptions::default()).unwrap();
+    let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
+    let got = f.call(&args).unwrap();
+    assert_values(&got[0], &want[0], max_ulps, what);
+}
+
 /// 8- and 16-bit integer work feeding `f64` values (`exp(-img / 255)` of
 /// a `uint8` image) is computed exactly in the `f64` path's lanes and
 /// wrapped to its dtype where it may leave its range: negation, sums,
@@ -1056,18 +1070,12 @@ fn small_integer_work_in_f64_lanes_wraps_as_the_reference() {
                     jit_support::int_values(dtype, &[n], 900 + k as u64, pick),
                     jit_support::int_values(dtype, &[n], 950 + k as u64, pick),
                 ];
-                let what = format!("{src} ({dtype}, n = {n})");
-                let mut fg = FunctionGraph::new(&ins, std::slice::from_ref(&out)).unwrap();
-                rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
-                let want = eval::evaluate(&fg, &vals).unwrap();
-                let f = compile(&fg, &CompileOptions::default()).unwrap();
-                let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
-                let got = f.call(&args).unwrap();
                 // The runtime's block-wise exp is within 1 ULP of the
                 // reference's (runtime/ACCURACY.md); a wrong wrap would be
                 // off by far more.
                 let max_ulps = if src.contains("exp") { 1 } else { 0 };
-                assert_values(&got[0], &want[0], max_ulps, &what);
+                let what = format!("{src} ({dtype}, n = {n})");
+                check_fast_run_graph(&ins, &out, &vals, max_ulps, &what);
             }
         }
     }
@@ -1123,15 +1131,9 @@ fn sixty_four_bit_integers_enter_f64_lanes_rounded_as_the_reference() {
                     jit_support::int_values(dtype, &[n], 700 + k as u64, pick),
                     Value::F64(jit_support::rand_f64(&[n], 750 + k as u64, -2.0, 2.0)),
                 ];
-                let what = format!("{src} ({dtype}, n = {n})");
-                let mut fg = FunctionGraph::new(&ins, std::slice::from_ref(&out)).unwrap();
-                rewrite_graph(&mut fg, &Mode::fast_run()).unwrap();
-                let want = eval::evaluate(&fg, &vals).unwrap();
-                let f = compile(&fg, &CompileOptions::default()).unwrap();
-                let args: Vec<Arg<'_>> = vals.iter().map(Arg::from).collect();
-                let got = f.call(&args).unwrap();
                 let max_ulps = if src.contains("exp") { 1 } else { 0 };
-                assert_values(&got[0], &want[0], max_ulps, &what);
+                let what = format!("{src} ({dtype}, n = {n})");
+                check_fast_run_graph(&ins, &out, &vals, max_ulps, &what);
             }
         }
     }
