@@ -145,6 +145,17 @@ impl DType {
         self.is_int() && !self.is_unsigned()
     }
 
+    /// The smallest and largest value of an integer dtype (`None` for
+    /// `bool` and the floats), in `i128`, which holds them all.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        let bits = self.bits() as u32;
+        match self {
+            _ if !self.is_int() => None,
+            _ if self.is_unsigned() => Some((0, (1i128 << bits) - 1)),
+            _ => Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)),
+        }
+    }
+
     /// The width in bits of an integer or float dtype (8 for `bool`).
     pub fn bits(self) -> usize {
         8 * self.size_of()
@@ -346,6 +357,24 @@ impl fmt::Display for TensorType {
 mod tests {
     use super::*;
     use DType::*;
+
+    #[test]
+    fn integer_ranges_are_the_rust_types_ranges() {
+        assert_eq!(DType::U8.int_range(), Some((0, 255)));
+        assert_eq!(DType::I8.int_range(), Some((-128, 127)));
+        assert_eq!(
+            DType::I16.int_range(),
+            Some((i16::MIN as i128, i16::MAX as i128))
+        );
+        assert_eq!(DType::U32.int_range(), Some((0, u32::MAX as i128)));
+        assert_eq!(
+            DType::I64.int_range(),
+            Some((i64::MIN as i128, i64::MAX as i128))
+        );
+        assert_eq!(DType::U64.int_range(), Some((0, u64::MAX as i128)));
+        assert_eq!(DType::Bool.int_range(), None);
+        assert_eq!(DType::F64.int_range(), None);
+    }
 
     #[test]
     fn upcast_follows_numpy() {

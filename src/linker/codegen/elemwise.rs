@@ -349,16 +349,16 @@ pub(super) fn vector_plan(prog: &Composite, pre_stage: bool, pair_calls: bool) -
             continue;
         }
         tried.push(dtype);
-        if let Some(plan) = vector_plan_on(prog, dtype, pre_stage, pair_calls, false) {
+        if let Some(plan) = vector_plan_on(prog, dtype, pre_stage, pair_calls, None) {
             return Some(plan);
         }
     }
     // Last, 8- and 16-bit integer work in `f64` lanes ([`small_int_plan`]),
     // so that every program that had a path keeps it (a path of its own
     // integer lanes holds more lanes a vector and needs no wrapping).
-    let small = small_int_plan(prog).iter().any(Option::is_some);
-    (small && tried.contains(&DType::F64))
-        .then(|| vector_plan_on(prog, DType::F64, pre_stage, pair_calls, true))
+    let small = small_int_plan(prog);
+    (small.iter().any(Option::is_some) && tried.contains(&DType::F64))
+        .then(|| vector_plan_on(prog, DType::F64, pre_stage, pair_calls, Some(small)))
         .flatten()
 }
 
@@ -404,13 +404,8 @@ fn small_int_in_f64(prog: &Composite, n: &crate::ops::CNode) -> bool {
 
 /// The range of an 8- or 16-bit integer dtype, `None` for any other.
 fn small_int_range(d: DType) -> Option<(i64, i64)> {
-    match d {
-        DType::U8 => Some((0, u8::MAX as i64)),
-        DType::I8 => Some((i8::MIN as i64, i8::MAX as i64)),
-        DType::U16 => Some((0, u16::MAX as i64)),
-        DType::I16 => Some((i16::MIN as i64, i16::MAX as i64)),
-        _ => None,
-    }
+    let (lo, hi) = d.int_range().filter(|_| d.size_of() <= 2)?;
+    Some((lo as i64, hi as i64))
 }
 
 /// Per node of `prog`, for an `f64` path: `Some(wrap)` when the path
@@ -596,14 +591,15 @@ impl VecPlan {
     }
 }
 
-/// [`vector_plan`] on lanes of `dtype`; with `small_ints` (an `f64` path),
-/// computing 8- and 16-bit integer work in its lanes ([`small_int_in_f64`]).
+/// [`vector_plan`] on lanes of `dtype`; with `small` (an `f64` path, the
+/// program's [`small_int_plan`]), computing 8- and 16-bit integer work in
+/// its lanes.
 fn vector_plan_on(
     prog: &Composite,
     dtype: DType,
     pre_stage: bool,
     pair_calls: bool,
-    small_ints: bool,
+    small: Option<Vec<Option<bool>>>,
 ) -> Option<VecPlan> {
     let float = dtype.is_float();
     if !float && !sl::int_vector_dtype(dtype) {
@@ -633,24 +629,11 @@ fn vector_plan_on(
         } else {
             c.as_i64() as i128
         };
-        let (lo, hi) = match lane {
-            DType::I8 => (i8::MIN as i128, i8::MAX as i128),
-            DType::U8 => (0, u8::MAX as i128),
-            DType::I16 => (i16::MIN as i128, i16::MAX as i128),
-            DType::U16 => (0, u16::MAX as i128),
-            DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-            DType::U32 => (0, u32::MAX as i128),
-            DType::I64 => (i64::MIN as i128, i64::MAX as i128),
-            _ => (0, u64::MAX as i128),
-        };
-        (lo..=hi).contains(&v)
+        lane.int_range()
+            .is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
     };
     // Per node: computed exactly in f64 lanes, and whether wrapped.
-    let small: Vec<Option<bool>> = if small_ints {
-        small_int_plan(prog)
-    } else {
-        vec![None; prog.nodes.len()]
-    };
+    let small: Vec<Option<bool>> = small.unwrap_or_else(|| vec![None; prog.nodes.len()]);
     let exact: Vec<bool> = small.iter().map(Option::is_some).collect();
     // Each input's lanes: the path's (its own dtype, or converted as it is
     // loaded), or its own narrow lanes, loaded as they are: when a node of

@@ -377,13 +377,11 @@ pub fn store_converted(
         f64_to_i32_lanes(b, v)
     };
     // Saturated to the dtype's range, which the saturating packs then keep.
-    let (lo, hi) = match dst {
-        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
-        DType::U16 => (0, u16::MAX as i64),
-        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
-        DType::U8 => (0, u8::MAX as i64),
-        _ => (i32::MIN as i64, i32::MAX as i64),
-    };
+    let (lo, hi) = dst
+        .int_range()
+        .map_or((i32::MIN as i64, i32::MAX as i64), |(lo, hi)| {
+            (lo as i64, hi as i64)
+        });
     if dst != DType::I32 {
         let lo = int_splat(b, types::I32X4, lo);
         let hi = int_splat(b, types::I32X4, hi);
