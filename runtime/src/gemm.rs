@@ -17,8 +17,8 @@
 //! over k in the same order (tested in `result_is_independent_of_threads`);
 //! a matrix-vector product computes each output alike on any thread
 //! (`matrix_vector_products_in_every_layout`); a Gram matrix (`Xᵀ·X`,
-//! `X·Xᵀ`: B is A transposed, in the same memory) is computed tile by
-//! tile, each tile a serial product (`symmetric_gemm`,
+//! `X·Xᵀ`: B is A transposed, in the same memory) is computed panel by
+//! panel, each from serial products (`symmetric_gemm`,
 //! `gram_matrices_take_the_symmetric_path`).
 
 /// C (m×n) = alpha·A (m×k) · B (k×n) + beta·C, f64. Strides are in
@@ -103,7 +103,7 @@ unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
     if !serial
         && !read_c
         && m == n
-        && n >= 2 * SYMMETRIC_TILE
+        && n >= 2 * SYMMETRIC_PANEL
         && std::ptr::eq(a, b)
         && rsb == csa
         && csb == rsa
@@ -161,23 +161,45 @@ unsafe fn strided_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
     }
 }
 
-/// The side of the output tiles of a symmetric product (see
+/// The greatest height of the row panels of a symmetric product (see
+/// [`symmetric_gemm`]); products of at least two such panels take that
+/// path.
+const SYMMETRIC_PANEL: usize = 256;
+
+/// The height of the strips that compute a panel's diagonal block (see
 /// [`symmetric_gemm`]).
-const SYMMETRIC_TILE: usize = 256;
+const SYMMETRIC_STRIP: usize = 64;
+
+/// The side of the squares in which [`symmetric_gemm`] copies a panel's
+/// upper triangle below the diagonal (2 × 8 KB of f64: both stay in L1).
+const MIRROR_SQUARE: usize = 32;
 
 /// C (n×n) = alpha·A·Aᵀ for A (n×k), the form of `Xᵀ·X` and `X·Xᵀ` (a
-/// Gram matrix: B is A seen transposed, the same memory): the tiles of C
-/// on and above the diagonal, [`SYMMETRIC_TILE`] on a side, are products
-/// of their own, computed by one thread each ([`parallel_for`] shares the
-/// tiles out), and each tile above the diagonal is copied transposed
-/// below it. Those are (t + 1) / (2t) of the multiply-adds for t tiles on
-/// a side (9/16 for 2000 × 2000), as BLAS's `syrk` saves:
-/// `dot(transpose(y), y)` on 2000 × 2000, two threads, 243-264 → 106-130
-/// ms (`kiln bench`, three alternated rounds, AVX-512; numpy's `y.T @ y`,
-/// OpenBLAS's `dsyrk`, took 106-125 ms in the same hour). C is exactly
-/// symmetric; a tile's values depend only on its own size (a serial
-/// product), so not on the thread count, nor on whether the product runs
-/// on a pool worker (its tiles then run on that thread).
+/// Gram matrix: B is A seen transposed, the same memory), as BLAS's `syrk`
+/// computes it: only the triangle on and above the diagonal, then copied
+/// below it. The rows of C fall into panels of at most [`SYMMETRIC_PANEL`]
+/// rows, at least eight panels down to 128 rows (so that the threads get
+/// even shares: 600 × 600 took 3.5 ms in panels of 256, 2.9 in panels of
+/// 128), one task each ([`parallel_for`] shares them out, the widest
+/// first). A
+/// panel's block right of its diagonal block is one serial product (the
+/// crate packs A's rows once for the whole width); its diagonal block is
+/// computed in strips of [`SYMMETRIC_STRIP`] rows, each from the diagonal
+/// to the block's right edge; then the panel copies its part of the upper
+/// triangle below the diagonal, in [`MIRROR_SQUARE`] squares. That is a
+/// little over half of a full product's multiply-adds: the strips add a
+/// triangle of 64 × 64 / 2 per strip (0.516 of them for 2000 × 2000).
+///
+/// `dot(transpose(X), X)` on 2000 × 2000 f64, two threads, AVX-512, median
+/// of 9 interleaved rounds against numpy's `X.T @ X` (OpenBLAS `dsyrk`) in
+/// one process: 0.96 of numpy's time with the tiles this replaced (squares
+/// of 256, each a product of its own: 9/16 of the multiply-adds, but each
+/// tile packed both its operands), 0.87 with the panels (BENCHMARKS.md,
+/// fiftieth session).
+///
+/// C is exactly symmetric; every product's values depend only on its own
+/// sizes (each is serial), so not on the thread count, nor on whether the
+/// product runs on a pool worker (its panels then run on that thread).
 ///
 /// [`parallel_for`]: crate::parallel::parallel_for
 ///
@@ -192,50 +214,70 @@ unsafe fn symmetric_gemm<T: Copy + PartialEq + Default + Send + Sync + 'static>(
     (a, rsa, csa): (*const T, isize, isize),
     (c, rsc, csc): (*mut T, isize, isize),
 ) {
-    let t = SYMMETRIC_TILE;
-    let nb = n.div_ceil(t);
-    let tiles: Vec<(usize, usize)> = (0..nb).flat_map(|i| (i..nb).map(move |j| (i, j))).collect();
     let (au, cu) = (a as usize, c as usize);
-    let run = |s: usize, e: usize| {
-        let (a, c) = (au as *const T, cu as *mut T);
-        for &(bi, bj) in &tiles[s..e] {
-            let (r0, c0) = (bi * t, bj * t);
-            let (rows, cols) = (t.min(n - r0), t.min(n - c0));
-            let at = |i: usize, j: usize| c.wrapping_offset(i as isize * rsc + j as isize * csc);
-            // SAFETY: rows r0.. of A and, transposed, rows c0.. of A are
-            // readable (i < n, l < k); the tile's C elements are writable
-            // and written by this thread only (each tile on or above the
-            // diagonal is computed once, and the one below it is written
-            // only as this tile's mirror); the serial product threads
-            // nothing.
-            unsafe {
-                strided_gemm(
-                    rows,
-                    k,
-                    cols,
-                    alpha,
-                    (a.wrapping_offset(r0 as isize * rsa), rsa, csa),
-                    (a.wrapping_offset(c0 as isize * rsa), csa, rsa),
-                    T::default(),
-                    (at(r0, c0), rsc, csc),
-                    true,
-                );
-                if bi != bj {
-                    for i in r0..r0 + rows {
-                        for j in c0..c0 + cols {
-                            *at(j, i) = *at(i, j);
+    let at = move |i: usize, j: usize| {
+        (cu as *mut T).wrapping_offset(i as isize * rsc + j as isize * csc)
+    };
+    // C[r0.., c0..] (rows × cols) = alpha · A[r0..] · A[c0..]ᵀ, serial.
+    let block = |r0: usize, rows: usize, c0: usize, cols: usize| {
+        let a = au as *const T;
+        // SAFETY: rows r0..r0 + rows and c0..c0 + cols of A are within its
+        // n rows (the callers' bounds), so every element read is readable;
+        // the block of C lies within its n × n elements and is written by
+        // this task only (see `run`); the serial product threads nothing.
+        unsafe {
+            strided_gemm(
+                rows,
+                k,
+                cols,
+                alpha,
+                (a.wrapping_offset(r0 as isize * rsa), rsa, csa),
+                (a.wrapping_offset(c0 as isize * rsa), csa, rsa),
+                T::default(),
+                (at(r0, c0), rsc, csc),
+                true,
+            )
+        }
+    };
+    let height = n
+        .div_ceil(8)
+        .next_multiple_of(SYMMETRIC_STRIP)
+        .clamp(2 * SYMMETRIC_STRIP, SYMMETRIC_PANEL);
+    let run = |first: usize, end: usize| {
+        for panel in first..end {
+            let r0 = panel * height;
+            let end_row = (r0 + height).min(n);
+            // Panel `panel` writes rows r0..end_row on and above the
+            // diagonal, and their mirror: columns r0..end_row below it. No
+            // other panel writes any of those elements.
+            for s0 in (r0..end_row).step_by(SYMMETRIC_STRIP) {
+                let rows = SYMMETRIC_STRIP.min(end_row - s0);
+                block(s0, rows, s0, end_row - s0);
+            }
+            if end_row < n {
+                block(r0, end_row - r0, end_row, n - end_row);
+            }
+            for j0 in (r0..n).step_by(MIRROR_SQUARE) {
+                for i0 in (r0..end_row.min(j0 + MIRROR_SQUARE)).step_by(MIRROR_SQUARE) {
+                    for i in i0..(i0 + MIRROR_SQUARE).min(end_row) {
+                        for j in (i + 1).max(j0)..(j0 + MIRROR_SQUARE).min(n) {
+                            // SAFETY: i < j < n: both elements are C's; C[i, j]
+                            // was written above by this panel, and C[j, i] is
+                            // this panel's to write (see above).
+                            unsafe { *at(j, i) = *at(i, j) };
                         }
                     }
                 }
             }
         }
     };
+    let panels = n.div_ceil(height);
     // On a pool worker (a product of a batch spread over the threads) the
-    // tiles run on this thread: the same tiles, the same bits.
+    // panels run on this thread: the same products, the same bits.
     if rayon::current_thread_index().is_some() {
-        run(0, tiles.len());
+        run(0, panels);
     } else {
-        crate::parallel::parallel_for(tiles.len(), 1, &run);
+        crate::parallel::parallel_for(panels, 1, &run);
     }
 }
 
@@ -657,7 +699,7 @@ mod tests {
     fn gram_matrices_take_the_symmetric_path() {
         // k long enough that the general path adds in another order than
         // the tiles' (so that a worker taking it would change the bits).
-        let (n, k) = (2 * SYMMETRIC_TILE + 37, 700);
+        let (n, k) = (2 * SYMMETRIC_PANEL + 37, 700);
         let mut s = 5;
         let x: Vec<f64> = (0..n * k).map(|_| lcg(&mut s)).collect();
         // (A's first element offset, rsa, csa): Xᵀ·X reads X (k×n) as A =
