@@ -40,7 +40,7 @@
 //! the whole domain.
 
 use super::common::{
-    clamp_keep_nan, horner, pow2i, round_k, round_prod, scale, sel, LN2_HI, LN2_LO,
+    clamp_keep_nan, horner, pow2i, round_k, round_prod, scale, sel, LN2_HI, LN2_LO, MAGIC,
 };
 use super::dispatch::Fixup;
 
@@ -297,14 +297,48 @@ pub(crate) fn exp_fast(x: f64) -> f64 {
 /// (callers apply [`EXP_FIXUP`]).
 #[inline(always)]
 pub(crate) fn exp_term(x: f64) -> f64 {
-    let (kf, k) = round_prod(x, LOG2E);
+    exp_term_biased::<0>(x).0
+}
+
+/// The bits above the lowest 11 of every `t` of [`exp_term_windowed`] whose
+/// k is in [-1023, 1024] (the magic constant's: its low 11 bits are zero,
+/// and `t` is it plus k + 1023).
+pub(crate) const TERM_WINDOW: u64 = MAGIC.to_bits();
+
+/// [`exp_term`] (the same bits) and the bits of its rounded sum
+/// `t = x·log2(e) + (MAGIC + 1023)`, the check a caller folds over many values
+/// instead of a range check: when every `t` has [`TERM_WINDOW`] above its
+/// low 11 bits (k in [-1023, 1024]), each result is `e^x` within 1.1 ULP,
+/// `+inf` or NaN (k = 1024: the true value overflows or nearly does), NaN
+/// or `-inf` (k = -1023 from a result below 1), or a value in [0, 2^-1022)
+/// (k = -1023 or -1022: e^x is below 2^-1021 there, so either is off by
+/// less than 2^-1021 absolute). Any other `t` (x beyond ±709.8, ±inf, NaN)
+/// has other bits there. The sum of such results is therefore within its
+/// summation bound of Σ e^x whenever it is finite and at least 2^-900.
+#[inline(always)]
+pub(crate) fn exp_term_windowed(x: f64) -> (f64, u64) {
+    exp_term_biased::<1023>(x)
+}
+
+/// [`exp_term`] with `k` rounded through the magic constant plus `BIAS`
+/// (the same k: the bias is an integer and the rounding exact at that
+/// scale), and the rounded sum's bits.
+#[inline(always)]
+fn exp_term_biased<const BIAS: i64>(x: f64) -> (f64, u64) {
+    let magic = MAGIC + BIAS as f64;
+    let t = x.mul_add(LOG2E, magic);
+    let kf = t - magic;
+    let k = (t.to_bits() as i64).wrapping_sub(magic.to_bits() as i64);
     let r = (-kf).mul_add(LN2_HI, x);
     let r = (-kf).mul_add(LN2_LO, r);
     let r2 = r * r;
     let p = horner(r, &FAST_POLY);
     let v = r.mul_add(p, 0.5).mul_add(r2, r);
     let y = 1.0 + v;
-    f64::from_bits(y.to_bits().wrapping_add((k << 52) as u64))
+    (
+        f64::from_bits(y.to_bits().wrapping_add((k << 52) as u64)),
+        t.to_bits(),
+    )
 }
 
 #[cfg(test)]

@@ -17,6 +17,13 @@
 //! lane needs the full-range kernel; a row where one does is summed again
 //! with the checks.
 //!
+//! `kiln_sum_exp_in_window_f64(x, n, next)` = Σ_i e^(x_i) unshifted, for
+//! logsumexp's lanes: each term by `exp::exp_term_windowed`, whose rounded
+//! sums' bits, ANDed and ORed over the lane (two integer operations a
+//! vector, in place of the range check), show whether every value lies in
+//! the kernel's window; a lane outside it, or whose sum overflows or is
+//! tiny, gets NaN and the caller's shifted passes.
+//!
 //! `kiln_exp_shift_store_f64(x, c, out, n, next)` = the same sum, also
 //! writing each `e^(x_i - c)` to `out` (a softmax row's exps and their sum
 //! in one pass): the stored exps are the block `exp`'s (`exp_fast`, ≤ 1
@@ -390,6 +397,108 @@ dispatched!(
             sum_exp_shift::<true, false>(x, c, out, n, next)
 );
 
+dispatched!(
+    /// Returns `Σ_{i<n} e^(x[i])` for `n >=` [`LANES`] in the order the
+    /// module documents, each term by `exp::exp_term_windowed` (within 1.1
+    /// ULP), with no shift and no maximum pass, when every value is inside
+    /// that kernel's window (about ±709) and the sum is finite and at least
+    /// 2^-900; NaN otherwise (a value beyond the window, an infinity, a NaN
+    /// value, an overflowing or a tiny sum), which the caller answers with
+    /// the shifted passes. A first group outside the window ends the pass
+    /// at once. `next` as in [`kiln_sum_exp_shift_f64`].
+    kiln_sum_exp_in_window_f64 [sum_exp_in_window_avx512, sum_exp_in_window_avx2, sum_exp_in_window_base]
+        (x: *const f64, n: usize, next: *const f64) -> f64 =
+            sum_exp_in_window(x, n, next)
+);
+
+/// The checks of [`sum_exp_in_window`]: the AND and the OR of the rounded
+/// sums' bits (each folded into four lanes) both have exactly
+/// `exp::TERM_WINDOW` above their 11 lowest bits, so every value's has.
+#[inline(always)]
+fn in_window(all: [u64; 4], any: [u64; 4]) -> bool {
+    let high = !0x7ffu64;
+    let all = all.into_iter().fold(u64::MAX, |a, b| a & b);
+    let any = any.into_iter().fold(0, |a, b| a | b);
+    all & high == exp::TERM_WINDOW && any & high == exp::TERM_WINDOW
+}
+
+/// One group of [`sum_exp_in_window`]: its terms added to the partials
+/// (the first `m` of them), its rounded sums' bits to the checks.
+#[inline(always)]
+fn window_group(
+    v: [f64; LANES],
+    m: usize,
+    acc: &mut [f64; LANES],
+    all: &mut [u64; 4],
+    any: &mut [u64; 4],
+) {
+    let mut t = [0.0f64; LANES];
+    let mut b = [0u64; LANES];
+    for l in 0..LANES {
+        (t[l], b[l]) = exp::exp_term_windowed(v[l]);
+    }
+    for l in 0..4 {
+        all[l] &= (b[l] & b[l + 4]) & (b[l + 8] & b[l + 12]);
+        any[l] |= (b[l] | b[l + 4]) | (b[l + 8] | b[l + 12]);
+    }
+    for l in 0..m {
+        acc[l] += t[l];
+    }
+}
+
+/// The body of [`kiln_sum_exp_in_window_f64`].
+///
+/// # Safety
+/// `x` must be valid for `n` reads, `n >= LANES`; `next` may be any
+/// address.
+#[inline(always)]
+unsafe fn sum_exp_in_window(x: *const f64, n: usize, next: *const f64) -> f64 {
+    debug_assert!(n >= LANES);
+    let mut acc = [0.0f64; LANES];
+    let (mut all, mut any) = ([u64::MAX; 4], [0u64; 4]);
+    let mut i = 0;
+    while i + LANES <= n {
+        if !next.is_null() {
+            crate::mem::kiln_prefetch(next.wrapping_add(i) as *const u8, LANES * 8);
+        }
+        // SAFETY: x[i..i + LANES] is readable (caller contract, i + LANES <= n).
+        let v: [f64; LANES] = unsafe { ptr::read_unaligned(x.add(i) as *const [f64; LANES]) };
+        window_group(v, LANES, &mut acc, &mut all, &mut any);
+        if i == 0 && !in_window(all, any) {
+            return f64::NAN;
+        }
+        i += LANES;
+    }
+    if i < n {
+        // SAFETY: x[i..n] is readable, n - i < LANES. The zeros padding the
+        // group are inside the window and their terms are not added.
+        let v = unsafe { read_padded::<LANES>(x.add(i), n - i) };
+        window_group(v, n - i, &mut acc, &mut all, &mut any);
+    }
+    let s = halving_sum(&acc);
+    if in_window(all, any) && s.is_finite() && s >= TINY_SUM {
+        s
+    } else {
+        f64::NAN
+    }
+}
+
+/// The least sum [`sum_exp_in_window`] returns: terms it computes off by
+/// less than 2^-1021 each (`exp::exp_term_windowed`) are then below
+/// 2^-121 of it, n times.
+const TINY_SUM: f64 = f64::from_bits((1023 - 900) << 52);
+
+/// Safe slice form of [`kiln_sum_exp_in_window_f64`] (NaN for fewer than
+/// [`LANES`] values too).
+pub fn sum_exp_in_window_f64(x: &[f64], next: Option<&[f64]>) -> f64 {
+    if x.len() < LANES {
+        return f64::NAN;
+    }
+    // SAFETY: the slice holds `x.len()` >= LANES readable values; `next`
+    // is a hint.
+    unsafe { kiln_sum_exp_in_window_f64(x.as_ptr(), x.len(), hint(next)) }
+}
+
 /// The address of `next`'s values, or null.
 fn hint(next: Option<&[f64]>) -> *const f64 {
     next.map_or(ptr::null(), <[f64]>::as_ptr)
@@ -688,5 +797,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The unshifted sum either declines (NaN) or is within the summation
+    /// bound of Σ e^x (std's exp, summed in order); it declines for every
+    /// row with a value that overflows the sum or that is not finite,
+    /// wherever the value sits (first group, a later one, the tail), and
+    /// for a sum below 2^-900; it accepts ordinary rows. Values near both
+    /// ends of the kernel's window (where its terms are off or NaN) are
+    /// mixed into ordinary rows.
+    #[test]
+    fn sum_in_window_is_the_sum_or_declines() {
+        let edges = [
+            709.0,
+            709.5,
+            709.78,
+            709.8,
+            710.0,
+            710.2,
+            -707.5,
+            -708.5,
+            -709.0,
+            -709.1,
+            -709.3,
+            -709.5,
+            -709.8,
+            -710.0,
+            -745.0,
+            -800.0,
+            1e300,
+            -1e300,
+            // Rounded sum 2^52 + 1000: above the low 11 bits a subset of
+            // the window's bits, so only the AND check sees it.
+            -1.560_828_692_041_355_8e15,
+        ];
+        let specials = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let mut accepted = 0;
+        for n in [16, 17, 31, 33, 100, 1000] {
+            let base: Vec<f64> = (0..n)
+                .map(|i| ((i * 37) % 101) as f64 * 0.11 - 5.0)
+                .collect();
+            let mut rows = vec![base.clone()];
+            for (q, &e) in edges.iter().chain(&specials).enumerate() {
+                for at in [0, 15, n / 2, n - 1] {
+                    let mut r = base.clone();
+                    r[at] = e;
+                    // A second edge value elsewhere in some rows.
+                    if q % 3 == 1 {
+                        r[(at + 7) % n] = edges[(q + 5) % edges.len()];
+                    }
+                    rows.push(r);
+                }
+                rows.push(vec![e; n]);
+            }
+            rows.push(vec![-700.0; n]);
+            rows.push(base.iter().map(|v| v - 680.0).collect());
+            for x in &rows {
+                let got = sum_exp_in_window_f64(x, None);
+                let want: f64 = x.iter().map(|v| v.exp()).sum();
+                let overflows = x.iter().any(|v| !v.is_finite() || *v > 709.79);
+                if overflows || !want.is_finite() || want < 2f64.powi(-900) {
+                    assert!(got.is_nan(), "n={n} {x:?}: {got} vs {want}");
+                } else if !got.is_nan() {
+                    accepted += 1;
+                    let bound = 2.0 * n as f64 * f64::EPSILON * want;
+                    assert!((got - want).abs() <= bound, "n={n} {x:?}: {got} vs {want}");
+                }
+            }
+            assert!(!sum_exp_in_window_f64(&base, None).is_nan(), "n={n}");
+        }
+        assert!(accepted > 100, "{accepted}");
+        // Fewer values than a group: always declined (the lane pass's
+        // short rows keep the shifted kernel's bits).
+        assert!(sum_exp_in_window_f64(&[0.0; 15], None).is_nan());
     }
 }
