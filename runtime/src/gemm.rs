@@ -181,10 +181,9 @@ const MIRROR_SQUARE: usize = 32;
 /// rows, at least eight panels down to 128 rows (so that the threads get
 /// even shares: 600 × 600 took 3.5 ms in panels of 256, 2.9 in panels of
 /// 128), one task each ([`parallel_for`] shares them out, the widest
-/// first). A
-/// panel's block right of its diagonal block is one serial product (the
-/// crate packs A's rows once for the whole width); its diagonal block is
-/// computed in strips of [`SYMMETRIC_STRIP`] rows, each from the diagonal
+/// first). A panel's block right of its diagonal block is one serial
+/// product (the crate packs A's rows once for the whole width); its
+/// diagonal block is computed in strips of [`SYMMETRIC_STRIP`] rows, each from the diagonal
 /// to the block's right edge; then the panel copies its part of the upper
 /// triangle below the diagonal, in [`MIRROR_SQUARE`] squares. That is a
 /// little over half of a full product's multiply-adds: the strips add a
@@ -698,7 +697,7 @@ mod tests {
     #[test]
     fn gram_matrices_take_the_symmetric_path() {
         // k long enough that the general path adds in another order than
-        // the tiles' (so that a worker taking it would change the bits).
+        // the panels' (so that a worker taking it would change the bits).
         let (n, k) = (2 * SYMMETRIC_PANEL + 37, 700);
         let mut s = 5;
         let x: Vec<f64> = (0..n * k).map(|_| lcg(&mut s)).collect();

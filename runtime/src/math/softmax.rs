@@ -22,9 +22,10 @@
 //! A lane too long for one thread is split into chunks by the caller and
 //! computed in three steps, each over all chunks before the next
 //! ([`split_lane_max`], [`split_lane_sum`], [`split_lane_finish`] or
-//! [`split_lane_logsumexp`]): the same maximum and terms as the lane pass,
-//! the sum added chunk by chunk (so its last bits may differ from the lane
-//! pass's; the chunking, not the thread count, fixes them). For lanes
+//! [`split_lane_logsumexp`]): the same maximum and terms as the lane
+//! pass's shifted form, the sum added chunk by chunk (so its last bits may
+//! differ from the lane pass's, which for logsumexp is usually the
+//! unshifted sum; the chunking, not the thread count, fixes them). For lanes
 //! rounded to `f32` afterwards, [`split_lane_rescaled`] takes the first two
 //! steps in one pass: each chunk summed at its own maximum, rescaled.
 //!
